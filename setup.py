@@ -1,0 +1,34 @@
+"""Builds the optional C extension; shmrma falls back to the `atomics` package
+when it cannot be compiled, so a missing compiler never breaks the install."""
+import sys
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+
+class OptionalBuildExt(build_ext):
+    def run(self):
+        try:
+            build_ext.run(self)
+        except Exception as exc:  # any compiler failure
+            self._warn(exc)
+
+    def build_extension(self, ext):
+        try:
+            build_ext.build_extension(self, ext)
+        except Exception as exc:
+            self._warn(exc)
+
+    @staticmethod
+    def _warn(exc):
+        sys.stderr.write(
+            "WARNING: shmrma's C extension could not be built (%s); "
+            "shmrma will run on the slower `atomics` fallback.\n" % exc)
+
+
+setup(
+    ext_modules=[Extension(
+        "shmrma._native", ["shmrma/_native.c"],
+        extra_compile_args=["-O2", "-std=c11"])],
+    cmdclass={"build_ext": OptionalBuildExt},
+)

@@ -1,0 +1,33 @@
+"""Integer constants of the MPI namespace (values as in MPICH, for familiar logs)."""
+
+UNDEFINED = -32766
+PROC_NULL = -1
+ANY_SOURCE = -2
+ANY_TAG = -1
+ROOT = -3
+TAG_UB = 2**31 - 1
+
+# group and communicator comparison
+IDENT = 0
+CONGRUENT = 1
+SIMILAR = 2
+UNEQUAL = 3
+
+# Split_type
+COMM_TYPE_SHARED = 1
+
+# threads (shmrma ranks are processes; every level is honoured trivially)
+THREAD_SINGLE = 0
+THREAD_FUNNELED = 1
+THREAD_SERIALIZED = 2
+THREAD_MULTIPLE = 3
+
+MAX_INFO_KEY = 255
+MAX_INFO_VAL = 1024
+MAX_PROCESSOR_NAME = 128
+MAX_ERROR_STRING = 512
+MAX_OBJECT_NAME = 128
+MAX_LIBRARY_VERSION_STRING = 8192
+
+BOTTOM = 0
+IN_PLACE = 1  # sentinel value compared by identity through MPI.IN_PLACE

@@ -1,0 +1,157 @@
+"""MPI error classes and the exception every shmrma call raises.
+
+The numeric values follow MPICH so that messages and logs read the same on
+both runtimes; programs compare against the ``MPI.ERR_*`` names, never numbers.
+"""
+
+SUCCESS = 0
+ERR_BUFFER = 1
+ERR_COUNT = 2
+ERR_TYPE = 3
+ERR_TAG = 4
+ERR_COMM = 5
+ERR_RANK = 6
+ERR_ROOT = 7
+ERR_GROUP = 8
+ERR_OP = 9
+ERR_ARG = 12
+ERR_UNKNOWN = 13
+ERR_TRUNCATE = 14
+ERR_OTHER = 15
+ERR_INTERN = 16
+ERR_PENDING = 18
+ERR_REQUEST = 19
+ERR_INFO = 28
+ERR_INFO_KEY = 29
+ERR_INFO_VALUE = 30
+ERR_INFO_NOKEY = 31
+ERR_NO_MEM = 34
+ERR_WIN = 45
+ERR_BASE = 46
+ERR_LOCKTYPE = 47
+ERR_KEYVAL = 48
+ERR_RMA_CONFLICT = 49
+ERR_RMA_SYNC = 50
+ERR_SIZE = 51
+ERR_DISP = 52
+ERR_ASSERT = 53
+ERR_RMA_RANGE = 55
+ERR_RMA_ATTACH = 56
+ERR_RMA_SHARED = 57
+ERR_RMA_FLAVOR = 58
+ERR_WIN_COUNTER = 100
+ERR_LASTCODE = 0x3FFFFFFF
+
+_CLASS_TEXT = {
+    SUCCESS: "no error",
+    ERR_BUFFER: "invalid buffer pointer",
+    ERR_COUNT: "invalid count argument",
+    ERR_TYPE: "invalid datatype",
+    ERR_TAG: "invalid tag",
+    ERR_COMM: "invalid communicator",
+    ERR_RANK: "invalid rank",
+    ERR_ROOT: "invalid root",
+    ERR_GROUP: "invalid group",
+    ERR_OP: "invalid reduce operation",
+    ERR_ARG: "invalid argument of some other kind",
+    ERR_UNKNOWN: "unknown error",
+    ERR_TRUNCATE: "message truncated",
+    ERR_OTHER: "other error",
+    ERR_INTERN: "internal error",
+    ERR_PENDING: "pending request",
+    ERR_REQUEST: "invalid request",
+    ERR_INFO: "invalid info object",
+    ERR_INFO_KEY: "invalid info key",
+    ERR_INFO_VALUE: "invalid info value",
+    ERR_INFO_NOKEY: "info key not defined",
+    ERR_NO_MEM: "out of memory",
+    ERR_WIN: "invalid window",
+    ERR_BASE: "invalid base argument",
+    ERR_LOCKTYPE: "invalid lock type",
+    ERR_KEYVAL: "invalid keyval",
+    ERR_RMA_CONFLICT: "conflicting accesses to window",
+    ERR_RMA_SYNC: "invalid synchronization of RMA calls",
+    ERR_SIZE: "invalid size argument",
+    ERR_DISP: "invalid displacement argument",
+    ERR_ASSERT: "invalid assertion argument",
+    ERR_RMA_RANGE: "target memory is not part of the window",
+    ERR_RMA_ATTACH: "memory cannot be attached",
+    ERR_RMA_SHARED: "memory cannot be shared",
+    ERR_RMA_FLAVOR: "wrong window flavor for this call",
+    ERR_WIN_COUNTER: "synchronization counter went negative",
+}
+
+
+def error_class_of(code):
+    """Error class of an error code; shmrma's codes are their classes."""
+    return int(code) if int(code) in _CLASS_TEXT else ERR_UNKNOWN
+
+
+def error_string(code):
+    return _CLASS_TEXT.get(int(code), "unknown error code %d" % int(code))
+
+
+class Exception(RuntimeError):  # noqa: A001 - mpi4py's name, on purpose
+    """``MPI.Exception``: carries an error class and a message saying what to fix."""
+
+    def __init__(self, ierr=ERR_OTHER, message=None):
+        self.ierr = int(ierr)
+        self.message = message
+        RuntimeError.__init__(self, self.ierr)
+
+    def Get_error_code(self):
+        return self.ierr
+
+    def Get_error_class(self):
+        return error_class_of(self.ierr)
+
+    def Get_error_string(self):
+        return error_string(self.ierr)
+
+    error_code = property(Get_error_code)
+    error_class = property(Get_error_class)
+    error_string = property(Get_error_string)
+
+    def __int__(self):
+        return self.ierr
+
+    def __eq__(self, other):
+        if isinstance(other, Exception):
+            return self.ierr == other.ierr
+        if isinstance(other, int):
+            return self.ierr == other
+        return NotImplemented
+
+    def __ne__(self, other):
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    __hash__ = RuntimeError.__hash__
+
+    def __bool__(self):
+        return self.ierr != SUCCESS
+
+    def __str__(self):
+        text = error_string(self.ierr)
+        return "%s: %s" % (text, self.message) if self.message else text
+
+    def __repr__(self):
+        return "MPI.Exception(%d)" % self.ierr
+
+    def __reduce__(self):
+        return (type(self), (self.ierr, self.message))
+
+
+class JobAborted(Exception):
+    """Raised in a wait when the job is ending because another rank failed."""
+
+    def __init__(self, message="the job was aborted"):
+        Exception.__init__(self, ERR_OTHER, message)
+
+    def __reduce__(self):
+        return (type(self), (self.message,))
+
+
+def fail(error_class, message):
+    """Raise ``MPI.Exception(error_class)`` with a message that says what to fix."""
+    raise Exception(error_class, message)
