@@ -1,0 +1,279 @@
+"""The job: this process's rank, the world control segment, liveness and abort.
+
+The world segment is created by whoever starts the job (the launcher, `launch`,
+or a singleton program) and inherited by every rank through fork, so it is
+unlinked before any rank runs and can never leak. It holds a header with the
+abort flag, one cache-line-padded block per rank (pid, state, doorbell, what
+the rank waits for), the per-communicator barrier slots and the point-to-point
+channels (laid out here, interpreted by the mailbox).
+"""
+import os
+import struct
+
+from . import atomic, errors, segments
+
+MAX_RANKS = 256
+MAX_COMM_SLOTS = 4096
+
+HEADER_BYTES = 4096
+OFF_MAGIC = 0
+OFF_NRANKS = 8
+OFF_ABORT = 64          # wait cell: 0 running, 1 aborted
+OFF_ABORT_RANK = 72     # rank whose failure aborted the job, -1 for the launcher
+OFF_NEXT_CONTEXT = 128  # 64-bit counter of communicator context ids
+
+RANK_BLOCK = 256
+OFF_PID = 0
+OFF_STATE = 4
+OFF_DOORBELL = 64       # wait cell, bumped by anything that may complete this rank's wait
+OFF_WAITING = 128       # NUL-terminated text: what a long wait is waiting for
+WAITING_BYTES = 128
+
+SLOT_BYTES = 128
+OFF_SLOT_REFS = 0
+OFF_SLOT_COUNT = 64
+OFF_SLOT_GENERATION = 72  # wait cell
+
+CHANNEL_HEADER = 192
+MAGIC = 0x5348524D41574F52  # "SHRMAWOR"
+
+# rank states
+STARTING, RUNNING, EXITED, FAILED = 0, 1, 2, 3
+STATE_NAMES = {STARTING: "starting", RUNNING: "running", EXITED: "exited", FAILED: "failed"}
+
+# how long one sleep inside a wait lasts before the abort flag and peers are checked again
+WAIT_SLICE = 0.05
+
+
+def channel_ring_bytes(nranks):
+    """Ring size per ordered pair: 64 KiB for small jobs, shrinking so N*N rings stay modest."""
+    ring = 64 * 1024
+    while ring > 4096 and nranks * nranks * ring > 32 * 1024 * 1024:
+        ring //= 2
+    return ring
+
+
+class Layout:
+    """Byte offsets inside the world segment for a job of ``nranks`` ranks."""
+
+    def __init__(self, nranks):
+        self.nranks = nranks
+        self.ranks_offset = HEADER_BYTES
+        self.slots_offset = self.ranks_offset + nranks * RANK_BLOCK
+        self.channels_offset = self.slots_offset + MAX_COMM_SLOTS * SLOT_BYTES
+        self.ring_bytes = channel_ring_bytes(nranks)
+        self.channel_bytes = CHANNEL_HEADER + self.ring_bytes
+        self.total = self.channels_offset + nranks * nranks * self.channel_bytes
+
+
+class World:
+    """The world control segment as seen from one process."""
+
+    def __init__(self, job_id, nranks, segment, rank=None):
+        self.job_id = job_id
+        self.size = nranks
+        self.rank = rank
+        self.segment = segment
+        self.layout = Layout(nranks)
+        self.base = segment.address
+        self.mem = segment.buffer
+        self.abort_cell = self.base + OFF_ABORT
+        self._peers_all = tuple(range(nranks))
+
+    @classmethod
+    def create(cls, job_id, nranks):
+        if not 1 <= nranks <= MAX_RANKS:
+            errors.fail(errors.ERR_ARG, "a job has 1 to %d ranks, not %d" % (MAX_RANKS, nranks))
+        layout = Layout(nranks)
+        segment = segments.Segment.create(job_id, layout.total)
+        # Every rank inherits the mapping through fork: the name is not needed any more.
+        segment.unlink()
+        world = cls(job_id, nranks, segment)
+        struct.pack_into("<Qi", world.mem, OFF_MAGIC, MAGIC, nranks)
+        atomic.store64(world.base + OFF_NEXT_CONTEXT, FIRST_FREE_CONTEXT)
+        atomic.store32(world.base + OFF_ABORT_RANK, -1)
+        atomic.store32(world.slot_address(WORLD_SLOT) + OFF_SLOT_REFS, nranks)
+        return world
+
+    # --- addresses ---------------------------------------------------------
+    def rank_block(self, rank):
+        return self.base + self.layout.ranks_offset + rank * RANK_BLOCK
+
+    def doorbell(self, rank):
+        return self.rank_block(rank) + OFF_DOORBELL
+
+    def slot_address(self, slot):
+        return self.base + self.layout.slots_offset + slot * SLOT_BYTES
+
+    def channel_offset(self, src, dst):
+        return self.layout.channels_offset + (src * self.size + dst) * self.layout.channel_bytes
+
+    # --- rank states -------------------------------------------------------
+    def set_state(self, rank, state):
+        atomic.store32(self.rank_block(rank) + OFF_STATE, state)
+        atomic.cell_wake(self.doorbell(rank))
+
+    def state(self, rank):
+        return atomic.load32(self.rank_block(rank) + OFF_STATE)
+
+    def set_pid(self, rank, pid):
+        atomic.store32(self.rank_block(rank) + OFF_PID, pid)
+
+    def pid(self, rank):
+        return atomic.load32(self.rank_block(rank) + OFF_PID)
+
+    # --- abort -------------------------------------------------------------
+    def aborted(self):
+        return atomic.load32(self.abort_cell) != 0
+
+    def abort_rank(self):
+        return atomic.load32(self.base + OFF_ABORT_RANK)
+
+    def abort(self, culprit):
+        """Mark the job aborted because of ``culprit`` (a rank, or -1); first caller wins."""
+        if atomic.cas32(self.base + OFF_ABORT_RANK, -1, culprit) == -1 or culprit == -1:
+            atomic.cell_store(self.abort_cell, 1)
+        for rank in range(self.size):
+            atomic.cell_wake(self.doorbell(rank))
+
+    # --- what a rank waits for (read by the launcher on --timeout) ----------
+    def note_waiting(self, text):
+        data = text.encode("utf-8", "replace")[:WAITING_BYTES - 1] + b"\0"
+        offset = self.rank_block(self.rank) - self.base + OFF_WAITING
+        self.mem[offset:offset + len(data)] = data
+
+    def clear_waiting(self):
+        self.mem[self.rank_block(self.rank) - self.base + OFF_WAITING] = 0
+
+    def waiting_text(self, rank):
+        offset = self.rank_block(rank) - self.base + OFF_WAITING
+        raw = bytes(self.mem[offset:offset + WAITING_BYTES])
+        return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+
+    # --- context ids ---------------------------------------------------------
+    def new_contexts(self, count):
+        return atomic.fetch_add64(self.base + OFF_NEXT_CONTEXT, count)
+
+
+WORLD_CONTEXT = 0
+SELF_CONTEXT = 1
+FIRST_FREE_CONTEXT = 2
+WORLD_SLOT = 0
+
+_current = None
+
+
+def current():
+    """The world of this process; a program started without the launcher is a world of one."""
+    if _current is None:
+        _start_singleton()
+    return _current
+
+
+def world_rank():
+    return current().rank
+
+
+def world_size():
+    return current().size
+
+
+def is_started():
+    return _current is not None
+
+
+def become_rank(world, rank):
+    """Called in a freshly forked rank: from now on this process is ``rank`` of ``world``."""
+    global _current
+    world.rank = rank
+    _current = world
+    world.set_pid(rank, os.getpid())
+    world.set_state(rank, RUNNING)
+    _reset_hooks_run()
+
+
+def forget():
+    """Drop the world of this process (used by forked children before they become a rank)."""
+    global _current
+    _current = None
+
+
+def new_job_id():
+    return os.urandom(5).hex()
+
+
+def _start_singleton():
+    job_id = os.environ.get("SHMRMA_JOB") or new_job_id()
+    world = World.create(job_id, 1)
+    become_rank(world, 0)
+    import atexit
+    atexit.register(_singleton_exit, world)
+
+
+def _singleton_exit(world):
+    world.set_state(world.rank, EXITED)
+    segments.sweep(world.job_id)
+
+
+# Modules above this layer keep per-process state (mailboxes, communicators);
+# they register a reset hook so that a forked rank starts clean.
+_reset_hooks = []
+
+
+def on_new_rank(hook):
+    _reset_hooks.append(hook)
+    return hook
+
+
+def _reset_hooks_run():
+    for hook in _reset_hooks:
+        hook()
+
+
+# --- waiting -----------------------------------------------------------------
+
+def job_problem(peers=(), what=None):
+    """The exception a wait should raise now (job aborted, a needed rank gone), or None."""
+    world = current()
+    if world.aborted():
+        culprit = world.abort_rank()
+        reason = ("rank %d failed" % culprit) if culprit >= 0 else "the launcher ended it"
+        return errors.JobAborted("the job was aborted (%s) while rank %d was waiting for %s"
+                                 % (reason, world.rank, what or "another rank"))
+    for peer in peers:
+        state = world.state(peer)
+        if state in (EXITED, FAILED):
+            return errors.Exception(
+                errors.ERR_OTHER, "rank %d has %s while rank %d was waiting for %s; "
+                "it can never arrive" % (peer, STATE_NAMES[state], world.rank, what or "it"))
+    return None
+
+
+def wait_cell(address, old, what, peers=()):
+    """Block until the 32-bit cell at ``address`` no longer holds ``old``.
+
+    ``what`` (a string or a zero-argument callable giving one) says what is
+    awaited; it is published for the launcher's timeout report once the wait
+    outlasts a slice. ``peers`` are world ranks whose exit makes the wait hopeless.
+    """
+    value = atomic.cell_wait(address, old, WAIT_SLICE)
+    if value != old:
+        return value
+    world = current()
+    text = what() if callable(what) else what
+    world.note_waiting(text)
+    try:
+        while True:
+            # A peer publishes its exit after its last contribution, so reading the
+            # problem first and the cell second never blames a peer that did arrive.
+            problem = job_problem(peers, text)
+            value = atomic.load32(address)
+            if value != old:
+                return value
+            if problem is not None:
+                raise problem
+            value = atomic.cell_wait(address, old, WAIT_SLICE)
+            if value != old:
+                return value
+    finally:
+        world.clear_waiting()

@@ -1,0 +1,505 @@
+"""Starting ranks and ending jobs cleanly: shared by ``shmrma-run`` and ``launch``.
+
+The launcher creates the world segment, forks every rank before any thread
+exists (numpy is not imported here: its BLAS pool would be a thread), and
+watches them. The first rank that fails (exception, non-zero exit, signal)
+aborts the job: waits in the other ranks raise within a wait slice, anything
+still running after a grace period is killed, and every segment of the job
+still named in /dev/shm is unlinked, however the job ended.
+"""
+import ctypes
+import errno
+import faulthandler
+import fcntl
+import os
+import selectors
+import signal
+import sys
+import time
+import traceback
+
+from . import errors, job, segments
+
+GRACE_SECONDS = 1.0
+DIAGNOSTIC_SECONDS = 1.0
+TIMEOUT_STATUS = 124
+PR_SET_PDEATHSIG = 1
+PR_SET_PTRACER = 0x59616D61
+PR_SET_PTRACER_ANY = -1
+
+
+class Outcome:
+    """How a job ended: ``status`` for the shell, the failing rank, and why."""
+
+    def __init__(self):
+        self.status = 0
+        self.culprit = None
+        self.reason = None
+        self.timed_out = False
+        self.timeout_report = ""
+        self.interrupted = False
+        self.exit_codes = {}
+
+
+def exit_status(wait_status):
+    if os.WIFSIGNALED(wait_status):
+        return 128 + os.WTERMSIG(wait_status)
+    return os.WEXITSTATUS(wait_status)
+
+
+def describe_status(wait_status):
+    if os.WIFSIGNALED(wait_status):
+        number = os.WTERMSIG(wait_status)
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = "signal %d" % number
+        return "was killed by %s (status %d)" % (name, 128 + number)
+    return "exited with status %d" % os.WEXITSTATUS(wait_status)
+
+
+class Job:
+    """A set of forked ranks sharing one world segment."""
+
+    def __init__(self, nranks, timeout=None, tag_output=False):
+        self.nranks = nranks
+        self.timeout = timeout
+        self.tag_output = tag_output
+        self.job_id = job.new_job_id()
+        self.world = job.World.create(self.job_id, nranks)
+        self.pids = {}
+        self.diagnostics = {}
+        self.readers = {}
+        self.outcome = Outcome()
+
+    # --- starting ------------------------------------------------------------------
+    def start(self, rank_main):
+        """Fork every rank; ``rank_main(rank)`` runs in the child and returns its exit code."""
+        for rank in range(self.nranks):
+            diag_read, diag_write = os.pipe()
+            outputs = [os.pipe(), os.pipe()] if self.tag_output else None
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                os.close(diag_read)
+                self._in_child(rank, rank_main, diag_write, outputs)
+            os.close(diag_write)
+            _nonblocking(diag_read)
+            self.pids[pid] = rank
+            self.diagnostics[rank] = diag_read
+            if outputs:
+                for stream, (read_end, write_end) in zip((sys.stdout, sys.stderr), outputs):
+                    os.close(write_end)
+                    self.readers[read_end] = _LinePrefixer(rank, stream)
+
+    def _in_child(self, rank, rank_main, diag_write, outputs):
+        code = 1
+        try:
+            _die_with_parent()
+            if outputs:
+                for fd, (read_end, write_end) in zip((1, 2), outputs):
+                    os.close(read_end)
+                    os.dup2(write_end, fd)
+                    os.close(write_end)
+            for fd in list(self.diagnostics.values()) + list(self.readers):
+                os.close(fd)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            faulthandler.register(signal.SIGUSR1, file=diag_write, all_threads=True)
+            import atexit
+            atexit._clear()
+            job.become_rank(self.world, rank)
+            code = rank_main(rank)
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            finally:
+                os._exit(code)
+
+    # --- watching ------------------------------------------------------------------
+    def supervise(self):
+        """Wait for every rank; abort on the first failure; returns the Outcome."""
+        selector = selectors.DefaultSelector()
+        wake_read, wake_write = os.pipe()
+        _nonblocking(wake_read)
+        _nonblocking(wake_write)
+        previous = _install_wakeups(wake_write, self)
+        selector.register(wake_read, selectors.EVENT_READ)
+        for fd in self.readers:
+            _nonblocking(fd)
+            selector.register(fd, selectors.EVENT_READ)
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        kill_at = None
+        try:
+            while self.pids:
+                self._reap()
+                if not self.pids:
+                    break
+                now = time.monotonic()
+                if self._interrupt_pending and not self.outcome.interrupted:
+                    self._interrupted()
+                    kill_at = now + GRACE_SECONDS
+                if deadline is not None and now >= deadline and not self.outcome.timed_out:
+                    self._timed_out()
+                    kill_at = now
+                if self.outcome.culprit is not None and kill_at is None:
+                    kill_at = now + GRACE_SECONDS
+                if kill_at is not None and now >= kill_at:
+                    self._kill_all(signal.SIGKILL)
+                wait = [t - now for t in (deadline, kill_at) if t is not None]
+                for key, _ in selector.select(max(0.0, min(wait)) if wait else None):
+                    if key.fd == wake_read:
+                        _drain(wake_read)
+                    else:
+                        self._relay(selector, key.fd)
+        finally:
+            _restore_wakeups(previous)
+            for fd in list(self.readers):
+                self._relay(selector, fd, final=True)
+            selector.close()
+            os.close(wake_read)
+            os.close(wake_write)
+            for fd in self.diagnostics.values():
+                os.close(fd)
+            self.diagnostics.clear()
+            segments.sweep(self.job_id)
+        return self.outcome
+
+    _interrupt_pending = False
+
+    def _reap(self):
+        while self.pids:
+            try:
+                pid, wait_status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                self.pids.clear()
+                return
+            if pid == 0:
+                return
+            rank = self.pids.pop(pid, None)
+            if rank is not None:
+                self._rank_ended(rank, wait_status)
+
+    def _rank_ended(self, rank, wait_status):
+        status = exit_status(wait_status)
+        self.outcome.exit_codes[rank] = status
+        if status == 0:
+            if self.world.state(rank) != job.EXITED:
+                self.world.set_state(rank, job.EXITED)
+            return
+        self.world.set_state(rank, job.FAILED)
+        if self.outcome.culprit is not None:
+            return
+        aborted_by = self.world.abort_rank()
+        if aborted_by >= 0 and aborted_by != rank:
+            return  # a follower of the abort; the rank that caused it is reported when reaped
+        self.world.abort(rank)
+        self.outcome.culprit = rank
+        self.outcome.status = status
+        self.outcome.reason = "rank %d %s" % (rank, describe_status(wait_status))
+
+    def _interrupted(self):
+        self.outcome.interrupted = True
+        if self.outcome.culprit is None:
+            self.outcome.status = 128 + signal.SIGINT
+            self.outcome.culprit = -1
+            self.outcome.reason = "interrupted (Ctrl-C)"
+        self.world.abort(-1)
+        self._kill_all(signal.SIGINT)
+
+    def _timed_out(self):
+        self.outcome.timed_out = True
+        self.outcome.status = TIMEOUT_STATUS
+        self.outcome.culprit = -1
+        self.outcome.reason = "timed out after %g s" % self.timeout
+        self.outcome.timeout_report = self.timeout_report()
+        self.world.abort(-1)
+
+    def timeout_report(self):
+        """Each live rank's Python stack and what it waits for."""
+        lines = ["shmrma: the job timed out after %g s; what every rank was doing:\n"
+                 % self.timeout]
+        for pid, rank in sorted(self.pids.items(), key=lambda item: item[1]):
+            waiting = self.world.waiting_text(rank)
+            doing = ("waiting for " + waiting if waiting
+                     else "not waiting in shmrma (computing, sleeping or in other code)")
+            lines.append("--- rank %d (pid %d): %s\n" % (rank, pid, doing))
+            lines.append(self._stack_of(pid, rank))
+        return "".join(lines)
+
+    def _stack_of(self, pid, rank):
+        fd = self.diagnostics[rank]
+        _drain(fd)
+        try:
+            os.kill(pid, signal.SIGUSR1)
+        except ProcessLookupError:
+            return "(the process is gone)\n"
+        chunks = []
+        end = time.monotonic() + DIAGNOSTIC_SECONDS
+        while time.monotonic() < end:
+            try:
+                data = os.read(fd, 65536)
+            except BlockingIOError:
+                if chunks and not _more_soon(fd, 0.05):
+                    break
+                _more_soon(fd, 0.05)
+                continue
+            if not data:
+                break
+            chunks.append(data)
+        return b"".join(chunks).decode("utf-8", "replace") or "(no stack received)\n"
+
+    def _kill_all(self, signum):
+        for pid in list(self.pids):
+            try:
+                os.kill(pid, signum)
+            except ProcessLookupError:
+                pass
+
+    def _relay(self, selector, fd, final=False):
+        prefixer = self.readers.get(fd)
+        if prefixer is None:
+            return
+        while True:
+            try:
+                data = os.read(fd, 65536)
+            except BlockingIOError:
+                return
+            if not data:
+                prefixer.close()
+                del self.readers[fd]
+                if not final:
+                    selector.unregister(fd)
+                os.close(fd)
+                return
+            prefixer.feed(data)
+
+
+class _LinePrefixer:
+    """Writes a rank's output line by line behind ``[rank] ``."""
+
+    def __init__(self, rank, stream):
+        self.prefix = ("[%d] " % rank).encode()
+        self.stream = stream
+        self.partial = b""
+
+    def feed(self, data):
+        lines = (self.partial + data).split(b"\n")
+        self.partial = lines.pop()
+        if lines:
+            self._write(b"".join(self.prefix + line + b"\n" for line in lines))
+
+    def close(self):
+        if self.partial:
+            self._write(self.prefix + self.partial + b"\n")
+            self.partial = b""
+
+    def _write(self, data):
+        self.stream.flush()
+        os.write(self.stream.fileno(), data)
+
+
+def _nonblocking(fd):
+    flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+    fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
+
+
+def _drain(fd):
+    try:
+        while os.read(fd, 65536):
+            pass
+    except (BlockingIOError, OSError):
+        pass
+
+
+def _more_soon(fd, seconds):
+    import select
+    ready, _, _ = select.select([fd], [], [], seconds)
+    return bool(ready)
+
+
+def _die_with_parent():
+    """A rank must not outlive its launcher, whatever kills the launcher."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    # Ranks reach each other's private memory (Win.Create) with process_vm_*.
+    libc.prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0)
+    if os.getppid() == 1:
+        os._exit(1)
+
+
+def _install_wakeups(wake_write, owner):
+    def on_interrupt(signum, frame):
+        owner._interrupt_pending = True
+
+    previous = {
+        "fd": signal.set_wakeup_fd(wake_write),
+        signal.SIGCHLD: signal.signal(signal.SIGCHLD, lambda s, f: None),
+    }
+    if _in_main_thread():
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, on_interrupt)
+    return previous
+
+
+def _restore_wakeups(previous):
+    signal.set_wakeup_fd(previous.pop("fd"))
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
+
+
+def _in_main_thread():
+    import threading
+    return threading.current_thread() is threading.main_thread()
+
+
+# --- the body of a rank ---------------------------------------------------------------
+
+def run_rank_body(world, rank, body, print_failure=True):
+    """Run ``body()`` as ``rank``: returns (exit code, value, failure text).
+
+    A failure aborts the job so that the other ranks stop waiting; a rank that
+    stops because of somebody else's failure says so in one line.
+    """
+    import atexit
+    value = failure = None
+    try:
+        value = body()
+        code = 0
+    except SystemExit as exc:
+        code, failure = _system_exit_code(exc)
+    except errors.JobAborted as exc:
+        code, failure = 1, "shmrma: rank %d stopped: %s\n" % (rank, exc.message)
+    except KeyboardInterrupt:
+        code, failure = 128 + signal.SIGINT, "shmrma: rank %d interrupted\n" % rank
+    except BaseException as exc:
+        code, failure = 1, _user_traceback(exc)
+    if failure and print_failure:
+        sys.stderr.write(failure)
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    if code == 0:
+        world.set_state(rank, job.EXITED)
+    else:
+        world.set_state(rank, job.FAILED)
+        world.abort(rank)
+    return code, value, failure
+
+
+def _user_traceback(exc):
+    """The traceback as `python prog.py` would show it, without the launcher's frames."""
+    tb = exc.__traceback__
+    while tb is not None and _is_launcher_frame(tb.tb_frame.f_code.co_filename):
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb))
+
+
+def _is_launcher_frame(filename):
+    return (filename == __file__ or filename.endswith(("shmrma/run.py", "<frozen runpy>"))
+            or filename.endswith("runpy.py"))
+
+
+def _system_exit_code(exc):
+    if exc.code is None:
+        return 0, None
+    if isinstance(exc.code, int):
+        return exc.code & 0xFF, None
+    return 1, "%s\n" % exc.code
+
+
+# --- running a Python function on N ranks ----------------------------------------
+
+class LaunchError(RuntimeError):
+    """A rank of ``launch`` failed; ``rank`` and ``details`` (its traceback) say how."""
+
+    def __init__(self, message, rank=None, details="", status=None):
+        RuntimeError.__init__(self, message + ("\n" + details if details else ""))
+        self.rank = rank
+        self.details = details
+        self.status = status
+
+
+def launch(fn, nprocs, args=(), kwargs=None, timeout=None):
+    """Run ``fn(*args, **kwargs)`` on ``nprocs`` ranks; returns the per-rank results."""
+    import pickle
+    if not isinstance(nprocs, int) or nprocs < 1:
+        raise ValueError("nprocs must be a positive int, not %r" % (nprocs,))
+    kwargs = kwargs or {}
+    runner = Job(nprocs, timeout=timeout)
+    result_pipes = {}
+
+    def rank_main(rank):
+        for other, (_, write_end) in result_pipes.items():
+            if other != rank:
+                os.close(write_end)
+        code, value, failure = run_rank_body(runner.world, rank, lambda: fn(*args, **kwargs),
+                                             print_failure=False)
+        report = (True, value) if code == 0 else (False, failure)
+        try:
+            data = pickle.dumps(report, pickle.HIGHEST_PROTOCOL)
+        except Exception:
+            data = pickle.dumps((False, "rank %d returned an object that cannot be pickled:\n%s"
+                                 % (rank, traceback.format_exc())))
+            code = 1
+        _write_all(result_pipes[rank][1], data)
+        return code
+
+    for rank in range(nprocs):
+        result_pipes[rank] = os.pipe()
+    collected = {rank: [] for rank in range(nprocs)}
+    for rank, (read_end, _) in result_pipes.items():
+        runner.readers[read_end] = _Collector(collected[rank])
+    try:
+        runner.start(rank_main)
+    finally:
+        for _, write_end in result_pipes.values():
+            os.close(write_end)
+    outcome = runner.supervise()
+    reports = {rank: pickle.loads(b"".join(chunks)) if chunks else None
+               for rank, chunks in collected.items()}
+    return _results_or_raise(outcome, reports, timeout)
+
+
+class _Collector:
+    def __init__(self, chunks):
+        self.chunks = chunks
+
+    def feed(self, data):
+        self.chunks.append(data)
+
+    def close(self):
+        pass
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(fd, view)
+        except InterruptedError:
+            continue
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                return
+            raise
+        view = view[written:]
+
+
+def _results_or_raise(outcome, reports, timeout):
+    if outcome.timed_out:
+        raise LaunchError("launch: the ranks did not finish within %g s" % timeout,
+                          details=outcome.timeout_report, status=TIMEOUT_STATUS)
+    if outcome.culprit is not None and outcome.culprit >= 0:
+        rank = outcome.culprit
+        report = reports.get(rank)
+        details = report[1] if report and not report[0] else ""
+        raise LaunchError("launch: %s" % outcome.reason, rank=rank, details=details,
+                          status=outcome.status)
+    if outcome.interrupted:
+        raise KeyboardInterrupt
+    return [report[1] for _, report in sorted(reports.items())]

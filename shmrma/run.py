@@ -1,0 +1,152 @@
+"""``shmrma-run``: start N ranks of a Python program on this machine.
+
+Usage: shmrma-run -n N [options] (script.py | -m module | -c code) [args...]
+"""
+import os
+import sys
+
+from . import __version__
+
+USAGE = """\
+usage: shmrma-run -n N [options] script.py [args...]
+       shmrma-run -n N [options] -m module [args...]
+       shmrma-run -n N [options] -c code [args...]
+
+Start N ranks of a Python program that uses `from shmrma import MPI`
+(or mpi4py's API) on this machine; ranks are processes sharing memory.
+
+options:
+  -n, -np N          number of ranks (default 1)
+  --timeout SEC      end the job after SEC seconds, printing every rank's Python
+                     stack and what it waits for; exit status 124
+  -l, --tag-output   prefix every output line with the rank: [0] ...
+  --version          print shmrma's version and exit
+  -h, --help         show this help and exit
+
+The exit status is 0 when every rank exits 0; otherwise that of the first rank
+that failed (128+N for a rank killed by signal N), named on one line of stderr.
+"""
+
+
+class UsageError(Exception):
+    pass
+
+
+class Options:
+    def __init__(self):
+        self.nranks = 1
+        self.timeout = None
+        self.tag_output = False
+        self.mode = None      # "script", "module" or "code"
+        self.target = None
+        self.args = []
+
+
+def parse(argv):
+    options = Options()
+    items = list(argv)
+    while items:
+        item = items.pop(0)
+        if item in ("-h", "--help"):
+            sys.stdout.write(USAGE)
+            sys.exit(0)
+        if item == "--version":
+            sys.stdout.write("shmrma-run (shmrma) %s\n" % __version__)
+            sys.exit(0)
+        if item in ("-l", "--tag-output"):
+            options.tag_output = True
+        elif item in ("-n", "-np", "--np") or item.startswith(("-n=", "--timeout=")):
+            name, _, value = item.partition("=")
+            options_value = value or _next(items, name)
+            if name == "--timeout":
+                options.timeout = _positive(options_value, name, float)
+            else:
+                options.nranks = _positive(options_value, name, int)
+        elif item == "--timeout":
+            options.timeout = _positive(_next(items, item), item, float)
+        elif item in ("-m", "-c"):
+            options.mode = "module" if item == "-m" else "code"
+            options.target = _next(items, item)
+            options.args = items
+            return options
+        elif item.startswith("-") and item != "-":
+            raise UsageError("unknown option %s" % item)
+        else:
+            options.mode, options.target, options.args = "script", item, items
+            return options
+    raise UsageError("no program given: name a script, -m module or -c code")
+
+
+def _next(items, name):
+    if not items:
+        raise UsageError("%s needs a value" % name)
+    return items.pop(0)
+
+
+def _positive(text, name, kind):
+    try:
+        value = kind(text)
+    except ValueError:
+        raise UsageError("%s expects a number, not %r" % (name, text)) from None
+    if value <= 0:
+        raise UsageError("%s must be positive, not %r" % (name, text))
+    return value
+
+
+def program_body(options):
+    """A function that runs the program in a rank as ``__main__``."""
+    import runpy
+    if options.mode == "script":
+        path = os.path.abspath(options.target)
+        argv = [options.target] + options.args
+
+        def body():
+            sys.argv = argv
+            sys.path[0] = os.path.dirname(path)
+            runpy.run_path(path, run_name="__main__")
+    elif options.mode == "module":
+        def body():
+            sys.argv = [options.target] + options.args
+            sys.path[0] = os.getcwd()
+            runpy.run_module(options.target, run_name="__main__", alter_sys=True)
+    else:
+        def body():
+            sys.argv = ["-c"] + options.args
+            sys.path[0] = ""
+            import types
+            main = types.ModuleType("__main__")
+            sys.modules["__main__"] = main
+            exec(compile(options.target, "<string>", "exec"), main.__dict__)
+    return body
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        options = parse(argv)
+    except UsageError as exc:
+        sys.stderr.write("shmrma-run: %s\n%s" % (exc, USAGE.split("\n\n")[0] + "\n"))
+        return 2
+    if options.mode == "script" and not os.path.isfile(options.target):
+        sys.stderr.write("shmrma-run: can't open file %r: no such file\n" % options.target)
+        return 2
+    # Import the runtime once here, before the fork, so no rank pays for it again;
+    # it loads no numpy and starts no thread (forking after a thread is unsafe).
+    from . import MPI, launcher  # noqa: F401
+    try:
+        runner = launcher.Job(options.nranks, timeout=options.timeout,
+                              tag_output=options.tag_output)
+    except Exception as exc:
+        sys.stderr.write("shmrma-run: cannot start the job: %s\n" % exc)
+        return 1
+    body = program_body(options)
+    runner.start(lambda rank: launcher.run_rank_body(runner.world, rank, body)[0])
+    outcome = runner.supervise()
+    sys.stderr.write(outcome.timeout_report)
+    if outcome.reason:
+        sys.stderr.write("shmrma-run: %s; the job was ended\n" % outcome.reason)
+    return outcome.status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

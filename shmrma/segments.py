@@ -1,0 +1,145 @@
+"""POSIX shared-memory segments: the one place that knows /dev/shm.
+
+A segment is created with its space reserved up front (posix_fallocate), so a
+full /dev/shm is an ERR_NO_MEM at creation and never a SIGBUS at first touch.
+Names carry the job id so the launcher can sweep whatever a crash left behind.
+"""
+import ctypes
+import errno
+import mmap
+import os
+
+import posix_ipc
+
+from . import errors
+
+SHM_DIR = "/dev/shm"
+NAME_PREFIX = "shmrma."
+CACHE_LINE = 64
+
+
+def job_prefix(job_id):
+    return "%s%s." % (NAME_PREFIX, job_id)
+
+
+def new_name(job_id):
+    return "/%s%s" % (job_prefix(job_id), os.urandom(8).hex())
+
+
+def shm_free_bytes():
+    stats = os.statvfs(SHM_DIR)
+    return stats.f_bavail * stats.f_frsize
+
+
+class Segment:
+    """A mapped shared-memory segment; ``address`` is where this process sees it."""
+
+    __slots__ = ("name", "size", "_map", "_anchor", "address", "_named")
+
+    def __init__(self, name, size, fd):
+        self.name = name
+        self.size = size
+        try:
+            self._map = mmap.mmap(fd, size, mmap.MAP_SHARED,
+                                  mmap.PROT_READ | mmap.PROT_WRITE)
+        finally:
+            os.close(fd)
+        # The ctypes anchor pins the mapping: mmap refuses to close while it lives.
+        self._anchor = ctypes.c_char.from_buffer(self._map)
+        self.address = ctypes.addressof(self._anchor)
+        self._named = True
+
+    @classmethod
+    def create(cls, job_id, size):
+        """Create, reserve and map a new segment of ``size`` bytes (size > 0)."""
+        name = new_name(job_id)
+        shm = posix_ipc.SharedMemory(name, posix_ipc.O_CREX, mode=0o600)
+        fd = shm.fd
+        try:
+            _reserve(fd, size)
+        except BaseException:
+            os.close(fd)
+            _unlink_quietly(name)
+            raise
+        try:
+            return cls(name, size, fd)
+        except BaseException:
+            _unlink_quietly(name)
+            raise
+
+    @classmethod
+    def attach(cls, name, size):
+        """Map an existing segment created by another rank."""
+        try:
+            shm = posix_ipc.SharedMemory(name, 0)
+        except posix_ipc.ExistentialError:
+            errors.fail(errors.ERR_RMA_SHARED,
+                        "shared-memory segment %s is gone before this rank could map it "
+                        "(its creator unlinked it or the job is ending)" % name)
+        return cls(name, size, shm.fd)
+
+    @property
+    def buffer(self):
+        return memoryview(self._map)
+
+    def unlink(self):
+        if self._named:
+            self._named = False
+            _unlink_quietly(self.name)
+
+    def close(self):
+        """Unmap; raises BufferError while views of the memory are still exported."""
+        if self._map is None:
+            return
+        anchor, self._anchor = self._anchor, None
+        del anchor
+        try:
+            self._map.close()
+        except BufferError:
+            self._anchor = ctypes.c_char.from_buffer(self._map)
+            raise
+        self._map = None
+        self.address = 0
+
+    @property
+    def closed(self):
+        return self._map is None
+
+
+def _reserve(fd, size):
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EFBIG, errno.ENOMEM):
+            errors.fail(errors.ERR_NO_MEM, no_space_message(size))
+        raise
+
+
+def no_space_message(size):
+    return ("cannot reserve %d bytes of shared memory in %s: only %d bytes are free "
+            "there; free space in %s, enlarge it (e.g. docker --shm-size) or ask "
+            "for less memory" % (size, SHM_DIR, shm_free_bytes(), SHM_DIR))
+
+
+def _unlink_quietly(name):
+    try:
+        posix_ipc.unlink_shared_memory(name)
+    except posix_ipc.ExistentialError:
+        pass
+
+
+def job_segments(job_id):
+    """Names of the segments of a job that are still linked in /dev/shm."""
+    prefix = job_prefix(job_id)
+    try:
+        return sorted(n for n in os.listdir(SHM_DIR) if n.startswith(prefix))
+    except FileNotFoundError:
+        return []
+
+
+def sweep(job_id):
+    """Unlink every segment of the job still named; returns how many there were."""
+    names = job_segments(job_id)
+    for name in names:
+        _unlink_quietly("/" + name)
+    return len(names)
