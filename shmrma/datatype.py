@@ -1,0 +1,468 @@
+"""MPI datatypes: the predefined basic and pair types, typecodes and buffer formats.
+
+A `Datatype` object refers to a *handle* (`TypeHandle`); copies made with
+``Datatype(other)`` share it, as two Python objects holding one MPI handle do in
+mpi4py, so equality is handle identity and freeing through one object
+invalidates the others. The handle carries the type map summary every call
+needs (size, lb, extent, true extent) as plain integers, independent of numpy,
+so derived datatypes only have to build a handle with their own layout.
+
+Names, sizes, extents, typecodes and error classes follow mpi4py 4.x on MPICH,
+the reference the tests compare against (mpi4py src/mpi4py/MPI.src/Datatype.pyx,
+typemap.pxi, typestr.pxi, msgbuffer.pxi).
+"""
+import sys
+
+import ctypes
+import struct
+
+from .lazy import numpy as np
+
+from . import constants
+from .errors import ERR_TYPE, fail
+from .info import as_mpi_string
+
+# Classes of basic types, as the reduction-operation rules of MPI group them
+# (MPI 3.1 §5.9.2). MPICH also treats CHAR as a C integer; so do we.
+INTEGER = "integer"
+FLOATING = "floating point"
+COMPLEX = "complex"
+LOGICAL = "logical"
+BYTE_CLASS = "byte"
+PAIR = "value-index pair"
+OPAQUE = "opaque"  # PACKED and WCHAR: no reduction op is defined on them
+
+
+class TypeHandle:
+    """What a datatype handle refers to: its layout summary and identity.
+
+    ``basic`` is the predefined Datatype the type is built from (the type itself
+    for a predefined one); accumulate calls compare it across their arguments.
+    """
+
+    def __init__(self, *, name, size, extent, dtype, basic=None, type_class,
+                 typechar=None, typestr=None, code=None, lb=0, true_lb=None,
+                 true_extent=None, predefined=False, committed=True):
+        self.name = name
+        self.size = size
+        self.lb = lb
+        self.extent = extent
+        self.true_lb = lb if true_lb is None else true_lb
+        self.true_extent = extent if true_extent is None else true_extent
+        self._dtype = dtype           # a numpy dtype, or a callable making it on first use
+        self.basic = basic
+        self.type_class = type_class
+        self.typechar = typechar      # mpi4py's Datatype.typechar
+        self.typestr = typestr        # mpi4py's Datatype.typestr
+        self.code = code              # what tocode() answers; None raises ValueError
+        self.predefined = predefined
+        self.committed = committed
+        self.freed = False
+        self.constant_name = None     # the module name of a predefined handle
+        self.dup_of = None            # the Datatype a Dup was made from, to pickle it
+
+    @property
+    def dtype(self):
+        if callable(self._dtype):
+            self._dtype = self._dtype()
+        return self._dtype
+
+    def duplicate(self):
+        return TypeHandle(
+            name="", size=self.size, extent=self.extent, dtype=self._dtype,
+            basic=self.basic, type_class=self.type_class, typechar=self.typechar,
+            typestr=self.typestr, code=self.code, lb=self.lb, true_lb=self.true_lb,
+            true_extent=self.true_extent, committed=self.committed)
+
+
+class Datatype:
+    """``MPI.Datatype``: a handle to a datatype; ``Datatype()`` is a null handle."""
+
+    def __init__(self, datatype=None):
+        self._handle = _handle_of(datatype, "datatype")
+
+    # -- handle protocol ---------------------------------------------------
+
+    def __eq__(self, other):
+        if not isinstance(other, Datatype):
+            return NotImplemented
+        return self._handle is other._handle
+
+    def __ne__(self, other):
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(self):
+        # mpi4py's objects are unhashable; ours hash by handle so the runtime can
+        # key caches on them. Free() changes the handle, hence the hash.
+        return hash(self._handle)
+
+    def __bool__(self):
+        return self._handle is not None
+
+    def __repr__(self):
+        handle = self._handle
+        if handle is None:
+            return "MPI.DATATYPE_NULL"
+        if handle.constant_name:
+            return "MPI." + handle.constant_name
+        return "<MPI.Datatype %r size=%d extent=%d>" % (handle.name, handle.size, handle.extent)
+
+    def __reduce__(self):
+        handle = self._handle
+        if handle is None:
+            return "DATATYPE_NULL" if self is DATATYPE_NULL else (Datatype, ())
+        if handle.constant_name:
+            constant = PREDEFINED[handle.constant_name]
+            return handle.constant_name if self is constant else (Datatype, (constant,))
+        if handle.dup_of is not None and not handle.freed:
+            return (Datatype.Dup, (handle.dup_of,))
+        raise ValueError("cannot serialize '%s.Datatype' instance" % __name__)
+
+    def _live(self, action):
+        """The handle, or ERR_TYPE saying why ``action`` cannot be done."""
+        handle = self._handle
+        if handle is None:
+            fail(ERR_TYPE, "cannot %s DATATYPE_NULL" % action)
+        if handle.freed:
+            fail(ERR_TYPE, "cannot %s a datatype that was freed" % action)
+        return handle
+
+    # -- runtime attributes --------------------------------------------------
+
+    @property
+    def dtype(self):
+        """numpy dtype of one element (structured for pair types); None when null."""
+        return None if self._handle is None else self._handle.dtype
+
+    @property
+    def basic(self):
+        """The predefined Datatype this type is made of; None when null."""
+        return None if self._handle is None else self._handle.basic
+
+    @property
+    def type_class(self):
+        """Reduction class of the basic type (INTEGER, FLOATING, ...); None when null."""
+        return None if self._handle is None else self._handle.type_class
+
+    @property
+    def committed(self):
+        return self._handle is not None and self._handle.committed
+
+    # -- sizes and extents ---------------------------------------------------
+
+    def Get_size(self):
+        return self._live("get the size of").size
+
+    def Get_extent(self):
+        handle = self._live("get the extent of")
+        return (handle.lb, handle.extent)
+
+    def Get_true_extent(self):
+        handle = self._live("get the true extent of")
+        return (handle.true_lb, handle.true_extent)
+
+    size = property(Get_size, doc="Size in bytes.")
+    extent = property(lambda self: self.Get_extent()[1], doc="Extent.")
+    lb = property(lambda self: self.Get_extent()[0], doc="Lower bound.")
+    ub = property(lambda self: sum(self.Get_extent()), doc="Upper bound.")
+    true_extent = property(lambda self: self.Get_true_extent()[1], doc="True extent.")
+    true_lb = property(lambda self: self.Get_true_extent()[0], doc="True lower bound.")
+    true_ub = property(lambda self: sum(self.Get_true_extent()), doc="True upper bound.")
+
+    # -- life cycle ----------------------------------------------------------
+
+    def Commit(self):
+        self._live("commit").committed = True
+        return self
+
+    def Dup(self):
+        handle = self._live("duplicate")
+        twin = handle.duplicate()
+        twin.dup_of = Datatype(self)
+        duplicate = type(self)()
+        duplicate._handle = twin
+        return duplicate
+
+    Create_dup = Dup
+
+    def Free(self):
+        handle = self._live("free")
+        if handle.predefined:
+            fail(ERR_TYPE, "cannot free the predefined datatype %s" % handle.constant_name)
+        handle.freed = True
+        self._handle = None
+
+    def free(self):
+        """Call Free() unless the datatype is null or predefined (mpi4py's helper)."""
+        if self._handle is not None and not self._handle.predefined:
+            self.Free()
+
+    @property
+    def is_predefined(self):
+        return self._handle is None or self._handle.predefined
+
+    # -- names ---------------------------------------------------------------
+
+    def Get_name(self):
+        if self._handle is None:
+            return "MPI_DATATYPE_NULL"
+        return self._live("get the name of").name
+
+    def Set_name(self, name):
+        text = as_mpi_string(name, "datatype name")
+        self._live("set the name of").name = text[:constants.MAX_OBJECT_NAME - 1]
+
+    name = property(Get_name, Set_name, doc="Print name.")
+
+    # -- Python and numpy interoperability -------------------------------------
+
+    def tocode(self):
+        handle = self._handle
+        if handle is None or handle.code is None:
+            raise ValueError("cannot map to character code or type string")
+        return handle.code
+
+    @classmethod
+    def fromcode(cls, code):
+        try:
+            return _TYPECODES[code]
+        except KeyError:
+            raise ValueError("cannot map code %r to MPI datatype" % (code,)) from None
+
+    @property
+    def typestr(self):
+        handle = self._handle
+        if handle is None:
+            return ""
+        return handle.typestr or "V%d" % handle.extent
+
+    @property
+    def typechar(self):
+        handle = self._handle
+        if handle is None:
+            return ""
+        return handle.typechar or "V"
+
+    @classmethod
+    def Get_value_index(cls, value, index):
+        """The predefined pair type of (value, index), or DATATYPE_NULL if there is none."""
+        return _PAIR_OF.get((_handle_of(value, "value"), _handle_of(index, "index")), DATATYPE_NULL)
+
+
+def _handle_of(datatype, argument):
+    if datatype is None:
+        return None
+    if not isinstance(datatype, Datatype):
+        raise TypeError("Argument '%s' has incorrect type (expected Datatype, got %s)"
+                        % (argument, type(datatype).__name__))
+    return datatype._handle
+
+
+# -- predefined basic types -------------------------------------------------------
+
+# name, numpy type of one element, reduction class, mpi4py typechar where numpy's
+# differs, MPICH print name where it is not "MPI_" + name. The C99 fixed-width
+# types and C_BOOL answer tocode() with their type string ("i4", "b1"), the others
+# with their typechar, as mpi4py's DatatypeCode does.
+_FIXED_WIDTH = {"C_BOOL", "INT8_T", "INT16_T", "INT32_T", "INT64_T",
+                "UINT8_T", "UINT16_T", "UINT32_T", "UINT64_T"}
+_BASIC_TYPES = (
+    ("PACKED", "B", OPAQUE, None, None),
+    ("BYTE", "B", BYTE_CLASS, None, None),
+    ("CHAR", "b", INTEGER, "c", None),           # C char is signed on Linux
+    ("WCHAR", "i4", OPAQUE, "U", None),          # wchar_t is a 32-bit int on Linux
+    ("SIGNED_CHAR", "b", INTEGER, None, None),
+    ("SHORT", "h", INTEGER, None, None),
+    ("INT", "i", INTEGER, None, None),
+    ("LONG", "l", INTEGER, None, None),
+    ("LONG_LONG", "q", INTEGER, None, "MPI_LONG_LONG_INT"),
+    ("UNSIGNED_CHAR", "B", INTEGER, None, None),
+    ("UNSIGNED_SHORT", "H", INTEGER, None, None),
+    ("UNSIGNED", "I", INTEGER, None, None),
+    ("UNSIGNED_LONG", "L", INTEGER, None, None),
+    ("UNSIGNED_LONG_LONG", "Q", INTEGER, None, None),
+    ("FLOAT", "f", FLOATING, None, None),
+    ("DOUBLE", "d", FLOATING, None, None),
+    ("LONG_DOUBLE", "g", FLOATING, None, None),
+    ("C_BOOL", "?", LOGICAL, None, None),
+    ("INT8_T", "i1", INTEGER, None, None),
+    ("INT16_T", "i2", INTEGER, None, None),
+    ("INT32_T", "i4", INTEGER, None, None),
+    ("INT64_T", "i8", INTEGER, None, None),
+    ("UINT8_T", "u1", INTEGER, None, None),
+    ("UINT16_T", "u2", INTEGER, None, None),
+    ("UINT32_T", "u4", INTEGER, None, None),
+    ("UINT64_T", "u8", INTEGER, None, None),
+    ("C_FLOAT_COMPLEX", "F", COMPLEX, None, "MPI_C_COMPLEX"),
+    ("C_DOUBLE_COMPLEX", "D", COMPLEX, None, None),
+    ("C_LONG_DOUBLE_COMPLEX", "G", COMPLEX, None, None),
+    ("AINT", "p", INTEGER, "p", None),
+    ("OFFSET", "q", INTEGER, "p", None),
+    ("COUNT", "q", INTEGER, "p", None),
+)
+
+# name, type of the value (the index is always a C int), MPICH print name
+_PAIR_TYPES = (
+    ("FLOAT_INT", "FLOAT", None),
+    ("DOUBLE_INT", "DOUBLE", None),
+    ("LONG_INT", "LONG", None),
+    ("TWOINT", "INT", "MPI_2INT"),
+    ("SHORT_INT", "SHORT", None),
+    ("LONG_DOUBLE_INT", "LONG_DOUBLE", None),
+)
+
+# mpi4py's other names for the same handles (Datatype.pyx "Convenience aliases")
+_ALIASES = {
+    "BOOL": "C_BOOL", "C_COMPLEX": "C_FLOAT_COMPLEX", "INT_INT": "TWOINT",
+    "UNSIGNED_INT": "UNSIGNED", "SIGNED_SHORT": "SHORT", "SIGNED_INT": "INT",
+    "SIGNED_LONG": "LONG", "SIGNED_LONG_LONG": "LONG_LONG",
+    "SINT8_T": "INT8_T", "SINT16_T": "INT16_T", "SINT32_T": "INT32_T", "SINT64_T": "INT64_T",
+}
+
+
+# numpy's view of each element type (kind, char, itemsize), known without numpy:
+# importing numpy costs 0.1 s and a thread, and most ranks never need it.
+_NATIVE_SIZES = {c: struct.calcsize(c) for c in "bhilqBHILQfd?"}
+_NATIVE_SIZES["g"] = ctypes.sizeof(ctypes.c_longdouble)
+_NATIVE_SIZES["p"] = ctypes.sizeof(ctypes.c_ssize_t)
+_KIND_OF = dict.fromkeys("bhilqp", "i")
+_KIND_OF.update(dict.fromkeys("BHILQ", "u"))
+_KIND_OF.update({"f": "f", "d": "f", "g": "f", "?": "b"})
+_CHAR_OF_SIZE = {("i", 1): "b", ("i", 2): "h", ("i", 4): "i", ("i", 8): "l",
+                 ("u", 1): "B", ("u", 2): "H", ("u", 4): "I", ("u", 8): "L"}
+
+
+def _element(spec):
+    """(kind, char, itemsize) that numpy gives ``numpy.dtype(spec)`` on this platform."""
+    if spec in ("F", "D", "G"):
+        _, _, size = _element(spec.lower())
+        return "c", spec, 2 * size
+    if len(spec) == 2 and spec[0] in "iu":
+        kind, size = spec[0], int(spec[1])
+        return kind, _CHAR_OF_SIZE[kind, size], size
+    return _KIND_OF[spec], "l" if spec == "p" else spec, _NATIVE_SIZES[spec]
+
+
+def _typestr(typechar, kind, itemsize):
+    special = {"?": "b1", "c": "S1", "U": "U1"}
+    return special.get(typechar) or "%s%d" % (kind, itemsize)
+
+
+def _predefined(name, handle):
+    handle.predefined = True
+    handle.constant_name = name
+    datatype = Datatype()
+    datatype._handle = handle
+    handle.basic = datatype
+    return datatype
+
+
+def _basic_type(name, numpy_type, type_class, typechar, mpi_name):
+    kind, char, itemsize = _element(numpy_type)
+    typechar = typechar or char
+    typestr = _typestr(typechar, kind, itemsize)
+    return _predefined(name, TypeHandle(
+        name=mpi_name or "MPI_" + name, size=itemsize, extent=itemsize,
+        dtype=lambda: np.dtype(numpy_type), type_class=type_class, typechar=typechar,
+        typestr=typestr, code=typestr if name in _FIXED_WIDTH else typechar))
+
+
+def _pair_type(name, value_name, mpi_name):
+    """A pair type laid out like its C struct {value; int index;}."""
+    value = PREDEFINED[value_name]._handle
+    int_size = _NATIVE_SIZES["i"]
+    index_offset = -(-value.size // int_size) * int_size
+    alignment = max(min(value.size, 16), int_size)
+    index_end = index_offset + int_size
+    extent = -(-index_end // alignment) * alignment
+
+    def dtype():
+        return np.dtype({"names": ["value", "index"], "formats": [value.dtype, np.intc]},
+                        align=True)
+    return _predefined(name, TypeHandle(
+        name=mpi_name or "MPI_" + name, size=value.size + int_size,
+        extent=extent, true_extent=index_end, dtype=dtype, type_class=PAIR))
+
+
+PREDEFINED = {}
+for _row in _BASIC_TYPES:
+    PREDEFINED[_row[0]] = _basic_type(*_row)
+for _row in _PAIR_TYPES:
+    PREDEFINED[_row[0]] = _pair_type(*_row)
+PREDEFINED.update({alias: PREDEFINED[name] for alias, name in _ALIASES.items()})
+
+DATATYPE_NULL = Datatype()
+_PAIR_OF = {(PREDEFINED[value]._handle, PREDEFINED["INT"]._handle): PREDEFINED[name]
+            for name, value, _ in _PAIR_TYPES}
+
+globals().update(PREDEFINED)
+# what MPI re-exports: mpi4py's names only, not the runtime helpers below
+__all__ = ["Datatype", "DATATYPE_NULL"] + sorted(PREDEFINED)
+
+
+# -- typecodes and buffer formats ------------------------------------------------
+
+# mpi4py's TypeDict (typemap.pxi) as it resolves on LP64 Linux with MPICH: later
+# entries there override earlier ones, so "i4" is INT32_T and not INT, "B" is
+# UNSIGNED_CHAR and not BYTE. numpy's float16 ("e") has no MPI type here.
+_LONG_DOUBLE_BYTES = _NATIVE_SIZES["g"]
+_CODES_OF = {
+    "C_BOOL": "? b1",
+    "SIGNED_CHAR": "b", "SHORT": "h", "INT": "i", "LONG": "l", "LONG_LONG": "q",
+    "UNSIGNED_CHAR": "B", "UNSIGNED_SHORT": "H", "UNSIGNED": "I",
+    "UNSIGNED_LONG": "L N P", "UNSIGNED_LONG_LONG": "Q",
+    "FLOAT": "f f4", "DOUBLE": "d f8", "LONG_DOUBLE": "g f%d" % _LONG_DOUBLE_BYTES,
+    "C_FLOAT_COMPLEX": "F Zf c8", "C_DOUBLE_COMPLEX": "D Zd c16",
+    "C_LONG_DOUBLE_COMPLEX": "G Zg c%d" % (2 * _LONG_DOUBLE_BYTES),
+    "INT8_T": "i1", "INT16_T": "i2", "INT32_T": "i4", "INT64_T": "i8 M M8 m m8",
+    "UINT8_T": "u1", "UINT16_T": "u2 u 1u", "UINT32_T": "u4", "UINT64_T": "u8",
+    "CHAR": "c a S S1 s 1s", "WCHAR": "U U1 w 1w",
+    "AINT": "p", "COUNT": "n",
+}
+_TYPECODES = {code: PREDEFINED[name] for name, codes in _CODES_OF.items() for code in codes.split()}
+
+_NATIVE_ORDER = "<" if sys.byteorder == "little" else ">"
+_FOREIGN_ORDER = ">" if sys.byteorder == "little" else "<"
+
+
+def from_typecode(code):
+    """The predefined Datatype of a typecode string, as a buffer spec's datatype.
+
+    Raises KeyError for an unknown code, like mpi4py's message parsing (the
+    classmethod Datatype.fromcode raises ValueError instead, like mpi4py's).
+    """
+    try:
+        return _TYPECODES[code]
+    except KeyError:
+        raise KeyError("cannot map %r to MPI datatype" % (code,)) from None
+
+
+def lookup(datatype):
+    """What every call taking a datatype uses: a Datatype as is, else a typecode."""
+    if isinstance(datatype, Datatype):
+        return datatype
+    return from_typecode(datatype)
+
+
+def from_buffer_format(fmt, itemsize=None):
+    """The Datatype of a buffer exporting PEP 3118 format ``fmt``.
+
+    mpi4py's rules (msgbuffer.pxi getdatatype/getformat): no format or exactly
+    "B" is BYTE; a leading "@", or the native one of "<" / ">", is dropped; the
+    other byte order raises BufferError; the rest is looked up as a typecode
+    ("=" and "!" are not dropped, so they end in KeyError). ``itemsize``, when
+    given, must agree with the type found: an exporter whose format and item size
+    disagree would have its data misread.
+    """
+    if fmt is None or fmt == "B":
+        return PREDEFINED["BYTE"]
+    if fmt[:1] == _FOREIGN_ORDER:
+        raise BufferError("format string %r with non-native byte order" % fmt)
+    if fmt[:1] in ("@", _NATIVE_ORDER):
+        fmt = fmt[1:]
+    datatype = from_typecode(fmt)
+    if itemsize is not None and itemsize != datatype.extent:
+        raise BufferError("buffer format %r means %d-byte items but the buffer says %d"
+                          % (fmt, datatype.extent, itemsize))
+    return datatype

@@ -1,0 +1,277 @@
+"""MPI info objects: ordered string key/value hints, with mpi4py 4.x's mapping protocol.
+
+An `Info` refers to a store; ``Info(other)`` shares it (one MPI handle, two
+Python objects), so equality is store identity, updates through one object
+show through the other, and freeing through one invalidates the others.
+Behaviour follows mpi4py's Info.pyx on MPICH, except that a null info raises
+ERR_INFO where MPICH says ERR_ARG (ERR_INFO is the standard's class for an
+invalid info handle). Lengths are checked in UTF-8 bytes, as MPICH sees them;
+both limits are inclusive (a 255-byte key and a 1024-byte value are fine).
+"""
+import collections.abc
+import operator
+
+from .constants import MAX_INFO_KEY, MAX_INFO_VAL
+from .errors import ERR_ARG, ERR_INFO, ERR_INFO_KEY, ERR_INFO_NOKEY, ERR_INFO_VALUE, fail
+
+
+class InfoStore:
+    """What an info handle refers to: the ordered items and whether users may change them."""
+
+    def __init__(self, items=(), readonly=False):
+        self.items = dict(items)
+        self.readonly = readonly
+        self.freed = False
+
+
+class Info:
+    """``MPI.Info``; ``Info()`` is a null handle, ``Info.Create()`` a new empty info."""
+
+    def __init__(self, info=None):
+        if info is not None and not isinstance(info, Info):
+            raise TypeError("Argument 'info' has incorrect type (expected Info, got %s)"
+                            % type(info).__name__)
+        self._store = None if info is None else info._store
+
+    # -- handle protocol ---------------------------------------------------
+
+    def __eq__(self, other):
+        if not isinstance(other, Info):
+            return NotImplemented
+        return self._store is other._store
+
+    def __ne__(self, other):
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(self):
+        return hash(self._store)
+
+    def __bool__(self):
+        return self._store is not None
+
+    def __repr__(self):
+        if self._store is None:
+            return "MPI.INFO_NULL"
+        if self is INFO_ENV:
+            return "MPI.INFO_ENV"
+        return "<MPI.Info %r>" % (self._store.items,)
+
+    def __reduce__(self):
+        for name, constant in (("INFO_NULL", INFO_NULL), ("INFO_ENV", INFO_ENV)):
+            if self is constant:
+                return name
+        if self._store is None:
+            return (Info, ())
+        return (Info.Create, (list(self._live("pickle").items.items()),))
+
+    def _live(self, action):
+        store = self._store
+        if store is None:
+            fail(ERR_INFO, "cannot %s INFO_NULL" % action)
+        if store.freed:
+            fail(ERR_INFO, "cannot %s an info that was freed" % action)
+        return store
+
+    def _writable(self, action):
+        store = self._live(action)
+        if store.readonly:
+            fail(ERR_INFO, "cannot %s INFO_ENV: it is read-only" % action)
+        return store.items
+
+    # -- MPI calls -----------------------------------------------------------
+
+    @classmethod
+    def Create(cls, items=None):
+        """A new info holding ``items`` (an Info, a mapping or (key, value) pairs)."""
+        created = cls()
+        created._store = InfoStore()
+        if items is not None:
+            created.update(items)  # may raise: then no info was created
+        return created
+
+    def Free(self):
+        self._writable("free")
+        self._store.freed = True
+        self._store = None
+
+    def free(self):
+        """Call Free() unless the info is null or predefined (mpi4py's helper)."""
+        if self._store is not None and not self._store.readonly:
+            self.Free()
+
+    def Dup(self):
+        duplicate = type(self)()
+        duplicate._store = InfoStore(self._live("duplicate").items)
+        return duplicate
+
+    def Get(self, key):
+        """The value of ``key``, or None when it is not set."""
+        store = self._live("get a key of")
+        return store.items.get(_checked_key(key))
+
+    def Set(self, key, value):
+        items = self._writable("set a key of")
+        key, value = _checked_key(key), _checked_value(value)
+        items[key] = value  # an existing key keeps its position, as in MPICH
+
+    def Delete(self, key):
+        items = self._writable("delete a key of")
+        key = _checked_key(key)
+        if key not in items:
+            fail(ERR_INFO_NOKEY, "info key %r is not set, so it cannot be deleted" % key)
+        del items[key]
+
+    def Get_nkeys(self):
+        return len(self._live("count the keys of").items)
+
+    def Get_nthkey(self, n):
+        keys = list(self._live("get a key of").items)
+        n = operator.index(n)
+        if not 0 <= n < len(keys):
+            fail(ERR_ARG, "Get_nthkey(%d): n must be at least 0 and less than the number "
+                          "of keys, %d" % (n, len(keys)))
+        return keys[n]
+
+    # -- mapping protocol, as mpi4py's Info.pyx -------------------------------------
+
+    def __len__(self):
+        return self.Get_nkeys() if self else 0
+
+    def __contains__(self, key):
+        return bool(self) and self.Get(key) is not None
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __getitem__(self, key):
+        value = self.Get(key) if self else None
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __setitem__(self, key, value):
+        if not self:
+            raise KeyError(key)
+        self.Set(key, value)
+
+    def __delitem__(self, key):
+        if key not in self:
+            raise KeyError(key)
+        self.Delete(key)
+
+    def get(self, key, default=None):
+        value = self.Get(key) if self else None
+        return default if value is None else value
+
+    def keys(self):
+        return list(self._live("list the keys of").items) if self else []
+
+    def values(self):
+        return list(self._live("list the values of").items.values()) if self else []
+
+    def items(self):
+        return list(self._live("list the items of").items.items()) if self else []
+
+    def update(self, items=(), **kwds):
+        if not self:
+            raise KeyError
+        pairs = [(key, items[key]) for key in items.keys()] if hasattr(items, "keys") else items
+        for key, value in pairs:
+            self.Set(key, value)
+        for key, value in kwds.items():
+            self.Set(key, value)
+
+    def pop(self, key, *default):
+        value = self.Get(key) if self else None
+        if value is not None:
+            self.Delete(key)
+            return value
+        if default:
+            (value,) = default
+            return value
+        raise KeyError(key)
+
+    def popitem(self):
+        """Remove and return the *last* item (as mpi4py's code does; its docstring says first)."""
+        if not self or not self.Get_nkeys():
+            raise KeyError
+        key = self.Get_nthkey(self.Get_nkeys() - 1)
+        value = self.Get(key)
+        self.Delete(key)
+        return (key, value)
+
+    def copy(self):
+        return self.Dup() if self else type(self)()
+
+    def clear(self):
+        if self:
+            for key in self.keys():
+                self.Delete(key)
+
+
+def as_mpi_string(text, what):
+    """What every MPI string argument accepts (object names, info keys and values).
+
+    str as is, bytes decoded from UTF-8, like mpi4py's asmpistr; anything else is
+    a TypeError, and a NUL character a ValueError (C would cut the string there).
+    """
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    if not isinstance(text, str):
+        raise TypeError("%s must be str, not %s" % (what, type(text).__name__))
+    if "\0" in text:
+        raise ValueError("%s %r has an embedded null character" % (what, text))
+    return text
+
+
+def _checked_key(key):
+    key = as_mpi_string(key, "info key")
+    if not key.strip():
+        fail(ERR_INFO_KEY, "info key %r is empty or blank" % key)
+    if len(key.encode("utf-8")) > MAX_INFO_KEY:
+        fail(ERR_INFO_KEY, "info key %r... is %d bytes long; the limit is MPI.MAX_INFO_KEY = %d"
+             % (key[:20], len(key.encode("utf-8")), MAX_INFO_KEY))
+    return key
+
+
+def _checked_value(value):
+    value = as_mpi_string(value, "info value")
+    if len(value.encode("utf-8")) > MAX_INFO_VAL:
+        fail(ERR_INFO_VALUE, "info value %r... is %d bytes long; the limit is MPI.MAX_INFO_VAL = %d"
+             % (value[:20], len(value.encode("utf-8")), MAX_INFO_VAL))
+    return value
+
+
+def _dict_value(value):
+    """Values of a plain dict: text as is, booleans as MPI hints spell them, others via str."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, bytes)):
+        return value
+    return str(value)
+
+
+def to_dict(info):
+    """What every call taking ``info`` uses: a new dict of its hints.
+
+    Accepts None, INFO_NULL (both give {}), an Info, or a mapping with str keys
+    (shmrma's extension: mpi4py takes only Info). Keys and values are checked
+    like Info.Set.
+    """
+    if info is None:
+        return {}
+    if isinstance(info, Info):
+        return dict(info.items())
+    if isinstance(info, collections.abc.Mapping):
+        return {_checked_key(key): _checked_value(_dict_value(value))
+                for key, value in info.items()}
+    raise TypeError("info must be an MPI.Info, a dict or None, not %s %r"
+                    % (type(info).__name__, info))
+
+
+INFO_NULL = Info()
+INFO_ENV = Info()
+INFO_ENV._store = InfoStore(readonly=True)  # MPICH leaves it empty for a singleton
+
+__all__ = ["Info", "INFO_NULL", "INFO_ENV"]  # what MPI may re-export

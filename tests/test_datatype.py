@@ -1,0 +1,397 @@
+"""Predefined datatypes, typecodes and buffer formats (API.md §4, §5).
+
+Expected values were read off mpi4py 4.1 on MPICH 5.0 (LP64 Linux), the
+reference a shmrma program must behave like.
+"""
+import array
+import ctypes
+import pickle
+
+import numpy as np
+import pytest
+
+from shmrma import datatype as dt
+from shmrma import errors
+from shmrma.datatype import DATATYPE_NULL, Datatype
+
+# name: (Get_name, size, extent, tocode, typestr, typechar)
+BASIC = {
+    "BYTE": ("MPI_BYTE", 1, 1, "B", "u1", "B"),
+    "PACKED": ("MPI_PACKED", 1, 1, "B", "u1", "B"),
+    "CHAR": ("MPI_CHAR", 1, 1, "c", "S1", "c"),
+    "WCHAR": ("MPI_WCHAR", 4, 4, "U", "U1", "U"),
+    "SIGNED_CHAR": ("MPI_SIGNED_CHAR", 1, 1, "b", "i1", "b"),
+    "UNSIGNED_CHAR": ("MPI_UNSIGNED_CHAR", 1, 1, "B", "u1", "B"),
+    "SHORT": ("MPI_SHORT", 2, 2, "h", "i2", "h"),
+    "UNSIGNED_SHORT": ("MPI_UNSIGNED_SHORT", 2, 2, "H", "u2", "H"),
+    "INT": ("MPI_INT", 4, 4, "i", "i4", "i"),
+    "UNSIGNED": ("MPI_UNSIGNED", 4, 4, "I", "u4", "I"),
+    "LONG": ("MPI_LONG", 8, 8, "l", "i8", "l"),
+    "UNSIGNED_LONG": ("MPI_UNSIGNED_LONG", 8, 8, "L", "u8", "L"),
+    "LONG_LONG": ("MPI_LONG_LONG_INT", 8, 8, "q", "i8", "q"),
+    "UNSIGNED_LONG_LONG": ("MPI_UNSIGNED_LONG_LONG", 8, 8, "Q", "u8", "Q"),
+    "FLOAT": ("MPI_FLOAT", 4, 4, "f", "f4", "f"),
+    "DOUBLE": ("MPI_DOUBLE", 8, 8, "d", "f8", "d"),
+    "LONG_DOUBLE": ("MPI_LONG_DOUBLE", 16, 16, "g", "f16", "g"),
+    "C_BOOL": ("MPI_C_BOOL", 1, 1, "b1", "b1", "?"),
+    "INT8_T": ("MPI_INT8_T", 1, 1, "i1", "i1", "b"),
+    "INT16_T": ("MPI_INT16_T", 2, 2, "i2", "i2", "h"),
+    "INT32_T": ("MPI_INT32_T", 4, 4, "i4", "i4", "i"),
+    "INT64_T": ("MPI_INT64_T", 8, 8, "i8", "i8", "l"),
+    "UINT8_T": ("MPI_UINT8_T", 1, 1, "u1", "u1", "B"),
+    "UINT16_T": ("MPI_UINT16_T", 2, 2, "u2", "u2", "H"),
+    "UINT32_T": ("MPI_UINT32_T", 4, 4, "u4", "u4", "I"),
+    "UINT64_T": ("MPI_UINT64_T", 8, 8, "u8", "u8", "L"),
+    "C_FLOAT_COMPLEX": ("MPI_C_COMPLEX", 8, 8, "F", "c8", "F"),
+    "C_DOUBLE_COMPLEX": ("MPI_C_DOUBLE_COMPLEX", 16, 16, "D", "c16", "D"),
+    "C_LONG_DOUBLE_COMPLEX": ("MPI_C_LONG_DOUBLE_COMPLEX", 32, 32, "G", "c32", "G"),
+    "AINT": ("MPI_AINT", 8, 8, "p", "i8", "p"),
+    "OFFSET": ("MPI_OFFSET", 8, 8, "p", "i8", "p"),
+    "COUNT": ("MPI_COUNT", 8, 8, "p", "i8", "p"),
+}
+
+# name: (Get_name, size, (lb, extent), (true_lb, true_extent)); C structs {value; int;}
+PAIRS = {
+    "FLOAT_INT": ("MPI_FLOAT_INT", 8, (0, 8), (0, 8)),
+    "DOUBLE_INT": ("MPI_DOUBLE_INT", 12, (0, 16), (0, 12)),
+    "LONG_INT": ("MPI_LONG_INT", 12, (0, 16), (0, 12)),
+    "TWOINT": ("MPI_2INT", 8, (0, 8), (0, 8)),
+    "SHORT_INT": ("MPI_SHORT_INT", 6, (0, 8), (0, 8)),
+    "LONG_DOUBLE_INT": ("MPI_LONG_DOUBLE_INT", 20, (0, 32), (0, 20)),
+}
+
+# mpi4py's MPI._typedict on LP64 Linux + MPICH (without MPICH's float16 extension)
+TYPECODES = {
+    "?": "C_BOOL", "b": "SIGNED_CHAR", "h": "SHORT", "i": "INT", "l": "LONG",
+    "q": "LONG_LONG", "B": "UNSIGNED_CHAR", "H": "UNSIGNED_SHORT", "I": "UNSIGNED",
+    "L": "UNSIGNED_LONG", "Q": "UNSIGNED_LONG_LONG", "f": "FLOAT", "d": "DOUBLE",
+    "g": "LONG_DOUBLE", "Zf": "C_FLOAT_COMPLEX", "Zd": "C_DOUBLE_COMPLEX",
+    "F": "C_FLOAT_COMPLEX", "D": "C_DOUBLE_COMPLEX", "Zg": "C_LONG_DOUBLE_COMPLEX",
+    "G": "C_LONG_DOUBLE_COMPLEX", "i1": "INT8_T", "i2": "INT16_T", "i4": "INT32_T",
+    "i8": "INT64_T", "f4": "FLOAT", "f8": "DOUBLE", "f16": "LONG_DOUBLE",
+    "c8": "C_FLOAT_COMPLEX", "c16": "C_DOUBLE_COMPLEX", "c32": "C_LONG_DOUBLE_COMPLEX",
+    "b1": "C_BOOL", "u1": "UINT8_T", "u2": "UINT16_T", "u4": "UINT32_T", "u8": "UINT64_T",
+    "n": "COUNT", "N": "UNSIGNED_LONG", "p": "AINT", "P": "UNSIGNED_LONG",
+    "c": "CHAR", "a": "CHAR", "S": "CHAR", "S1": "CHAR", "s": "CHAR", "1s": "CHAR",
+    "U": "WCHAR", "U1": "WCHAR", "u": "UINT16_T", "1u": "UINT16_T", "w": "WCHAR",
+    "1w": "WCHAR", "M": "INT64_T", "M8": "INT64_T", "m": "INT64_T", "m8": "INT64_T",
+}
+
+
+def raises_mpi(error_class):
+    """pytest.raises(MPI.Exception) that also checks the error class."""
+    return pytest.raises(errors.Exception, check=lambda exc: exc.Get_error_class() == error_class)
+
+
+# -- predefined types ------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(BASIC))
+def test_basic_type_matches_mpi4py_on_mpich(name):
+    mpi_name, size, extent, code, typestr, typechar = BASIC[name]
+    datatype = getattr(dt, name)
+    assert datatype.Get_name() == datatype.name == mpi_name
+    assert datatype.Get_size() == datatype.size == size
+    assert datatype.Get_extent() == (0, extent) and (datatype.lb, datatype.ub) == (0, extent)
+    assert datatype.Get_true_extent() == (0, extent)
+    assert (datatype.true_lb, datatype.true_extent, datatype.true_ub) == (0, extent, extent)
+    assert (datatype.tocode(), datatype.typestr, datatype.typechar) == (code, typestr, typechar)
+    assert datatype.is_predefined and datatype.committed and datatype
+
+
+@pytest.mark.parametrize("name", sorted(BASIC))
+def test_basic_type_numpy_element_has_its_size_and_is_its_own_basic_type(name):
+    """R45: accumulate calls compare the basic types of their datatypes."""
+    datatype = getattr(dt, name)
+    assert datatype.dtype.itemsize == datatype.size
+    assert datatype.basic is datatype
+
+
+@pytest.mark.parametrize("name,numpy_type", [
+    ("INT", np.intc), ("LONG", np.int_), ("UNSIGNED_LONG_LONG", np.ulonglong),
+    ("FLOAT", np.float32), ("LONG_DOUBLE", np.longdouble), ("C_BOOL", np.bool_),
+    ("C_LONG_DOUBLE_COMPLEX", np.clongdouble), ("CHAR", np.int8), ("BYTE", np.uint8),
+    ("AINT", np.intp), ("UINT16_T", np.uint16)])
+def test_numpy_element_types(name, numpy_type):
+    assert getattr(dt, name).dtype == np.dtype(numpy_type)
+
+
+@pytest.mark.parametrize("name", sorted(PAIRS))
+def test_pair_type_is_laid_out_like_the_c_struct(name):
+    mpi_name, size, extent, true_extent = PAIRS[name]
+    pair = getattr(dt, name)
+    assert (pair.name, pair.size, pair.Get_extent(), pair.Get_true_extent()) == PAIRS[name]
+    assert pair.dtype.itemsize == extent[1]
+    assert pair.dtype.names == ("value", "index")
+    assert pair.dtype.fields["index"][0] == np.dtype(np.intc)
+    assert pair.basic is pair and pair.is_predefined
+    assert (pair.typestr, pair.typechar) == ("V%d" % extent[1], "V")
+    with pytest.raises(ValueError, match="cannot map"):
+        pair.tocode()
+
+
+def test_double_int_is_16_bytes_with_the_index_after_the_double():
+    assert dt.DOUBLE_INT.dtype.itemsize == 16
+    assert dt.DOUBLE_INT.dtype.fields["index"][1] == 8
+
+
+def test_aliases_are_the_same_objects_as_in_mpi4py():
+    assert dt.BOOL is dt.C_BOOL
+    assert dt.C_COMPLEX is dt.C_FLOAT_COMPLEX
+    assert dt.INT_INT is dt.TWOINT
+    assert dt.SIGNED_INT is dt.INT and dt.UNSIGNED_INT is dt.UNSIGNED
+
+
+def test_distinct_predefined_types_are_not_equal_even_with_the_same_layout():
+    assert dt.INT != dt.INT32_T
+    assert dt.BYTE != dt.UNSIGNED_CHAR
+    assert dt.LONG != dt.LONG_LONG
+
+
+def test_get_value_index_finds_the_pair_types():
+    assert Datatype.Get_value_index(dt.DOUBLE, dt.INT) is dt.DOUBLE_INT
+    assert Datatype.Get_value_index(dt.SHORT, dt.INT) is dt.SHORT_INT
+    assert Datatype.Get_value_index(dt.INT, dt.DOUBLE) is DATATYPE_NULL
+    with pytest.raises(TypeError):
+        Datatype.Get_value_index("d", dt.INT)
+
+
+# -- DATATYPE_NULL and errors ------------------------------------------------------
+
+def test_datatype_null_is_false_and_has_no_element():
+    assert not DATATYPE_NULL and DATATYPE_NULL.is_predefined
+    assert DATATYPE_NULL.dtype is None and DATATYPE_NULL.basic is None
+    assert DATATYPE_NULL.type_class is None and not DATATYPE_NULL.committed
+    assert DATATYPE_NULL.Get_name() == "MPI_DATATYPE_NULL"
+    assert (DATATYPE_NULL.typestr, DATATYPE_NULL.typechar) == ("", "")
+    assert Datatype() == DATATYPE_NULL and Datatype() is not DATATYPE_NULL
+
+
+@pytest.mark.parametrize("call", [
+    lambda t: t.Get_size(), lambda t: t.size, lambda t: t.Get_extent(), lambda t: t.extent,
+    lambda t: t.lb, lambda t: t.ub, lambda t: t.Get_true_extent(), lambda t: t.true_extent,
+    lambda t: t.true_lb, lambda t: t.true_ub, lambda t: t.Commit(), lambda t: t.Dup(),
+    lambda t: t.Free(), lambda t: t.Set_name("x")])
+def test_datatype_null_calls_raise_err_type(call):
+    with raises_mpi(errors.ERR_TYPE) as info:
+        call(DATATYPE_NULL)
+    assert "DATATYPE_NULL" in str(info.value)
+    assert DATATYPE_NULL.Get_name() == "MPI_DATATYPE_NULL"
+
+
+def test_datatype_null_has_no_typecode():
+    with pytest.raises(ValueError, match="cannot map to character code"):
+        DATATYPE_NULL.tocode()
+
+
+@pytest.mark.parametrize("name", ["INT", "DOUBLE_INT", "BYTE", "C_BOOL"])
+def test_freeing_a_predefined_type_raises_err_type_and_changes_nothing(name):
+    datatype = getattr(dt, name)
+    before = (datatype.size, datatype.Get_extent(), datatype.name)
+    with raises_mpi(errors.ERR_TYPE) as info:
+        datatype.Free()
+    assert name in str(info.value)
+    assert datatype and (datatype.size, datatype.Get_extent(), datatype.name) == before
+    datatype.free()  # mpi4py's helper skips predefined types
+    assert datatype
+
+
+def test_commit_returns_the_same_object():
+    assert dt.INT.Commit() is dt.INT
+
+
+# -- Dup, Free, copies -----------------------------------------------------------
+
+def test_dup_is_a_new_committed_type_with_the_same_layout_and_no_name():
+    """R61 needs committed types; a Dup keeps the committed state and the basic type (R45)."""
+    twin = dt.DOUBLE_INT.Dup()
+    assert twin != dt.DOUBLE_INT and not twin.is_predefined and twin.committed
+    assert (twin.size, twin.Get_extent(), twin.Get_true_extent()) == (12, (0, 16), (0, 12))
+    assert twin.name == "" and twin.basic is dt.DOUBLE_INT and twin.dtype == dt.DOUBLE_INT.dtype
+    assert dt.INT.Dup().tocode() == "i" and dt.INT.Dup().Dup().typestr == "i4"
+    assert dt.INT.Create_dup().basic is dt.INT
+
+
+def test_free_of_a_dup_nulls_it_and_invalidates_copies_of_the_handle():
+    twin = dt.INT.Dup()
+    alias = Datatype(twin)
+    assert alias == twin and alias is not twin
+    twin.Free()
+    assert twin == DATATYPE_NULL and not twin
+    with raises_mpi(errors.ERR_TYPE) as info:
+        alias.Get_size()
+    assert "freed" in str(info.value)
+    with raises_mpi(errors.ERR_TYPE):
+        twin.Free()
+    assert dt.INT.size == 4
+
+
+def test_free_helper_frees_derived_and_skips_null():
+    twin = dt.INT.Dup()
+    twin.free()
+    assert twin == DATATYPE_NULL
+    twin.free()
+
+
+def test_copy_constructor_shares_the_handle_and_checks_its_argument():
+    copy = Datatype(dt.INT)
+    assert copy == dt.INT and copy is not dt.INT and copy.is_predefined
+    with pytest.raises(TypeError, match="expected Datatype"):
+        Datatype("i")
+
+
+def test_equality_hash_and_ordering():
+    assert dt.INT == Datatype(dt.INT) and not dt.INT != Datatype(dt.INT)
+    assert dt.INT != "i" and not dt.INT == "i"
+    assert {dt.INT: 1}[Datatype(dt.INT)] == 1
+    with pytest.raises(TypeError):
+        dt.INT < dt.LONG
+
+
+# -- names ---------------------------------------------------------------------------
+
+def test_set_name_on_a_dup_is_seen_through_every_copy_and_truncated_like_mpich():
+    twin = dt.INT.Dup()
+    twin.Set_name("mine")
+    assert Datatype(twin).name == "mine"
+    twin.name = b"bytes too"
+    assert twin.Get_name() == "bytes too"
+    twin.Set_name("x" * 200)
+    assert len(twin.name) == 127
+
+
+def test_set_name_rejects_non_text_and_keeps_the_old_name():
+    twin = dt.INT.Dup()
+    twin.Set_name("kept")
+    with pytest.raises(TypeError):
+        twin.Set_name(5)
+    with pytest.raises(ValueError):
+        twin.Set_name("a\0b")
+    assert twin.name == "kept"
+
+
+def test_set_name_on_a_predefined_type_is_allowed_as_in_mpich():
+    try:
+        dt.SHORT.Set_name("renamed")
+        assert dt.SHORT.name == "renamed"
+    finally:
+        dt.SHORT.Set_name("MPI_SHORT")
+
+
+def test_repr_names_the_type():
+    assert repr(dt.INT) == "MPI.INT" and repr(DATATYPE_NULL) == "MPI.DATATYPE_NULL"
+    assert repr(dt.BOOL) == "MPI.C_BOOL"
+    assert "size=4" in repr(dt.INT.Dup())
+
+
+# -- typecodes -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("code,name", sorted(TYPECODES.items()))
+def test_typecodes_map_like_mpi4py(code, name):
+    assert Datatype.fromcode(code) is getattr(dt, name)
+    assert dt.from_typecode(code) is getattr(dt, name)
+    assert dt.lookup(code) is getattr(dt, name)
+
+
+@pytest.mark.parametrize("name", sorted(BASIC))
+def test_tocode_round_trips_through_fromcode_for_all_but_the_byte_like_types(name):
+    datatype = getattr(dt, name)
+    back = Datatype.fromcode(datatype.tocode())
+    assert back.size == datatype.size
+    if name not in ("BYTE", "PACKED", "OFFSET", "COUNT"):
+        assert back is datatype
+
+
+@pytest.mark.parametrize("code", ["x", "i4 ", "=i", "<i", "e", "f2", "2i", "T{d:a:i:b:}", "", 5])
+def test_unknown_typecodes(code):
+    with pytest.raises(ValueError, match="cannot map code"):
+        Datatype.fromcode(code)
+    with pytest.raises(KeyError, match="cannot map"):
+        dt.from_typecode(code)
+    with pytest.raises(KeyError, match="cannot map"):
+        dt.lookup(code)
+
+
+def test_unhashable_typecode_is_a_type_error_as_in_mpi4py():
+    with pytest.raises(TypeError):
+        Datatype.fromcode([1])
+    with pytest.raises(TypeError):
+        dt.lookup([1])
+
+
+def test_lookup_returns_datatypes_unchanged():
+    twin = dt.INT.Dup()
+    assert dt.lookup(twin) is twin and dt.lookup(DATATYPE_NULL) is DATATYPE_NULL
+
+
+# -- buffer formats --------------------------------------------------------------
+
+@pytest.mark.parametrize("numpy_type,name", [
+    ("i1", "SIGNED_CHAR"), ("u1", "BYTE"), ("i2", "SHORT"), ("u2", "UNSIGNED_SHORT"),
+    ("i4", "INT"), ("u4", "UNSIGNED"), ("i8", "LONG"), ("u8", "UNSIGNED_LONG"),
+    ("longlong", "LONG_LONG"), ("ulonglong", "UNSIGNED_LONG_LONG"), ("f4", "FLOAT"),
+    ("f8", "DOUBLE"), ("longdouble", "LONG_DOUBLE"), ("c8", "C_FLOAT_COMPLEX"),
+    ("c16", "C_DOUBLE_COMPLEX"), ("clongdouble", "C_LONG_DOUBLE_COMPLEX"), ("?", "C_BOOL"),
+    ("S1", "CHAR"), ("U1", "WCHAR"), ("<i4", "INT")])
+def test_numpy_buffers(numpy_type, name):
+    view = memoryview(np.zeros(3, numpy_type))
+    assert dt.from_buffer_format(view.format, view.itemsize) is getattr(dt, name)
+
+
+@pytest.mark.parametrize("obj,name", [
+    (bytearray(4), "BYTE"), (b"abc", "BYTE"), (array.array("b", [1]), "SIGNED_CHAR"),
+    (array.array("i", [1]), "INT"), (array.array("d", [1]), "DOUBLE"),
+    (array.array("q", [1]), "LONG_LONG"), (array.array("L", [1]), "UNSIGNED_LONG"),
+    ((ctypes.c_int * 2)(), "INT"), ((ctypes.c_double * 2)(), "DOUBLE"),
+    ((ctypes.c_ubyte * 2)(), "UNSIGNED_CHAR")])
+def test_other_buffer_exporters(obj, name):
+    view = memoryview(obj)
+    assert dt.from_buffer_format(view.format, view.itemsize) is getattr(dt, name)
+
+
+def test_buffer_format_rules_of_mpi4py():
+    assert dt.from_buffer_format(None) is dt.BYTE
+    assert dt.from_buffer_format("B") is dt.BYTE
+    assert dt.from_buffer_format("<B") is dt.UNSIGNED_CHAR  # only exactly "B" is BYTE
+    assert dt.from_buffer_format("@i") is dt.INT
+    assert dt.from_buffer_format("<i4") is dt.INT32_T
+    assert dt.from_buffer_format("Zd", 16) is dt.C_DOUBLE_COMPLEX
+
+
+def test_non_native_byte_order_is_a_buffer_error():
+    view = memoryview(np.zeros(2, ">i4"))
+    with pytest.raises(BufferError, match="non-native byte order"):
+        dt.from_buffer_format(view.format, view.itemsize)
+
+
+@pytest.mark.parametrize("fmt", ["=i", "!i", "T{d:a:i:b:}", "e", "2i", "5s"])
+def test_formats_without_a_datatype_are_key_errors(fmt):
+    with pytest.raises(KeyError, match="cannot map"):
+        dt.from_buffer_format(fmt)
+
+
+def test_item_size_disagreeing_with_the_format_is_a_buffer_error():
+    with pytest.raises(BufferError, match="8"):
+        dt.from_buffer_format("i", 8)
+
+
+# -- pickling (what comm.send of a datatype needs) -------------------------------------
+
+@pytest.mark.parametrize("name", ["INT", "DOUBLE_INT", "BOOL", "DATATYPE_NULL"])
+def test_predefined_types_pickle_to_themselves(name):
+    constant = getattr(dt, name)
+    assert pickle.loads(pickle.dumps(constant)) is constant
+
+
+def test_copies_and_dups_pickle_to_equivalent_handles():
+    assert pickle.loads(pickle.dumps(Datatype(dt.INT))) == dt.INT
+    assert pickle.loads(pickle.dumps(Datatype())) == DATATYPE_NULL
+    twin = pickle.loads(pickle.dumps(dt.DOUBLE_INT.Dup()))
+    assert twin.basic is dt.DOUBLE_INT and not twin.is_predefined and twin.extent == 16
+
+
+def test_a_freed_handle_cannot_be_pickled():
+    twin = dt.INT.Dup()
+    alias = Datatype(twin)
+    twin.Free()
+    with pytest.raises(ValueError, match="cannot serialize"):
+        pickle.dumps(alias)
