@@ -29,5 +29,27 @@ MAX_ERROR_STRING = 512
 MAX_OBJECT_NAME = 128
 MAX_LIBRARY_VERSION_STRING = 8192
 
-BOTTOM = 0
-IN_PLACE = 1  # sentinel value compared by identity through MPI.IN_PLACE
+
+
+class BottomType(int):
+    """``MPI.BOTTOM``: the address-zero base of absolute displacements."""
+
+    def __new__(cls):
+        return int.__new__(cls, 0)
+
+    def __repr__(self):
+        return "BOTTOM"
+
+
+class InPlaceType(int):
+    """``MPI.IN_PLACE``: take this rank's contribution from the receive buffer."""
+
+    def __new__(cls):
+        return int.__new__(cls, -1)
+
+    def __repr__(self):
+        return "IN_PLACE"
+
+
+BOTTOM = BottomType()
+IN_PLACE = InPlaceType()

@@ -1,0 +1,396 @@
+"""Communicators and point-to-point messaging (mpi4py's ``Comm``/``Intracomm``).
+
+A communicator is a context id plus the world ranks of its members. Its
+context id separates its traffic: user point-to-point, collectives and
+Create_group handshakes each use their own sub-context, so a user's ANY_TAG
+receive never takes a collective's message.
+"""
+import os
+import sys
+
+from . import atomic, buffers, constants, errors, job, mailbox
+from .group import make_group
+from .request import Request, Status
+
+P2P, COLLECTIVE, HANDSHAKE = 0, 1, 2
+SUBCONTEXTS = 4
+
+
+class CommState:
+    """What a communicator is, shared by its handle and its duplicates by reference."""
+
+    __slots__ = ("context", "ranks", "rank", "slot", "name", "world_to_rank", "freed", "info")
+
+    def __init__(self, context, ranks, slot, name=""):
+        self.context = context
+        self.ranks = tuple(ranks)
+        me = job.world_rank()
+        self.rank = self.ranks.index(me) if me in self.ranks else constants.UNDEFINED
+        self.slot = slot
+        self.name = name
+        self.world_to_rank = {w: i for i, w in enumerate(self.ranks)}
+        self.freed = False
+        self.info = {}
+
+    def subcontext(self, kind):
+        return self.context * SUBCONTEXTS + kind
+
+
+# --- barrier slots in the world segment ---------------------------------------
+
+def claim_slot(world, members):
+    """Find a free barrier slot and give it ``members`` references."""
+    start = world.new_contexts(0) % job.MAX_COMM_SLOTS
+    for offset in range(job.MAX_COMM_SLOTS):
+        slot = (start + offset) % job.MAX_COMM_SLOTS
+        if slot == job.WORLD_SLOT:
+            continue
+        address = world.slot_address(slot) + job.OFF_SLOT_REFS
+        if atomic.cas32(address, 0, members) == 0:
+            atomic.store32(world.slot_address(slot) + job.OFF_SLOT_COUNT, 0)
+            return slot
+    errors.fail(errors.ERR_OTHER, "too many communicators alive at once (%d); free the ones "
+                "you no longer need with comm.Free()" % job.MAX_COMM_SLOTS)
+
+
+def release_slot(world, slot):
+    atomic.fetch_add32(world.slot_address(slot) + job.OFF_SLOT_REFS, -1)
+
+
+def slot_barrier(state):
+    """Counting barrier on the communicator's slot: one native call when it opens fast."""
+    size = len(state.ranks)
+    if size == 1:
+        return
+    address = job.current().slot_address(state.slot)
+    generation_cell = address + job.OFF_SLOT_GENERATION
+    awaited = atomic.barrier_arrive(address + job.OFF_SLOT_COUNT, generation_cell, size,
+                                    job.WAIT_SLICE)
+    if awaited is not None:
+        job.wait_cell(generation_cell, awaited,
+                      lambda: "Barrier on %s (%d ranks)" % (state.name or "a communicator",
+                                                            size),
+                      state.ranks)
+
+
+# --- receive requests -----------------------------------------------------------
+
+class Receive(Request):
+    """A posted receive into a buffer (``target`` set) or of a pickled object."""
+
+    def __init__(self, state, subcontext, source, tag, target=None):
+        self._null = False
+        self._done = False
+        self.state = state
+        self.context = subcontext
+        self.source = source if source == constants.ANY_SOURCE else state.ranks[source]
+        self.tag = tag
+        self.target = target
+        self._status = Status()
+
+    def deliver(self, message):
+        source = self.state.world_to_rank[message.source]
+        self._status._fill(source, message.tag, message.nbytes)
+        if self.target is None:
+            self._result = _loads(message.payload())
+        elif message.nbytes > len(self.target):
+            message.discard()
+            self._status.error = errors.ERR_TRUNCATE
+            self._error = errors.Exception(
+                errors.ERR_TRUNCATE,
+                "a message of %d bytes from rank %d (tag %d) does not fit the receive "
+                "buffer of %d bytes; post a larger buffer (Probe tells the size)"
+                % (message.nbytes, source, message.tag, len(self.target)))
+        else:
+            message.copy_into(self.target)
+        self._done = True
+
+    def _poll(self):
+        return self._done
+
+    def _describe(self):
+        source = ("any rank" if self.source == constants.ANY_SOURCE
+                  else "rank %d" % self.state.world_to_rank[self.source])
+        tag = "any tag" if self.tag == constants.ANY_TAG else "tag %d" % self.tag
+        return "a message from %s with %s" % (source, tag)
+
+    def _peers(self):
+        return () if self.source == constants.ANY_SOURCE else (self.source,)
+
+    def Cancel(self):
+        if not self._done and mailbox.mailbox().cancel(self):
+            self._status.cancelled = True
+            self._done = True
+
+
+class Send(Request):
+    def __init__(self, outgoing, what):
+        self._null = False
+        self.outgoing = outgoing
+        self.what = what
+        self._status = Status()
+
+    def _poll(self):
+        return self.outgoing is None or self.outgoing.done
+
+    def _describe(self):
+        return self.what
+
+
+class Completed(Request):
+    """A request that is complete when created (PROC_NULL peers)."""
+
+    def __init__(self, status=None, result=None):
+        self._null = False
+        self._status = status or Status()
+        self._result = result
+
+
+def _loads(payload):
+    import pickle
+    return pickle.loads(payload)
+
+
+def _dumps(obj):
+    import pickle
+    return pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
+
+
+def _null_status():
+    status = Status()
+    status._fill(constants.PROC_NULL, constants.ANY_TAG, 0)
+    return status
+
+
+# --- communicators ----------------------------------------------------------------
+
+class Comm:
+    """``MPI.Comm``; the base class is COMM_NULL's type."""
+
+    _state_value = None
+
+    def __init__(self, state=None):
+        self._state_value = state
+
+    @property
+    def _s(self):
+        state = self._state_value
+        if state is None:
+            errors.fail(errors.ERR_COMM, "the communicator is COMM_NULL")
+        if state.freed:
+            errors.fail(errors.ERR_COMM, "the communicator was freed")
+        return state
+
+    def __bool__(self):
+        return self._state_value is not None and not self._state_value.freed
+
+    def __eq__(self, other):
+        if not isinstance(other, Comm):
+            return NotImplemented
+        return self._state_value is other._state_value
+
+    def __hash__(self):
+        return id(self._state_value)
+
+    # --- identity ---
+    def Get_rank(self):
+        return self._s.rank
+
+    def Get_size(self):
+        return len(self._s.ranks)
+
+    rank = property(Get_rank)
+    size = property(Get_size)
+
+    def Get_group(self):
+        return make_group(self._s.ranks)
+
+    group = property(Get_group)
+
+    def Get_name(self):
+        return self._s.name
+
+    def Set_name(self, name):
+        self._s.name = str(name)
+
+    name = property(Get_name, Set_name)
+
+    def Is_inter(self):
+        return False
+
+    def Is_intra(self):
+        return True
+
+    is_inter = property(Is_inter)
+    is_intra = property(Is_intra)
+
+    def Get_info(self):
+        from .info import Info
+        return Info.Create(self._s.info)
+
+    def Set_info(self, info):
+        from .info import to_dict
+        self._s.info.update(to_dict(info))
+
+    info = property(Get_info, Set_info)
+
+    def Compare(self, comm):
+        mine, theirs = self._s, comm._s
+        if mine is theirs:
+            return constants.IDENT
+        if mine.ranks == theirs.ranks:
+            return constants.CONGRUENT
+        if sorted(mine.ranks) == sorted(theirs.ranks):
+            return constants.SIMILAR
+        return constants.UNEQUAL
+
+    def Abort(self, errorcode=0):
+        world = job.current()
+        sys.stderr.write("shmrma: rank %d called Abort(%d); ending the job\n"
+                         % (world.rank, errorcode))
+        sys.stderr.flush()
+        world.set_state(world.rank, job.FAILED)
+        world.abort(world.rank)
+        os._exit(errorcode & 0xFF or 1)
+
+    def Free(self):
+        state = self._s
+        if state.context in (job.WORLD_CONTEXT, job.SELF_CONTEXT):
+            errors.fail(errors.ERR_COMM, "COMM_WORLD and COMM_SELF cannot be freed")
+        if state.slot is not None:
+            release_slot(job.current(), state.slot)
+        state.freed = True
+        self._state_value = None
+
+    # --- argument checks ---
+    def _peer(self, rank, role, wildcard=False):
+        state = self._s
+        if rank == constants.PROC_NULL or (wildcard and rank == constants.ANY_SOURCE):
+            return rank
+        if not isinstance(rank, int) or not 0 <= rank < len(state.ranks):
+            errors.fail(errors.ERR_RANK, "%s %r is not a rank of this communicator of size "
+                        "%d; use 0..%d%s" % (role, rank, len(state.ranks), len(state.ranks) - 1,
+                                             ", ANY_SOURCE or PROC_NULL" if wildcard
+                                             else " or PROC_NULL"))
+        return rank
+
+    @staticmethod
+    def _tag(tag, wildcard=False):
+        if wildcard and tag == constants.ANY_TAG:
+            return tag
+        if not isinstance(tag, int) or not 0 <= tag <= constants.TAG_UB:
+            errors.fail(errors.ERR_TAG, "tag %r is invalid; tags are 0..%d%s"
+                        % (tag, constants.TAG_UB, " or ANY_TAG" if wildcard else ""))
+        return tag
+
+    # --- point-to-point core ---
+    def _isend_bytes(self, data, dest, tag, pickled, kind=P2P):
+        state = self._s
+        dest = self._peer(dest, "destination")
+        tag = self._tag(tag) if kind == P2P else tag
+        if dest == constants.PROC_NULL:
+            return Completed()
+        outgoing = mailbox.mailbox().send(state.ranks[dest], state.subcontext(kind), tag,
+                                          data, pickled)
+        return Send(outgoing, "room to send to rank %d" % dest)
+
+    def _irecv(self, source, tag, target, kind=P2P):
+        state = self._s
+        source = self._peer(source, "source", wildcard=True)
+        tag = self._tag(tag, wildcard=True) if kind == P2P else tag
+        if source == constants.PROC_NULL:
+            return Completed(_null_status())
+        receive = Receive(state, state.subcontext(kind), source, tag, target)
+        mailbox.mailbox().post(receive)
+        return receive
+
+    # --- buffers ---
+    def Isend(self, buf, dest, tag=0):
+        return self._isend_bytes(buffers.message(buf, writable=False).data, dest, tag, False)
+
+    def Send(self, buf, dest, tag=0):
+        self.Isend(buf, dest, tag).Wait()
+
+    def Irecv(self, buf, source=constants.ANY_SOURCE, tag=constants.ANY_TAG):
+        return self._irecv(source, tag, buffers.message(buf, writable=True).data)
+
+    def Recv(self, buf, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
+        self.Irecv(buf, source, tag).Wait(status)
+
+    def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=constants.ANY_SOURCE,
+                 recvtag=constants.ANY_TAG, status=None):
+        receive = self.Irecv(recvbuf, source, recvtag)
+        self.Send(sendbuf, dest, sendtag)
+        receive.Wait(status)
+
+    def Probe(self, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
+        probe = _Probe(self, source, tag)
+        if not probe.found():
+            mailbox.mailbox().wait_for(probe.found, probe.describe, probe.peers)
+        probe.report(status)
+        return True
+
+    def Iprobe(self, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
+        probe = _Probe(self, source, tag)
+        mailbox.mailbox().progress()
+        if probe.found():
+            probe.report(status)
+            return True
+        return False
+
+    # --- pickled objects ---
+    def isend(self, obj, dest, tag=0):
+        return self._isend_bytes(_dumps(obj), dest, tag, True)
+
+    def send(self, obj, dest, tag=0):
+        self.isend(obj, dest, tag).Wait()
+
+    def irecv(self, buf=None, source=constants.ANY_SOURCE, tag=constants.ANY_TAG):
+        return self._irecv(source, tag, None)
+
+    def recv(self, buf=None, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
+        return self.irecv(buf, source, tag).wait(status)
+
+    def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=constants.ANY_SOURCE,
+                 recvtag=constants.ANY_TAG, status=None):
+        receive = self.irecv(recvbuf, source, recvtag)
+        self.send(sendobj, dest, sendtag)
+        return receive.wait(status)
+
+    def probe(self, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
+        return self.Probe(source, tag, status)
+
+    def iprobe(self, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
+        return self.Iprobe(source, tag, status)
+
+
+class _Probe:
+    def __init__(self, comm, source, tag):
+        self.state = comm._s
+        self.source = comm._peer(source, "source", wildcard=True)
+        self.tag = comm._tag(tag, wildcard=True)
+        self.message = None
+        world_source = (self.source if self.source in (constants.ANY_SOURCE, constants.PROC_NULL)
+                        else self.state.ranks[self.source])
+        self.world_source = world_source
+        self.peers = () if world_source < 0 else (world_source,)
+
+    def found(self):
+        if self.source == constants.PROC_NULL:
+            return True
+        self.message = mailbox.mailbox().find(self.state.subcontext(P2P), self.world_source,
+                                              self.tag, remove=False)
+        return self.message is not None
+
+    def describe(self):
+        return "Probe for a message from %s" % (
+            "any rank" if self.source == constants.ANY_SOURCE else "rank %d" % self.source)
+
+    def report(self, status):
+        if status is None:
+            return
+        if self.message is None:
+            status._copy_from(_null_status())
+        else:
+            status._fill(self.state.world_to_rank[self.message.source], self.message.tag,
+                         self.message.nbytes)
