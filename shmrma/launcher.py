@@ -67,6 +67,7 @@ class Job:
         self.tag_output = tag_output
         self.job_id = job.new_job_id()
         self.world = job.World.create(self.job_id, nranks)
+        self.sweeper_fd = _start_sweeper(self.job_id)
         self.pids = {}
         self.diagnostics = {}
         self.readers = {}
@@ -104,12 +105,15 @@ class Job:
                     os.close(write_end)
             for fd in list(self.diagnostics.values()) + list(self.readers):
                 os.close(fd)
+            _whole_lines(sys.stdout, sys.stderr)
             signal.signal(signal.SIGINT, signal.default_int_handler)
             faulthandler.register(signal.SIGUSR1, file=diag_write, all_threads=True)
             import atexit
             atexit._clear()
             job.become_rank(self.world, rank)
             code = rank_main(rank)
+        except KeyboardInterrupt:
+            code = 128 + signal.SIGINT  # a second Ctrl-C while the rank was ending
         except BaseException:
             traceback.print_exc()
         finally:
@@ -166,6 +170,9 @@ class Job:
                 os.close(fd)
             self.diagnostics.clear()
             segments.sweep(self.job_id)
+            if self.sweeper_fd is not None:
+                os.close(self.sweeper_fd)
+                self.sweeper_fd = None
         return self.outcome
 
     _interrupt_pending = False
@@ -191,6 +198,8 @@ class Job:
                 self.world.set_state(rank, job.EXITED)
             return
         self.world.set_state(rank, job.FAILED)
+        if self._interrupt_pending and not self.outcome.interrupted:
+            self._interrupted()  # Ctrl-C reached the ranks too: the job was interrupted
         if self.outcome.culprit is not None:
             return
         aborted_by = self.world.abort_rank()
@@ -302,6 +311,19 @@ class _LinePrefixer:
         os.write(self.stream.fileno(), data)
 
 
+def _whole_lines(*streams):
+    """Write each line in one system call, so lines of ranks sharing a terminal never mix.
+
+    Python's unbuffered mode (PYTHONUNBUFFERED) writes a print's text and its newline
+    separately; line buffering keeps a line together and still flushes at its end.
+    """
+    for stream in streams:
+        try:
+            stream.reconfigure(line_buffering=True, write_through=False)
+        except (AttributeError, ValueError):
+            pass  # replaced by the program's caller with something that is not a TextIOWrapper
+
+
 def _nonblocking(fd):
     flags = fcntl.fcntl(fd, fcntl.F_GETFL)
     fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
@@ -329,6 +351,42 @@ def _die_with_parent():
     libc.prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0)
     if os.getppid() == 1:
         os._exit(1)
+
+
+def _start_sweeper(job_id):
+    """Start a detached process that sweeps the job's names once nobody holds the pipe.
+
+    The launcher and every rank (through fork) hold the returned write end. The
+    launcher sweeps at the end of supervise(); the sweeper covers a launcher
+    killed by SIGKILL, whose ranks die with it and leave nobody to clean up.
+    """
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()  # out of the job's process group: Ctrl-C does not reach it
+            if os.fork() == 0:
+                _sweep_when_orphaned(read_end, job_id)
+        finally:
+            os._exit(0)
+    os.close(read_end)
+    os.waitpid(pid, 0)
+    return write_end
+
+
+def _sweep_when_orphaned(read_end, job_id):
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)  # never keep a caller's pipe open
+        os.closerange(3, read_end)
+        os.closerange(read_end + 1, 65536)
+        while os.read(read_end, 4096):
+            pass
+        segments.sweep(job_id)
+    finally:
+        os._exit(0)
 
 
 def _install_wakeups(wake_write, owner):
@@ -373,6 +431,8 @@ def run_rank_body(world, rank, body, print_failure=True):
     except errors.JobAborted as exc:
         code, failure = 1, "shmrma: rank %d stopped: %s\n" % (rank, exc.message)
     except KeyboardInterrupt:
+        if _in_main_thread():
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # the launcher's own SIGINT follows
         code, failure = 128 + signal.SIGINT, "shmrma: rank %d interrupted\n" % rank
     except BaseException as exc:
         code, failure = 1, _user_traceback(exc)

@@ -103,7 +103,7 @@ def program_body(options):
         def body():
             sys.argv = argv
             sys.path[0] = os.path.dirname(path)
-            runpy.run_path(path, run_name="__main__")
+            runpy.run_path(argv[0], run_name="__main__")  # argv[0] as typed, like python
     elif options.mode == "module":
         def body():
             sys.argv = [options.target] + options.args
@@ -124,6 +124,9 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     try:
         options = parse(argv)
+        from .job import MAX_RANKS
+        if options.nranks > MAX_RANKS:
+            raise UsageError("-n must be at most %d, not %d" % (MAX_RANKS, options.nranks))
     except UsageError as exc:
         sys.stderr.write("shmrma-run: %s\n%s" % (exc, USAGE.split("\n\n")[0] + "\n"))
         return 2

@@ -1,0 +1,223 @@
+"""Shared-memory segments: the one place that knows /dev/shm.
+
+Rules: ARCHITECTURE.md (names carry the job id and are unguessable, mode 0600,
+space reserved with fallocate, unlinked once mapped, the launcher sweeps its
+job's names), lessons 1 (leftovers), 2 (full /dev/shm is an error, never SIGBUS),
+5 (no unmap while a view is exported), 6 (no name collisions between jobs).
+"""
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from shmrma import MPI, job, segments
+
+
+@pytest.fixture
+def job_id():
+    """A fresh job id whose names are swept after the test."""
+    ident = job.new_job_id()
+    yield ident
+    segments.sweep(ident)
+
+
+def path_of(segment):
+    return os.path.join(segments.SHM_DIR, segment.name.lstrip("/"))
+
+
+def test_create_attach_unlink_close(job_id):
+    """ARCHITECTURE.md: a segment is shared by whoever maps it, and stays usable after
+    unlink; close unmaps and is idempotent."""
+    seg = segments.Segment.create(job_id, 8192)
+    other = segments.Segment.attach(seg.name, 8192)
+    try:
+        assert seg.size == other.size == 8192
+        assert seg.address and other.address and seg.address != other.address
+        view, other_view = seg.buffer, other.buffer
+        view[100:105] = b"hello"
+        assert bytes(other_view[100:105]) == b"hello"
+        assert len(view) == 8192
+        seg.unlink()
+        assert not os.path.exists(path_of(seg))
+        seg.unlink()  # a second unlink is harmless
+        other_view[8000:8003] = b"abc"  # still shared after the name is gone
+        assert bytes(view[8000:8003]) == b"abc"
+        view.release()
+        other_view.release()
+    finally:
+        seg.close()
+        other.close()
+    assert seg.closed and other.closed and seg.address == 0
+    seg.close()  # idempotent
+    assert segments.job_segments(job_id) == []
+
+
+def test_attach_missing_segment_is_err_rma_shared(job_id):
+    """checklist ERR_RMA_SHARED: mapping a segment that is gone is an MPI error, not OSError."""
+    with pytest.raises(MPI.Exception) as info:
+        segments.Segment.attach(segments.new_name(job_id), 4096)
+    assert info.value.Get_error_class() == MPI.ERR_RMA_SHARED
+
+
+def test_name_prefix_random_part_and_mode(job_id):
+    """ARCHITECTURE.md, lessons 6: names carry the job id and a random part; mode 0600;
+    the space is reserved at creation (fallocate), not at first touch."""
+    size = 3 * 4096 + 5
+    first = segments.Segment.create(job_id, size)
+    second = segments.Segment.create(job_id, size)
+    try:
+        for seg in (first, second):
+            assert re.fullmatch(r"/shmrma\.%s\.[0-9a-f]{16}" % job_id, seg.name), seg.name
+            info = os.stat(path_of(seg))
+            assert stat.S_IMODE(info.st_mode) == 0o600
+            assert info.st_size == size
+            assert info.st_blocks * 512 >= size  # reserved before anyone touched it
+        assert first.name != second.name
+        assert segments.job_segments(job_id) == sorted(
+            s.name.lstrip("/") for s in (first, second))
+    finally:
+        for seg in (first, second):
+            seg.unlink()
+            seg.close()
+
+
+def test_request_larger_than_dev_shm_is_err_no_mem(job_id):
+    """lessons 2: more than /dev/shm can hold is MPI.Exception ERR_NO_MEM naming /dev/shm
+    and the byte count, at creation (never SIGBUS later), and leaves no file behind."""
+    stats = os.statvfs(segments.SHM_DIR)
+    if stats.f_blocks == 0:
+        pytest.skip("/dev/shm has no size limit")
+    # Larger than the whole file system, so the kernel refuses at once without
+    # allocating anything even when other users hold part of it.
+    size = stats.f_blocks * stats.f_frsize + (1 << 20)
+    with pytest.raises(MPI.Exception) as info:
+        segments.Segment.create(job_id, size)
+    error = info.value
+    assert error.Get_error_class() == MPI.ERR_NO_MEM
+    assert "/dev/shm" in str(error) and str(size) in str(error)
+    assert segments.job_segments(job_id) == []
+
+
+def test_close_with_exported_view_raises_and_mapping_survives(job_id):
+    """lessons 5: closing while a view is exported raises BufferError and never unmaps
+    memory still in use; once the view is released, close works."""
+    seg = segments.Segment.create(job_id, 4096)
+    seg.unlink()
+    view = seg.buffer
+    view[0:4] = b"live"
+    address = seg.address
+    with pytest.raises(BufferError):
+        seg.close()
+    assert not seg.closed and seg.address == address
+    assert bytes(view[0:4]) == b"live"
+    view[4:8] = b"more"
+    again = seg.buffer
+    assert bytes(again[0:8]) == b"livemore"
+    again.release()
+    with pytest.raises(BufferError):
+        seg.close()  # the first view is still out
+    view.release()
+    seg.close()
+    assert seg.closed
+
+
+def test_sweep_removes_only_the_given_job(job_id):
+    """lessons 1, 6: sweep(job) unlinks that job's names only, even when another job id
+    starts with the same characters."""
+    other_job = job_id + "ff"  # prefix shmrma.<job_id>ff. is not shmrma.<job_id>.
+    mine = [segments.Segment.create(job_id, 4096) for _ in range(2)]
+    theirs = segments.Segment.create(other_job, 4096)
+    try:
+        assert segments.sweep(job_id) == 2
+        assert segments.job_segments(job_id) == []
+        assert segments.job_segments(other_job) == [theirs.name.lstrip("/")]
+        assert os.path.exists(path_of(theirs))
+        assert segments.sweep(job_id) == 0
+        for seg in mine:  # mapped memory survives the sweep
+            seg.buffer[0:2] = b"ok"
+    finally:
+        assert segments.sweep(other_job) == 1
+        for seg in mine + [theirs]:
+            seg.close()
+    assert segments.job_segments(other_job) == []
+
+
+def test_world_segment_is_unlinked_at_creation(job_id):
+    """ARCHITECTURE.md, lessons 1: the world segment is unlinked right after creation, so
+    a crash at any later moment cannot leak it."""
+    world = job.World.create(job_id, 3)
+    try:
+        assert segments.job_segments(job_id) == []
+        assert world.size == 3 and not world.aborted()
+        assert world.state(0) == job.STARTING
+    finally:
+        world.mem.release()
+        world.segment.close()
+
+
+@pytest.mark.parametrize("nranks", [0, job.MAX_RANKS + 1])
+def test_world_size_out_of_range(job_id, nranks):
+    """API.md §1: a world has 1 to MAX_RANKS ranks; anything else is ERR_ARG, nothing named."""
+    with pytest.raises(MPI.Exception) as info:
+        job.World.create(job_id, nranks)
+    assert info.value.Get_error_class() == MPI.ERR_ARG
+    assert segments.job_segments(job_id) == []
+
+
+# --- a small /dev/shm, end to end -------------------------------------------------
+
+def small_dev_shm(command, size="1m"):
+    """Run ``command`` in a private mount namespace where /dev/shm is a ``size`` tmpfs."""
+    unshare = shutil.which("unshare")
+    if unshare is None or os.geteuid() != 0:
+        pytest.skip("needs root and unshare to mount a small /dev/shm")
+    script = 'mount -t tmpfs -o size=%s tmpfs /dev/shm && exec "$@"' % size
+    result = subprocess.run([unshare, "-m", "--propagation", "private", "sh", "-c", script,
+                             "sh", *command], capture_output=True, text=True, timeout=60)
+    if "mount" in result.stderr and "ermission" in result.stderr:
+        pytest.skip("cannot mount a tmpfs here: " + result.stderr.strip())
+    return result
+
+
+@pytest.mark.timeout(90)
+def test_full_dev_shm_gives_err_no_mem_never_sigbus(tmp_path):
+    """lessons 2: in a 1 MiB /dev/shm a 512 KiB message fails on its sender with ERR_NO_MEM
+    naming /dev/shm and the bytes asked for; no rank dies of SIGBUS."""
+    prog = tmp_path / "full.py"
+    prog.write_text(textwrap.dedent('''
+        import sys
+        from shmrma import MPI
+        comm = MPI.COMM_WORLD
+        if comm.Get_rank() == 0:
+            try:
+                comm.Send(bytearray(512 * 1024), dest=1)
+            except MPI.Exception as exc:
+                sys.stdout.write("class %d: %s\\n" % (exc.Get_error_class(), exc))
+            comm.send("small", dest=1)
+        else:
+            sys.stdout.write("got %s\\n" % comm.recv(source=0))
+    '''))
+    result = small_dev_shm([sys.executable, "-m", "shmrma.run", "-n", "2", str(prog)])
+    assert result.returncode == 0, result.stderr
+    line = next(l for l in result.stdout.splitlines() if l.startswith("class"))
+    assert line.startswith("class %d:" % MPI.ERR_NO_MEM)
+    assert "/dev/shm" in line and str(512 * 1024) in line
+    assert "got small" in result.stdout
+
+
+@pytest.mark.timeout(90)
+def test_world_too_large_for_dev_shm(tmp_path):
+    """lessons 2: when even the world segment does not fit, the launcher says so (bytes,
+    /dev/shm) and starts no rank."""
+    prog = tmp_path / "never.py"
+    prog.write_text("print('RAN')\n")
+    result = small_dev_shm([sys.executable, "-m", "shmrma.run", "-n", "8", str(prog)])
+    assert result.returncode == 1
+    assert "RAN" not in result.stdout
+    assert "cannot start the job" in result.stderr and "/dev/shm" in result.stderr
+    assert re.search(r"cannot reserve \d+ bytes", result.stderr)
