@@ -7,6 +7,7 @@ buffer's format names. The result is a byte view of exactly the data.
 """
 from . import constants
 from . import datatype as datatypes
+from . import derived
 
 
 def as_view(obj, writable):
@@ -33,18 +34,44 @@ def _format_datatype(view):
 
 
 class Message:
-    """A parsed message: ``data`` (byte view), ``count`` and ``datatype``."""
+    """A parsed message: ``data`` (byte view), ``count`` and ``datatype``.
 
-    __slots__ = ("data", "count", "datatype")
+    For a datatype with gaps (``message(..., sparse=True)``), ``data`` is the
+    whole buffer and item 0 starts at byte ``first``.
+    """
 
-    def __init__(self, data, count, datatype):
+    __slots__ = ("data", "count", "datatype", "first")
+
+    def __init__(self, data, count, datatype, first=0):
         self.data = data
         self.count = count
         self.datatype = datatype
+        self.first = first
 
     @property
     def nbytes(self):
         return len(self.data)
+
+
+def item_bytes(datatype):
+    """Bytes one item of ``datatype`` takes in a message.
+
+    A predefined type travels whole extents: the padding inside a pair type such
+    as DOUBLE_INT (12 bytes of data, extent 16) goes along, as numpy lays it out.
+    """
+    return datatype.Get_extent()[1] if datatype.is_predefined else datatype.Get_size()
+
+
+def _spread(data, start, count, datatype):
+    """A message of a datatype with gaps: the whole buffer, item 0 at ``start``."""
+    if count:
+        low = start + datatype.true_lb
+        high = start + (count - 1) * datatype.extent + datatype.true_ub
+        if low < 0 or high > len(data):
+            raise ValueError("message: %d items of %s starting at byte %d reach bytes "
+                             "%d..%d, outside the buffer of %d bytes"
+                             % (count, datatype.Get_name(), start, low, high, len(data)))
+    return Message(data, count, datatype, first=start)
 
 
 def _unpack(msg):
@@ -71,38 +98,61 @@ def _unpack(msg):
     return buf, count, displ, datatype
 
 
-def message(msg, writable):
-    """Parse a message specification into a Message."""
+def message(msg, writable, blocks=0, sparse=False):
+    """Parse a message specification into a Message.
+
+    ``blocks`` is the number of equal parts a collective splits the buffer
+    into (one per rank); as in mpi4py, the count, given or inferred, is then
+    the count of one part, and ``data`` spans all the parts. ``sparse`` admits
+    derived datatypes with gaps (RMA copies through their layout).
+    """
+    listed = isinstance(msg, (list, tuple))
     buf, count, displ, datatype = _unpack(msg)
-    if buf is None or buf is constants.BOTTOM and isinstance(msg, (list, tuple)):
+    if listed and (buf is None or buf is constants.BOTTOM):
         if count not in (None, 0):
             raise ValueError("message: a count of %r needs a buffer, got None" % (count,))
         dtype = datatypes.lookup(datatype) if datatype is not None else datatypes.BYTE
-        return Message(memoryview(b""), 0, dtype)
+        return Message(memoryview(bytearray(0)), 0, dtype)
+    if buf is None:
+        raise TypeError("message: expecting a buffer or a list/tuple such as "
+                        "[buf, count, datatype], got None")
     view = as_view(buf, writable)
     datatype = _format_datatype(view) if datatype is None else datatypes.lookup(datatype)
     data = view.cast("B") if view.format != "B" or view.ndim != 1 else view
+    if count is None and not datatype:
+        raise ValueError("message: cannot infer count, datatype is null; pass a datatype "
+                         "or [buf, count, datatype]")
     extent = datatype.Get_extent()[1]
-    size = datatype.Get_size()
+    size = item_bytes(datatype)
     displ = 0 if displ is None else int(displ)
     if displ < 0:
         raise ValueError("message: negative displacement %d" % displ)
     start = displ * extent
+    parts = max(blocks, 1)
     if count is None:
         available = len(data) - start
         if extent == 0 or available < 0 or available % extent:
             raise ValueError("message: buffer length %d is not a multiple of the "
                              "datatype extent %d" % (len(data), extent))
         count = available // extent
+        if count % parts:
+            raise ValueError("message: cannot infer count, number of entries %d is not a "
+                             "multiple of required number of blocks %d (one per rank); "
+                             "pass a buffer of a multiple of %d items or give the count"
+                             % (count, parts, parts))
+        count //= parts
     count = int(count)
     if count < 0:
         raise ValueError("message: negative count %d" % count)
-    end = start + (count - 1) * extent + size if count else start
+    if sparse and not derived.is_dense(datatype):
+        return _spread(data, start, count, datatype)
+    total = count * parts
+    end = start + (total - 1) * extent + size if total else start
     if end > len(data):
         raise ValueError("message: %d items of %s at displacement %d need %d bytes, "
-                         "the buffer has %d" % (count, datatype.Get_name(), displ, end,
+                         "the buffer has %d" % (total, datatype.Get_name(), displ, end,
                                                 len(data)))
-    if size != extent and count > 1:
+    if size != extent and total > 1:
         raise ValueError("message: datatype %s is not contiguous (size %d, extent %d); "
                          "only contiguous datatypes travel in messages"
                          % (datatype.Get_name(), size, extent))

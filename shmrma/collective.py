@@ -3,12 +3,20 @@
 They travel on the communicator's collective sub-context with plain
 point-to-point sends, which never wait for the receiver, so linear fan-in
 and fan-out are deadlock-free; Barrier alone uses a shared-memory slot.
+Every collective stays in step when a rank fails (see _Call): the others raise
+instead of waiting, and nothing is left behind to derail the next collective.
 """
+import operator
+
 from . import buffers, constants, errors
 from . import op as ops
-from .comm import COLLECTIVE, Comm, slot_barrier
+from .comm import COLLECTIVE, _dumps, slot_barrier
+from .request import Status
 
-TAG = 0
+TAG = 0            # a rank's contribution
+NOTICE = 1         # and above: an empty failure notice, NOTICE + class + NOTICE_RANKS * rank
+NOTICE_RANKS = 256
+_NOWHERE = memoryview(bytearray(0))  # receive target that discards (see _Call.take)
 
 
 class Collectives:
@@ -17,19 +25,11 @@ class Collectives:
     # --- plumbing -----------------------------------------------------------------
     def _root(self, root):
         size = len(self._s.ranks)
-        if not isinstance(root, int) or not 0 <= root < size:
+        root = operator.index(root)
+        if not 0 <= root < size:
             errors.fail(errors.ERR_ROOT, "root %r is not a rank of this communicator of size "
                         "%d; use 0..%d" % (root, size, size - 1))
         return root
-
-    def _put(self, dest, data, pickled):
-        return self._isend_bytes(data, dest, TAG, pickled, COLLECTIVE)
-
-    def _take_object(self, source):
-        return self._irecv(source, TAG, None, COLLECTIVE).wait()
-
-    def _take_into(self, source, view):
-        self._irecv(source, TAG, view, COLLECTIVE).Wait()
 
     def _others(self):
         me = self._s.rank
@@ -43,142 +43,348 @@ class Collectives:
 
     # --- objects -------------------------------------------------------------------
     def bcast(self, obj=None, root=0):
-        from .comm import _dumps
         root = self._root(root)
+        call = _Call(self, "bcast")
         if self._s.rank == root:
-            data = _dumps(obj)
+            data = call.local(_dumps, obj)
             for rank in self._others():
-                self._put(rank, data, True)
+                call.send(rank, data, pickled=True)
+            call.done()
             return obj
-        return self._take_object(root)
+        value, = call.take_objects([root])
+        call.done()
+        return value
 
     def gather(self, sendobj, root=0):
-        from .comm import _dumps
         root = self._root(root)
+        call = _Call(self, "gather")
         me = self._s.rank
         if me != root:
-            self._put(root, _dumps(sendobj), True)
+            call.send(root, call.local(_dumps, sendobj), pickled=True)
+            call.done()
             return None
-        return [sendobj if r == me else self._take_object(r) for r in range(self.size)]
+        values = call.take_objects(self._others())
+        call.done()
+        values.insert(me, sendobj)
+        return values
 
     def scatter(self, sendobj=None, root=0):
-        from .comm import _dumps
         root = self._root(root)
+        call = _Call(self, "scatter")
         me = self._s.rank
         if me != root:
-            return self._take_object(root)
-        items = _sequence_of_size(sendobj, self.size, "scatter")
+            value, = call.take_objects([root])
+            call.done()
+            return value
+        payloads = call.local(_dump_each, sendobj, self.size, "scatter")
         for rank in self._others():
-            self._put(rank, _dumps(items[rank]), True)
-        return items[me]
+            call.send(rank, payloads and payloads[rank], pickled=True)
+        call.done()
+        return list(sendobj)[me]
 
     def allgather(self, sendobj):
-        return self.bcast(self.gather(sendobj, 0), 0)
+        # a gather to rank 0 and a bcast from it, as one call
+        call = _Call(self, "allgather")
+        data = call.local(_dumps, sendobj)
+        if self._s.rank != 0:
+            call.send(0, data, pickled=True)
+            values, = call.take_objects([0])
+        else:
+            values = [sendobj] + call.take_objects(self._others())
+            whole = call.local(_dumps, values)
+            for rank in self._others():
+                call.send(rank, whole, pickled=True)
+        call.done()
+        return values
 
     def alltoall(self, sendobj):
-        from .comm import _dumps
-        items = _sequence_of_size(sendobj, self.size, "alltoall")
-        me = self._s.rank
+        call = _Call(self, "alltoall")
+        payloads = call.local(_dump_each, sendobj, self.size, "alltoall")
         for rank in self._others():
-            self._put(rank, _dumps(items[rank]), True)
-        return [items[me] if r == me else self._take_object(r) for r in range(self.size)]
+            call.send(rank, payloads and payloads[rank], pickled=True)
+        values = call.take_objects(self._others())
+        call.done()
+        values.insert(self._s.rank, list(sendobj)[self._s.rank])
+        return values
 
     def reduce(self, sendobj, op=ops.SUM, root=0):
-        values = self.gather(sendobj, root)
-        if values is None:
+        root = self._root(root)
+        call = _Call(self, "reduce")
+        me = self._s.rank
+        if me != root:
+            call.send(root, call.local(_dumps, sendobj), pickled=True)
+            call.done()
             return None
-        result = values[0]
-        for value in values[1:]:
-            result = op(result, value)
+        values = call.take_objects(self._others())
+        values.insert(me, sendobj)
+        result = call.local(_fold, values, op)
+        call.done()
         return result
 
     def allreduce(self, sendobj, op=ops.SUM):
-        return self.bcast(self.reduce(sendobj, op, 0), 0)
+        # a reduce to rank 0 and a bcast from it, as one call
+        call = _Call(self, "allreduce")
+        data = call.local(_dumps, sendobj)
+        if self._s.rank != 0:
+            call.send(0, data, pickled=True)
+            result, = call.take_objects([0])
+        else:
+            values = [sendobj] + call.take_objects(self._others())
+            result = call.local(_fold, values, op)
+            whole = call.local(_dumps, result)
+            for rank in self._others():
+                call.send(rank, whole, pickled=True)
+        call.done()
+        return result
 
     # --- buffers -----------------------------------------------------------------
     def Bcast(self, buf, root=0):
         root = self._root(root)
+        call = _Call(self, "Bcast")
         if self._s.rank == root:
-            data = buffers.message(buf, writable=False).data
+            data = call.local(_data, buf, False)
             for rank in self._others():
-                self._put(rank, data, False)
+                call.send(rank, data)
         else:
-            self._take_into(root, buffers.message(buf, writable=True).data)
+            call.take([(root, call.local(_data, buf, True))])
+        call.done()
 
     def Gather(self, sendbuf, recvbuf, root=0):
         root = self._root(root)
-        me = self._s.rank
-        if me != root:
-            self._put(root, buffers.message(sendbuf, writable=False).data, False)
-            return
-        target = buffers.message(recvbuf, writable=True).data
-        part = _part_size(target, self.size, "Gather")
-        if sendbuf is not constants.IN_PLACE:
-            own = buffers.message(sendbuf, writable=False).data
-            _check_part(own, part, "Gather")
-            target[me * part:(me + 1) * part] = own
-        for rank in self._others():
-            self._take_into(rank, target[rank * part:(rank + 1) * part])
+        call = _Call(self, "Gather")
+        if self._s.rank != root:
+            call.send(root, call.local(_data, sendbuf, False))
+        else:
+            parts = call.local(self._parts_with_own, sendbuf, recvbuf, "Gather")
+            call.take([(rank, parts and parts[rank]) for rank in self._others()])
+        call.done()
 
     def Allgather(self, sendbuf, recvbuf):
-        if sendbuf is constants.IN_PLACE and self._s.rank != 0:
-            target = buffers.message(recvbuf, writable=True).data
-            part = _part_size(target, self.size, "Allgather")
-            sendbuf = bytes(target[self.rank * part:(self.rank + 1) * part])
-        self.Gather(sendbuf, recvbuf, 0)
-        self.Bcast(recvbuf, 0)
+        # a Gather to rank 0 and a Bcast from it, as one call
+        call = _Call(self, "Allgather")
+        parts = call.local(self._parts_with_own, sendbuf, recvbuf, "Allgather")
+        me = self._s.rank
+        if me != 0:
+            call.send(0, parts and parts[me])
+            call.take([(0, parts and parts.whole)])
+        else:
+            call.take([(rank, parts and parts[rank]) for rank in self._others()])
+            for rank in self._others():
+                call.send(rank, parts and parts.whole)
+        call.done()
 
     def Alltoall(self, sendbuf, recvbuf):
-        target = buffers.message(recvbuf, writable=True).data
-        part = _part_size(target, self.size, "Alltoall")
-        source = (bytes(target) if sendbuf is constants.IN_PLACE
-                  else buffers.message(sendbuf, writable=False).data)
-        _check_part(source, part * self.size, "Alltoall")
+        call = _Call(self, "Alltoall")
+        both = call.local(self._alltoall_parts, sendbuf, recvbuf)
+        sends, receives = both if both else (None, None)
         me = self._s.rank
         for rank in self._others():
-            self._put(rank, source[rank * part:(rank + 1) * part], False)
-        target[me * part:(me + 1) * part] = source[me * part:(me + 1) * part]
-        for rank in self._others():
-            self._take_into(rank, target[rank * part:(rank + 1) * part])
+            call.send(rank, sends and sends[rank])
+        if both:
+            receives[me][:] = sends[me]
+        call.take([(rank, receives and receives[rank]) for rank in self._others()])
+        call.done()
 
     def Reduce(self, sendbuf, recvbuf, op=ops.SUM, root=0):
         root = self._root(root)
-        me = self._s.rank
-        if sendbuf is constants.IN_PLACE:
-            if me != root:
-                errors.fail(errors.ERR_BUFFER, "IN_PLACE is valid for Reduce only at the root")
-            sendbuf = recvbuf
-        send = buffers.message(sendbuf, writable=False)
-        op.check(send.datatype, "reduction")
-        if me != root:
-            self._put(root, send.data, False)
-            return
-        receive = buffers.message(recvbuf, writable=True)
-        _check_part(receive.data, send.nbytes, "Reduce")
-        self._fold_into(receive, send, op)
+        call = _Call(self, "Reduce")
+        if self._s.rank != root:
+            send = call.local(_reduce_send, sendbuf, op)
+            call.send(root, send and send.data)
+        else:
+            self._reduce_at_root(call, call.local(_reduce_buffers, sendbuf, recvbuf, op), op)
+        call.done()
 
-    def _fold_into(self, receive, send, op):
+    def Allreduce(self, sendbuf, recvbuf, op=ops.SUM):
+        # a Reduce to rank 0 and a Bcast from it, as one call; every rank checks
+        # its buffers first, as mpi4py does
+        call = _Call(self, "Allreduce")
+        buffers_ = call.local(_reduce_buffers, sendbuf, recvbuf, op)
+        if self._s.rank != 0:
+            call.send(0, buffers_ and buffers_[0].data)
+            call.take([(0, buffers_ and buffers_[1].data)])
+        else:
+            self._reduce_at_root(call, buffers_, op)
+            for rank in self._others():
+                call.send(rank, buffers_ and buffers_[1].data)
+        call.done()
+
+    # --- buffer plumbing ---
+    def _parts_with_own(self, sendbuf, recvbuf, name):
+        """The receive buffer cut in one part per rank, this rank's part filled."""
+        parts = _Parts(_data(recvbuf, True, self.size), self.size)
+        if sendbuf is not constants.IN_PLACE:
+            own = _data(sendbuf, False)
+            _check_part(own, len(parts[0]), name)
+            parts[self._s.rank][:] = own
+        return parts
+
+    def _alltoall_parts(self, sendbuf, recvbuf):
+        receives = _Parts(_data(recvbuf, True, self.size), self.size)
+        source = (bytes(receives.whole) if sendbuf is constants.IN_PLACE
+                  else _data(sendbuf, False, self.size))
+        _check_part(source, len(receives.whole), "Alltoall")
+        return _Parts(memoryview(source), self.size), receives
+
+    def _reduce_at_root(self, call, buffers_, op):
+        """Take every other rank's contribution and fold them in rank order."""
         import numpy
+        send, receive = buffers_ or (None, None)
+        scratch = {rank: send and memoryview(bytearray(send.nbytes)) for rank in self._others()}
+        call.take(list(scratch.items()))
+        if call.error is not None:
+            return
         dtype = send.datatype.dtype
-        parts = []
-        scratch = bytearray(send.nbytes)
-        for rank in range(self.size):
-            if rank == self._s.rank:
-                parts.append(numpy.frombuffer(bytes(send.data), dtype=dtype))
-            else:
-                self._take_into(rank, memoryview(scratch))
-                parts.append(numpy.frombuffer(bytes(scratch), dtype=dtype))
+        scratch[self._s.rank] = send.data
+        parts = [numpy.frombuffer(bytes(scratch[rank]), dtype=dtype)
+                 for rank in range(self.size)]
         result = parts[0]
         for part in parts[1:]:
             result = op.apply(result, part, send.datatype)
         receive.data[:send.nbytes] = numpy.ascontiguousarray(result, dtype=dtype).tobytes()
 
-    def Allreduce(self, sendbuf, recvbuf, op=ops.SUM):
-        if sendbuf is constants.IN_PLACE:
-            receive = buffers.message(recvbuf, writable=True)
-            sendbuf = [bytes(receive.data), receive.datatype]
-        self.Reduce(sendbuf, recvbuf if self._s.rank == 0 else None, op, 0)
-        self.Bcast(recvbuf, 0)
+
+class _Call:
+    """One collective call as this rank takes part in it.
+
+    Every rank sends and receives the same messages whether it fails or not: a
+    rank that cannot contribute (bad arguments, a mismatched size, an object that
+    does not pickle, an op that raises) sends an empty notice instead, whose tag
+    says which rank failed and with which error class, and a rank that cannot use
+    what it receives still takes it. So a failure never leaves a peer waiting, nor
+    a stale message for the next collective; each rank raises at the end: its own
+    error first, else the first notice or size mismatch it saw.
+    """
+
+    def __init__(self, comm, name):
+        self.comm = comm
+        self.name = name
+        self.error = None
+        self.culprit = None
+
+    def local(self, function, *args):
+        """``function(*args)``, or None (keeping the error) once this rank has failed."""
+        if self.error is None:
+            try:
+                return function(*args)
+            except Exception as exc:  # ValueError, BufferError, MPI.Exception, ...
+                self.error = exc
+                self.culprit = self.comm._s.rank
+        return None
+
+    def send(self, dest, data, pickled=False):
+        """Send ``data`` to ``dest``, or a failure notice when this call failed."""
+        if self.error is None and data is not None:
+            self.comm._isend_bytes(data, dest, TAG, pickled, COLLECTIVE)
+            return
+        error_class = (self.error.Get_error_class() if isinstance(self.error, errors.Exception)
+                       else errors.ERR_ARG)
+        tag = NOTICE + error_class + NOTICE_RANKS * self.culprit
+        self.comm._isend_bytes(b"", dest, tag, False, COLLECTIVE)
+
+    def take(self, parts):
+        """Receive one message from each (rank, view) pair; a view of None discards."""
+        posted = [(rank, view, self.comm._irecv(rank, constants.ANY_TAG,
+                                                _NOWHERE if view is None else view,
+                                                COLLECTIVE))
+                  for rank, view in parts]
+        for rank, view, receive in posted:
+            self._check(rank, view, receive)
+
+    def take_objects(self, ranks):
+        """The pickled object each rank sends (None from a rank that failed)."""
+        posted = [self.comm._irecv(rank, constants.ANY_TAG, None, COLLECTIVE) for rank in ranks]
+        return [self._check(rank, None, receive) for rank, receive in zip(ranks, posted)]
+
+    def _check(self, rank, view, receive):
+        """Complete one receive; note a notice or a size mismatch; returns its object."""
+        status = Status()
+        problem = value = None
+        try:
+            value = receive.wait(status)
+        except errors.JobAborted:
+            raise
+        except errors.Exception as exc:
+            problem = exc
+        if status.tag >= NOTICE:
+            culprit, error_class = divmod(status.tag - NOTICE, NOTICE_RANKS)
+            self._failed(culprit, errors.Exception(
+                error_class, "%s: rank %d failed in this call (%s) and could not take "
+                "part; its own error says what to fix"
+                % (self.name, culprit, errors.error_string(error_class))))
+        elif view is not None and status.count != len(view):
+            self._failed(self.comm._s.rank, errors.Exception(
+                errors.ERR_TRUNCATE if status.count > len(view) else errors.ERR_COUNT,
+                "%s: rank %d sent %d bytes where this rank expects %d; every rank must "
+                "pass the same count and datatype" % (self.name, rank, status.count,
+                                                      len(view))))
+        elif problem is not None:
+            self._failed(self.comm._s.rank, problem)
+        return value
+
+    def _failed(self, culprit, error):
+        if self.error is None:
+            self.error = error
+            self.culprit = culprit
+
+    def done(self):
+        if self.error is not None:
+            raise self.error
+
+
+class _Parts:
+    """A byte view cut in ``count`` equal parts; ``whole`` is the view."""
+
+    def __init__(self, whole, count):
+        self.whole = whole
+        self.size = len(whole) // count
+
+    def __getitem__(self, index):
+        return self.whole[index * self.size:(index + 1) * self.size]
+
+
+def _data(buf, writable, blocks=0):
+    return buffers.message(buf, writable, blocks).data
+
+
+def _reduce_send(sendbuf, op):
+    if sendbuf is constants.IN_PLACE:
+        errors.fail(errors.ERR_BUFFER, "IN_PLACE is valid for Reduce only at the root; "
+                    "pass the send buffer on the other ranks")
+    send = buffers.message(sendbuf, writable=False)
+    op.check(send.datatype, "reduction")
+    return send
+
+
+def _reduce_buffers(sendbuf, recvbuf, op):
+    """(send, receive) messages of a reduction at a rank that receives the result."""
+    receive = buffers.message(recvbuf, writable=True)
+    if sendbuf is constants.IN_PLACE:
+        send = buffers.Message(memoryview(bytes(receive.data)), receive.count,
+                               receive.datatype)
+    else:
+        send = buffers.message(sendbuf, writable=False)
+        if send.datatype != receive.datatype:
+            raise ValueError("mismatch in send and receive MPI datatypes (%s and %s); "
+                             "pass buffers of the same type"
+                             % (send.datatype.Get_name(), receive.datatype.Get_name()))
+        if send.count != receive.count:
+            raise ValueError("mismatch in send count %d and receive count %d; pass buffers "
+                             "of the same length" % (send.count, receive.count))
+    op.check(send.datatype, "reduction")
+    return send, receive
+
+
+def _dump_each(items, size, call):
+    return [_dumps(item) for item in _sequence_of_size(items, size, call)]
+
+
+def _fold(values, op):
+    """values[0] op values[1] op ... in rank order, as MPI reduces."""
+    result = values[0]
+    for value in values[1:]:
+        result = op(result, value)
+    return result
 
 
 def _sequence_of_size(items, size, call):
@@ -188,15 +394,8 @@ def _sequence_of_size(items, size, call):
     return list(items)
 
 
-def _part_size(target, size, call):
-    if len(target) % size:
-        errors.fail(errors.ERR_COUNT, "%s: the receive buffer of %d bytes does not split into "
-                    "%d equal parts" % (call, len(target), size))
-    return len(target) // size
-
-
 def _check_part(data, expected, call):
     if len(data) != expected:
         errors.fail(errors.ERR_TRUNCATE if len(data) > expected else errors.ERR_COUNT,
-                    "%s: this rank's buffer holds %d bytes but the receive side expects %d"
-                    % (call, len(data), expected))
+                    "%s: this rank's send buffer holds %d bytes but its part of the receive "
+                    "buffer holds %d; make them the same size" % (call, len(data), expected))

@@ -5,6 +5,7 @@ context id separates its traffic: user point-to-point, collectives and
 Create_group handshakes each use their own sub-context, so a user's ANY_TAG
 receive never takes a collective's message.
 """
+import operator
 import os
 import sys
 
@@ -53,8 +54,8 @@ def claim_slot(world, members):
                 "you no longer need with comm.Free()" % job.MAX_COMM_SLOTS)
 
 
-def release_slot(world, slot):
-    atomic.fetch_add32(world.slot_address(slot) + job.OFF_SLOT_REFS, -1)
+def release_slot(world, slot, references=1):
+    atomic.fetch_add32(world.slot_address(slot) + job.OFF_SLOT_REFS, -references)
 
 
 def slot_barrier(state):
@@ -92,7 +93,8 @@ class Receive(Request):
         source = self.state.world_to_rank[message.source]
         self._status._fill(source, message.tag, message.nbytes)
         if self.target is None:
-            self._result = _loads(message.payload())
+            # an empty message is None, as mpi4py loads it (collective failure notices)
+            self._result = _loads(message.payload()) if message.nbytes else None
         elif message.nbytes > len(self.target):
             message.discard()
             self._status.error = errors.ERR_TRUNCATE
@@ -169,16 +171,20 @@ class Comm:
 
     _state_value = None
 
-    def __init__(self, state=None):
-        self._state_value = state
+    def __init__(self, comm=None):
+        # Comm(other) is a new handle to the same communicator, as in mpi4py
+        self._state_value = comm._state_value if isinstance(comm, Comm) else comm
 
     @property
     def _s(self):
         state = self._state_value
         if state is None:
-            errors.fail(errors.ERR_COMM, "the communicator is COMM_NULL")
+            errors.fail(errors.ERR_COMM, "the communicator is COMM_NULL (what Split or "
+                        "Create give a process outside the new group); use one this "
+                        "process belongs to")
         if state.freed:
-            errors.fail(errors.ERR_COMM, "the communicator was freed")
+            errors.fail(errors.ERR_COMM, "the communicator was freed; use one that is still "
+                        "alive, or Dup a new one before freeing")
         return state
 
     def __bool__(self):
@@ -208,6 +214,8 @@ class Comm:
     group = property(Get_group)
 
     def Get_name(self):
+        if not self:
+            return "MPI_COMM_NULL"  # as mpi4py answers for COMM_NULL
         return self._s.name
 
     def Set_name(self, name):
@@ -256,7 +264,8 @@ class Comm:
     def Free(self):
         state = self._s
         if state.context in (job.WORLD_CONTEXT, job.SELF_CONTEXT):
-            errors.fail(errors.ERR_COMM, "COMM_WORLD and COMM_SELF cannot be freed")
+            errors.fail(errors.ERR_COMM, "COMM_WORLD and COMM_SELF cannot be freed; free "
+                        "only communicators you created (Dup, Split, Create...)")
         if state.slot is not None:
             release_slot(job.current(), state.slot)
         state.freed = True
@@ -265,9 +274,10 @@ class Comm:
     # --- argument checks ---
     def _peer(self, rank, role, wildcard=False):
         state = self._s
+        rank = operator.index(rank)  # any int-like (numpy integers too), else TypeError
         if rank == constants.PROC_NULL or (wildcard and rank == constants.ANY_SOURCE):
             return rank
-        if not isinstance(rank, int) or not 0 <= rank < len(state.ranks):
+        if not 0 <= rank < len(state.ranks):
             errors.fail(errors.ERR_RANK, "%s %r is not a rank of this communicator of size "
                         "%d; use 0..%d%s" % (role, rank, len(state.ranks), len(state.ranks) - 1,
                                              ", ANY_SOURCE or PROC_NULL" if wildcard
@@ -276,9 +286,10 @@ class Comm:
 
     @staticmethod
     def _tag(tag, wildcard=False):
+        tag = operator.index(tag)
         if wildcard and tag == constants.ANY_TAG:
             return tag
-        if not isinstance(tag, int) or not 0 <= tag <= constants.TAG_UB:
+        if not 0 <= tag <= constants.TAG_UB:
             errors.fail(errors.ERR_TAG, "tag %r is invalid; tags are 0..%d%s"
                         % (tag, constants.TAG_UB, " or ANY_TAG" if wildcard else ""))
         return tag
@@ -305,23 +316,38 @@ class Comm:
         return receive
 
     # --- buffers ---
+    # As in mpi4py, the buffer of a PROC_NULL peer is not looked at.
+    def _send_data(self, buf, dest):
+        if self._peer(dest, "destination") == constants.PROC_NULL:
+            return b""
+        return buffers.message(buf, writable=False).data
+
+    def _recv_target(self, buf, source):
+        if self._peer(source, "source", wildcard=True) == constants.PROC_NULL:
+            return None
+        return buffers.message(buf, writable=True).data
+
     def Isend(self, buf, dest, tag=0):
-        return self._isend_bytes(buffers.message(buf, writable=False).data, dest, tag, False)
+        return self._isend_bytes(self._send_data(buf, dest), dest, tag, False)
 
     def Send(self, buf, dest, tag=0):
         self.Isend(buf, dest, tag).Wait()
 
     def Irecv(self, buf, source=constants.ANY_SOURCE, tag=constants.ANY_TAG):
-        return self._irecv(source, tag, buffers.message(buf, writable=True).data)
+        return self._irecv(source, tag, self._recv_target(buf, source))
 
     def Recv(self, buf, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
         self.Irecv(buf, source, tag).Wait(status)
 
     def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=constants.ANY_SOURCE,
                  recvtag=constants.ANY_TAG, status=None):
-        receive = self.Irecv(recvbuf, source, recvtag)
+        # Check the receive before sending and send before posting the receive, so
+        # an error in either argument raises with nothing sent and nothing posted
+        # (sends never wait for their receiver, so this order cannot deadlock).
+        self._recv_target(recvbuf, source)
+        self._tag(recvtag, wildcard=True)
         self.Send(sendbuf, dest, sendtag)
-        receive.Wait(status)
+        self.Recv(recvbuf, source, recvtag, status)
 
     def Probe(self, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
         probe = _Probe(self, source, tag)
@@ -353,9 +379,10 @@ class Comm:
 
     def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=constants.ANY_SOURCE,
                  recvtag=constants.ANY_TAG, status=None):
-        receive = self.irecv(recvbuf, source, recvtag)
+        self._peer(source, "source", wildcard=True)  # as in Sendrecv: check, send, receive
+        self._tag(recvtag, wildcard=True)
         self.send(sendobj, dest, sendtag)
-        return receive.wait(status)
+        return self.recv(recvbuf, source, recvtag, status)
 
     def probe(self, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
         return self.Probe(source, tag, status)

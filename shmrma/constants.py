@@ -40,6 +40,9 @@ class BottomType(int):
     def __repr__(self):
         return "BOTTOM"
 
+    def __reduce__(self):
+        return "BOTTOM"
+
 
 class InPlaceType(int):
     """``MPI.IN_PLACE``: take this rank's contribution from the receive buffer."""
@@ -48,6 +51,9 @@ class InPlaceType(int):
         return int.__new__(cls, -1)
 
     def __repr__(self):
+        return "IN_PLACE"
+
+    def __reduce__(self):
         return "IN_PLACE"
 
 

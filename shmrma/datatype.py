@@ -68,11 +68,13 @@ class TypeHandle:
         return self._dtype
 
     def duplicate(self):
-        return TypeHandle(
+        twin = TypeHandle(
             name="", size=self.size, extent=self.extent, dtype=self._dtype,
             basic=self.basic, type_class=self.type_class, typechar=self.typechar,
             typestr=self.typestr, code=self.code, lb=self.lb, true_lb=self.true_lb,
             true_extent=self.true_extent, committed=self.committed)
+        twin.layout = getattr(self, "layout", None)  # a derived type's compiled blocks
+        return twin
 
 
 class Datatype:

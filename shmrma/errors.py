@@ -4,6 +4,8 @@ The numeric values follow MPICH so that messages and logs read the same on
 both runtimes; programs compare against the ``MPI.ERR_*`` names, never numbers.
 """
 
+import operator
+
 SUCCESS = 0
 ERR_BUFFER = 1
 ERR_COUNT = 2
@@ -94,7 +96,7 @@ def error_string(code):
 class Exception(RuntimeError):  # noqa: A001 - mpi4py's name, on purpose
     """``MPI.Exception``: carries an error class and a message saying what to fix."""
 
-    def __init__(self, ierr=ERR_OTHER, message=None):
+    def __init__(self, ierr=SUCCESS, message=None):
         self.ierr = int(ierr)
         self.message = message
         RuntimeError.__init__(self, self.ierr)
@@ -115,18 +117,31 @@ class Exception(RuntimeError):  # noqa: A001 - mpi4py's name, on purpose
     def __int__(self):
         return self.ierr
 
-    def __eq__(self, other):
-        if isinstance(other, Exception):
-            return self.ierr == other.ierr
-        if isinstance(other, int):
-            return self.ierr == other
+    def _compare(self, other, compare):
+        if isinstance(other, (Exception, int)):
+            return compare(self.ierr, int(other))
         return NotImplemented
 
-    def __ne__(self, other):
-        result = self.__eq__(other)
-        return result if result is NotImplemented else not result
+    def __eq__(self, other):
+        return self._compare(other, operator.eq)
 
-    __hash__ = RuntimeError.__hash__
+    def __ne__(self, other):
+        return self._compare(other, operator.ne)
+
+    def __lt__(self, other):
+        return self._compare(other, operator.lt)
+
+    def __le__(self, other):
+        return self._compare(other, operator.le)
+
+    def __gt__(self, other):
+        return self._compare(other, operator.gt)
+
+    def __ge__(self, other):
+        return self._compare(other, operator.ge)
+
+    def __hash__(self):
+        return hash(self.ierr)
 
     def __bool__(self):
         return self.ierr != SUCCESS

@@ -1,8 +1,10 @@
 """Intracommunicators: creating them (Dup, Split, Create, Create_group) and
 the predefined COMM_WORLD, COMM_SELF and COMM_NULL."""
+import operator
+
 from . import constants, errors, job
 from .collective import Collectives
-from .comm import HANDSHAKE, Comm, CommState, claim_slot
+from .comm import HANDSHAKE, Comm, CommState, claim_slot, release_slot
 
 
 class Intracomm(Collectives, Comm):
@@ -21,17 +23,18 @@ class Intracomm(Collectives, Comm):
 
     def Split(self, color=0, key=0):
         state = self._s
-        if color != constants.UNDEFINED and (not isinstance(color, int) or color < 0):
-            errors.fail(errors.ERR_ARG, "color %r is invalid; use an int >= 0 or UNDEFINED"
-                        % (color,))
-        choices = self.allgather((color, key))
+        # checked after the exchange, so a bad color on one rank fails every rank
+        # instead of leaving the others waiting for it
+        choices = [_split_choice(rank, choice)
+                   for rank, choice in enumerate(self.allgather((color, key)))]
+        color = choices[state.rank][0]
         colors = sorted({c for c, _ in choices if c != constants.UNDEFINED})
         members = {c: sorted((k, r) for r, (cc, k) in enumerate(choices) if cc == c)
                    for c in colors}
         plan = None
         if state.rank == 0:
-            plan = _allocate(len(colors), [len(members[c]) for c in colors])
-        base, slots = self.bcast(plan, 0)
+            plan = _allocate_or_error(len(colors), [len(members[c]) for c in colors])
+        base, slots = _planned(self.bcast(plan, 0))
         if color == constants.UNDEFINED:
             return COMM_NULL
         index = colors.index(color)
@@ -60,14 +63,27 @@ class Intracomm(Collectives, Comm):
             return COMM_NULL
         leader = state.world_to_rank[world_ranks[0]]
         if state.rank == leader:
-            plan = _allocate(1, [len(world_ranks)])
+            plan = _allocate_or_error(1, [len(world_ranks)])
             for world in world_ranks[1:]:
                 self._isend_bytes(_pickle(plan), state.world_to_rank[world], tag, True,
                                   HANDSHAKE)
         else:
             plan = self._irecv(leader, tag, None, HANDSHAKE).wait()
-        base, slots = plan
+        base, slots = _planned(plan)
         return Intracomm(CommState(base, world_ranks, slots[0]))
+
+
+def _split_choice(rank, choice):
+    color, key = choice
+    try:
+        color, key = operator.index(color), operator.index(key)
+    except TypeError:
+        raise TypeError("Split: rank %d passed color %r and key %r; both must be ints"
+                        % (rank, color, key)) from None
+    if color < 0 and color != constants.UNDEFINED:
+        errors.fail(errors.ERR_ARG, "Split: rank %d passed color %d; a color is an int >= 0 "
+                    "or UNDEFINED" % (rank, color))
+    return color, key
 
 
 def _pickle(obj):
@@ -75,11 +91,27 @@ def _pickle(obj):
     return _dumps(obj)
 
 
-def _allocate(count, sizes):
-    """Context ids and barrier slots for ``count`` new communicators."""
+def _allocate_or_error(count, sizes):
+    """Context ids and barrier slots for ``count`` new communicators, or the error
+    that prevented it: the leader hands either to every member, so all raise it."""
     world = job.current()
     base = world.new_contexts(count)
-    return base, [claim_slot(world, size) if size > 1 else None for size in sizes]
+    slots = []
+    try:
+        for size in sizes:
+            slots.append(claim_slot(world, size) if size > 1 else None)
+    except errors.Exception as exc:
+        for slot, size in zip(slots, sizes):
+            if slot is not None:
+                release_slot(world, slot, size)
+        return exc
+    return base, slots
+
+
+def _planned(plan):
+    if isinstance(plan, errors.Exception):
+        raise plan
+    return plan
 
 
 def _checked_subset(group, state):
@@ -87,7 +119,8 @@ def _checked_subset(group, state):
     outside = [w for w in world_ranks if w not in state.world_to_rank]
     if outside:
         errors.fail(errors.ERR_GROUP, "the group holds processes that are not in this "
-                    "communicator (world ranks %s)" % outside)
+                    "communicator (world ranks %s); build it from this communicator's "
+                    "Get_group()" % outside)
     return world_ranks
 
 

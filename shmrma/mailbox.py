@@ -128,7 +128,6 @@ class Mailbox:
         out.inline = bytes(out.inline)  # the caller may reuse its buffer once we return
         self.queued[dest].append(out)
         self.queued_count += 1
-        atomic.store32(self.world.base + self.out_channels[dest] + OFF_BLOCKED, 1)
         self._flush_queue(dest)
         return out
 
@@ -169,10 +168,20 @@ class Mailbox:
         return True
 
     def _flush_queue(self, dest):
+        """Push queued sends while the ring has room. Out of room, flag the channel
+        so the receiver rings this rank's doorbell once it makes room, then look
+        once more: room made before the receiver could see the flag rings nobody."""
         queue = self.queued[dest]
-        while queue and self._push(queue[0]):
-            queue.popleft()
-            self.queued_count -= 1
+        flagged = False
+        while queue:
+            if self._push(queue[0]):
+                queue.popleft()
+                self.queued_count -= 1
+            elif flagged:
+                return
+            else:
+                atomic.store32(self.world.base + self.out_channels[dest] + OFF_BLOCKED, 1)
+                flagged = True
 
     # --- receiving -----------------------------------------------------------
     def progress(self):

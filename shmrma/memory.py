@@ -6,6 +6,7 @@ directly. A buffer is a one-dimensional uint8 numpy array with mpi4py's
 ``buffer`` methods; numpy is loaded only when a buffer is first made.
 """
 import ctypes
+import operator
 
 from . import errors, job, segments
 
@@ -28,12 +29,11 @@ def _make_buffer_class():
         """Raw memory: ``address``, ``nbytes``, slicing, ``tobytes()``, the buffer protocol."""
 
         def __new__(cls, obj=None):
-            if obj is None:
-                obj = b""
-            array = numpy.frombuffer(obj, dtype=numpy.uint8) if not isinstance(
-                obj, numpy.ndarray) else obj.reshape(-1).view(numpy.uint8)
+            data = b"" if obj is None else obj
+            array = numpy.frombuffer(data, dtype=numpy.uint8) if not isinstance(
+                data, numpy.ndarray) else data.reshape(-1).view(numpy.uint8)
             view = array.view(cls)
-            view._source = obj
+            view._source = obj  # numpy's .base keeps the memory alive, not this
             return view
 
         def __array_finalize__(self, parent):
@@ -53,6 +53,7 @@ def _make_buffer_class():
                 raise ValueError("cannot make a buffer of %d bytes at address 0" % nbytes)
             raw = (ctypes.c_char * nbytes).from_address(address) if nbytes else bytearray()
             result = cls(raw)
+            result._source = None  # mpi4py's obj of raw memory
             if readonly:
                 result.flags.writeable = False
             return result
@@ -80,6 +81,24 @@ def _make_buffer_class():
             result = numpy.ndarray.__getitem__(self, item)
             return int(result) if isinstance(result, numpy.integer) else result
 
+        def __setitem__(self, item, value):
+            # mpi4py's rules: an int sets (or fills) bytes, a buffer must match the
+            # slice's length exactly (numpy alone would read bytes as a number
+            # and broadcast a shorter array)
+            if not self.flags.writeable:
+                raise TypeError("buffer is read-only; write through a writable buffer")
+            if not isinstance(value, (int, numpy.integer)):
+                try:
+                    value = numpy.frombuffer(value, dtype=numpy.uint8)
+                except TypeError:
+                    pass  # a list or another sequence: numpy's rules
+                else:
+                    span = numpy.ndarray.__getitem__(self, item)
+                    if numpy.ndim(span) != 1 or len(span) != len(value):
+                        raise ValueError("slice length does not match buffer: %d bytes "
+                                         "into %d" % (len(value), numpy.size(span)))
+            numpy.ndarray.__setitem__(self, item, value)
+
         def toreadonly(self):
             result = self.view(type(self))
             result.flags.writeable = False
@@ -101,13 +120,15 @@ def _make_buffer_class():
 
 def Alloc_mem(size, info=None):
     """Shared memory of ``size`` bytes that any window of this job can expose."""
-    if not isinstance(size, int) or size < 0:
+    size = operator.index(size)  # numpy integers too; TypeError otherwise, as in mpi4py
+    if size < 0:
         errors.fail(errors.ERR_SIZE, "Alloc_mem size must be an int >= 0, not %r" % (size,))
     cls = buffer_class()
     if size == 0:
         return cls(bytearray(0))
     segment = segments.Segment.create(job.current().job_id, size)
     mem = cls(segment._map)
+    mem._source = None  # as mpi4py's Alloc_mem memory; the mapping stays alive through numpy
     _segments_by_address[segment.address] = segment
     return mem
 
@@ -118,7 +139,8 @@ def Free_mem(mem):
         if getattr(mem, "nbytes", None) == 0:
             return
         errors.fail(errors.ERR_BASE, "Free_mem was given memory that Alloc_mem did not "
-                    "return (or that was already freed)")
+                    "return (or that was already freed); pass the buffer Alloc_mem "
+                    "returned, once")
     segment.unlink()
     mem.release()  # the mapping goes when the last view of it does
 

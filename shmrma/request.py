@@ -66,8 +66,9 @@ class Status:
 
 
 def _datatype_size(datatype):
+    from . import buffers
     from . import datatype as datatypes
-    return datatypes.lookup(datatype).Get_size()
+    return buffers.item_bytes(datatypes.lookup(datatype))
 
 
 class Request:
@@ -82,6 +83,14 @@ class Request:
 
     def __bool__(self):
         return not self._null
+
+    def __eq__(self, other):
+        # as mpi4py compares handles: every null request is REQUEST_NULL
+        if not isinstance(other, Request):
+            return NotImplemented
+        return self is other or (self._null and other._null)
+
+    __hash__ = None  # unhashable, as in mpi4py (a request turns null when it completes)
 
     def _poll(self):
         return self._done
@@ -130,25 +139,41 @@ class Request:
         return done, (self._result if done else None)
 
     def Get_status(self, status=None):
+        """Test without completing: progress is made, the request stays as it is."""
         done = self._poll()
+        if not done:
+            _progress()
+            done = self._poll()
         if done and status is not None and self._status is not None:
             status._copy_from(self._status)
         return done
 
     def Free(self):
         if not self:
-            errors.fail(errors.ERR_REQUEST, "REQUEST_NULL cannot be freed")
+            errors.fail(errors.ERR_REQUEST, "REQUEST_NULL cannot be freed (a completed "
+                        "request is null: check bool(request) first)")
         self._null = True
 
     def Cancel(self):
         if not self:
-            errors.fail(errors.ERR_REQUEST, "REQUEST_NULL cannot be cancelled")
+            errors.fail(errors.ERR_REQUEST, "REQUEST_NULL cannot be cancelled (a completed "
+                        "request is null: check bool(request) first)")
 
     # --- many requests ---------------------------------------------------------
     @classmethod
     def Waitall(cls, requests, statuses=None):
+        """Complete every request, then raise the first one's error, if any (so no
+        receive stays posted behind a failed one to take a later message)."""
+        error = None
         for index, request in enumerate(requests):
-            request.Wait(_status_at(statuses, index))
+            try:
+                request.Wait(_status_at(statuses, index))
+            except errors.JobAborted:
+                raise
+            except errors.Exception as exc:
+                error = error or exc
+        if error is not None:
+            raise error
         return True
 
     @classmethod

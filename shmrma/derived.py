@@ -1,0 +1,300 @@
+"""Derived datatypes: the type constructors of MPI-3.1 §4.1 and their byte layouts.
+
+A derived type is compiled once, at construction, into blocks: byte offsets
+and lengths of one item, in type-map order, each run of one basic type, with
+adjacent runs merged. Copies through a type use a byte index built from the
+blocks with numpy, never a Python loop per element. A predefined type is one
+block of its extent (a pair type's padding travels with it, as in its C
+struct), so "packed" bytes of a pair keep numpy's structured layout.
+"""
+from . import errors
+from . import datatype as datatypes
+from .lazy import numpy
+
+ORDER_C = 0
+ORDER_FORTRAN = 1
+ORDER_F = ORDER_FORTRAN
+
+_basics = []  # basic Datatypes by id, for the per-block basic-type ids
+
+
+def _basic_id(datatype):
+    for index, known in enumerate(_basics):
+        if known is datatype:
+            return index
+    _basics.append(datatype)
+    return len(_basics) - 1
+
+
+class Layout:
+    """One item of a datatype as merged byte blocks (numpy arrays)."""
+
+    __slots__ = ("offsets", "lengths", "basic_ids", "_index")
+
+    def __init__(self, offsets, lengths, basic_ids):
+        offsets = numpy.asarray(offsets, dtype=numpy.int64)
+        lengths = numpy.asarray(lengths, dtype=numpy.int64)
+        basic_ids = numpy.asarray(basic_ids, dtype=numpy.int64)
+        keep = lengths > 0
+        offsets, lengths, basic_ids = offsets[keep], lengths[keep], basic_ids[keep]
+        if len(offsets) > 1:
+            joins = ((offsets[1:] == offsets[:-1] + lengths[:-1])
+                     & (basic_ids[1:] == basic_ids[:-1]))
+            starts = numpy.flatnonzero(numpy.concatenate(([True], ~joins)))
+            lengths = numpy.add.reduceat(lengths, starts)
+            offsets, basic_ids = offsets[starts], basic_ids[starts]
+        self.offsets, self.lengths, self.basic_ids = offsets, lengths, basic_ids
+        self._index = None
+
+    @classmethod
+    def of(cls, datatype):
+        handle = datatype._handle
+        layout = getattr(handle, "layout", None)
+        if layout is None:
+            layout = handle.layout = cls([0], [handle.extent], [_basic_id(handle.basic)])
+        return layout
+
+    @property
+    def packed_size(self):
+        return int(self.lengths.sum())
+
+    def replicated(self, displacements):
+        """This layout repeated at each byte displacement, in order."""
+        displacements = numpy.asarray(displacements, dtype=numpy.int64).reshape(-1, 1)
+        count = len(displacements)
+        return Layout((displacements + self.offsets).ravel(),
+                      numpy.tile(self.lengths, count), numpy.tile(self.basic_ids, count))
+
+    def byte_index(self, count, extent):
+        """Byte offsets of every byte of ``count`` items spaced by ``extent``, packed order."""
+        if self._index is None:
+            starts = numpy.repeat(self.offsets - numpy.cumsum(self.lengths) + self.lengths,
+                                  self.lengths)
+            self._index = starts + numpy.arange(self.packed_size, dtype=numpy.int64)
+        items = numpy.arange(count, dtype=numpy.int64).reshape(-1, 1) * extent
+        return (items + self._index).ravel()
+
+    @property
+    def true_bounds(self):
+        if not len(self.offsets):
+            return 0, 0
+        return int(self.offsets.min()), int((self.offsets + self.lengths).max())
+
+    def mpi_true_bounds(self):
+        """True bounds without the trailing padding of pair types (MPI's true extent)."""
+        if not len(self.offsets):
+            return 0, 0
+        padding = numpy.array([_basics[i].extent - _basics[i].true_ub
+                               for i in self.basic_ids.tolist()], dtype=numpy.int64)
+        return (int(self.offsets.min()),
+                int((self.offsets + self.lengths - padding).max()))
+
+    def basic(self):
+        """The one basic type of every block, or None when they differ (a mixed struct)."""
+        ids = set(self.basic_ids.tolist())
+        return _basics[ids.pop()] if len(ids) == 1 else None
+
+
+def _old(datatype, call):
+    datatype = datatypes.lookup(datatype)
+    datatype._live("build a %s from" % call)
+    return datatype
+
+
+def _bounds(old, displacements):
+    """MPI's lb/ub of copies of ``old`` at the given byte displacements."""
+    if not len(displacements):
+        return 0, 0
+    lb = min(displacements) + old.lb
+    ub = max(displacements) + old.ub
+    return lb, ub
+
+
+def _make(name, layout, lb, ub, basic):
+    true_lb, true_ub = layout.mpi_true_bounds()
+    handle = datatypes.TypeHandle(
+        name=name, size=_mpi_size(layout), extent=ub - lb, lb=lb, true_lb=true_lb,
+        true_extent=true_ub - true_lb, dtype=None, basic=basic,
+        type_class=basic.type_class if basic is not None else None, committed=False)
+    handle.layout = layout
+    result = datatypes.Datatype()
+    result._handle = handle
+    return result
+
+
+def _mpi_size(layout):
+    """MPI size: bytes of data, so a pair counts its value and index, not its padding."""
+    size = 0
+    for basic_id, length in zip(layout.basic_ids.tolist(), layout.lengths.tolist()):
+        basic = _basics[basic_id]
+        size += length // basic.extent * basic.Get_size()
+    return size
+
+
+def _copies(old, displacements, name):
+    """A type made of ``old`` at each byte displacement (the common constructor)."""
+    displacements = [int(d) for d in displacements]
+    layout = Layout.of(old).replicated(displacements)
+    lb, ub = _bounds(old, displacements)
+    return _make(name, layout, lb, ub, old.basic if Layout.of(old).basic() is not None
+                 else None)
+
+
+def _non_negative(value, what, call):
+    value = int(value)
+    if value < 0:
+        errors.fail(errors.ERR_COUNT if "count" in what else errors.ERR_ARG,
+                    "%s: %s must be >= 0, not %d" % (call, what, value))
+    return value
+
+
+def _block_displacements(blocklengths, starts, extent):
+    """Byte displacements of every copy: block i has blocklengths[i] copies from starts[i]."""
+    return [start + j * extent for length, start in zip(blocklengths, starts)
+            for j in range(length)]
+
+
+def create_contiguous(self, count):
+    old = _old(self, "contiguous type")
+    count = _non_negative(count, "count", "Create_contiguous")
+    return _copies(old, [k * old.extent for k in range(count)], "contiguous")
+
+
+def create_vector(self, count, blocklength, stride):
+    old = _old(self, "vector")
+    return _strided(old, count, blocklength, stride * old.extent, "Create_vector")
+
+
+def create_hvector(self, count, blocklength, stride):
+    old = _old(self, "hvector")
+    return _strided(old, count, blocklength, stride, "Create_hvector")
+
+
+def _strided(old, count, blocklength, stride_bytes, call):
+    count = _non_negative(count, "count", call)
+    blocklength = _non_negative(blocklength, "blocklength", call)
+    starts = [i * stride_bytes for i in range(count)]
+    return _copies(old, _block_displacements([blocklength] * count, starts, old.extent),
+                   call[7:].lower())
+
+
+def create_indexed(self, blocklengths, displacements):
+    old = _old(self, "indexed type")
+    return _indexed(old, blocklengths, [d * old.extent for d in displacements],
+                    "Create_indexed")
+
+
+def create_hindexed(self, blocklengths, displacements):
+    old = _old(self, "hindexed type")
+    return _indexed(old, blocklengths, displacements, "Create_hindexed")
+
+
+def create_indexed_block(self, blocklength, displacements):
+    old = _old(self, "indexed-block type")
+    return _indexed(old, [blocklength] * len(displacements),
+                    [d * old.extent for d in displacements], "Create_indexed_block")
+
+
+def create_hindexed_block(self, blocklength, displacements):
+    old = _old(self, "hindexed-block type")
+    return _indexed(old, [blocklength] * len(displacements), displacements,
+                    "Create_hindexed_block")
+
+
+def _indexed(old, blocklengths, starts, call):
+    blocklengths = [_non_negative(b, "blocklength", call) for b in blocklengths]
+    if len(blocklengths) != len(starts):
+        errors.fail(errors.ERR_ARG, "%s: %d block lengths but %d displacements"
+                    % (call, len(blocklengths), len(starts)))
+    return _copies(old, _block_displacements(blocklengths, [int(s) for s in starts],
+                                             old.extent), call[7:].lower())
+
+
+def create_subarray(self, sizes, subsizes, starts, order=ORDER_C):
+    old = _old(self, "subarray")
+    call = "Create_subarray"
+    if not len(sizes) == len(subsizes) == len(starts) or not len(sizes):
+        errors.fail(errors.ERR_ARG, "%s: sizes, subsizes and starts need one entry per "
+                    "dimension" % call)
+    for size, subsize, start in zip(sizes, subsizes, starts):
+        if size < 1 or subsize < 1 or start < 0 or start + subsize > size:
+            errors.fail(errors.ERR_ARG, "%s: a %d-wide subarray at %d does not fit in a "
+                        "dimension of %d" % (call, subsize, start, size))
+    if order not in (ORDER_C, ORDER_FORTRAN):
+        errors.fail(errors.ERR_ARG, "%s: order must be ORDER_C or ORDER_FORTRAN" % call)
+    if order == ORDER_FORTRAN:
+        sizes, subsizes, starts = sizes[::-1], subsizes[::-1], starts[::-1]
+    grids = numpy.meshgrid(*[numpy.arange(s, s + n) for s, n in zip(starts, subsizes)],
+                           indexing="ij")
+    strides = numpy.cumprod([1] + list(sizes[:0:-1]))[::-1]
+    elements = sum(g * int(st) for g, st in zip(grids, strides)).ravel()
+    layout = Layout.of(old).replicated(elements * old.extent)
+    total = int(numpy.prod(sizes)) * old.extent
+    return _make("subarray", layout, old.lb, old.lb + total,
+                 old.basic if Layout.of(old).basic() is not None else None)
+
+
+def create_struct(cls, blocklengths, displacements, datatypes_of_blocks):
+    call = "Create_struct"
+    if not len(blocklengths) == len(displacements) == len(datatypes_of_blocks):
+        errors.fail(errors.ERR_ARG, "%s: blocklengths, displacements and datatypes must "
+                    "have one entry per block" % call)
+    parts, lows, highs, alignment = [], [], [], 1
+    for length, start, member in zip(blocklengths, displacements, datatypes_of_blocks):
+        member = _old(member, "struct")
+        length = _non_negative(length, "blocklength", call)
+        copies = [int(start) + j * member.extent for j in range(length)]
+        if copies:
+            parts.append(Layout.of(member).replicated(copies))
+            lows.append(copies[0] + member.lb)
+            highs.append(copies[-1] + member.ub)
+        alignment = max(alignment, _alignment(member))
+    if parts:
+        layout = Layout(numpy.concatenate([p.offsets for p in parts]),
+                        numpy.concatenate([p.lengths for p in parts]),
+                        numpy.concatenate([p.basic_ids for p in parts]))
+        lb, ub = min(lows), max(highs)
+    else:
+        layout, lb, ub = Layout([], [], []), 0, 0
+    ub = lb + -(-(ub - lb) // alignment) * alignment
+    return _make("struct", layout, lb, ub, layout.basic())
+
+
+def _alignment(datatype):
+    basic = Layout.of(datatype).basic() or datatype
+    extent = basic.extent if basic.is_predefined else 8
+    return min(extent, 16) if extent in (1, 2, 4, 8, 16) else 8
+
+
+def create_resized(self, lb, extent):
+    old = _old(self, "resized type")
+    result = _make("resized", Layout.of(old), int(lb), int(lb) + int(extent), old.basic)
+    return result
+
+
+def is_dense(datatype):
+    """True when ``count`` items are ``count * extent`` contiguous packed bytes."""
+    handle = datatype._handle
+    if handle.predefined:
+        return True
+    layout = Layout.of(datatype)
+    return (len(layout.offsets) == 1 and int(layout.offsets[0]) == handle.lb
+            and int(layout.lengths[0]) == handle.extent)
+
+
+def install():
+    """Give Datatype mpi4py's constructor methods."""
+    Datatype = datatypes.Datatype
+    Datatype.Create_contiguous = create_contiguous
+    Datatype.Create_vector = create_vector
+    Datatype.Create_hvector = create_hvector
+    Datatype.Create_indexed = create_indexed
+    Datatype.Create_hindexed = create_hindexed
+    Datatype.Create_indexed_block = create_indexed_block
+    Datatype.Create_hindexed_block = create_hindexed_block
+    Datatype.Create_subarray = create_subarray
+    Datatype.Create_struct = classmethod(create_struct)
+    Datatype.Create_resized = create_resized
+
+
+install()

@@ -1,0 +1,420 @@
+"""Collective operations on objects and buffers (API.md §3, §4, §7).
+
+Rules: issue 2 for the calls themselves (results as mpi4py + MPICH give them,
+at 1 to 4 ranks and at 8 ranks on 2 cores); R52 for REPLACE/NO_OP in reductions;
+A39 for errors as MPI.Exception. Buffer specifications follow mpi4py: in Gather,
+Allgather and Alltoall an explicit count is the count of one rank's part, and a
+buffer whose length does not split into one part per rank is a ValueError.
+A failing collective must leave every rank free to go on (nobody hangs, no stale
+message derails the next collective).
+"""
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import shmrma
+from shmrma import MPI, mailbox
+
+PAIR_DTYPES = {
+    "FLOAT_INT": [("v", "f4"), ("i", "i4")],
+    "DOUBLE_INT": [("v", "f8"), ("i", "i4")],
+    "LONG_INT": [("v", "i8"), ("i", "i4")],
+    "SHORT_INT": [("v", "i2"), ("i", "i4")],
+    "TWOINT": [("v", "i4"), ("i", "i4")],
+}
+
+
+def raises_mpi(error_class, match=None):
+    """pytest.raises(MPI.Exception) that also checks the error class."""
+    return pytest.raises(MPI.Exception, match=match,
+                         check=lambda exc: exc.Get_error_class() == error_class)
+
+def nothing_left_behind(comm):
+    """No message waits unmatched and no receive is still posted on this rank; the
+    barriers keep the peers from sending anything new meanwhile."""
+    comm.Barrier()
+    box = mailbox.mailbox()
+    box.progress()
+    left = [message.tag for queue in box.unexpected for message in queue], len(box.posted)
+    comm.Barrier()
+    assert left == ([], 0), left
+
+
+
+def concat(a, b):
+    return a + b
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
+def test_object_collectives(nprocs):
+    """Issue 2: bcast, gather, scatter, allgather, alltoall, reduce and allreduce of
+    pickled objects, with a non-zero root; reductions combine in rank order (a
+    non-commutative user op and a plain function give "0123"), as mpi4py does."""
+    def body():
+        comm = MPI.COMM_WORLD
+        rank, size = comm.rank, comm.size
+        root = size - 1
+        user_op = MPI.Op.Create(lambda a, b, datatype: a + b, commute=False)
+        out = {
+            "bcast": comm.bcast({"root": rank} if rank == root else None, root=root),
+            "gather": comm.gather(("g", rank), root=root),
+            "scatter": comm.scatter([r * r for r in range(size)] if rank == root else None,
+                                    root=root),
+            "allgather": comm.allgather(rank * 10),
+            "alltoall": comm.alltoall([(rank, dest) for dest in range(size)]),
+            "reduce": comm.reduce(rank + 1, op=MPI.PROD, root=root),
+            "allreduce": comm.allreduce(rank, op=MPI.MAX),
+            "sum": comm.allreduce(np.int64(rank)),
+            "user_op": comm.reduce(str(rank), op=user_op, root=0),
+            "function": comm.allreduce([rank], op=concat),
+            "maxloc": comm.allreduce((rank % 2, rank), op=MPI.MAXLOC),
+            "minloc": comm.allreduce((rank % 2, rank), op=MPI.MINLOC),
+        }
+        user_op.Free()
+        comm.barrier()
+        return out
+
+    results = shmrma.launch(body, nprocs, timeout=50)
+    size, root = nprocs, nprocs - 1
+    for rank, out in enumerate(results):
+        assert out["bcast"] == {"root": root}
+        assert out["gather"] == ([("g", r) for r in range(size)] if rank == root else None)
+        assert out["scatter"] == rank * rank
+        assert out["allgather"] == [r * 10 for r in range(size)]
+        assert out["alltoall"] == [(src, rank) for src in range(size)]
+        assert out["reduce"] == (np.prod(range(1, size + 1)) if rank == root else None)
+        assert out["allreduce"] == size - 1
+        assert out["sum"] == sum(range(size))
+        assert out["user_op"] == ("".join(map(str, range(size))) if rank == 0 else None)
+        assert out["function"] == list(range(size))
+        assert out["maxloc"] == ((1, 1) if size > 1 else (0, 0))
+        assert out["minloc"] == (0, 0)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
+def test_buffer_collectives(nprocs):
+    """Issue 2, API.md §5: Bcast, Gather, Allgather, Reduce, Allreduce and Alltoall on
+    numpy buffers, bare and as [buf, count, datatype] (count per rank, the buffer may
+    be longer), and with IN_PLACE where mpi4py allows it."""
+    def body():
+        comm = MPI.COMM_WORLD
+        rank, size = comm.rank, comm.size
+        root = size - 1
+        out = {}
+        b = np.arange(4, dtype=np.float64) if rank == root else np.zeros(4)
+        comm.Bcast(b, root=root)
+        out["Bcast"] = b.tolist()
+        c = np.zeros(3, dtype=np.int32) + (7 if rank == 0 else 0)
+        comm.Bcast([c, 2, MPI.INT], root=0)                 # only the first 2 items
+        out["Bcast_count"] = c.tolist()
+        g = np.full(2 * size, -1, dtype=np.int32) if rank == root else None
+        comm.Gather(np.array([rank, -rank], dtype=np.int32), g, root=root)
+        out["Gather"] = None if g is None else g.tolist()
+        g = np.full(2 * size + 3, -1, dtype=np.int32)
+        comm.Gather([np.array([rank, -rank, 9], dtype=np.int32), 2, MPI.INT],
+                    [g, 2, MPI.INT], root=0)                # 2 per rank, the rest untouched
+        out["Gather_count"] = g.tolist()
+        a = np.zeros(size, dtype=np.float64)
+        comm.Allgather(np.array([rank / 2]), a)
+        out["Allgather"] = a.tolist()
+        a = np.full(size, -1.0)
+        a[rank] = rank * 3
+        comm.Allgather(MPI.IN_PLACE, a)
+        out["Allgather_in_place"] = a.tolist()
+        r = np.zeros(2, dtype=np.int64)
+        comm.Reduce(np.array([rank, 1], dtype=np.int64), r, op=MPI.SUM, root=root)
+        out["Reduce"] = r.tolist()
+        r = np.array([rank + 1, 2], dtype=np.int32)
+        if rank == root:
+            comm.Reduce(MPI.IN_PLACE, r, op=MPI.PROD, root=root)
+        else:
+            comm.Reduce(r, None, op=MPI.PROD, root=root)
+        out["Reduce_in_place"] = r.tolist()
+        r = np.zeros(3)
+        comm.Allreduce(np.array([rank, -rank, 0.5]), r, op=MPI.MIN)
+        out["Allreduce"] = r.tolist()
+        r = np.array([rank, rank * rank], dtype=np.int64)
+        comm.Allreduce(MPI.IN_PLACE, r)
+        out["Allreduce_in_place"] = r.tolist()
+        s = np.arange(size, dtype=np.int32) + 100 * rank
+        t = np.zeros(size, dtype=np.int32)
+        comm.Alltoall(s, t)
+        out["Alltoall"] = t.tolist()
+        t = np.arange(2 * size, dtype=np.int16) + 100 * rank
+        comm.Alltoall(MPI.IN_PLACE, t)
+        out["Alltoall_in_place"] = t.tolist()
+        s = np.arange(3 * size, dtype=np.int32) + 100 * rank
+        t = np.full(3 * size, -1, dtype=np.int32)
+        comm.Alltoall([s, 2, MPI.INT], [t, 2, MPI.INT])     # 2 per rank, rest untouched
+        out["Alltoall_count"] = t.tolist()
+        return out
+
+    results = shmrma.launch(body, nprocs, timeout=50)
+    size, root = nprocs, nprocs - 1
+    for rank, out in enumerate(results):
+        assert out["Bcast"] == [0.0, 1.0, 2.0, 3.0]
+        assert out["Bcast_count"] == [7, 7, 7 if rank == 0 else 0]
+        if rank == root:
+            assert out["Gather"] == [v for r in range(size) for v in (r, -r)]
+        if rank == 0:
+            assert out["Gather_count"] == [v for r in range(size) for v in (r, -r)] + [-1] * 3
+        assert out["Allgather"] == [r / 2 for r in range(size)]
+        assert out["Allgather_in_place"] == [r * 3.0 for r in range(size)]
+        if rank == root:
+            assert out["Reduce"] == [sum(range(size)), size]
+            assert out["Reduce_in_place"] == [int(np.prod(range(1, size + 1))), 2 ** size]
+        assert out["Allreduce"] == [0.0, -(size - 1.0), 0.5]
+        assert out["Allreduce_in_place"] == [sum(range(size)), sum(r * r for r in range(size))]
+        assert out["Alltoall"] == [rank + 100 * src for src in range(size)]
+        assert out["Alltoall_in_place"] == [v for src in range(size)
+                                            for v in (2 * rank + 100 * src,
+                                                      2 * rank + 1 + 100 * src)]
+        assert out["Alltoall_count"] == ([v for src in range(size)
+                                          for v in (2 * rank + 100 * src,
+                                                    2 * rank + 1 + 100 * src)]
+                                         + [-1] * size)
+
+
+@pytest.mark.timeout(60)
+def test_predefined_ops_on_buffers():
+    """Issue 2: every predefined reduction op on buffers gives numpy's answer at 3
+    ranks; MAXLOC/MINLOC on every pair type (numpy structured arrays, aligned as C
+    lays them out) take the lowest index on ties."""
+    values = {0: [5, -3, 0, 12], 1: [2, 7, 0, 12], 2: [9, -3, 1, 4]}
+    arithmetic = {"SUM": np.sum, "PROD": np.prod, "MAX": np.max, "MIN": np.min}
+    bitwise = {"BAND": np.bitwise_and.reduce, "BOR": np.bitwise_or.reduce,
+               "BXOR": np.bitwise_xor.reduce}
+    logical = {"LAND": np.logical_and.reduce, "LOR": np.logical_or.reduce,
+               "LXOR": np.logical_xor.reduce}
+
+    def body():
+        comm = MPI.COMM_WORLD
+        mine = np.array(values[comm.rank], dtype=np.int32)
+        out = {}
+        for name in list(arithmetic) + list(bitwise) + list(logical):
+            result = np.zeros(4, dtype=np.int32)
+            comm.Allreduce(mine, result, op=getattr(MPI, name))
+            out[name] = result.tolist()
+        for name in arithmetic:
+            result = np.zeros(4)
+            comm.Reduce(mine.astype(np.float64), result, op=getattr(MPI, name), root=1)
+            out[name + "_double"] = result.tolist()
+        for pair, fields in PAIR_DTYPES.items():
+            dtype = np.dtype(fields, align=True)
+            data = np.zeros(4, dtype=dtype)
+            data["v"] = mine
+            data["i"] = 10 * comm.rank + np.arange(4)
+            for op in ("MAXLOC", "MINLOC"):
+                result = np.zeros(4, dtype=dtype)
+                comm.Allreduce([data, getattr(MPI, pair)], [result, getattr(MPI, pair)],
+                               op=getattr(MPI, op))
+                out[pair, op] = [(int(v), int(i)) for v, i in result.tolist()]
+        return out
+
+    stacked = np.array([values[r] for r in range(3)], dtype=np.int32)
+    expected = {name: [int(f(stacked[:, k])) for k in range(4)]
+                for name, f in {**arithmetic, **bitwise, **logical}.items()}
+    for rank, out in enumerate(shmrma.launch(body, 3, timeout=50)):
+        for name, value in expected.items():
+            assert out[name] == value, name
+            if name in arithmetic and rank == 1:
+                assert out[name + "_double"] == value, name
+        for pair in PAIR_DTYPES:
+            assert out[pair, "MAXLOC"] == [(9, 20), (7, 11), (1, 22), (12, 3)], pair
+            assert out[pair, "MINLOC"] == [(2, 10), (-3, 1), (0, 2), (4, 23)], pair
+
+
+@pytest.mark.timeout(60)
+def test_subcommunicator_collectives_interleave_with_world():
+    """Issue 2: collectives on Split sub-communicators and on COMM_WORLD run in
+    different orders on different ranks (legal, each communicator keeps its own
+    order) and never take each other's messages, objects and buffers alike."""
+    def body():
+        world = MPI.COMM_WORLD
+        rank = world.rank
+        sub = world.Split(color=rank % 2, key=-rank)
+
+        def on_sub():
+            total = sub.allreduce(rank)
+            buf = np.array([rank], dtype=np.int32)
+            sub.Bcast(buf, root=0)
+            return total, int(buf[0]), sub.gather(rank, root=1)
+
+        def on_world():
+            values = np.zeros(world.size, dtype=np.int32)
+            world.Allgather(np.array([rank], dtype=np.int32), values)
+            word = world.bcast("w" if rank == 3 else None, root=3)
+            return world.allreduce(rank), values.tolist(), word
+
+        results = []
+        for _ in range(3):
+            if rank % 2:
+                results.append((on_world(), on_sub()))
+            else:
+                sub_result = on_sub()
+                results.append((on_world(), sub_result))
+        sub.Free()
+        return results
+
+    for rank, results in enumerate(shmrma.launch(body, 4, timeout=50)):
+        members = [r for r in (3, 2, 1, 0) if r % 2 == rank % 2]  # key -rank: reversed
+        for world_part, sub_part in results:
+            assert world_part == (6, [0, 1, 2, 3], "w")
+            total, bcast_value, gathered = sub_part
+            assert total == sum(members) and bcast_value == members[0]
+            assert gathered == (members if members.index(rank) == 1 else None)
+
+
+@pytest.mark.timeout(60)
+def test_eight_ranks_on_two_cores():
+    """Issue 2: 8 ranks oversubscribing 2 cores still run every collective promptly."""
+    def body():
+        comm = MPI.COMM_WORLD
+        rank, size = comm.rank, comm.size
+        start = time.monotonic()
+        for round_ in range(5):
+            assert comm.allreduce(rank + round_) == sum(range(size)) + size * round_
+            buf = np.zeros(size, dtype=np.int64)
+            comm.Allgather(np.array([rank * round_], dtype=np.int64), buf)
+            assert buf.tolist() == [r * round_ for r in range(size)]
+            total = np.zeros(1)
+            comm.Allreduce(np.array([1.0]), total)
+            assert total[0] == size
+            assert comm.bcast(round_ if rank == round_ else None, root=round_) == round_
+            out = np.zeros(size, dtype=np.int32)
+            comm.Alltoall(np.arange(size, dtype=np.int32) * (rank + 1), out)
+            assert out.tolist() == [rank * (src + 1) for src in range(size)]
+            comm.Barrier()
+        return time.monotonic() - start
+
+    elapsed = shmrma.launch(body, 8, timeout=50)
+    assert max(elapsed) < 20, elapsed
+
+
+@pytest.mark.timeout(60)
+def test_collective_errors_raise_and_change_nothing():
+    """Issue 2, R52, A39: a bad root is ERR_ROOT; REPLACE or NO_OP in a reduction and
+    an op undefined for the type are ERR_OP; buffers that do not match across ranks
+    are ERR_TRUNCATE (too long) or ERR_COUNT (too short) at the ranks that see it;
+    local count/type mismatches and buffers that do not split per rank are
+    ValueError, a read-only receive buffer BufferError, as mpi4py raises them. Ranks
+    that could not take part tell the others, so nobody hangs, and afterwards the
+    next collectives deliver the right data."""
+    def body():
+        comm = MPI.COMM_WORLD
+        rank, size = comm.rank, comm.size
+        log = []
+
+        def still_works():
+            # every kind of collective still delivers exactly this round's data
+            token = len(log)
+            got = np.zeros(size, dtype=np.int32)
+            comm.Allgather(np.array([token * 10 + rank], dtype=np.int32), got)
+            assert got.tolist() == [token * 10 + r for r in range(size)], got
+            assert comm.allgather((token, rank)) == [(token, r) for r in range(size)]
+            total = np.zeros(1, dtype=np.int64)
+            comm.Allreduce(np.array([token], dtype=np.int64), total)
+            assert total[0] == token * size
+            nothing_left_behind(comm)
+
+        def expect(name, kinds, call):
+            """call() raises one of ``kinds`` (a class, or an MPI error class) or returns."""
+            try:
+                call()
+                outcome = None
+            except MPI.Exception as exc:
+                outcome = exc.Get_error_class()
+                assert str(exc).count(":") >= 1, str(exc)  # says what was wrong
+            except (ValueError, BufferError, TypeError, ZeroDivisionError) as exc:
+                outcome = type(exc)
+            assert outcome in kinds, (name, rank, outcome)
+            log.append((name, outcome))
+            still_works()
+
+        everyone = {MPI.ERR_ROOT}
+        expect("bcast root", everyone, lambda: comm.bcast(1, root=size))
+        expect("Bcast root", everyone, lambda: comm.Bcast(bytearray(1), root=-1))
+        expect("Gather root", everyone, lambda: comm.Gather(b"x", bytearray(size), root=99))
+        expect("reduce root", everyone, lambda: comm.reduce(1, root=MPI.PROC_NULL))
+        for op in (MPI.REPLACE, MPI.NO_OP):   # R52
+            expect("Allreduce %s" % op, {MPI.ERR_OP},
+                   lambda: comm.Allreduce(np.ones(2), np.zeros(2), op=op))
+            expect("Reduce %s" % op, {MPI.ERR_OP},
+                   lambda: comm.Reduce(np.ones(2), np.zeros(2), op=op, root=0))
+        expect("BAND double", {MPI.ERR_OP},
+               lambda: comm.Allreduce(np.ones(2), np.zeros(2), op=MPI.BAND))
+
+        # rank 1 sends a longer part, then a shorter one: the root sees it
+        def gather(n):
+            recv = np.zeros(4 * size, dtype=np.uint8) if rank == 0 else None
+            comm.Gather(np.full(n if rank == 1 else 4, rank, dtype=np.uint8), recv, root=0)
+        expect("Gather long", {MPI.ERR_TRUNCATE} if rank == 0 else {None}, lambda: gather(6))
+        expect("Gather short", {MPI.ERR_COUNT} if rank == 0 else {None}, lambda: gather(2))
+        # the root's own part does not fit its receive buffer
+        expect("Gather own", {MPI.ERR_TRUNCATE} if rank == 0 else {None},
+               lambda: comm.Gather(np.zeros(4, np.uint8),
+                                   np.zeros(3 * size, np.uint8) if rank == 0 else None, 0))
+        # rank 1 uses parts of 2 bytes, the others 4: everyone that exchanges with it fails
+        part = 2 if rank == 1 else 4
+        expect("Alltoall", {MPI.ERR_TRUNCATE} if rank == 1 else {MPI.ERR_COUNT},
+               lambda: comm.Alltoall(np.zeros(part * size, np.uint8),
+                                     np.zeros(part * size, np.uint8)))
+        expect("Alltoall local", {MPI.ERR_TRUNCATE},
+               lambda: comm.Alltoall(np.zeros(4 * size, np.uint8), np.zeros(3 * size, np.uint8)))
+        expect("Allgather mismatch", {MPI.ERR_COUNT, MPI.ERR_TRUNCATE},
+               lambda: comm.Allgather(np.zeros(part, np.uint8), np.zeros(part * size, np.uint8)))
+        expect("Allreduce mismatch", {MPI.ERR_COUNT, MPI.ERR_TRUNCATE},
+               lambda: comm.Allreduce(np.zeros(part), np.zeros(part)))
+        expect("Bcast short", {None} if rank == 0 else {MPI.ERR_TRUNCATE},
+               lambda: comm.Bcast(np.zeros(4 if rank == 0 else 2), root=0))
+        # local mistakes, found before sending: ValueError/BufferError as in mpi4py
+        expect("Allreduce count", {ValueError},
+               lambda: comm.Allreduce(np.zeros(2), np.zeros(3)))
+        expect("Allreduce type", {ValueError},
+               lambda: comm.Allreduce(np.zeros(2, np.int32), np.zeros(2, np.float64)))
+        expect("Reduce root count", {ValueError} if rank == 0 else {None},
+               lambda: comm.Reduce(np.zeros(2), np.zeros(3), root=0))
+        expect("Allgather split", {ValueError},
+               lambda: comm.Allgather(np.zeros(1), np.zeros(size + 1)))
+        expect("Alltoall split", {ValueError},
+               lambda: comm.Alltoall(np.zeros(size + 1), np.zeros(size + 1)))
+        expect("Bcast read-only", {None} if rank == 0 else {BufferError},
+               lambda: comm.Bcast(b"abcd", root=0))
+        # a rank with a bad argument makes the others raise instead of hang
+        expect("Reduce IN_PLACE", {MPI.ERR_BUFFER},
+               lambda: comm.Reduce(MPI.IN_PLACE, np.zeros(1), root=0))
+        expect("scatter length", {ValueError} if rank == 0 else {MPI.ERR_ARG},
+               lambda: comm.scatter(list(range(size + 1)) if rank == 0 else None, root=0))
+        expect("bcast unpicklable", {TypeError} if rank == 2 else {MPI.ERR_ARG},
+               lambda: comm.bcast(threading.Lock() if rank == 2 else None, root=2))
+        expect("allreduce op raises", {ZeroDivisionError} if rank == 0 else {MPI.ERR_ARG},
+               lambda: comm.allreduce(rank, op=lambda a, b: a / 0))
+        return log
+
+    logs = shmrma.launch(body, 3, timeout=50)
+    assert len({len(log) for log in logs}) == 1
+
+
+@pytest.mark.timeout(60)
+def test_failing_rank_is_named_in_the_others_errors():
+    """Issue 2: when one rank cannot take part in a collective, the others' errors
+    name it and its error class, so they say where to look."""
+    def body():
+        comm = MPI.COMM_WORLD
+        try:
+            comm.Allreduce(np.zeros(2), np.zeros(3 if comm.rank == 2 else 2))
+        except ValueError as exc:
+            return "ValueError: %s" % exc
+        except MPI.Exception as exc:
+            return "MPI.Exception %d: %s" % (exc.Get_error_class(), exc)
+        return None
+
+    results = shmrma.launch(body, 3, timeout=50)
+    assert results[2].startswith("ValueError: mismatch in send count 2 and receive count 3")
+    for message in results[:2]:
+        assert message.startswith("MPI.Exception %d" % MPI.ERR_ARG)
+        assert "rank 2 failed" in message

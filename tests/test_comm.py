@@ -1,0 +1,251 @@
+"""Communicators: COMM_WORLD/SELF/NULL, Dup, Split, Split_type, Create,
+Create_group, Get_group, Compare, names, info, Free, Barrier (API.md §3).
+
+Rules: issue 2 (behaviour as mpi4py + MPICH show it), R28 (a communicator's group
+lists its members in order), R29 (unknown info keys are not an error), A39
+(errors are MPI.Exception with a class and a message saying what to fix).
+"""
+import time
+
+import numpy as np
+import pytest
+
+import shmrma
+from shmrma import MPI, job
+
+
+def raises_mpi(error_class, match=None):
+    """pytest.raises(MPI.Exception) that also checks the error class."""
+    return pytest.raises(MPI.Exception, match=match,
+                         check=lambda exc: exc.Get_error_class() == error_class)
+
+
+@pytest.mark.timeout(60)
+def test_predefined_communicators():
+    """Issue 2: COMM_WORLD and COMM_SELF with rank/size and names; COMM_NULL is
+    falsy and raises ERR_COMM when used; COMM_WORLD and COMM_SELF cannot be freed
+    (ERR_COMM) and keep working; Comm(comm) is a new handle to the same one (IDENT)."""
+    def body():
+        world, self_, null = MPI.COMM_WORLD, MPI.COMM_SELF, MPI.COMM_NULL
+        out = {
+            "world": (world.Get_rank(), world.Get_size(), world.rank, world.size),
+            "self": (self_.Get_rank(), self_.Get_size()),
+            "names": (world.Get_name(), self_.name, null.Get_name()),
+            "bools": (bool(world), bool(self_), bool(null), MPI.Comm() == null),
+            "kinds": (world.Is_intra(), world.Is_inter(), world.is_intra,
+                      isinstance(world, MPI.Intracomm)),
+            "compare": (world.Compare(world), MPI.Intracomm(world).Compare(world),
+                        MPI.Comm(world) == world, self_.Compare(world)),
+        }
+        for comm in (world, self_):
+            with raises_mpi(MPI.ERR_COMM, match="cannot be freed"):
+                comm.Free()
+        for call in (null.Get_rank, null.Get_size, null.Barrier, lambda: null.send(1, 0),
+                     lambda: world.Compare(null), lambda: null.Dup()):
+            with raises_mpi(MPI.ERR_COMM, match="COMM_NULL"):
+                call()
+        out["after"] = (world.allreduce(1), self_.allreduce(5), self_.bcast("s"))
+        world.Set_name("renamed world")
+        out["renamed"] = world.name
+        return out
+
+    results = shmrma.launch(body, 2, timeout=50)
+    for rank, out in enumerate(results):
+        assert out["world"] == (rank, 2, rank, 2)
+        assert out["self"] == (0, 1)
+        assert out["names"] == ("MPI_COMM_WORLD", "MPI_COMM_SELF", "MPI_COMM_NULL")
+        assert out["bools"] == (True, True, False, True)
+        assert out["kinds"] == (True, False, True, True)
+        assert out["compare"] == (MPI.IDENT, MPI.IDENT, True, MPI.UNEQUAL)
+        assert out["after"] == (2, 5, "s")
+        assert out["renamed"] == "renamed world"
+
+
+@pytest.mark.timeout(60)
+def test_dup_split_and_split_type():
+    """Issue 2, R28: Dup is CONGRUENT with its own traffic; Split orders members by
+    (key, rank), gives COMM_NULL for UNDEFINED and SIMILAR for a reordering;
+    Split_type(COMM_TYPE_SHARED) keeps every rank (one node); groups list members."""
+    def body():
+        world = MPI.COMM_WORLD
+        rank = world.rank
+        out = {}
+        dup = world.Dup()
+        out["dup"] = (dup.Compare(world), dup.rank, dup.size, dup.name)
+        dup.Set_name("my dup")
+        world.send("on world", dest=(rank + 1) % 4, tag=1)
+        out["separate"] = dup.Iprobe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG)
+        out["world_msg"] = world.recv(source=(rank - 1) % 4, tag=1)
+        half = world.Split(color=rank // 2, key=-rank)
+        out["half"] = (half.rank, half.size, half.Get_group().Translate_ranks(
+            [0, 1], world.Get_group()), half.allgather(rank))
+        reverse = world.Split(0, key=-rank)
+        out["reverse"] = (reverse.rank, world.Compare(reverse))
+        odd = world.Split(1 if rank % 2 else MPI.UNDEFINED, key=np.int64(rank))
+        out["odd"] = odd == MPI.COMM_NULL if rank % 2 == 0 else (odd.rank, odd.size)
+        shared = world.Split_type(MPI.COMM_TYPE_SHARED, key=rank % 2)
+        out["shared"] = (shared.size, shared.rank, shared.Compare(world))
+        out["shared_undefined"] = world.Split_type(MPI.UNDEFINED) == MPI.COMM_NULL
+        group = world.Get_group()
+        out["group"] = (group.Get_size(), group.Get_rank(), world.group.size)
+        out["dup_name"] = dup.name
+        for comm in (dup, half, reverse, shared) + ((odd,) if rank % 2 else ()):
+            comm.Free()
+        return out
+
+    results = shmrma.launch(body, 4, timeout=50)
+    for rank, out in enumerate(results):
+        assert out["dup"] == (MPI.CONGRUENT, rank, 4, "")
+        assert out["separate"] is False
+        assert out["world_msg"] == "on world"
+        low = 2 * (rank // 2)
+        assert out["half"] == (1 - rank % 2, 2, [low + 1, low], [low + 1, low])
+        assert out["reverse"] == (3 - rank, MPI.SIMILAR)
+        assert out["odd"] == ((rank // 2, 2) if rank % 2 else True)
+        assert out["shared"] == (4, [0, 2, 1, 3].index(rank), MPI.SIMILAR)
+        assert out["shared_undefined"] is True
+        assert out["group"] == (4, rank, 4)
+        assert out["dup_name"] == "my dup"
+
+
+@pytest.mark.timeout(60)
+def test_create_and_create_group():
+    """Issue 2: Create (collective over the parent) and Create_group (collective
+    over the group only) give members a communicator in group order and others
+    COMM_NULL; a group with processes outside the communicator is ERR_GROUP."""
+    def body():
+        world = MPI.COMM_WORLD
+        rank = world.rank
+        out = {}
+        group = world.Get_group().Incl([2, 0])
+        created = world.Create(group)
+        out["create"] = (None if created == MPI.COMM_NULL
+                         else (created.rank, created.size, created.allgather(rank)))
+        out["empty"] = world.Create(MPI.GROUP_EMPTY) == MPI.COMM_NULL
+        if rank in (0, 2):
+            by_group = world.Create_group(group, tag=5)
+            out["create_group"] = (by_group.rank, by_group.bcast(rank * 10, root=0))
+            by_group.Free()
+            created.Free()
+        else:
+            out["create_group"] = world.Create_group(group) == MPI.COMM_NULL
+        pair = world.Split(rank in (0, 2), 0)
+        with raises_mpi(MPI.ERR_GROUP, match="not in this communicator"):
+            pair.Create(world.Get_group())
+        with raises_mpi(MPI.ERR_GROUP):
+            pair.Create_group(world.Get_group())
+        pair.Free()
+        out["after"] = world.allreduce(1)
+        return out
+
+    results = shmrma.launch(body, 3, timeout=50)
+    assert results[0]["create"] == (1, 2, [2, 0]) and results[2]["create"] == (0, 2, [2, 0])
+    assert results[1]["create"] is None
+    assert all(out["empty"] for out in results)
+    assert results[0]["create_group"] == (1, 20) and results[2]["create_group"] == (0, 20)
+    assert results[1]["create_group"] is True
+    assert [out["after"] for out in results] == [3, 3, 3]
+
+
+@pytest.mark.timeout(60)
+def test_freed_communicator_and_bad_split():
+    """Issue 2, A39: a freed communicator raises ERR_COMM everywhere, Free twice
+    too; a negative color is ERR_ARG on every rank, even when only one rank passed
+    it (nobody is left waiting); afterwards the parent still works."""
+    def body():
+        world = MPI.COMM_WORLD
+        comm = world.Dup()
+        handle = comm
+        comm.Free()
+        out = [bool(comm), comm == MPI.COMM_NULL]
+        for call in (comm.Get_rank, comm.Barrier, lambda: comm.bcast(1),
+                     lambda: comm.Send(b"x", 0), comm.Dup, comm.Free, handle.Get_size):
+            with raises_mpi(MPI.ERR_COMM):
+                call()
+        with raises_mpi(MPI.ERR_ARG, match="rank 1 passed color -3"):
+            world.Split(-3 if world.rank == 1 else 0)
+        with pytest.raises(TypeError, match="must be ints"):
+            world.Split("red")
+        out.append(world.allreduce(world.rank))
+        return out
+
+    assert shmrma.launch(body, 3, timeout=50) == [[False, True, 3]] * 3
+
+
+@pytest.mark.timeout(60)
+def test_freeing_recycles_communicator_slots():
+    """Issue 2: communicators hold a barrier slot each; creating and freeing more
+    than there are slots works, and running out is an ERR_OTHER on every rank that
+    says to free communicators (nobody hangs), after which freeing makes room."""
+    def body():
+        world = MPI.COMM_WORLD
+        for _ in range(job.MAX_COMM_SLOTS + 10):
+            comm = world.Dup()
+            comm.Barrier()
+            comm.Free()
+        alive = []
+        with raises_mpi(MPI.ERR_OTHER, match="Free"):
+            for _ in range(job.MAX_COMM_SLOTS + 1):
+                alive.append(world.Dup())
+        count = len(alive)
+        for comm in alive:
+            comm.Free()
+        last = world.Dup()
+        result = last.allreduce(1)
+        last.Free()
+        return count, result
+
+    results = shmrma.launch(body, 2, timeout=50)
+    assert results[0] == results[1]
+    assert job.MAX_COMM_SLOTS - 10 < results[0][0] < job.MAX_COMM_SLOTS
+    assert results[0][1] == 2
+
+
+@pytest.mark.timeout(60)
+def test_info_keeps_unknown_keys():
+    """R29, issue 2: Set_info with unknown keys is no error; Get_info gives them back
+    (a dict is accepted too); later Set_info calls keep keys they do not mention."""
+    def body():
+        comm = MPI.COMM_WORLD.Dup()
+        comm.Set_info(MPI.Info.Create({"my_unknown_hint": "42"}))
+        comm.Set_info({"another_key": "x"})
+        info = comm.Get_info()
+        items = dict(info.items())
+        info.Free()
+        dup = MPI.COMM_WORLD.Dup(info={"dup_hint": "yes"})
+        dup_items = dict(dup.info.items())
+        dup.Free()
+        comm.Free()
+        return items, dup_items
+
+    items, dup_items = shmrma.launch(body, 1, timeout=50)[0]
+    assert items["my_unknown_hint"] == "42" and items["another_key"] == "x"
+    assert dup_items["dup_hint"] == "yes"
+
+
+@pytest.mark.timeout(60)
+def test_barrier_waits_for_every_member():
+    """Issue 2: Barrier returns only once every member has entered it, on COMM_WORLD
+    and on a sub-communicator (where the non-members are not waited for)."""
+    def body():
+        world = MPI.COMM_WORLD
+        rank = world.rank
+        sub = world.Split(rank % 2, rank)
+        if rank == 2:
+            time.sleep(0.3)
+        start = time.monotonic()
+        sub.Barrier()
+        sub_wait = time.monotonic() - start
+        world.Barrier()  # line everyone up again
+        if rank == 1:
+            time.sleep(0.3)
+        start = time.monotonic()
+        world.barrier()
+        world_wait = time.monotonic() - start
+        sub.Free()
+        return sub_wait, world_wait
+
+    waits = shmrma.launch(body, 3, timeout=50)
+    assert waits[0][0] >= 0.15          # rank 0 waited (0.3 s) for rank 2 in the even group
+    assert waits[1][0] < 0.15           # rank 1 is alone in its group
+    assert waits[0][1] >= 0.15 and waits[2][1] >= 0.15  # everyone waited for rank 1

@@ -1,0 +1,169 @@
+"""Derived datatypes (MPI-3.1 §4.1) and RMA through them (R39, R45, R49, R60, R61)."""
+import numpy as np
+import pytest
+
+import shmrma
+from shmrma import MPI
+
+# (size, lb, extent, true_lb, true_extent) read off mpi4py 4.1.2 on MPICH 5.0.2
+REFERENCE = {
+    "contiguous": (lambda: MPI.INT.Create_contiguous(5), (20, 0, 20, 0, 20)),
+    "vector": (lambda: MPI.DOUBLE.Create_vector(3, 2, 4), (48, 0, 80, 0, 80)),
+    "vector_neg": (lambda: MPI.INT.Create_vector(3, 1, -2), (12, -16, 20, -16, 20)),
+    "hvector": (lambda: MPI.INT.Create_hvector(2, 3, 20), (24, 0, 32, 0, 32)),
+    "indexed": (lambda: MPI.INT.Create_indexed([2, 1, 3], [4, 0, 9]), (24, 0, 48, 0, 48)),
+    "hindexed": (lambda: MPI.SHORT.Create_hindexed([1, 2], [6, 0]), (6, 0, 8, 0, 8)),
+    "indexed_block": (lambda: MPI.FLOAT.Create_indexed_block(2, [5, 1]), (16, 4, 24, 4, 24)),
+    "hindexed_block": (lambda: MPI.INT.Create_hindexed_block(1, [12, 4]), (8, 4, 12, 4, 12)),
+    "subarray_c": (lambda: MPI.DOUBLE.Create_subarray([4, 5], [2, 3], [1, 1]),
+                   (48, 0, 160, 48, 64)),
+    "subarray_f": (lambda: MPI.INT.Create_subarray([4, 5, 3], [2, 2, 2], [1, 2, 0],
+                                                   order=MPI.ORDER_FORTRAN),
+                   (32, 0, 240, 36, 104)),
+    "struct": (lambda: MPI.Datatype.Create_struct([1, 2], [0, 8], [MPI.DOUBLE, MPI.INT]),
+               (16, 0, 16, 0, 16)),
+    "struct_char": (lambda: MPI.Datatype.Create_struct([1, 1], [0, 4], [MPI.INT, MPI.CHAR]),
+                    (5, 0, 8, 0, 5)),
+    "resized": (lambda: MPI.INT.Create_resized(-4, 16), (4, -4, 16, 0, 4)),
+    "nested": (lambda: MPI.INT.Create_vector(2, 2, 3).Create_contiguous(2),
+               (32, 0, 40, 0, 40)),
+    "pairs": (lambda: MPI.DOUBLE_INT.Create_contiguous(3), (36, 0, 48, 0, 44)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCE))
+def test_sizes_and_extents_match_mpich(name):
+    """Type constructors give MPICH's size, bounds and true extent (issue 3)."""
+    make, expected = REFERENCE[name]
+    datatype = make()
+    assert (datatype.size, datatype.lb, datatype.extent, datatype.true_lb,
+            datatype.true_extent) == expected
+    assert datatype.Get_extent() == (expected[1], expected[2])
+    datatype.Free()
+
+
+def _packed(datatype, buffer, count=1):
+    from shmrma import derived
+    index = derived.Layout.of(datatype).byte_index(count, datatype.extent)
+    return np.frombuffer(buffer, dtype=np.uint8)[index - datatype.true_lb
+                                                 if datatype.true_lb < 0 else index]
+
+
+def test_vector_layout_picks_the_strided_elements():
+    """A vector's bytes are its blocks in type-map order (R39)."""
+    data = np.arange(12, dtype="i4")
+    vector = MPI.INT.Create_vector(3, 2, 4)
+    picked = _packed(vector, data).view("i4")
+    assert picked.tolist() == [0, 1, 4, 5, 8, 9]
+
+
+def test_indexed_layout_keeps_type_map_order():
+    """Blocks keep the order of the displacements, not address order."""
+    data = np.arange(12, dtype="i4")
+    indexed = MPI.INT.Create_indexed([2, 1], [5, 1])
+    assert _packed(indexed, data).view("i4").tolist() == [5, 6, 1]
+
+
+def test_subarray_layout_is_the_sub_box():
+    data = np.arange(20, dtype="f8").reshape(4, 5)
+    sub = MPI.DOUBLE.Create_subarray([4, 5], [2, 3], [1, 1])
+    assert _packed(sub, data).view("f8").tolist() == data[1:3, 1:4].ravel().tolist()
+
+
+def test_bad_constructor_arguments_raise():
+    with pytest.raises(MPI.Exception) as info:
+        MPI.INT.Create_contiguous(-1)
+    assert info.value.Get_error_class() == MPI.ERR_COUNT
+    with pytest.raises(MPI.Exception) as info:
+        MPI.INT.Create_subarray([4], [3], [2])
+    assert info.value.Get_error_class() == MPI.ERR_ARG
+    with pytest.raises(MPI.Exception) as info:
+        MPI.INT.Create_indexed([1, 2], [0])
+    assert info.value.Get_error_class() == MPI.ERR_ARG
+
+
+def test_dup_keeps_the_layout():
+    vector = MPI.INT.Create_vector(2, 1, 3)
+    twin = vector.Dup()
+    data = np.arange(8, dtype="i4")
+    assert _packed(twin, data).view("i4").tolist() == [0, 3]
+    assert (twin.size, twin.extent) == (vector.size, vector.extent)
+
+
+def _rma_through_derived_types():
+    comm = MPI.COMM_WORLD
+    rank = comm.rank
+    peer = (rank + 1) % comm.size
+    win = MPI.Win.Allocate(12 * 8, disp_unit=8, comm=comm)
+    local = np.frombuffer(win.tomemory(), dtype="i8")
+    local[:] = -1
+    every_third = MPI.INT64_T.Create_vector(4, 1, 3).Commit()
+    win.Fence()
+    # R39: a strided target type lands the packed origin on every third element
+    win.Put(np.arange(4, dtype="i8") + 10 * rank, peer, (0, 1, every_third))
+    every_third.Free()  # R60: the type may go as soon as the call returns
+    win.Fence()
+    after_put = local.tolist()
+    # strided origin: read elements 0, 3, 6, 9 of the peer into a dense buffer
+    pick = MPI.INT64_T.Create_indexed_block(1, [0, 3, 6, 9]).Commit()
+    dense = np.zeros(4, dtype="i8")
+    win.Get([dense, 4, MPI.INT64_T], peer, (0, 1, pick))
+    win.Fence()
+    # accumulate through a derived target type (one basic type: R45)
+    win.Accumulate(np.ones(4, dtype="i8"), peer, (0, 1, pick), op=MPI.SUM)
+    win.Fence()
+    result = local.tolist()
+    pick.Free()
+    win.Free()
+    return rank, after_put, dense.tolist(), result
+
+
+@pytest.mark.timeout(60)
+def test_put_get_accumulate_through_derived_types():
+    """R39: target datatypes are interpreted at the target; strided origins too."""
+    results = shmrma.launch(_rma_through_derived_types, 2, timeout=50)
+    for rank, after_put, dense, result in results:
+        writer = 1 - rank
+        expected = [-1] * 12
+        expected[0::3] = [10 * writer + k for k in range(4)]
+        assert after_put == expected
+        assert dense == [10 * rank + k for k in range(4)]
+        expected[0::3] = [value + 1 for value in expected[0::3]]
+        assert result == expected
+
+
+def _datatype_errors():
+    comm = MPI.COMM_WORLD
+    win = MPI.Win.Allocate(64, disp_unit=1, comm=comm)
+    local = np.frombuffer(win.tomemory(), dtype="u1")
+    local[:] = 7
+    win.Fence()
+    found = {}
+    uncommitted = MPI.INT.Create_contiguous(2)
+    try:
+        win.Put(np.zeros(2, dtype="i4"), 0, (0, 1, uncommitted))
+    except MPI.Exception as exc:
+        found["uncommitted"] = exc.Get_error_class()
+    mixed = MPI.Datatype.Create_struct([1, 1], [0, 8], [MPI.DOUBLE, MPI.INT]).Commit()
+    try:
+        win.Accumulate([bytearray(16), 1, mixed], 0, (0, 1, mixed))
+    except MPI.Exception as exc:
+        found["mixed"] = exc.Get_error_class()
+    pair = MPI.INT.Create_contiguous(1).Commit()
+    try:
+        win.Fetch_and_op([np.zeros(1, "i4"), 1, pair], [np.zeros(1, "i4"), 1, pair], 0)
+    except MPI.Exception as exc:
+        found["fop_derived"] = exc.Get_error_class()
+    win.Fence()
+    unchanged = bool((local == 7).all())
+    win.Free()
+    return found, unchanged
+
+
+@pytest.mark.timeout(60)
+def test_datatype_errors_change_nothing():
+    """R61 uncommitted -> ERR_TYPE; R45 mixed basic types -> ERR_TYPE; R49 FOP derived."""
+    for found, unchanged in shmrma.launch(_datatype_errors, 2, timeout=50):
+        assert found == {"uncommitted": MPI.ERR_TYPE, "mixed": MPI.ERR_TYPE,
+                         "fop_derived": MPI.ERR_TYPE}
+        assert unchanged
