@@ -17,6 +17,15 @@ from .datatype import *  # noqa: F403
 from .datatype import Datatype
 from .op import *  # noqa: F403
 from .op import Op
+from .derived import ORDER_C, ORDER_F, ORDER_FORTRAN
+from .errhandler import (ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL, ERRORS_RETURN,
+                         Errhandler)
+from .assertions import (MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOPUT, MODE_NOSTORE,
+                         MODE_NOSUCCEED)
+from .passive import LOCK_EXCLUSIVE, LOCK_SHARED
+from .window import (WIN_BASE, WIN_CREATE_FLAVOR, WIN_DISP_UNIT, WIN_FLAVOR_ALLOCATE,
+                     WIN_FLAVOR_CREATE, WIN_FLAVOR_DYNAMIC, WIN_FLAVOR_SHARED, WIN_MODEL,
+                     WIN_NULL, WIN_SEPARATE, WIN_SIZE, WIN_UNIFIED, Win)
 
 
 def __getattr__(name):

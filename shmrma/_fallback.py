@@ -17,6 +17,7 @@ through ``libc.syscall`` with ctypes, which releases the GIL during the call.
 
 import atexit
 import ctypes
+import errno
 import os
 import platform
 import sys
@@ -430,6 +431,45 @@ def memcpy(dst_addr, src_addr, nbytes):
     dst_addr = _check(dst_addr, 1, "memcpy")
     src_addr = _check(src_addr, 1, "memcpy")
     _memmove(dst_addr, src_addr, nbytes)
+
+
+class _IoVec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+def _vm_function(name):
+    libc = ctypes.CDLL(None, use_errno=True)
+    function = getattr(libc, name)
+    function.restype = ctypes.c_ssize_t
+    function.argtypes = [ctypes.c_int, ctypes.POINTER(_IoVec), ctypes.c_ulong,
+                         ctypes.POINTER(_IoVec), ctypes.c_ulong, ctypes.c_ulong]
+    return function
+
+
+_process_vm_writev = _vm_function("process_vm_writev")
+_process_vm_readv = _vm_function("process_vm_readv")
+
+
+def _vm_copy(function, pid, remote_addr, local_addr, nbytes):
+    done = 0
+    while done < nbytes:
+        here = _IoVec(local_addr + done, nbytes - done)
+        there = _IoVec(remote_addr + done, nbytes - done)
+        moved = function(pid, ctypes.byref(here), 1, ctypes.byref(there), 1, 0)
+        if moved <= 0:
+            code = ctypes.get_errno() if moved < 0 else errno.EFAULT
+            raise OSError(code, os.strerror(code))
+        done += moved
+
+
+def vm_write(pid, remote_addr, local_addr, nbytes):
+    """Copy local bytes into another process (process_vm_writev)."""
+    _vm_copy(_process_vm_writev, pid, remote_addr, local_addr, nbytes)
+
+
+def vm_read(pid, remote_addr, local_addr, nbytes):
+    """Copy another process's bytes here (process_vm_readv)."""
+    _vm_copy(_process_vm_readv, pid, remote_addr, local_addr, nbytes)
 
 
 if sys.byteorder != "little":   # pragma: no cover - cell layout assumes it

@@ -33,6 +33,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -528,6 +529,62 @@ n_memcpy(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 }
 
 /* ------------------------------------------------------------------ */
+/* cross-process copies (windows over private memory)                  */
+/* ------------------------------------------------------------------ */
+
+/* Copy n bytes between this process's local_addr and another process's
+ * remote_addr with process_vm_writev (write=1) or process_vm_readv; loops
+ * over partial transfers; OSError on failure (EPERM when the system
+ * forbids it, EFAULT when the remote range is not mapped). */
+static PyObject *
+vm_copy(PyObject *const *args, Py_ssize_t nargs, int write, const char *fname)
+{
+    long pid;
+    void *remote, *local;
+    Py_ssize_t n, done = 0;
+    int err = 0;
+    if (check_nargs(fname, nargs, 4) < 0) return NULL;
+    pid = PyLong_AsLong(args[0]);
+    if (pid == -1 && PyErr_Occurred()) return NULL;
+    n = PyLong_AsSsize_t(args[3]);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n <= 0)
+        Py_RETURN_NONE;
+    if (!(remote = get_addr(args[1], 1, fname))) return NULL;
+    if (!(local = get_addr(args[2], 1, fname))) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    while (done < n) {
+        struct iovec here = {(char *)local + done, (size_t)(n - done)};
+        struct iovec there = {(char *)remote + done, (size_t)(n - done)};
+        ssize_t moved = write ? process_vm_writev((pid_t)pid, &here, 1, &there, 1, 0)
+                              : process_vm_readv((pid_t)pid, &here, 1, &there, 1, 0);
+        if (moved <= 0) {
+            err = moved < 0 ? errno : EFAULT;
+            break;
+        }
+        done += moved;
+    }
+    Py_END_ALLOW_THREADS
+    if (err) {
+        errno = err;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+n_vm_write(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    return vm_copy(args, nargs, 1, "vm_write");
+}
+
+static PyObject *
+n_vm_read(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    return vm_copy(args, nargs, 0, "vm_read");
+}
+
+/* ------------------------------------------------------------------ */
 /* tuning accessors                                                     */
 /* ------------------------------------------------------------------ */
 
@@ -584,6 +641,10 @@ static PyMethodDef native_methods[] = {
                        "the barrier opened, else the generation still awaited."),
     FC(memcpy, "memcpy(dst_addr, src_addr, nbytes): copy (overlap allowed); "
                "releases the GIL from 64 KiB."),
+    FC(vm_write, "vm_write(pid, remote_addr, local_addr, nbytes): copy local bytes into "
+                 "another process (process_vm_writev)."),
+    FC(vm_read, "vm_read(pid, remote_addr, local_addr, nbytes): copy another process's bytes "
+                "here (process_vm_readv)."),
     FC(get_wait_params, "get_wait_params() -> (spin, yields) used by cell_wait."),
     FC(set_wait_params, "set_wait_params(spin, yields): set cell_wait's spin iterations "
                         "and sched_yield count."),

@@ -16,6 +16,7 @@ sequentially consistent:
     barrier_arrive(count, cell, size, timeout)     counting barrier; None once open,
                                                    else the generation still awaited
     memcpy(dst_addr, src_addr, nbytes)
+    vm_write(pid, remote, local, n) / vm_read   copies to/from another process's memory
     get_wait_params() -> (spin, yields); set_wait_params(spin, yields)
 
 A wait cell is 8 bytes at an 8-byte-aligned address: the int32 value, then
@@ -42,7 +43,7 @@ __all__ = [
     "load32", "load64", "store32", "store64", "fetch_add32", "fetch_add64",
     "exchange32", "exchange64", "cas32", "cas64", "fence",
     "cell_wait", "cell_add", "cell_store", "cell_wake", "barrier_arrive", "memcpy",
-    "get_wait_params", "set_wait_params",
+    "vm_write", "vm_read", "get_wait_params", "set_wait_params",
     "BACKEND", "NATIVE_IMPORT_ERROR", "use_backend", "available_backends",
 ]
 
@@ -50,7 +51,7 @@ _FUNCS = (
     "load32", "load64", "store32", "store64", "fetch_add32", "fetch_add64",
     "exchange32", "exchange64", "cas32", "cas64", "fence",
     "cell_wait", "cell_add", "cell_store", "cell_wake", "barrier_arrive", "memcpy",
-    "get_wait_params", "set_wait_params",
+    "vm_write", "vm_read", "get_wait_params", "set_wait_params",
 )
 
 BACKEND = None

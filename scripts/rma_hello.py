@@ -1,0 +1,34 @@
+"""One-sided hello: every rank puts its greeting into its right neighbour's window,
+then takes a ticket from a counter on rank 0 with Fetch_and_op.
+
+    shmrma-run -n 4 scripts/rma_hello.py
+"""
+import numpy as np
+
+from shmrma import MPI
+
+comm = MPI.COMM_WORLD
+rank, size = comm.Get_rank(), comm.Get_size()
+
+# each rank exposes 2 int64: [greeting from the left neighbour, ticket counter]
+win = MPI.Win.Allocate(2 * 8, disp_unit=8, comm=comm)
+mine = np.frombuffer(win.tomemory(), dtype="i8")
+mine[:] = 0
+
+win.Fence()
+win.Put(np.array([1000 + rank], dtype="i8"), (rank + 1) % size, target=0)
+win.Fence()
+
+ticket = np.zeros(1, dtype="i8")
+win.Lock(0, MPI.LOCK_EXCLUSIVE)
+win.Fetch_and_op(np.ones(1, dtype="i8"), ticket, 0, target_disp=1, op=MPI.SUM)
+win.Unlock(0)
+
+comm.Barrier()
+print(f"rank {rank}: greeting {mine[0]} from rank {(rank - 1) % size}, ticket {ticket[0]}",
+      flush=True)
+comm.Barrier()
+if rank == 0:
+    print(f"rank 0: the counter reached {mine[1]} (one ticket per rank)", flush=True)
+del mine
+win.Free()

@@ -1,0 +1,103 @@
+"""Which epochs are open on a window at this rank, and what they allow
+(MPI-3.1 §11.5, checklist R65, R66, R72, R78, R79, R94, R106, A34).
+
+A misuse raises ERR_RMA_SYNC before anything changes. The checks sit on the
+hot path of every communication call, so the common case is one test.
+"""
+from . import constants, errors
+
+
+def sync_error(message):
+    errors.fail(errors.ERR_RMA_SYNC, message)
+
+
+class Epoch:
+    def __init__(self, window):
+        self.window = window
+        self.fence_open = False      # after a Fence without NOSUCCEED (A34)
+        self.rma_since_fence = False
+        self.locks = {}              # target rank -> lock type, or None under NOCHECK
+        self.lock_all = False
+        self.lock_all_nocheck = False
+
+    # --- communication calls ---
+    def check_access(self, rank, call):
+        """An RMA call to ``rank`` needs an access epoch that covers it (R65)."""
+        if self.lock_all or rank in self.locks:
+            return
+        if self.fence_open:
+            self.rma_since_fence = True
+            return
+        sync_error("%s to rank %d outside an access epoch: open one first with Fence(), "
+                   "Lock(%d) or Lock_all()" % (call, rank, rank))
+
+    def check_request_access(self, rank, call):
+        """Request-based calls are valid only in a passive-target epoch (R53)."""
+        if not self.covers_passively(rank):
+            sync_error("%s to rank %d needs a passive-target epoch: call Lock(%d) or "
+                       "Lock_all() first (request-based RMA is not allowed in fence or "
+                       "PSCW epochs)" % (call, rank, rank))
+
+    def covers_passively(self, rank):
+        return self.lock_all or rank in self.locks
+
+    # --- passive target ---
+    def before_lock(self, rank):
+        if self.lock_all:
+            sync_error("Lock(%d) inside Lock_all: Unlock_all() first" % rank)
+        if rank in self.locks:
+            sync_error("rank %d is already locked by this rank; Unlock(%d) first" % (rank, rank))
+        self._leave_fence("Lock(%d)" % rank)
+
+    def before_lock_all(self):
+        if self.lock_all:
+            sync_error("Lock_all inside Lock_all: Unlock_all() first")
+        if self.locks:
+            sync_error("Lock_all while Lock epochs to ranks %s are open: Unlock them first"
+                       % sorted(self.locks))
+        self._leave_fence("Lock_all")
+
+    def before_unlock(self, rank):
+        if rank not in self.locks:
+            sync_error("Unlock(%d) without a matching Lock(%d)%s"
+                       % (rank, rank, " (this rank is inside Lock_all: use Unlock_all)"
+                          if self.lock_all else ""))
+
+    def before_unlock_all(self):
+        if not self.lock_all:
+            sync_error("Unlock_all without a matching Lock_all")
+
+    def check_flush(self, rank, call):
+        """Flushes and Sync are valid only in a passive-target epoch covering the rank (R106)."""
+        if rank is None:
+            if not (self.lock_all or self.locks):
+                sync_error("%s outside a passive-target epoch: call Lock or Lock_all first"
+                           % call)
+        elif rank != constants.PROC_NULL and not self.covers_passively(rank):
+            sync_error("%s(%d): no Lock or Lock_all epoch covers rank %d" % (call, rank, rank))
+
+    # --- fence ---
+    def before_fence(self, noprecede):
+        if self.lock_all or self.locks:
+            sync_error("Fence inside a passive-target epoch: close it with Unlock/Unlock_all "
+                       "first")
+        if noprecede and self.fence_open and self.rma_since_fence:
+            sync_error("Fence(MODE_NOPRECEDE) but this rank issued RMA since the last Fence "
+                       "(the assertion is false)")
+
+    def after_fence(self, nosucceed):
+        self.fence_open = not nosucceed
+        self.rma_since_fence = False
+
+    def _leave_fence(self, call):
+        if self.fence_open and self.rma_since_fence:
+            sync_error("%s while a fence epoch holds RMA not completed by a Fence: call "
+                       "Fence() (with MODE_NOSUCCEED) first" % call)
+        self.fence_open = False
+
+    # --- freeing ---
+    def check_free(self):
+        if self.lock_all or self.locks:
+            sync_error("Free with a passive-target epoch open: Unlock/Unlock_all first")
+        if self.fence_open and self.rma_since_fence:
+            sync_error("Free with RMA not completed by a Fence: call Fence() first")

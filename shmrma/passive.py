@@ -1,0 +1,124 @@
+"""Passive target synchronization (MPI-3.1 §11.5.3, §11.5.4): Lock, Unlock,
+Lock_all, Unlock_all, the flushes and Sync.
+
+Each rank's window lock is a fair reader-writer ticket lock in its control
+block (Mellor-Crummey and Scott, as in Open MPI's osc/sm): a ticket from one
+counter, writers admitted by the ``write`` word, readers by the ``read`` word.
+It is FIFO, so neither readers nor writers starve, and releases add instead of
+storing, so a release never wipes a concurrent arrival (lessons 15). The
+target takes no part (R122). RMA completes when its call returns, so a flush
+is a memory fence.
+"""
+from . import atomic, constants, errors, job
+from .assertions import MODE_NOCHECK, checked
+
+LOCK_EXCLUSIVE = 234
+LOCK_SHARED = 235
+
+
+class WindowLock:
+    """The reader-writer ticket lock of one rank's window."""
+
+    def __init__(self, state, rank):
+        from .window import OFF_LOCK_READ, OFF_LOCK_TICKET, OFF_LOCK_WRITE
+        base = state.control_of(rank)
+        self.ticket = base + OFF_LOCK_TICKET
+        self.read = base + OFF_LOCK_READ
+        self.write = base + OFF_LOCK_WRITE
+        self.rank = rank
+
+    def _await(self, cell, ticket, kind):
+        while True:
+            value = atomic.load32(cell)
+            if value == ticket:
+                return
+            job.wait_cell(cell, value, lambda: "a %s lock on rank %d's window" % (kind, self.rank))
+
+    def acquire(self, lock_type):
+        ticket = atomic.fetch_add32(self.ticket, 1)
+        if lock_type == LOCK_EXCLUSIVE:
+            self._await(self.write, ticket, "exclusive")
+        else:
+            self._await(self.read, ticket, "shared")
+            atomic.cell_add(self.read, 1)
+
+    def release(self, lock_type):
+        if lock_type == LOCK_EXCLUSIVE:
+            atomic.cell_add(self.read, 1)
+        atomic.cell_add(self.write, 1)
+
+
+def _lock_type(lock_type):
+    if lock_type not in (LOCK_EXCLUSIVE, LOCK_SHARED):
+        errors.fail(errors.ERR_LOCKTYPE, "lock_type %r is neither LOCK_EXCLUSIVE nor "
+                    "LOCK_SHARED" % (lock_type,))
+    return lock_type
+
+
+class PassiveTarget:
+    """Mixin of Win."""
+
+    def Lock(self, rank, lock_type=LOCK_EXCLUSIVE, assertion=0):
+        state = self._s
+        state.check_rank(rank, "Lock rank")
+        _lock_type(lock_type)
+        assertion = checked(assertion, "Lock")
+        if rank == constants.PROC_NULL:
+            return
+        state.epoch.before_lock(rank)
+        held = None if assertion & MODE_NOCHECK else lock_type
+        if held is not None:
+            WindowLock(state, rank).acquire(held)
+        state.epoch.locks[rank] = held
+
+    def Unlock(self, rank):
+        state = self._s
+        state.check_rank(rank, "Unlock rank")
+        if rank == constants.PROC_NULL:
+            return
+        state.epoch.before_unlock(rank)
+        atomic.fence()
+        held = state.epoch.locks.pop(rank)
+        if held is not None:
+            WindowLock(state, rank).release(held)
+
+    def Lock_all(self, assertion=0):
+        state = self._s
+        assertion = checked(assertion, "Lock_all")
+        state.epoch.before_lock_all()
+        if not assertion & MODE_NOCHECK:
+            for rank in range(len(state.sizes)):
+                WindowLock(state, rank).acquire(LOCK_SHARED)
+        state.epoch.lock_all = True
+        state.epoch.lock_all_nocheck = bool(assertion & MODE_NOCHECK)
+
+    def Unlock_all(self):
+        state = self._s
+        state.epoch.before_unlock_all()
+        atomic.fence()
+        if not state.epoch.lock_all_nocheck:
+            for rank in range(len(state.sizes)):
+                WindowLock(state, rank).release(LOCK_SHARED)
+        state.epoch.lock_all = False
+
+    def Flush(self, rank):
+        self._flush(rank, "Flush")
+
+    def Flush_local(self, rank):
+        self._flush(rank, "Flush_local")
+
+    def Flush_all(self):
+        self._flush(None, "Flush_all")
+
+    def Flush_local_all(self):
+        self._flush(None, "Flush_local_all")
+
+    def Sync(self):
+        self._flush(None, "Sync")
+
+    def _flush(self, rank, call):
+        state = self._s
+        if rank is not None:
+            state.check_rank(rank, "%s rank" % call)
+        state.epoch.check_flush(rank, call)
+        atomic.fence()

@@ -1,0 +1,389 @@
+"""Communication calls (MPI-3.1 §11.3): Put, Get, the accumulate family and
+their request-based forms, all parsed by one function with mpi4py's rules.
+
+shmrma has no progress engine: the origin performs every operation itself,
+so each call is complete when it returns. Accumulate-class calls on a target
+all take that target's accumulate lock, one mechanism for every op and size,
+which makes them element-wise atomic with respect to each other (R135, R136)
+and applies them in program order (R141).
+"""
+import operator
+
+from . import atomic, buffers, constants, errors, job
+from . import datatype as datatypes
+from . import derived
+from . import op as ops
+from .lazy import numpy
+from .request import Request
+
+
+class Side:
+    """``count`` items of ``datatype``: their packed size, and where their bytes lie
+    relative to item 0, either one dense run or a byte index from the type's layout."""
+
+    __slots__ = ("datatype", "count", "dense", "nbytes", "low", "high", "_index")
+
+    def __init__(self, datatype, count):
+        self.datatype = datatype
+        self.count = count
+        layout = derived.Layout.of(datatype) if not datatype.is_predefined else None
+        extent = datatype.extent
+        if layout is None:
+            self.dense, self.nbytes, self.low, self.high = True, count * extent, 0, count * extent
+        else:
+            true_low, true_high = layout.true_bounds
+            self.dense = derived.is_dense(datatype)
+            self.nbytes = count * layout.packed_size
+            self.low = true_low if count else 0
+            self.high = (count - 1) * extent + true_high if count else 0
+        self._index = None
+
+    @property
+    def index(self):
+        if self._index is None:
+            self._index = derived.Layout.of(self.datatype).byte_index(self.count,
+                                                                      self.datatype.extent)
+        return self._index
+
+    def pack(self, data, first):
+        """The packed bytes of the items whose item 0 starts at byte ``first`` of ``data``."""
+        if self.dense:
+            return data[first + self.low:first + self.low + self.nbytes]
+        return numpy.frombuffer(data, dtype=numpy.uint8)[first + self.index]
+
+    def unpack(self, packed, data, first):
+        if self.dense:
+            data[first + self.low:first + self.low + self.nbytes] = _bytes(packed)
+        else:
+            numpy.frombuffer(data, dtype=numpy.uint8)[first + self.index] = \
+                numpy.frombuffer(packed, dtype=numpy.uint8)
+
+    def store(self, memory, offset, packed):
+        """Write packed bytes into window memory whose item 0 is at ``offset``."""
+        if self.dense:
+            memory.write(offset + self.low, _bytes(packed))
+        else:
+            memory.scatter(offset, self.index, numpy.frombuffer(packed, dtype=numpy.uint8))
+
+    def load(self, memory, offset):
+        """The packed bytes of window memory whose item 0 is at ``offset`` (a new array)."""
+        if self.dense:
+            data = numpy.empty(self.nbytes, dtype=numpy.uint8)
+            memory.read_into(offset + self.low, memoryview(data))
+            return data
+        return memory.gather(offset, self.index)
+
+
+def _bytes(packed):
+    """A flat byte view of packed data (a numpy array of any element type, or bytes)."""
+    return memoryview(packed).cast("B")
+
+
+class Transfer:
+    """One parsed RMA call: the origin side, the target side, and the target offset."""
+
+    __slots__ = ("data", "first", "origin", "target", "offset", "rank")
+
+    def __init__(self, data, first, origin, target, offset, rank):
+        self.data = data
+        self.first = first
+        self.origin = origin
+        self.target = target
+        self.offset = offset
+        self.rank = rank
+
+    @property
+    def datatype(self):
+        return self.origin.datatype
+
+    @property
+    def target_type(self):
+        return self.target.datatype
+
+    @property
+    def nbytes(self):
+        return self.target.nbytes
+
+    def packed_origin(self):
+        return self.origin.pack(self.data, self.first)
+
+
+def _integral(value):
+    if isinstance(value, (list, tuple, str, bytes)):
+        return False
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _target_spec(target, count, datatype):
+    """(disp, count, datatype) from mpi4py's target forms."""
+    if target is None:
+        return 0, count, datatype
+    if _integral(target):
+        return operator.index(target), count, datatype
+    if isinstance(target, (list, tuple)):
+        if len(target) > 3:
+            raise ValueError("target: expecting 3 items at most")
+        disp = operator.index(target[0]) if len(target) >= 1 else 0
+        if len(target) >= 2:
+            count = operator.index(target[1])
+        if len(target) >= 3:
+            datatype = datatypes.lookup(target[2])
+        return disp, count, datatype
+    raise ValueError("target: expecting integral or list/tuple")
+
+
+def _check_committed(datatype, role):
+    if not datatype:
+        errors.fail(errors.ERR_TYPE, "the %s datatype is DATATYPE_NULL" % role)
+    if not datatype.committed:
+        errors.fail(errors.ERR_TYPE, "the %s datatype %r is not committed; call Commit() "
+                    "before using it in RMA" % (role, datatype))
+
+
+def parse(state, call, origin, rank, target, writable_origin, origin_moves=True):
+    """Parse and check one call against the target's window; raises before any byte moves.
+
+    ``origin_moves`` is False for NO_OP, whose origin is ignored (R47).
+    """
+    message = buffers.message(origin, writable=writable_origin, sparse=True)
+    disp, count, datatype = _target_spec(target, message.count, message.datatype)
+    _check_committed(message.datatype, "origin")
+    _check_committed(datatype, "target")
+    if count < 0:
+        errors.fail(errors.ERR_COUNT, "%s: the target count %d is negative" % (call, count))
+    origin_side = Side(message.datatype, message.count)
+    target_side = Side(datatype, count)
+    if origin_moves and target_side.nbytes != origin_side.nbytes:
+        errors.fail(errors.ERR_TRUNCATE if origin_side.nbytes > target_side.nbytes
+                    else errors.ERR_TYPE,
+                    "%s: the origin holds %d bytes (%d x %s) but the target side describes "
+                    "%d bytes (%d x %s); the two must match"
+                    % (call, origin_side.nbytes, message.count, message.datatype.Get_name(),
+                       target_side.nbytes, count, datatype.Get_name()))
+    offset = disp * state.units[rank]
+    if state.dynamic:
+        # absolute addresses, checked against the attached regions on access (R14, R18)
+        return Transfer(message.data, message.first, origin_side, target_side, offset, rank)
+    if disp < 0:
+        errors.fail(errors.ERR_DISP, "%s: target displacement %d is negative" % (call, disp))
+    size = state.sizes[rank]
+    if target_side.high > target_side.low and (
+            offset + target_side.low < 0 or offset + target_side.high > size):
+        errors.fail(errors.ERR_RMA_RANGE,
+                    "%s of bytes %d..%d at displacement %d (disp_unit %d) of rank %d goes "
+                    "outside its window of %d bytes"
+                    % (call, offset + target_side.low, offset + target_side.high, disp,
+                       state.units[rank], rank, size))
+    return Transfer(message.data, message.first, origin_side, target_side, offset, rank)
+
+
+def _check_accumulate_types(call, op, kind, *datatypes_used):
+    """The one basic type every datatype of an accumulate is built from (R45).
+
+    Types with the same representation count as one (LONG and INT64_T are both
+    8-byte signed integers on LP64), as MPICH and Open MPI treat them.
+    """
+    basics = [datatype.basic for datatype in datatypes_used]
+    if None in basics:
+        errors.fail(errors.ERR_TYPE, "%s: the datatype mixes basic types (a struct of "
+                    "several types); accumulate needs one basic type (R45)" % call)
+    first = basics[0]
+    for other in basics[1:]:
+        if _representation(other) != _representation(first):
+            errors.fail(errors.ERR_TYPE, "%s: every datatype must be built from one basic "
+                        "type, got %s and %s (R45)" % (call, first.Get_name(),
+                                                       other.Get_name()))
+    op.check(first, kind)
+    return first
+
+
+def _representation(basic):
+    if basic.type_class == datatypes.PAIR:
+        return basic
+    return basic.type_class, basic.dtype.kind, basic.extent
+
+
+class AccumulateLock:
+    """The per-target lock every accumulate-class call takes."""
+
+    def __init__(self, state, rank):
+        from .window import OFF_ACCUMULATE_LOCK
+        self.cell = state.control_of(rank) + OFF_ACCUMULATE_LOCK
+        self.rank = rank
+
+    def __enter__(self):
+        cell = self.cell
+        while atomic.cas32(cell, 0, 1) != 0:
+            job.wait_cell(cell, 1, "the accumulate lock of rank %d" % self.rank)
+
+    def __exit__(self, *exc):
+        atomic.cell_store(self.cell, 0)
+
+
+class RmaRequest(Request):
+    """The request of Rput/Rget/Raccumulate/Rget_accumulate: complete at creation."""
+
+    def __init__(self):
+        self._null = False
+
+    def Free(self):
+        errors.fail(errors.ERR_REQUEST, "an RMA request cannot be freed; complete it with "
+                    "Wait or Test (R56)")
+
+    def Cancel(self):
+        errors.fail(errors.ERR_REQUEST, "an RMA request cannot be cancelled (R56)")
+
+
+class Communication:
+    """Mixin of Win: the communication calls."""
+
+    def _access(self, call, target_rank):
+        """The window state when ``call`` may reach ``target_rank``; None for PROC_NULL,
+        which makes any call a no-op whatever its buffers (R38, lessons 26)."""
+        state = self._s
+        if target_rank == constants.PROC_NULL:
+            return None
+        state.check_rank(target_rank, "target rank")
+        state.epoch.check_access(target_rank, call)
+        return state
+
+    def Put(self, origin, target_rank, target=None):
+        state = self._access("Put", target_rank)
+        if state is None:
+            return
+        transfer = parse(state, "Put", origin, target_rank, target, False)
+        transfer.target.store(state.targets[target_rank], transfer.offset,
+                              transfer.packed_origin())
+
+    def Get(self, origin, target_rank, target=None):
+        state = self._access("Get", target_rank)
+        if state is None:
+            return
+        transfer = parse(state, "Get", origin, target_rank, target, True)
+        packed = transfer.target.load(state.targets[target_rank], transfer.offset)
+        transfer.origin.unpack(packed, transfer.data, transfer.first)
+
+    def Accumulate(self, origin, target_rank, target=None, op=ops.SUM):
+        state = self._access("Accumulate", target_rank)
+        if state is None:
+            return
+        transfer = parse(state, "Accumulate", origin, target_rank, target, False)
+        basic = _check_accumulate_types("Accumulate", op, ops.ACCUMULATE, transfer.datatype,
+                                        transfer.target_type)
+        incoming = numpy.frombuffer(transfer.packed_origin(), dtype=basic.dtype)
+        memory = state.targets[target_rank]
+        with AccumulateLock(state, target_rank):
+            existing = numpy.frombuffer(transfer.target.load(memory, transfer.offset),
+                                        dtype=basic.dtype)
+            op.apply(incoming, existing, basic, out=existing)
+            transfer.target.store(memory, transfer.offset, existing)
+
+    def Get_accumulate(self, origin, result, target_rank, target=None, op=ops.SUM):
+        state = self._access("Get_accumulate", target_rank)
+        if state is None:
+            return
+        self._get_accumulate(state, origin, result, target_rank, target, op)
+
+    def _get_accumulate(self, state, origin, result, target_rank, target, op,
+                        call="Get_accumulate", writable_origin=True):
+        # mpi4py asks for a writable origin in Get_accumulate (not in Fetch_and_op)
+        moves = op is not ops.NO_OP
+        received = buffers.message(result, writable=True, sparse=True)
+        result_side = Side(received.datatype, received.count)
+        transfer = parse(state, call, origin, target_rank, target, writable_origin,
+                         origin_moves=moves)
+        involved = [received.datatype, transfer.target_type]
+        basic = _check_accumulate_types(call, op, ops.GET_ACCUMULATE,
+                                        *(involved + [transfer.datatype] if moves
+                                          else involved))
+        if result_side.nbytes != transfer.nbytes:
+            errors.fail(errors.ERR_TRUNCATE, "%s: the result buffer holds %d bytes but the "
+                        "target side describes %d%s" % (
+                            call, result_side.nbytes, transfer.nbytes,
+                            "" if moves else "; with NO_OP and no origin, give the target as "
+                            "(disp, count, datatype)"))
+        incoming = (numpy.frombuffer(transfer.packed_origin(), dtype=basic.dtype)
+                    if moves else None)
+        memory = state.targets[target_rank]
+        with AccumulateLock(state, target_rank):
+            packed = transfer.target.load(memory, transfer.offset)
+            result_side.unpack(packed, received.data, received.first)
+            if moves:
+                existing = numpy.frombuffer(packed, dtype=basic.dtype)
+                op.apply(incoming, existing, basic, out=existing)
+                transfer.target.store(memory, transfer.offset, existing)
+
+    def Fetch_and_op(self, origin, result, target_rank, target_disp=0, op=ops.SUM):
+        state = self._access("Fetch_and_op", target_rank)
+        if state is None:
+            return
+        incoming = _single(origin, "origin", writable=False)
+        outgoing = _single(result, "result", writable=True)
+        if incoming.datatype != outgoing.datatype:
+            raise ValueError("mismatch in origin and result MPI datatypes")
+        if not incoming.datatype.is_predefined:
+            errors.fail(errors.ERR_TYPE, "Fetch_and_op takes a predefined datatype, not %r "
+                        "(R49)" % incoming.datatype)
+        self._get_accumulate(state, [incoming.data, 1, incoming.datatype],
+                             [outgoing.data, 1, outgoing.datatype], target_rank,
+                             (target_disp, 1, incoming.datatype), op, "Fetch_and_op", False)
+
+    def Compare_and_swap(self, origin, compare, result, target_rank, target_disp=0):
+        state = self._access("Compare_and_swap", target_rank)
+        if state is None:
+            return
+        incoming = _single(origin, "origin", writable=False)
+        expected = _single(compare, "compare", writable=False)
+        outgoing = _single(result, "result", writable=True)
+        if incoming.datatype != expected.datatype:
+            raise ValueError("mismatch in origin and compare MPI datatypes")
+        if incoming.datatype != outgoing.datatype:
+            raise ValueError("mismatch in origin and result MPI datatypes")
+        basic = incoming.datatype.basic
+        if (not incoming.datatype.is_predefined or basic.type_class not in (
+                datatypes.INTEGER, datatypes.LOGICAL, datatypes.BYTE_CLASS)):
+            errors.fail(errors.ERR_TYPE, "Compare_and_swap works on one predefined integer, "
+                        "logical or byte element, not %r (R51)" % incoming.datatype)
+        transfer = parse(state, "Compare_and_swap", [incoming.data, 1, incoming.datatype],
+                         target_rank, target_disp, False)
+        memory = state.targets[target_rank]
+        with AccumulateLock(state, target_rank):
+            old = transfer.target.load(memory, transfer.offset).tobytes()
+            outgoing.data[:] = old
+            if old == bytes(expected.data):
+                transfer.target.store(memory, transfer.offset, incoming.data)
+
+    # --- request-based forms (R53-R59) ---
+    def Rput(self, origin, target_rank, target=None):
+        return self._requested("Rput", target_rank, self.Put, origin, target_rank, target)
+
+    def Rget(self, origin, target_rank, target=None):
+        return self._requested("Rget", target_rank, self.Get, origin, target_rank, target)
+
+    def Raccumulate(self, origin, target_rank, target=None, op=ops.SUM):
+        return self._requested("Raccumulate", target_rank, self.Accumulate, origin,
+                               target_rank, target, op)
+
+    def Rget_accumulate(self, origin, result, target_rank, target=None, op=ops.SUM):
+        return self._requested("Rget_accumulate", target_rank, self.Get_accumulate, origin,
+                               result, target_rank, target, op)
+
+    def _requested(self, call, target_rank, perform, *args):
+        state = self._s
+        if target_rank != constants.PROC_NULL:
+            state.check_rank(target_rank, "target rank")
+            state.epoch.check_request_access(target_rank, call)
+        perform(*args)
+        return RmaRequest()
+
+
+def _single(spec, role, writable):
+    message = buffers.message(spec, writable=writable)
+    if message.count != 1:
+        raise ValueError("%s: expecting a single element, got %d" % (role, message.count))
+    _check_committed(message.datatype, role)
+    return message

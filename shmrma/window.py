@@ -1,0 +1,441 @@
+"""Windows (MPI-3.1 §11.2): creation, memory, attributes, info and freeing.
+
+Every window has a control segment (one cache-line-padded block per rank:
+lock words, the accumulate lock) and, for the ALLOCATE and SHARED flavors,
+one data segment holding every rank's memory; a CREATE window over memory
+from ``Alloc_mem`` maps each rank's segment. Segments are created by rank 0,
+mapped by all, and unlinked once everyone has mapped them. Creation is
+collective and agrees on errors first, so a bad argument or a full /dev/shm
+raises the same error class on every rank instead of hanging the others.
+"""
+import mmap
+import os
+
+from . import constants, dynamic, errhandler, errors, job, memory, segments
+from .active import ActiveTarget
+from .group import make_group
+from .info import Info, to_dict
+from .intracomm import COMM_SELF
+from .passive import PassiveTarget
+from .rma import Communication
+from .winmemory import MappedMemory, ProcessMemory, probe_access
+
+WIN_FLAVOR_CREATE = 1
+WIN_FLAVOR_ALLOCATE = 2
+WIN_FLAVOR_DYNAMIC = 3
+WIN_FLAVOR_SHARED = 4
+WIN_SEPARATE = 1
+WIN_UNIFIED = 2
+WIN_BASE = 0x66000001
+WIN_SIZE = 0x66000003
+WIN_DISP_UNIT = 0x66000005
+WIN_CREATE_FLAVOR = 0x66000007
+WIN_MODEL = 0x66000009
+
+BASE_ALIGNMENT = 64
+CONTROL_HEADER = 64
+RANK_CONTROL = 256
+OFF_LOCK_TICKET = 0      # next ticket of the reader-writer lock
+OFF_LOCK_READ = 64       # wait cell: ticket allowed in as a reader
+OFF_LOCK_WRITE = 72      # wait cell: ticket allowed in as a writer
+OFF_ACCUMULATE_LOCK = 128  # wait cell: 0 free, 1 held
+
+HINT_DEFAULTS = {
+    "no_locks": "false",
+    "accumulate_ordering": "rar,raw,war,waw",
+    "accumulate_ops": "same_op_no_op",
+    "same_size": "false",
+    "same_disp_unit": "false",
+}
+
+
+def _round_up(value, alignment):
+    return -(-value // alignment) * alignment
+
+
+class Layout:
+    """Where each rank's memory lies in the data segment."""
+
+    def __init__(self, sizes, alignment):
+        self.offsets = []
+        end = 0
+        for size in sizes:
+            self.offsets.append(end)
+            end = _round_up(end + size, alignment)
+        self.total = end
+
+
+def _creation_problem(size, disp_unit):
+    if not isinstance(size, int) or size < 0:
+        return errors.ERR_SIZE, "size must be an int >= 0, not %r" % (size,)
+    if not isinstance(disp_unit, int) or disp_unit <= 0:
+        return errors.ERR_DISP, "disp_unit must be a positive int, not %r" % (disp_unit,)
+    return None
+
+
+def _agree(comm, local):
+    """Allgather each rank's (problem, data); raise the first problem on every rank."""
+    entries = comm.allgather(local)
+    for rank, (problem, _) in enumerate(entries):
+        if problem is not None:
+            error_class, message = problem
+            who = "this rank" if rank == comm.Get_rank() else "rank %d" % rank
+            errors.fail(error_class, "window creation failed on %s: %s" % (who, message))
+    return [data for _, data in entries]
+
+
+class Win(Communication, ActiveTarget, PassiveTarget):
+    """``MPI.Win``; ``Win()`` is WIN_NULL."""
+
+    _state = None
+
+    def __bool__(self):
+        return self._state is not None
+
+    def __eq__(self, other):
+        if not isinstance(other, Win):
+            return NotImplemented
+        return self._state is other._state
+
+    def __hash__(self):
+        return id(self._state)
+
+    def __repr__(self):
+        return "<MPI.Win %s>" % ("WIN_NULL" if self._state is None else repr(self._state.name))
+
+    @property
+    def _s(self):
+        state = self._state
+        if state is None:
+            errors.fail(errors.ERR_WIN, "the window is WIN_NULL (never created, or freed)")
+        return state
+
+    # --- creation -------------------------------------------------------------------
+    @classmethod
+    def Allocate(cls, size, disp_unit=1, info=None, comm=COMM_SELF):
+        return cls._allocate(WIN_FLAVOR_ALLOCATE, size, disp_unit, info, comm)
+
+    @classmethod
+    def Allocate_shared(cls, size, disp_unit=1, info=None, comm=COMM_SELF):
+        return cls._allocate(WIN_FLAVOR_SHARED, size, disp_unit, info, comm)
+
+    @classmethod
+    def _allocate(cls, flavor, size, disp_unit, info, comm):
+        hints = to_dict(info)
+        noncontig = hints.get("alloc_shared_noncontig", "false") == "true"
+        sizes, units = zip(*_agree(comm, (_creation_problem(size, disp_unit),
+                                           (size, disp_unit))))
+        contiguous = flavor == WIN_FLAVOR_SHARED and not noncontig
+        layout = Layout(sizes, BASE_ALIGNMENT if contiguous else mmap.PAGESIZE)
+        state = WindowState(comm, flavor, sizes, units, hints)
+        try:
+            data = state.share_segment(layout.total)
+        except BaseException:
+            state.release()
+            raise
+        state.data_segments = [data] if data is not None else []
+        base = data.address if data is not None else 0
+        state.targets = [MappedMemory(data.buffer[offset:offset + size] if data is not None
+                                      else memoryview(b""), base + offset)
+                         for offset, size in zip(layout.offsets, sizes)]
+        if flavor == WIN_FLAVOR_SHARED:
+            state.hints["alloc_shared_noncontig"] = "true" if noncontig else "false"
+        return cls._from_state(state)
+
+    @classmethod
+    def Create(cls, memory_object, disp_unit=1, info=None, comm=COMM_SELF):
+        hints = to_dict(info)
+        place, view, problem = _describe_memory(memory_object)
+        problem = problem or _creation_problem(place[2], disp_unit)
+        described = _agree(comm, (problem, (place, disp_unit)))
+        places = [p for p, _ in described]
+        units = [unit for _, unit in described]
+        _agree(comm, (_probe_private(places, comm.Get_rank()), None))
+        state = WindowState(comm, WIN_FLAVOR_CREATE, [p[2] for p in places], units, hints)
+        try:
+            state.reach_created_memory(places, view)
+        except BaseException:
+            state.release()
+            raise
+        return cls._from_state(state)
+
+    @classmethod
+    def Create_dynamic(cls, info=None, comm=COMM_SELF):
+        hints = to_dict(info)
+        size = comm.Get_size()
+        _agree(comm, (None, None))
+        state = WindowState(comm, WIN_FLAVOR_DYNAMIC, [0] * size, [1] * size, hints)
+        state.targets = [dynamic.DynamicMemory(state, rank, state.region_table(rank))
+                         for rank in range(size)]
+        return cls._from_state(state)
+
+    def Attach(self, memory_object):
+        state = self._dynamic_state("Attach")
+        address, size, name = dynamic.describe(memory_object)
+        if size:
+            state.region_table(state.rank).attach(address, size, name)
+
+    def Detach(self, memory_object):
+        state = self._dynamic_state("Detach")
+        state.region_table(state.rank).detach(memory.get_address(memory_object))
+
+    def _dynamic_state(self, call):
+        state = self._s
+        if state.flavor != WIN_FLAVOR_DYNAMIC:
+            errors.fail(errors.ERR_RMA_FLAVOR, "%s works only on windows made by "
+                        "Win.Create_dynamic (R17)" % call)
+        return state
+
+    @classmethod
+    def _from_state(cls, state):
+        win = cls()
+        win._state = state
+        return win
+
+    # --- memory ------------------------------------------------------------------
+    def Shared_query(self, rank):
+        state = self._s
+        if state.flavor == WIN_FLAVOR_DYNAMIC:
+            errors.fail(errors.ERR_RMA_FLAVOR, "Shared_query is not defined on a dynamic "
+                        "window; it has no memory of its own")
+        if rank == constants.PROC_NULL:
+            rank = next((r for r, size in enumerate(state.sizes) if size > 0), 0)
+        else:
+            state.check_rank(rank, "Shared_query rank", allow_null=False)
+        view = state.targets[rank].view
+        if view is None:
+            errors.fail(errors.ERR_RMA_SHARED, "rank %d's window memory is private to its "
+                        "process and cannot be mapped here; create the window over "
+                        "MPI.Alloc_mem memory, or use Win.Allocate_shared" % rank)
+        return _buffer_over(view), state.units[rank]
+
+    def tomemory(self):
+        state = self._s
+        return _buffer_over(state.targets[state.rank].view)
+
+    # --- attributes -------------------------------------------------------------------
+    def Get_attr(self, keyval):
+        state = self._s
+        if state.dynamic:
+            return {WIN_BASE: constants.BOTTOM, WIN_SIZE: 0, WIN_DISP_UNIT: 1,
+                    WIN_CREATE_FLAVOR: WIN_FLAVOR_DYNAMIC, WIN_MODEL: WIN_UNIFIED}.get(keyval)
+        values = {
+            WIN_BASE: state.targets[state.rank].address if state.sizes[state.rank] else 0,
+            WIN_SIZE: state.sizes[state.rank],
+            WIN_DISP_UNIT: state.units[state.rank],
+            WIN_CREATE_FLAVOR: state.flavor,
+            WIN_MODEL: WIN_UNIFIED,
+        }
+        return values.get(keyval)
+
+    @property
+    def attrs(self):
+        return (self.Get_attr(WIN_BASE), self.Get_attr(WIN_SIZE), self.Get_attr(WIN_DISP_UNIT))
+
+    @property
+    def flavor(self):
+        return self._s.flavor
+
+    @property
+    def model(self):
+        return WIN_UNIFIED
+
+    def Get_info(self):
+        return Info.Create(self._s.hints)
+
+    def Set_info(self, info):
+        state = self._s
+        for key, value in to_dict(info).items():
+            if key in state.hints:
+                state.hints[key] = value
+
+    info = property(Get_info, Set_info)
+
+    def Get_group(self):
+        return make_group(self._s.world_ranks)
+
+    group = property(Get_group)
+
+    @property
+    def group_size(self):
+        return len(self._s.world_ranks)
+
+    @property
+    def group_rank(self):
+        return self._s.rank
+
+    def Get_name(self):
+        return self._s.name
+
+    def Set_name(self, name):
+        self._s.name = str(name)
+
+    name = property(Get_name, Set_name)
+
+    def Get_errhandler(self):
+        return self._s.errhandler
+
+    def Set_errhandler(self, handler):
+        state = self._s
+        if handler not in (errhandler.ERRORS_RETURN, errhandler.ERRORS_ARE_FATAL,
+                           errhandler.ERRORS_ABORT):
+            errors.fail(errors.ERR_ARG, "the error handler must be ERRORS_RETURN, "
+                        "ERRORS_ARE_FATAL or ERRORS_ABORT, not %r" % (handler,))
+        state.errhandler = handler
+        self.__class__ = Win if handler is errhandler.ERRORS_RETURN else _FATAL_WIN
+
+    # --- freeing ---------------------------------------------------------------------
+    def Free(self):
+        state = self._s
+        state.epoch.check_free()
+        state.comm.Barrier()
+        state.release()
+        self._state = None
+        self.__class__ = Win
+
+    def free(self):
+        if self._state is not None:
+            self.Free()
+
+
+class WindowState:
+    """Everything one rank knows about a window."""
+
+    def __init__(self, comm, flavor, sizes, units, hints):
+        from .epoch import Epoch
+        self.comm = comm.Dup()
+        self.rank = self.comm.Get_rank()
+        self.world_ranks = tuple(self.comm._s.ranks)
+        self.flavor = flavor
+        self.dynamic = flavor == WIN_FLAVOR_DYNAMIC
+        self.sizes = list(sizes)
+        self.units = list(units)
+        self.hints = dict(HINT_DEFAULTS)
+        self.hints.update({k: v for k, v in hints.items() if k in HINT_DEFAULTS})
+        self.name = ""
+        self.errhandler = errhandler.ERRORS_RETURN
+        self.epoch = Epoch(self)
+        self.data_segments = []
+        self.targets = []
+        self.regions = dynamic.RegionCache()
+        self.tables_offset = CONTROL_HEADER + len(sizes) * RANK_CONTROL
+        extra = dynamic.table_bytes(len(sizes)) if flavor == WIN_FLAVOR_DYNAMIC else 0
+        self.control = self.share_segment(self.tables_offset + extra)
+        self.control_view = self.control.buffer
+        self.control_base = self.control.address + CONTROL_HEADER
+
+    def share_segment(self, nbytes):
+        """Rank 0 creates a segment, everyone maps it, then it is unlinked (collective)."""
+        if nbytes == 0:
+            return None
+        plan = created = None
+        if self.comm.Get_rank() == 0:
+            try:
+                created = segments.Segment.create(job.current().job_id, nbytes)
+                plan = (None, created.name)
+            except errors.Exception as exc:
+                plan = ((exc.Get_error_class(), exc.message), None)
+        problem, name = self.comm.bcast(plan, 0)
+        if problem is not None:
+            errors.fail(problem[0], "window creation failed on rank 0: %s" % problem[1])
+        segment = created or segments.Segment.attach(name, nbytes)
+        self.comm.Barrier()
+        segment.unlink()
+        return segment
+
+    def reach_created_memory(self, places, own_view):
+        """CREATE flavor: map Alloc_mem segments; reach private memory across processes."""
+        for rank, (name, offset, size, address, pid) in enumerate(places):
+            if size == 0:
+                self.targets.append(MappedMemory(memoryview(b""), 0))
+            elif rank == self.rank:
+                self.targets.append(MappedMemory(own_view.cast("B"), address))
+            elif name:
+                segment = segments.Segment.attach(name, offset + size)
+                self.data_segments.append(segment)
+                self.targets.append(MappedMemory(segment.buffer[offset:offset + size],
+                                                 segment.address + offset))
+            else:
+                self.targets.append(ProcessMemory(pid, address, rank))
+
+    def region_table(self, rank):
+        return dynamic.RegionTable(self.control_view,
+                                   self.tables_offset + rank * dynamic.TABLE_BYTES,
+                                   self.control.address)
+
+    def region_memory(self, rank, address, size, name):
+        return self.regions.memory_for(rank, self.rank, address, size, name)
+
+    # --- per-rank control words ---
+    def control_of(self, rank):
+        return self.control_base + rank * RANK_CONTROL
+
+    def check_rank(self, rank, role, allow_null=True):
+        size = len(self.sizes)
+        if allow_null and rank == constants.PROC_NULL:
+            return
+        if not isinstance(rank, int) or not 0 <= rank < size:
+            errors.fail(errors.ERR_RANK, "%s %r is not a rank of the window's group of size "
+                        "%d; use 0..%d%s" % (role, rank, size, size - 1,
+                                            " or PROC_NULL" if allow_null else ""))
+
+    def release(self):
+        """Drop every mapping; memory still viewed by the program stays until its views go."""
+        for target in self.targets:
+            target.release()
+        self.targets = []
+        self.regions.release()
+        self.control_view.release()
+        for segment in self.data_segments + [self.control]:
+            if segment is None:
+                continue
+            try:
+                segment.close()
+            except BufferError:
+                pass  # a buffer from Shared_query/tomemory still points here
+        self.data_segments = []
+        self.comm.Free()
+
+
+def _describe_memory(memory_object):
+    """((segment name, offset, size, address, pid), view, problem) of Win.Create's memory.
+
+    Memory from Alloc_mem is named by its segment, so other ranks map it; other
+    memory is private and reached by process id and address.
+    """
+    nothing = ("", 0, 0, 0, 0)
+    if memory_object is None or memory_object is constants.BOTTOM:
+        return nothing, None, None
+    try:
+        view = memoryview(memory_object)
+    except TypeError:
+        return nothing, None, (errors.ERR_BASE, "Win.Create needs a buffer, not %s"
+                               % type(memory_object).__name__)
+    if view.nbytes == 0:
+        return nothing, None, None
+    if view.readonly or not view.c_contiguous:
+        return nothing, None, (errors.ERR_BASE, "Win.Create needs writable, C-contiguous "
+                               "memory")
+    address = memory.get_address(view)
+    segment = memory.segment_of(address, view.nbytes)
+    if segment is None:
+        return ("", 0, view.nbytes, address, os.getpid()), view, None
+    return (segment.name, address - segment.address, view.nbytes, address, 0), view, None
+
+
+def _probe_private(places, me):
+    """A problem if some rank's private memory cannot be reached from here."""
+    for rank, (name, _, size, address, pid) in enumerate(places):
+        if size and not name and rank != me:
+            problem = probe_access(pid, address)
+            if problem:
+                return errors.ERR_RMA_SHARED, problem
+    return None
+
+
+def _buffer_over(view):
+    return memory.buffer_class()(view)
+
+
+_FATAL_WIN = errhandler.fatal_variant(Win)
+WIN_NULL = Win()
