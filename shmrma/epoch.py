@@ -23,13 +23,21 @@ class Epoch:
     # --- communication calls ---
     def check_access(self, rank, call):
         """An RMA call to ``rank`` needs an access epoch that covers it (R65)."""
-        if self.lock_all or rank in self.locks:
-            return
-        if self.fence_open:
-            self.rma_since_fence = True
+        if self.lock_all or rank in self.locks or self.fence_open:
             return
         sync_error("%s to rank %d outside an access epoch: open one first with Fence(), "
                    "Lock(%d) or Lock_all()" % (call, rank, rank))
+
+    def issued(self):
+        """A call passed every check: it counts as RMA of the current fence epoch."""
+        if self.fence_open:
+            self.rma_since_fence = True
+
+    def check_some_epoch(self, call):
+        """RMA to PROC_NULL needs some open access epoch, whatever it covers (A38)."""
+        if not (self.lock_all or self.locks or self.fence_open):
+            sync_error("%s to PROC_NULL outside any access epoch: open one first with "
+                       "Fence(), Lock() or Lock_all()" % call)
 
     def check_request_access(self, rank, call):
         """Request-based calls are valid only in a passive-target epoch (R53)."""

@@ -60,7 +60,7 @@ class PassiveTarget:
 
     def Lock(self, rank, lock_type=LOCK_EXCLUSIVE, assertion=0):
         state = self._s
-        state.check_rank(rank, "Lock rank")
+        rank = state.check_rank(rank, "Lock rank")
         _lock_type(lock_type)
         assertion = checked(assertion, "Lock")
         if rank == constants.PROC_NULL:
@@ -73,7 +73,7 @@ class PassiveTarget:
 
     def Unlock(self, rank):
         state = self._s
-        state.check_rank(rank, "Unlock rank")
+        rank = state.check_rank(rank, "Unlock rank")
         if rank == constants.PROC_NULL:
             return
         state.epoch.before_unlock(rank)
@@ -119,6 +119,6 @@ class PassiveTarget:
     def _flush(self, rank, call):
         state = self._s
         if rank is not None:
-            state.check_rank(rank, "%s rank" % call)
+            rank = state.check_rank(rank, "%s rank" % call)
         state.epoch.check_flush(rank, call)
         atomic.fence()

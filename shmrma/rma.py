@@ -167,6 +167,7 @@ def parse(state, call, origin, rank, target, writable_origin, origin_moves=True)
     offset = disp * state.units[rank]
     if state.dynamic:
         # absolute addresses, checked against the attached regions on access (R14, R18)
+        state.epoch.issued()
         return Transfer(message.data, message.first, origin_side, target_side, offset, rank)
     if disp < 0:
         errors.fail(errors.ERR_DISP, "%s: target displacement %d is negative" % (call, disp))
@@ -178,6 +179,7 @@ def parse(state, call, origin, rank, target, writable_origin, origin_moves=True)
                     "outside its window of %d bytes"
                     % (call, offset + target_side.low, offset + target_side.high, disp,
                        state.units[rank], rank, size))
+    state.epoch.issued()
     return Transfer(message.data, message.first, origin_side, target_side, offset, rank)
 
 
@@ -242,17 +244,19 @@ class Communication:
     """Mixin of Win: the communication calls."""
 
     def _access(self, call, target_rank):
-        """The window state when ``call`` may reach ``target_rank``; None for PROC_NULL,
-        which makes any call a no-op whatever its buffers (R38, lessons 26)."""
+        """(window state, target rank as an int) when ``call`` may reach the target;
+        (None, None) for PROC_NULL, which makes any call a no-op whatever its buffers
+        (R38, lessons 26) but still needs an open epoch (A38)."""
         state = self._s
         if target_rank == constants.PROC_NULL:
-            return None
-        state.check_rank(target_rank, "target rank")
+            state.epoch.check_some_epoch(call)
+            return None, None
+        target_rank = state.check_rank(target_rank, "target rank")
         state.epoch.check_access(target_rank, call)
-        return state
+        return state, target_rank
 
     def Put(self, origin, target_rank, target=None):
-        state = self._access("Put", target_rank)
+        state, target_rank = self._access("Put", target_rank)
         if state is None:
             return
         transfer = parse(state, "Put", origin, target_rank, target, False)
@@ -260,7 +264,7 @@ class Communication:
                               transfer.packed_origin())
 
     def Get(self, origin, target_rank, target=None):
-        state = self._access("Get", target_rank)
+        state, target_rank = self._access("Get", target_rank)
         if state is None:
             return
         transfer = parse(state, "Get", origin, target_rank, target, True)
@@ -268,7 +272,7 @@ class Communication:
         transfer.origin.unpack(packed, transfer.data, transfer.first)
 
     def Accumulate(self, origin, target_rank, target=None, op=ops.SUM):
-        state = self._access("Accumulate", target_rank)
+        state, target_rank = self._access("Accumulate", target_rank)
         if state is None:
             return
         transfer = parse(state, "Accumulate", origin, target_rank, target, False)
@@ -283,7 +287,7 @@ class Communication:
             transfer.target.store(memory, transfer.offset, existing)
 
     def Get_accumulate(self, origin, result, target_rank, target=None, op=ops.SUM):
-        state = self._access("Get_accumulate", target_rank)
+        state, target_rank = self._access("Get_accumulate", target_rank)
         if state is None:
             return
         self._get_accumulate(state, origin, result, target_rank, target, op)
@@ -306,6 +310,9 @@ class Communication:
                             call, result_side.nbytes, transfer.nbytes,
                             "" if moves else "; with NO_OP and no origin, give the target as "
                             "(disp, count, datatype)"))
+        if moves and _overlap(transfer.data, received.data):
+            errors.fail(errors.ERR_BUFFER, "%s: the origin and result buffers overlap; they "
+                        "must be disjoint (R48)" % call)
         incoming = (numpy.frombuffer(transfer.packed_origin(), dtype=basic.dtype)
                     if moves else None)
         memory = state.targets[target_rank]
@@ -318,7 +325,7 @@ class Communication:
                 transfer.target.store(memory, transfer.offset, existing)
 
     def Fetch_and_op(self, origin, result, target_rank, target_disp=0, op=ops.SUM):
-        state = self._access("Fetch_and_op", target_rank)
+        state, target_rank = self._access("Fetch_and_op", target_rank)
         if state is None:
             return
         incoming = _single(origin, "origin", writable=False)
@@ -333,7 +340,7 @@ class Communication:
                              (target_disp, 1, incoming.datatype), op, "Fetch_and_op", False)
 
     def Compare_and_swap(self, origin, compare, result, target_rank, target_disp=0):
-        state = self._access("Compare_and_swap", target_rank)
+        state, target_rank = self._access("Compare_and_swap", target_rank)
         if state is None:
             return
         incoming = _single(origin, "origin", writable=False)
@@ -375,10 +382,23 @@ class Communication:
     def _requested(self, call, target_rank, perform, *args):
         state = self._s
         if target_rank != constants.PROC_NULL:
-            state.check_rank(target_rank, "target rank")
+            target_rank = state.check_rank(target_rank, "target rank")
             state.epoch.check_request_access(target_rank, call)
         perform(*args)
         return RmaRequest()
+
+
+def _overlap(first, second):
+    """True when two byte views share memory."""
+    if not len(first) or not len(second):
+        return False
+    start_a, start_b = _address(first), _address(second)
+    return start_a < start_b + len(second) and start_b < start_a + len(first)
+
+
+def _address(view):
+    from .memory import get_address
+    return get_address(view)
 
 
 def _single(spec, role, writable):

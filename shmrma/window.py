@@ -9,6 +9,7 @@ collective and agrees on errors first, so a bad argument or a full /dev/shm
 raises the same error class on every rank instead of hanging the others.
 """
 import mmap
+import operator
 import os
 
 from . import constants, dynamic, errhandler, errors, job, memory, segments
@@ -54,7 +55,11 @@ def _round_up(value, alignment):
 
 
 class Layout:
-    """Where each rank's memory lies in the data segment."""
+    """Where each rank's memory lies in the data segment: in rank order, each base
+    rounded up to ``alignment``. The default shared layout is contiguous with
+    64-byte aligned bases, so rank i starts right after rank i-1 when sizes are
+    multiples of 64 (the issue's alignment rule over A35's no-padding reading);
+    noncontig and ALLOCATE windows page-align every rank."""
 
     def __init__(self, sizes, alignment):
         self.offsets = []
@@ -65,10 +70,17 @@ class Layout:
         self.total = end
 
 
+def _as_int(value):
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
 def _creation_problem(size, disp_unit):
-    if not isinstance(size, int) or size < 0:
+    if _as_int(size) is None or size < 0:
         return errors.ERR_SIZE, "size must be an int >= 0, not %r" % (size,)
-    if not isinstance(disp_unit, int) or disp_unit <= 0:
+    if _as_int(disp_unit) is None or disp_unit <= 0:
         return errors.ERR_DISP, "disp_unit must be a positive int, not %r" % (disp_unit,)
     return None
 
@@ -123,8 +135,9 @@ class Win(Communication, ActiveTarget, PassiveTarget):
     def _allocate(cls, flavor, size, disp_unit, info, comm):
         hints = to_dict(info)
         noncontig = hints.get("alloc_shared_noncontig", "false") == "true"
-        sizes, units = zip(*_agree(comm, (_creation_problem(size, disp_unit),
-                                           (size, disp_unit))))
+        problem = _creation_problem(size, disp_unit)
+        agreed = (int(size), int(disp_unit)) if problem is None else None
+        sizes, units = zip(*_agree(comm, (problem, agreed)))
         contiguous = flavor == WIN_FLAVOR_SHARED and not noncontig
         layout = Layout(sizes, BASE_ALIGNMENT if contiguous else mmap.PAGESIZE)
         state = WindowState(comm, flavor, sizes, units, hints)
@@ -136,7 +149,7 @@ class Win(Communication, ActiveTarget, PassiveTarget):
         state.data_segments = [data] if data is not None else []
         base = data.address if data is not None else 0
         state.targets = [MappedMemory(data.buffer[offset:offset + size] if data is not None
-                                      else memoryview(b""), base + offset)
+                                      else memoryview(bytearray(0)), base + offset)
                          for offset, size in zip(layout.offsets, sizes)]
         if flavor == WIN_FLAVOR_SHARED:
             state.hints["alloc_shared_noncontig"] = "true" if noncontig else "false"
@@ -147,7 +160,7 @@ class Win(Communication, ActiveTarget, PassiveTarget):
         hints = to_dict(info)
         place, view, problem = _describe_memory(memory_object)
         problem = problem or _creation_problem(place[2], disp_unit)
-        described = _agree(comm, (problem, (place, disp_unit)))
+        described = _agree(comm, (problem, (place, _as_int(disp_unit))))
         places = [p for p, _ in described]
         units = [unit for _, unit in described]
         _agree(comm, (_probe_private(places, comm.Get_rank()), None))
@@ -201,7 +214,7 @@ class Win(Communication, ActiveTarget, PassiveTarget):
         if rank == constants.PROC_NULL:
             rank = next((r for r, size in enumerate(state.sizes) if size > 0), 0)
         else:
-            state.check_rank(rank, "Shared_query rank", allow_null=False)
+            rank = state.check_rank(rank, "Shared_query rank", allow_null=False)
         view = state.targets[rank].view
         if view is None:
             errors.fail(errors.ERR_RMA_SHARED, "rank %d's window memory is private to its "
@@ -244,10 +257,7 @@ class Win(Communication, ActiveTarget, PassiveTarget):
         return Info.Create(self._s.hints)
 
     def Set_info(self, info):
-        state = self._s
-        for key, value in to_dict(info).items():
-            if key in state.hints:
-                state.hints[key] = value
+        self._s.update_hints(to_dict(info))
 
     info = property(Get_info, Set_info)
 
@@ -311,7 +321,7 @@ class WindowState:
         self.sizes = list(sizes)
         self.units = list(units)
         self.hints = dict(HINT_DEFAULTS)
-        self.hints.update({k: v for k, v in hints.items() if k in HINT_DEFAULTS})
+        self.update_hints(hints)
         self.name = ""
         self.errhandler = errhandler.ERRORS_RETURN
         self.epoch = Epoch(self)
@@ -323,6 +333,13 @@ class WindowState:
         self.control = self.share_segment(self.tables_offset + extra)
         self.control_view = self.control.buffer
         self.control_base = self.control.address + CONTROL_HEADER
+
+    def update_hints(self, hints):
+        """Record the honoured hints, normalised; a value shmrma cannot read is ignored."""
+        for key, value in hints.items():
+            value = _normalised_hint(key, value)
+            if value is not None:
+                self.hints[key] = value
 
     def share_segment(self, nbytes):
         """Rank 0 creates a segment, everyone maps it, then it is unlinked (collective)."""
@@ -347,7 +364,7 @@ class WindowState:
         """CREATE flavor: map Alloc_mem segments; reach private memory across processes."""
         for rank, (name, offset, size, address, pid) in enumerate(places):
             if size == 0:
-                self.targets.append(MappedMemory(memoryview(b""), 0))
+                self.targets.append(MappedMemory(memoryview(bytearray(0)), 0))
             elif rank == self.rank:
                 self.targets.append(MappedMemory(own_view.cast("B"), address))
             elif name:
@@ -371,13 +388,15 @@ class WindowState:
         return self.control_base + rank * RANK_CONTROL
 
     def check_rank(self, rank, role, allow_null=True):
+        """The rank as an int; ERR_RANK unless it is in the window's group (or PROC_NULL)."""
         size = len(self.sizes)
         if allow_null and rank == constants.PROC_NULL:
-            return
-        if not isinstance(rank, int) or not 0 <= rank < size:
+            return constants.PROC_NULL
+        if _as_int(rank) is None or not 0 <= rank < size:
             errors.fail(errors.ERR_RANK, "%s %r is not a rank of the window's group of size "
                         "%d; use 0..%d%s" % (role, rank, size, size - 1,
                                             " or PROC_NULL" if allow_null else ""))
+        return operator.index(rank)
 
     def release(self):
         """Drop every mapping; memory still viewed by the program stays until its views go."""
@@ -395,6 +414,27 @@ class WindowState:
                 pass  # a buffer from Shared_query/tomemory still points here
         self.data_segments = []
         self.comm.Free()
+
+
+ORDERINGS = ("rar", "raw", "war", "waw")
+
+
+def _normalised_hint(key, value):
+    """The value as shmrma reports it, or None when the key is unknown or the value invalid
+    (hints never change semantics, so a bad one is ignored: R29, checklist §2a)."""
+    value = value.strip().lower()
+    if key == "accumulate_ordering":
+        tokens = {token.strip() for token in value.split(",")}
+        if tokens == {"none"}:
+            return "none"
+        if tokens <= set(ORDERINGS) and tokens:
+            return ",".join(o for o in ORDERINGS if o in tokens)
+        return None
+    if key == "accumulate_ops":
+        return value if value in ("same_op", "same_op_no_op") else None
+    if key in HINT_DEFAULTS:
+        return value if value in ("true", "false") else None
+    return None
 
 
 def _describe_memory(memory_object):
