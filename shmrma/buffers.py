@@ -7,7 +7,6 @@ buffer's format names. The result is a byte view of exactly the data.
 """
 from . import constants
 from . import datatype as datatypes
-from . import derived
 
 
 def as_view(obj, writable):
@@ -144,7 +143,7 @@ def message(msg, writable, blocks=0, sparse=False):
     count = int(count)
     if count < 0:
         raise ValueError("message: negative count %d" % count)
-    if sparse and not derived.is_dense(datatype):
+    if sparse and not datatype.is_predefined:
         return _spread(data, start, count, datatype)
     total = count * parts
     end = start + (total - 1) * extent + size if total else start
