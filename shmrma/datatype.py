@@ -11,16 +11,15 @@ Names, sizes, extents, typecodes and error classes follow mpi4py 4.x on MPICH,
 the reference the tests compare against (mpi4py src/mpi4py/MPI.src/Datatype.pyx,
 typemap.pxi, typestr.pxi, msgbuffer.pxi).
 """
-import sys
-
 import ctypes
 import struct
-
-from .lazy import numpy as np
+import sys
 
 from . import constants
 from .errors import ERR_TYPE, fail
+from .handle import Handle
 from .info import as_mpi_string
+from .lazy import numpy as np
 
 # Classes of basic types, as the reduction-operation rules of MPI group them
 # (MPI 3.1 §5.9.2). MPICH also treats CHAR as a C integer; so do we.
@@ -77,30 +76,13 @@ class TypeHandle:
         return twin
 
 
-class Datatype:
+class Datatype(Handle):
     """``MPI.Datatype``: a handle to a datatype; ``Datatype()`` is a null handle."""
 
     def __init__(self, datatype=None):
         self._handle = _handle_of(datatype, "datatype")
 
-    # -- handle protocol ---------------------------------------------------
-
-    def __eq__(self, other):
-        if not isinstance(other, Datatype):
-            return NotImplemented
-        return self._handle is other._handle
-
-    def __ne__(self, other):
-        equal = self.__eq__(other)
-        return equal if equal is NotImplemented else not equal
-
-    def __hash__(self):
-        # mpi4py's objects are unhashable; ours hash by handle so the runtime can
-        # key caches on them. Free() changes the handle, hence the hash.
-        return hash(self._handle)
-
-    def __bool__(self):
-        return self._handle is not None
+    # -- handle protocol: handle.Handle; representation ---------------------
 
     def __repr__(self):
         handle = self._handle

@@ -13,6 +13,7 @@ import operator
 
 from .constants import IDENT, PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL
 from .errors import ERR_ARG, ERR_GROUP, ERR_RANK, fail
+from .handle import Handle
 
 
 class GroupHandle:
@@ -30,28 +31,13 @@ class GroupHandle:
         return self._rank_of.get(world_rank, UNDEFINED)
 
 
-class Group:
+class Group(Handle):
     """``MPI.Group``; ``Group()`` is a null handle."""
 
     def __init__(self, group=None):
         self._handle = None if group is None else _handle_of(group, "group")
 
-    # -- handle protocol ---------------------------------------------------
-
-    def __eq__(self, other):
-        if not isinstance(other, Group):
-            return NotImplemented
-        return self._handle is other._handle
-
-    def __ne__(self, other):
-        equal = self.__eq__(other)
-        return equal if equal is NotImplemented else not equal
-
-    def __hash__(self):
-        return hash(self._handle)
-
-    def __bool__(self):
-        return self._handle is not None
+    # -- handle protocol: handle.Handle; representation ---------------------
 
     def __repr__(self):
         if self._handle is None:

@@ -13,6 +13,7 @@ import operator
 
 from .constants import MAX_INFO_KEY, MAX_INFO_VAL
 from .errors import ERR_ARG, ERR_INFO, ERR_INFO_KEY, ERR_INFO_NOKEY, ERR_INFO_VALUE, fail
+from .handle import Handle
 
 
 class InfoStore:
@@ -24,7 +25,7 @@ class InfoStore:
         self.freed = False
 
 
-class Info:
+class Info(Handle):
     """``MPI.Info``; ``Info()`` is a null handle, ``Info.Create()`` a new empty info."""
 
     def __init__(self, info=None):
@@ -33,22 +34,11 @@ class Info:
                             % type(info).__name__)
         self._store = None if info is None else info._store
 
-    # -- handle protocol ---------------------------------------------------
+    # -- handle protocol: handle.Handle; representation ---------------------
 
-    def __eq__(self, other):
-        if not isinstance(other, Info):
-            return NotImplemented
-        return self._store is other._store
-
-    def __ne__(self, other):
-        equal = self.__eq__(other)
-        return equal if equal is NotImplemented else not equal
-
-    def __hash__(self):
-        return hash(self._store)
-
-    def __bool__(self):
-        return self._store is not None
+    @property
+    def _handle(self):
+        return self._store
 
     def __repr__(self):
         if self._store is None:

@@ -15,10 +15,10 @@ propagate it, as numpy does):
 Which op is defined for which basic type follows MPICH (the table in tests/test_op.py
 was read off mpi4py + MPICH's Reduce_local).
 """
-from .lazy import numpy as np
-
 from . import datatype as _datatype
 from .errors import ERR_OP, ERR_TYPE, fail
+from .handle import Handle
+from .lazy import numpy as np
 
 # Where an op is used decides which ops are legal (MPI 3.1 §11.3.4, checklist R44, R52).
 REDUCTION = "reduction"            # collective reductions and Reduce_local
@@ -41,7 +41,7 @@ class OpHandle:
         self.freed = False
 
 
-class Op:
+class Op(Handle):
     """``MPI.Op``: a reduction operation; ``Op()`` is a null handle."""
 
     def __init__(self, op=None):
@@ -50,22 +50,7 @@ class Op:
                             % type(op).__name__)
         self._handle = None if op is None else op._handle
 
-    # -- handle protocol ---------------------------------------------------
-
-    def __eq__(self, other):
-        if not isinstance(other, Op):
-            return NotImplemented
-        return self._handle is other._handle
-
-    def __ne__(self, other):
-        equal = self.__eq__(other)
-        return equal if equal is NotImplemented else not equal
-
-    def __hash__(self):
-        return hash(self._handle)
-
-    def __bool__(self):
-        return self._handle is not None
+    # -- handle protocol: handle.Handle; representation ---------------------
 
     def __repr__(self):
         handle = self._handle
