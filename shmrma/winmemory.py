@@ -25,13 +25,6 @@ class MappedMemory:
     def read_into(self, offset, target):
         target[:] = self.view[offset:offset + len(target)]
 
-    def array(self, offset, nbytes, dtype):
-        """A numpy array over the bytes; changes to it are changes to the window."""
-        return numpy.frombuffer(self.view[offset:offset + nbytes], dtype=dtype)
-
-    def store(self, offset, array):
-        """Nothing to do: ``array`` already is the window memory."""
-
     def gather(self, offset, index):
         return numpy.frombuffer(self.view, dtype=numpy.uint8)[offset + index]
 
@@ -63,17 +56,10 @@ class ProcessMemory:
         self._copy(atomic.vm_read, offset, _address_of(scratch), len(target))
         target[:] = scratch
 
-    def array(self, offset, nbytes, dtype):
-        array = numpy.empty(nbytes // numpy.dtype(dtype).itemsize, dtype=dtype)
-        self._copy(atomic.vm_read, offset, array.ctypes.data, nbytes)
-        return array
-
-    def store(self, offset, array):
-        self._copy(atomic.vm_write, offset, array.ctypes.data, array.nbytes)
-
     def gather(self, offset, index):
         low = int(index.min())
-        span = self.array(offset + low, int(index.max()) + 1 - low, numpy.uint8)
+        span = numpy.empty(int(index.max()) + 1 - low, dtype=numpy.uint8)
+        self._copy(atomic.vm_read, offset + low, span.ctypes.data, len(span))
         return span[index - low]
 
     def scatter(self, offset, index, values):

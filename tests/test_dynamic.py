@@ -153,3 +153,34 @@ def test_accumulates_into_private_memory_are_atomic():
     """R135: accumulates from several ranks under the per-target lock lose nothing."""
     totals = shmrma.launch(_many_ranks_accumulate_into_private_memory, 3, timeout=50)
     assert totals[0] == 3 * 200
+
+
+def _derived_types_on_private_memory():
+    comm = MPI.COMM_WORLD
+    rank = comm.rank
+    peer = 1 - rank
+    local = np.full(8, -1, dtype="i8")
+    win = MPI.Win.Create(local, disp_unit=8, comm=comm)
+    every_other = MPI.INT64_T.Create_vector(4, 1, 2).Commit()
+    win.Fence()
+    win.Put(np.arange(4, dtype="i8") + 10 * rank, peer, (0, 1, every_other))
+    win.Fence()
+    back = np.zeros(4, dtype="i8")
+    win.Get(back, peer, (0, 1, every_other))
+    win.Accumulate(np.ones(4, dtype="i8"), peer, (1, 1, every_other))
+    win.Fence()
+    every_other.Free()
+    win.Free()
+    return local.tolist(), back.tolist()
+
+
+@pytest.mark.timeout(60)
+def test_derived_types_on_private_memory_touch_only_their_bytes():
+    """R39 over process_vm: a strided Put writes only its elements; the gaps keep their
+    values (the target may be using them), Get and Accumulate go through the layout."""
+    for rank, (local, back) in enumerate(shmrma.launch(_derived_types_on_private_memory, 2,
+                                                       timeout=50)):
+        writer = 1 - rank
+        assert local[0::2] == [10 * writer + k for k in range(4)]
+        assert local[1::2] == [0, 0, 0, 0]  # -1 + 1 from the accumulate into the gaps
+        assert back == [10 * rank + k for k in range(4)]
