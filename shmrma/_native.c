@@ -5,6 +5,9 @@
  * their address (a Python int), futex-based wait cells shared between
  * processes, and a GIL-releasing memcpy.  shmrma/_fallback.py implements the
  * same functions with the `atomics` package; shmrma/atomic.py picks one.
+ * The "RMA fast path" section (WinTable, rma_*) serves shmrma/fastpath.py
+ * only; the fallback has no counterpart (there every call takes the Python
+ * path).
  *
  * Every function takes positional arguments only (METH_FASTCALL) and parses
  * them with the cheapest C-API calls, so a call costs roughly what a call to
@@ -24,6 +27,7 @@
 #define _GNU_SOURCE
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 
 #include <errno.h>
 #include <limits.h>
@@ -615,6 +619,749 @@ n_set_wait_params(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 }
 
 /* ------------------------------------------------------------------ */
+/* RMA fast path                                                        */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The common case of the communication calls and flushes, done in C; see
+ * shmrma/fastpath.py for the contract.  Each rma_* function returns True
+ * when it performed the call and False ("miss") when it did not touch
+ * anything, and then shmrma/rma.py runs the Python path, which raises
+ * whatever error the call deserves.  So every check here only decides
+ * "handled or not": on any doubt, miss.
+ *
+ * A WinTable mirrors one window at one rank: per target rank the mapped
+ * memory (base, size, disp_unit) and the accumulate lock cell, plus the
+ * epoch flags shmrma/epoch.py keeps in it (fence_open, rma_since_fence,
+ * lock_all, and which ranks a Lock epoch covers).
+ */
+
+typedef struct {
+    char *base;                 /* NULL: not mapped here, every call misses */
+    Py_ssize_t size;
+    Py_ssize_t unit;            /* disp_unit */
+    int32_t *acc_lock;          /* wait cell: 0 free, 1 held */
+    int locked;                 /* a Lock epoch to this rank is open */
+} FastTarget;
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t n;
+    FastTarget *targets;
+    int open;                   /* 0 once the window is freed */
+    int fence_open;
+    int rma_since_fence;
+    int lock_all;
+    int nlocked;
+} WinTable;
+
+static PyTypeObject WinTableType;
+
+static int g_fast_enabled = 1;
+static long g_proc_null = -1;
+
+/* The ops the kernels know, in the order rma_setup() receives them. */
+enum { OP_SUM, OP_PROD, OP_MAX, OP_MIN, OP_BAND, OP_BOR, OP_BXOR,
+       OP_LAND, OP_LOR, OP_LXOR, OP_REPLACE, OP_NO_OP, N_OPS };
+static const char *const op_names[N_OPS] = {
+    "SUM", "PROD", "MAX", "MIN", "BAND", "BOR", "BXOR",
+    "LAND", "LOR", "LXOR", "REPLACE", "NO_OP"};
+static PyObject *g_ops[N_OPS];
+
+/* Element types.  E_RAW is any other known format: copied, never combined. */
+enum { E_RAW, E_I32, E_I64, E_U32, E_U64, E_F32, E_F64 };
+
+#define IS_INT(e) ((e) >= E_I32 && (e) <= E_U64)
+#define IS_FLOAT(e) ((e) == E_F32 || (e) == E_F64)
+
+/* --- the table object --- */
+
+static PyObject *
+table_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    Py_ssize_t n;
+    WinTable *t;
+    if (!PyArg_ParseTuple(args, "n:WinTable", &n))
+        return NULL;
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "WinTable(): negative size");
+        return NULL;
+    }
+    t = (WinTable *)type->tp_alloc(type, 0);
+    if (t == NULL)
+        return NULL;
+    t->targets = PyMem_Calloc(n ? (size_t)n : 1, sizeof(FastTarget));
+    if (t->targets == NULL) {
+        Py_DECREF(t);
+        return PyErr_NoMemory();
+    }
+    t->n = n;
+    t->open = 1;
+    return (PyObject *)t;
+}
+
+static void
+table_dealloc(WinTable *t)
+{
+    PyMem_Free(t->targets);
+    Py_TYPE(t)->tp_free((PyObject *)t);
+}
+
+static FastTarget *
+table_slot(WinTable *t, PyObject *rank_obj)
+{
+    Py_ssize_t rank = PyLong_AsSsize_t(rank_obj);
+    if (rank == -1 && PyErr_Occurred())
+        return NULL;
+    if (rank < 0 || rank >= t->n) {
+        PyErr_Format(PyExc_IndexError, "rank %zd outside the table of %zd", rank, t->n);
+        return NULL;
+    }
+    return &t->targets[rank];
+}
+
+static PyObject *
+table_set_target(WinTable *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    FastTarget *slot;
+    void *base, *cell;
+    Py_ssize_t size, unit;
+    if (check_nargs("set_target", nargs, 5) < 0) return NULL;
+    if (!(slot = table_slot(t, args[0]))) return NULL;
+    base = PyLong_AsVoidPtr(args[1]);
+    if (base == NULL && PyErr_Occurred()) return NULL;
+    size = PyLong_AsSsize_t(args[2]);
+    if (size == -1 && PyErr_Occurred()) return NULL;
+    unit = PyLong_AsSsize_t(args[3]);
+    if (unit == -1 && PyErr_Occurred()) return NULL;
+    if (!(cell = get_addr(args[4], 8, "set_target"))) return NULL;
+    if (size < 0 || unit <= 0) {
+        PyErr_SetString(PyExc_ValueError, "set_target(): bad size or disp_unit");
+        return NULL;
+    }
+    slot->base = base;
+    slot->size = size;
+    slot->unit = unit;
+    slot->acc_lock = cell;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+table_set_locked(WinTable *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    FastTarget *slot;
+    int flag;
+    if (check_nargs("set_locked", nargs, 2) < 0) return NULL;
+    if (!(slot = table_slot(t, args[0]))) return NULL;
+    if ((flag = PyObject_IsTrue(args[1])) < 0) return NULL;
+    t->nlocked += flag - slot->locked;
+    slot->locked = flag;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+table_close(WinTable *t, PyObject *unused)
+{
+    t->open = 0;
+    t->n = 0;                   /* every rank is out of range from now on */
+    t->fence_open = t->lock_all = t->nlocked = 0;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef table_methods[] = {
+    {"set_target", (PyCFunction)(void (*)(void))table_set_target, METH_FASTCALL,
+     "set_target(rank, base_addr, size, disp_unit, acc_lock_addr): the rank's window "
+     "memory is mapped here (base_addr 0: it is not)."},
+    {"set_locked", (PyCFunction)(void (*)(void))table_set_locked, METH_FASTCALL,
+     "set_locked(rank, flag): a Lock epoch to the rank opened (True) or closed."},
+    {"close", (PyCFunction)table_close, METH_NOARGS,
+     "close(): the window is freed; every call misses from now on."},
+    {NULL, NULL, 0, NULL}
+};
+
+static PyMemberDef table_members[] = {
+    {"fence_open", T_INT, offsetof(WinTable, fence_open), 0, "a Fence opened an epoch"},
+    {"rma_since_fence", T_INT, offsetof(WinTable, rma_since_fence), 0,
+     "RMA was issued since the last Fence"},
+    {"lock_all", T_INT, offsetof(WinTable, lock_all), 0, "a Lock_all epoch is open"},
+    {"nlocked", T_INT, offsetof(WinTable, nlocked), READONLY, "open Lock epochs"},
+    {"open", T_INT, offsetof(WinTable, open), READONLY, "not yet closed"},
+    {NULL, 0, 0, 0, NULL}
+};
+
+static PyTypeObject WinTableType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "shmrma._native.WinTable",
+    .tp_basicsize = sizeof(WinTable),
+    .tp_dealloc = (destructor)table_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "WinTable(nranks): what the RMA fast path knows of one window at this rank.",
+    .tp_methods = table_methods,
+    .tp_members = table_members,
+    .tp_new = table_new,
+};
+
+/* --- argument checks: each says "usable" (0) or "miss" (-1, no error set) --- */
+
+#define REACH_MISS 0
+#define REACH_NULL 1            /* PROC_NULL inside some epoch: a no-op */
+#define REACH_TARGET 2
+
+/* May an RMA call reach rank_obj now (R65), or is it PROC_NULL (R38, A38)? */
+static int
+reach(PyObject *table, PyObject *rank_obj, WinTable **tp, FastTarget **slot)
+{
+    WinTable *t = (WinTable *)table;
+    long rank;
+    if (!g_fast_enabled || Py_TYPE(table) != &WinTableType || !t->open ||
+            !PyLong_CheckExact(rank_obj))
+        return REACH_MISS;
+    rank = PyLong_AsLong(rank_obj);
+    if (rank == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return REACH_MISS;
+    }
+    if (rank == g_proc_null)
+        return t->lock_all || t->nlocked || t->fence_open ? REACH_NULL : REACH_MISS;
+    if (rank < 0 || rank >= t->n)
+        return REACH_MISS;
+    if (!(t->lock_all || t->targets[rank].locked || t->fence_open))
+        return REACH_MISS;
+    *tp = t;
+    *slot = &t->targets[rank];
+    return REACH_TARGET;
+}
+
+/* The call passed every check: it counts as RMA of the current fence epoch. */
+static inline void
+issued(WinTable *t)
+{
+    if (t->fence_open)
+        t->rma_since_fence = 1;
+}
+
+/* A target displacement: an exact int, or None (0) where allowed. */
+static int
+get_disp(PyObject *obj, int none_allowed, long long *disp)
+{
+    int overflow;
+    if (obj == Py_None && none_allowed) {
+        *disp = 0;
+        return 0;
+    }
+    if (!PyLong_CheckExact(obj))
+        return -1;
+    *disp = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    return overflow || (*disp == -1 && PyErr_Occurred()) ? (PyErr_Clear(), -1) : 0;
+}
+
+/* nbytes of window memory at displacement disp, or NULL when not all in range. */
+static char *
+window_bytes(const FastTarget *slot, long long disp, Py_ssize_t nbytes)
+{
+    long long offset;
+    if (slot->base == NULL || disp < 0 || nbytes <= 0)
+        return NULL;
+    if (__builtin_mul_overflow(disp, (long long)slot->unit, &offset))
+        return NULL;
+    if (offset > slot->size || nbytes > slot->size - offset)
+        return NULL;
+    return slot->base + offset;
+}
+
+/* A buffer argument (origin, result, compare) and its element type. */
+typedef struct {
+    Py_buffer view;
+    char code;                  /* the format's typecode; 0 for exactly "B" (MPI BYTE) */
+    int etype;
+    Py_ssize_t count;
+} Operand;
+
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define NATIVE_ORDER '<'
+#else
+#define NATIVE_ORDER '>'
+#endif
+
+/* Typecodes of the formats taken as they are, with their C size; the rest miss. */
+static Py_ssize_t
+format_size(char code)
+{
+    switch (code) {
+    case 'b': case 'B': case '?': return 1;
+    case 'h': case 'H': return sizeof(short);
+    case 'i': case 'I': return sizeof(int);
+    case 'l': case 'L': return sizeof(long);
+    case 'q': case 'Q': return sizeof(long long);
+    case 'f': return sizeof(float);
+    case 'd': return sizeof(double);
+    default: return 0;
+    }
+}
+
+static int
+element_type(char code, Py_ssize_t size)
+{
+    if (code == 'f') return E_F32;
+    if (code == 'd') return E_F64;
+    if (code == 'i' || code == 'l' || code == 'q')
+        return size == 4 ? E_I32 : size == 8 ? E_I64 : E_RAW;
+    if (code == 'I' || code == 'L' || code == 'Q')
+        return size == 4 ? E_U32 : size == 8 ? E_U64 : E_RAW;
+    return E_RAW;
+}
+
+/* The typecode of a PEP 3118 format as shmrma.datatype.from_buffer_format reads it. */
+static int
+format_code(const char *fmt, char *code)
+{
+    if (fmt == NULL || (fmt[0] == 'B' && fmt[1] == '\0')) {
+        *code = 0;
+        return 0;
+    }
+    if (fmt[0] == '@' || fmt[0] == NATIVE_ORDER)
+        fmt++;
+    if (fmt[0] == '\0' || fmt[1] != '\0' || format_size(fmt[0]) == 0)
+        return -1;
+    *code = fmt[0];
+    return 0;
+}
+
+static void
+operand_release(Operand *o)
+{
+    PyBuffer_Release(&o->view);
+}
+
+/* A C-contiguous buffer with a known format whose item size agrees. */
+static int
+operand_get(PyObject *obj, int writable, Operand *o)
+{
+    Py_ssize_t size;
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, &o->view, flags) < 0) {
+        PyErr_Clear();
+        return -1;
+    }
+    size = o->view.itemsize;
+    if (format_code(o->view.format, &o->code) < 0 ||
+            size != (o->code ? format_size(o->code) : 1) || o->view.len % size != 0) {
+        operand_release(o);
+        return -1;
+    }
+    o->etype = element_type(o->code, size);
+    o->count = o->view.len / size;
+    return 0;
+}
+
+static inline int
+overlap(const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb)
+{
+    return a < b + nb && b < a + na;
+}
+
+/* --- element kernels: target[i] = incoming[i] op target[i], as numpy computes it --- */
+
+/* One loop per (element type, op), all made by EACH from the op's expression
+ * of a (incoming) and b (existing).  The buffers never overlap (the callers
+ * check), hence restrict; elements move through memcpy because window memory
+ * need not be aligned for T.  Whole blocks of BLOCK elements first: a loop of
+ * a constant count is one that -O2 (GCC's very-cheap cost model) vectorizes. */
+#define BLOCK 16
+#define EACH_ONE(T, EXPR, k)                                                 \
+    {                                                                        \
+        T a, b, r;                                                           \
+        memcpy(&a, incoming + (k) * sizeof(T), sizeof(T));                   \
+        memcpy(&b, target + (k) * sizeof(T), sizeof(T));                     \
+        r = (T)(EXPR);                                                       \
+        memcpy(target + (k) * sizeof(T), &r, sizeof(T));                     \
+    }
+#define EACH(T, EXPR)                                                        \
+    for (i = 0; i + BLOCK <= count; i += BLOCK)                              \
+        for (j = 0; j < BLOCK; j++)                                          \
+            EACH_ONE(T, EXPR, i + j)                                         \
+    for (; i < count; i++)                                                   \
+        EACH_ONE(T, EXPR, i)
+
+/* Integer arithmetic in the unsigned type U, so that it wraps as numpy's
+ * does; logical ops give 0 or 1. */
+#define INT_KERNEL(T, U)                                                     \
+    static void                                                              \
+    combine_##T(int op, const char *restrict incoming, char *restrict target,\
+                Py_ssize_t count)                                            \
+    {                                                                        \
+        Py_ssize_t i, j;                                                     \
+        switch (op) {                                                        \
+        case OP_SUM: EACH(T, (U)a + (U)b) break;                             \
+        case OP_PROD: EACH(T, (U)a * (U)b) break;                            \
+        case OP_MAX: EACH(T, a > b ? a : b) break;                           \
+        case OP_MIN: EACH(T, a < b ? a : b) break;                           \
+        case OP_BAND: EACH(T, a & b) break;                                  \
+        case OP_BOR: EACH(T, a | b) break;                                   \
+        case OP_BXOR: EACH(T, a ^ b) break;                                  \
+        case OP_LAND: EACH(T, a && b) break;                                 \
+        case OP_LOR: EACH(T, a || b) break;                                  \
+        case OP_LXOR: EACH(T, !a != !b) break;                               \
+        case OP_REPLACE: EACH(T, a) break;                                   \
+        }                                                                    \
+    }
+
+/* numpy's maximum and minimum: a NaN in either operand wins, a tie gives b. */
+#define FLOAT_KERNEL(T)                                                      \
+    static void                                                              \
+    combine_##T(int op, const char *restrict incoming, char *restrict target,\
+                Py_ssize_t count)                                            \
+    {                                                                        \
+        Py_ssize_t i, j;                                                     \
+        switch (op) {                                                        \
+        case OP_SUM: EACH(T, a + b) break;                                   \
+        case OP_PROD: EACH(T, a * b) break;                                  \
+        case OP_MAX: EACH(T, isnan(a) || a > b ? a : b) break;               \
+        case OP_MIN: EACH(T, isnan(a) || a < b ? a : b) break;               \
+        case OP_REPLACE: EACH(T, a) break;                                   \
+        }                                                                    \
+    }
+
+INT_KERNEL(int32_t, uint32_t)
+INT_KERNEL(int64_t, uint64_t)
+INT_KERNEL(uint32_t, uint32_t)
+INT_KERNEL(uint64_t, uint64_t)
+FLOAT_KERNEL(float)
+FLOAT_KERNEL(double)
+
+/* The one dispatcher over element type x op: the old target bytes go to
+ * result first (when not NULL), then the target is combined (NO_OP: left). */
+static void
+combine_all(int etype, int op, const char *incoming, char *target, char *result,
+            Py_ssize_t nbytes)
+{
+    if (result != NULL)
+        memcpy(result, target, (size_t)nbytes);
+    if (op == OP_NO_OP)
+        return;
+    switch (etype) {
+    case E_I32: combine_int32_t(op, incoming, target, nbytes / 4); break;
+    case E_I64: combine_int64_t(op, incoming, target, nbytes / 8); break;
+    case E_U32: combine_uint32_t(op, incoming, target, nbytes / 4); break;
+    case E_U64: combine_uint64_t(op, incoming, target, nbytes / 8); break;
+    case E_F32: combine_float(op, incoming, target, nbytes / (Py_ssize_t)sizeof(float)); break;
+    case E_F64: combine_double(op, incoming, target, nbytes / (Py_ssize_t)sizeof(double)); break;
+    }
+}
+
+/* The op's index when it is one of the registered predefined ops and is
+ * defined on the element type for this kind of call (R44, R52, op.py's
+ * table); -1 otherwise. */
+static int
+op_code(PyObject *op, int etype, int fetches)
+{
+    int i;
+    for (i = 0; i < N_OPS; i++)
+        if (g_ops[i] == op)
+            break;
+    if (i == N_OPS || (i == OP_NO_OP && !fetches))
+        return -1;
+    if (IS_INT(etype))
+        return i;
+    if (IS_FLOAT(etype) && (i <= OP_MIN || i >= OP_REPLACE))
+        return i;
+    return -1;
+}
+
+/* --- the accumulate lock (rma.AccumulateLock) --- */
+
+/* Spins of a contended acquire before missing: long enough for a holder in
+ * C (well under a microsecond), short enough not to wait on a holder in
+ * Python, which the Python path waits for with the job's abort checks. */
+#define ACC_LOCK_SPIN 256
+
+static int
+acc_lock(int32_t *cell)
+{
+    int i;
+    for (i = 0; i < ACC_LOCK_SPIN; i++) {
+        int32_t expected = 0;
+        if (__atomic_load_n(cell, SC) == 0 &&
+                __atomic_compare_exchange_n(cell, &expected, 1, 0, SC, SC))
+            return 0;
+        cpu_relax();
+    }
+    return -1;
+}
+
+static void
+acc_unlock(int32_t *cell)
+{
+    __atomic_store_n(cell, 0, SC);
+    wake_if_sleepers(cell);
+}
+
+/* --- the calls --- */
+
+#define MISS Py_RETURN_FALSE
+#define DONE Py_RETURN_TRUE
+
+/* Put (get = 0) or Get: (table, origin, rank, target). */
+static PyObject *
+transfer(PyObject *const *args, int get)
+{
+    WinTable *t;
+    FastTarget *slot;
+    Operand origin;
+    long long disp;
+    char *there;
+    int reached = reach(args[0], args[2], &t, &slot);
+    if (reached != REACH_TARGET) {
+        if (reached == REACH_NULL) DONE;
+        MISS;
+    }
+    if (get_disp(args[3], 1, &disp) < 0 || operand_get(args[1], get, &origin) < 0)
+        MISS;
+    there = window_bytes(slot, disp, origin.view.len);
+    if (there == NULL) {
+        operand_release(&origin);
+        MISS;
+    }
+    if (get)
+        memmove(origin.view.buf, there, (size_t)origin.view.len);
+    else
+        memmove(there, origin.view.buf, (size_t)origin.view.len);
+    issued(t);
+    operand_release(&origin);
+    DONE;
+}
+
+static PyObject *
+n_rma_put(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs("rma_put", nargs, 4) < 0) return NULL;
+    return transfer(args, 0);
+}
+
+static PyObject *
+n_rma_get(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs("rma_get", nargs, 4) < 0) return NULL;
+    return transfer(args, 1);
+}
+
+/* The three accumulating calls that share combine(). */
+enum { CALL_ACCUMULATE, CALL_GET_ACCUMULATE, CALL_FETCH_AND_OP };
+
+/* May origin be combined into the window bytes at `there` (result: NULL for
+ * Accumulate) on the fast path?  Buffers overlapping the target, or each
+ * other when the op moves data (R48), are left to the Python path. */
+static int
+combinable(int call, int op, const Operand *origin, const Operand *result,
+           const char *there)
+{
+    Py_ssize_t n = origin->view.len;
+    if (op < 0 || there == NULL || overlap(origin->view.buf, n, there, n))
+        return 0;
+    if (call == CALL_FETCH_AND_OP && origin->count != 1)
+        return 0;
+    if (result == NULL)
+        return 1;
+    return result->code == origin->code && result->view.len == n &&
+        !overlap(result->view.buf, n, there, n) &&
+        (op == OP_NO_OP || !overlap(origin->view.buf, n, result->view.buf, n));
+}
+
+/* Accumulate, Get_accumulate or Fetch_and_op: origin combined into the
+ * target under its accumulate lock, the old values to result (NULL for
+ * Accumulate).  Fetch_and_op takes one element and an int displacement. */
+static PyObject *
+combine(int call, PyObject *table, PyObject *origin_obj, PyObject *result_obj,
+        PyObject *rank_obj, PyObject *target_obj, PyObject *op_obj)
+{
+    WinTable *t;
+    FastTarget *slot;
+    Operand origin, result, *fetched = NULL;
+    long long disp;
+    char *there;
+    int op, ok, reached = reach(table, rank_obj, &t, &slot);
+    if (reached != REACH_TARGET) {
+        if (reached == REACH_NULL) DONE;
+        MISS;
+    }
+    if (get_disp(target_obj, call != CALL_FETCH_AND_OP, &disp) < 0 ||
+            operand_get(origin_obj, call == CALL_GET_ACCUMULATE, &origin) < 0)
+        MISS;
+    if (result_obj != NULL) {
+        if (operand_get(result_obj, 1, &result) < 0) {
+            operand_release(&origin);
+            MISS;
+        }
+        fetched = &result;
+    }
+    op = op_code(op_obj, origin.etype, fetched != NULL);
+    there = window_bytes(slot, disp, origin.view.len);
+    ok = combinable(call, op, &origin, fetched, there) && acc_lock(slot->acc_lock) == 0;
+    if (ok) {
+        combine_all(origin.etype, op, origin.view.buf, there,
+                    fetched != NULL ? fetched->view.buf : NULL, origin.view.len);
+        acc_unlock(slot->acc_lock);
+        issued(t);
+    }
+    if (fetched != NULL)
+        operand_release(fetched);
+    operand_release(&origin);
+    if (ok) DONE;
+    MISS;
+}
+
+static PyObject *
+n_rma_accumulate(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs("rma_accumulate", nargs, 5) < 0) return NULL;
+    return combine(CALL_ACCUMULATE, args[0], args[1], NULL, args[2], args[3], args[4]);
+}
+
+static PyObject *
+n_rma_get_accumulate(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs("rma_get_accumulate", nargs, 6) < 0) return NULL;
+    return combine(CALL_GET_ACCUMULATE, args[0], args[1], args[2], args[3], args[4],
+                   args[5]);
+}
+
+static PyObject *
+n_rma_fetch_and_op(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs("rma_fetch_and_op", nargs, 6) < 0) return NULL;
+    return combine(CALL_FETCH_AND_OP, args[0], args[1], args[2], args[3], args[4],
+                   args[5]);
+}
+
+/* Compare_and_swap on one integer: (table, origin, compare, result, rank, disp).
+ * In the Python path's order: result gets the old value, then the compare
+ * buffer is read, then the origin stored if they were equal. */
+static PyObject *
+n_rma_compare_and_swap(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    WinTable *t;
+    FastTarget *slot;
+    Operand ops[3];             /* origin, compare, result */
+    long long disp;
+    char *there, old[8];
+    int i, ok, reached;
+    if (check_nargs("rma_compare_and_swap", nargs, 6) < 0) return NULL;
+    reached = reach(args[0], args[4], &t, &slot);
+    if (reached != REACH_TARGET) {
+        if (reached == REACH_NULL) DONE;
+        MISS;
+    }
+    if (get_disp(args[5], 0, &disp) < 0)
+        MISS;
+    for (i = 0; i < 3; i++) {
+        if (operand_get(args[1 + i], i == 2, &ops[i]) < 0) {
+            while (i-- > 0)
+                operand_release(&ops[i]);
+            MISS;
+        }
+    }
+    there = window_bytes(slot, disp, ops[0].view.len);
+    ok = there != NULL && IS_INT(ops[0].etype) && ops[0].count == 1 &&
+        ops[1].code == ops[0].code && ops[2].code == ops[0].code &&
+        ops[1].count == 1 && ops[2].count == 1 &&
+        !overlap(ops[2].view.buf, ops[2].view.len, there, ops[0].view.len) &&
+        acc_lock(slot->acc_lock) == 0;
+    if (ok) {
+        size_t n = (size_t)ops[0].view.len;
+        memcpy(old, there, n);
+        memcpy(ops[2].view.buf, old, n);
+        if (memcmp(old, ops[1].view.buf, n) == 0)
+            memmove(there, ops[0].view.buf, n);
+        acc_unlock(slot->acc_lock);
+        issued(t);
+    }
+    for (i = 0; i < 3; i++)
+        operand_release(&ops[i]);
+    if (ok) DONE;
+    MISS;
+}
+
+/* Flush, Flush_local (a rank) and Flush_all, Flush_local_all, Sync (None):
+ * a memory fence, when a passive-target epoch covers the rank (R106). */
+static PyObject *
+n_rma_flush(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    WinTable *t;
+    long rank;
+    if (check_nargs("rma_flush", nargs, 2) < 0) return NULL;
+    t = (WinTable *)args[0];
+    if (!g_fast_enabled || Py_TYPE(args[0]) != &WinTableType || !t->open)
+        MISS;
+    if (args[1] == Py_None) {
+        if (!(t->lock_all || t->nlocked))
+            MISS;
+    }
+    else {
+        if (!PyLong_CheckExact(args[1]))
+            MISS;
+        rank = PyLong_AsLong(args[1]);
+        if (rank == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            MISS;
+        }
+        if (rank != g_proc_null &&
+                (rank < 0 || rank >= t->n || !(t->lock_all || t->targets[rank].locked)))
+            MISS;
+    }
+    __atomic_thread_fence(SC);
+    DONE;
+}
+
+/* rma_setup(proc_null, ops): PROC_NULL's value and the Op objects named by RMA_OPS. */
+static PyObject *
+n_rma_setup(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    int i;
+    if (check_nargs("rma_setup", nargs, 2) < 0) return NULL;
+    g_proc_null = PyLong_AsLong(args[0]);
+    if (g_proc_null == -1 && PyErr_Occurred()) return NULL;
+    if (!PyTuple_Check(args[1]) || PyTuple_GET_SIZE(args[1]) != N_OPS) {
+        PyErr_Format(PyExc_ValueError, "rma_setup(): expecting a tuple of %d ops", N_OPS);
+        return NULL;
+    }
+    for (i = 0; i < N_OPS; i++) {
+        PyObject *op = PyTuple_GET_ITEM(args[1], i);
+        Py_INCREF(op);
+        Py_XSETREF(g_ops[i], op);
+    }
+    Py_RETURN_NONE;
+}
+
+/* rma_enable(flag) -> previous flag: with False every rma_* call misses. */
+static PyObject *
+n_rma_enable(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    int previous = g_fast_enabled, flag;
+    if (check_nargs("rma_enable", nargs, 1) < 0) return NULL;
+    if ((flag = PyObject_IsTrue(args[0])) < 0) return NULL;
+    g_fast_enabled = flag;
+    return PyBool_FromLong(previous);
+}
+
+static PyObject *
+op_name_tuple(void)
+{
+    PyObject *names = PyTuple_New(N_OPS);
+    int i;
+    if (names == NULL)
+        return NULL;
+    for (i = 0; i < N_OPS; i++) {
+        PyObject *name = PyUnicode_FromString(op_names[i]);
+        if (name == NULL) {
+            Py_DECREF(names);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(names, i, name);
+    }
+    return names;
+}
+
+/* ------------------------------------------------------------------ */
 /* module                                                               */
 /* ------------------------------------------------------------------ */
 
@@ -648,6 +1395,18 @@ static PyMethodDef native_methods[] = {
     FC(get_wait_params, "get_wait_params() -> (spin, yields) used by cell_wait."),
     FC(set_wait_params, "set_wait_params(spin, yields): set cell_wait's spin iterations "
                         "and sched_yield count."),
+    FC(rma_put, "rma_put(table, origin, rank, target) -> bool: Put done, or False "
+                "(nothing touched: take the Python path)."),
+    FC(rma_get, "rma_get(table, origin, rank, target) -> bool: Get done, or False."),
+    FC(rma_accumulate, "rma_accumulate(table, origin, rank, target, op) -> bool."),
+    FC(rma_get_accumulate, "rma_get_accumulate(table, origin, result, rank, target, op) "
+                           "-> bool."),
+    FC(rma_fetch_and_op, "rma_fetch_and_op(table, origin, result, rank, disp, op) -> bool."),
+    FC(rma_compare_and_swap, "rma_compare_and_swap(table, origin, compare, result, rank, "
+                             "disp) -> bool."),
+    FC(rma_flush, "rma_flush(table, rank or None) -> bool: memory fence done, or False."),
+    FC(rma_setup, "rma_setup(proc_null, ops): PROC_NULL and the Op objects named by RMA_OPS."),
+    FC(rma_enable, "rma_enable(flag) -> previous: False makes every rma_* call miss."),
     {NULL, NULL, 0, NULL}
 };
 
@@ -655,7 +1414,7 @@ static struct PyModuleDef native_module = {
     PyModuleDef_HEAD_INIT,
     "shmrma._native",
     "Native atomic layer of shmrma: seq_cst atomics on raw addresses, "
-    "futex wait cells, memcpy.",
+    "futex wait cells, memcpy; the RMA fast path (see shmrma/fastpath.py).",
     -1,
     native_methods,
     NULL, NULL, NULL, NULL
@@ -667,9 +1426,21 @@ PyInit__native(void)
     PyObject *mod;
     g_spin = env_count("SHMRMA_SPIN", DEFAULT_SPIN);
     g_yields = env_count("SHMRMA_YIELDS", DEFAULT_YIELDS);
+    if (PyType_Ready(&WinTableType) < 0)
+        return NULL;
     mod = PyModule_Create(&native_module);
     if (mod == NULL)
         return NULL;
+    Py_INCREF(&WinTableType);
+    if (PyModule_AddObject(mod, "WinTable", (PyObject *)&WinTableType) < 0) {
+        Py_DECREF(&WinTableType);
+        Py_DECREF(mod);
+        return NULL;
+    }
+    if (PyModule_AddObject(mod, "RMA_OPS", op_name_tuple()) < 0) {
+        Py_DECREF(mod);
+        return NULL;
+    }
     if (PyModule_AddIntConstant(mod, "DEFAULT_SPIN", DEFAULT_SPIN) < 0 ||
         PyModule_AddIntConstant(mod, "DEFAULT_YIELDS", DEFAULT_YIELDS) < 0 ||
         PyModule_AddIntConstant(mod, "MEMCPY_NOGIL_MIN", MEMCPY_NOGIL_MIN) < 0) {

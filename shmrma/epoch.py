@@ -2,23 +2,47 @@
 (MPI-3.1 §11.5, checklist R65, R66, R72, R78, R79, R94, R106, A34).
 
 A misuse raises ERR_RMA_SYNC before anything changes. The checks sit on the
-hot path of every communication call, so the common case is one test.
+hot path of every communication call, so the common case is one test. The
+flags live in the window's fast path table (fastpath.py), which the C fast
+path checks calls against and marks as it issues them: every change of an
+epoch goes through this class, so the two never disagree.
 """
-from . import constants, errors
+from . import constants, errors, fastpath
 
 
 def sync_error(message):
     errors.fail(errors.ERR_RMA_SYNC, message)
 
 
+def _table_flag(name, doc):
+    """A flag kept in the fast path's table, which checks calls against it too."""
+    def get(self):
+        return bool(getattr(self.table, name))
+
+    def put(self, value):
+        setattr(self.table, name, 1 if value else 0)
+    return property(get, put, doc=doc)
+
+
 class Epoch:
+    fence_open = _table_flag("fence_open", "after a Fence without NOSUCCEED (A34)")
+    rma_since_fence = _table_flag("rma_since_fence", "RMA issued since the last Fence")
+    lock_all = _table_flag("lock_all", "a Lock_all epoch is open")
+
     def __init__(self, window):
         self.window = window
-        self.fence_open = False      # after a Fence without NOSUCCEED (A34)
-        self.rma_since_fence = False
+        self.table = fastpath.Table(len(window.sizes))
         self.locks = {}              # target rank -> lock type, or None under NOCHECK
-        self.lock_all = False
         self.lock_all_nocheck = False
+
+    def opened_lock(self, rank, held):
+        self.locks[rank] = held
+        self.table.set_locked(rank, True)
+
+    def closed_lock(self, rank):
+        """The lock type the closed Lock epoch held (None under NOCHECK)."""
+        self.table.set_locked(rank, False)
+        return self.locks.pop(rank)
 
     # --- communication calls ---
     def check_access(self, rank, call):

@@ -9,7 +9,7 @@ storing, so a release never wipes a concurrent arrival (lessons 15). The
 target takes no part (R122). RMA completes when its call returns, so a flush
 is a memory fence.
 """
-from . import atomic, constants, errors, job
+from . import atomic, constants, errors, fastpath, job
 from .assertions import MODE_NOCHECK, checked
 
 LOCK_EXCLUSIVE = 234
@@ -55,8 +55,14 @@ def _lock_type(lock_type):
     return lock_type
 
 
+_fast_flush = fastpath.flush
+
+
 class PassiveTarget:
-    """Mixin of Win."""
+    """Mixin of Win. The flushes try the fast path first (fastpath.py), which is
+    the memory fence plus the R106 check."""
+
+    _fast = None    # the window's fastpath table (rma.Communication binds it too)
 
     def Lock(self, rank, lock_type=LOCK_EXCLUSIVE, assertion=0):
         state = self._s
@@ -69,7 +75,7 @@ class PassiveTarget:
         held = None if assertion & MODE_NOCHECK else lock_type
         if held is not None:
             WindowLock(state, rank).acquire(held)
-        state.epoch.locks[rank] = held
+        state.epoch.opened_lock(rank, held)
 
     def Unlock(self, rank):
         state = self._s
@@ -78,7 +84,7 @@ class PassiveTarget:
             return
         state.epoch.before_unlock(rank)
         atomic.fence()
-        held = state.epoch.locks.pop(rank)
+        held = state.epoch.closed_lock(rank)
         if held is not None:
             WindowLock(state, rank).release(held)
 
@@ -102,22 +108,29 @@ class PassiveTarget:
         state.epoch.lock_all = False
 
     def Flush(self, rank):
-        self._flush(rank, "Flush")
+        if not _fast_flush(self._fast, rank):
+            self._flush(rank, "Flush")
 
     def Flush_local(self, rank):
-        self._flush(rank, "Flush_local")
+        if not _fast_flush(self._fast, rank):
+            self._flush(rank, "Flush_local")
 
     def Flush_all(self):
-        self._flush(None, "Flush_all")
+        if not _fast_flush(self._fast, None):
+            self._flush(None, "Flush_all")
 
     def Flush_local_all(self):
-        self._flush(None, "Flush_local_all")
+        if not _fast_flush(self._fast, None):
+            self._flush(None, "Flush_local_all")
 
     def Sync(self):
-        self._flush(None, "Sync")
+        if not _fast_flush(self._fast, None):
+            self._flush(None, "Sync")
 
     def _flush(self, rank, call):
         state = self._s
+        if self._fast is None:
+            self._fast = fastpath.bind(state)
         if rank is not None:
             rank = state.check_rank(rank, "%s rank" % call)
         state.epoch.check_flush(rank, call)

@@ -6,10 +6,14 @@ so each call is complete when it returns. Accumulate-class calls on a target
 all take that target's accumulate lock, one mechanism for every op and size,
 which makes them element-wise atomic with respect to each other (R135, R136)
 and applies them in program order (R141).
+
+Each call first offers itself to the fast path (fastpath.py: the common case in
+C, under the same accumulate lock); when that declines, having touched nothing,
+the Python path below performs the call or raises its error.
 """
 import operator
 
-from . import atomic, buffers, constants, errors, job
+from . import atomic, buffers, constants, errors, fastpath, job
 from . import datatype as datatypes
 from . import derived
 from . import op as ops
@@ -240,14 +244,27 @@ class RmaRequest(Request):
         errors.fail(errors.ERR_REQUEST, "an RMA request cannot be cancelled (R56)")
 
 
+_fast_put, _fast_get = fastpath.put, fastpath.get
+_fast_accumulate, _fast_get_accumulate = fastpath.accumulate, fastpath.get_accumulate
+_fast_fetch_and_op, _fast_compare_and_swap = fastpath.fetch_and_op, fastpath.compare_and_swap
+
+
 class Communication:
-    """Mixin of Win: the communication calls."""
+    """Mixin of Win: the communication calls.
+
+    Each call first tries the fast path (fastpath.py) with the window's table
+    ``_fast``; when that declines, the Python path below does the call or raises.
+    """
+
+    _fast = None    # the window's fastpath table, bound by the first Python-path call
 
     def _access(self, call, target_rank):
         """(window state, target rank as an int) when ``call`` may reach the target;
         (None, None) for PROC_NULL, which makes any call a no-op whatever its buffers
         (R38, lessons 26) but still needs an open epoch (A38)."""
         state = self._s
+        if self._fast is None:
+            self._fast = fastpath.bind(state)
         if target_rank == constants.PROC_NULL:
             state.epoch.check_some_epoch(call)
             return None, None
@@ -256,6 +273,8 @@ class Communication:
         return state, target_rank
 
     def Put(self, origin, target_rank, target=None):
+        if _fast_put(self._fast, origin, target_rank, target):
+            return
         state, target_rank = self._access("Put", target_rank)
         if state is None:
             return
@@ -264,6 +283,8 @@ class Communication:
                               transfer.packed_origin())
 
     def Get(self, origin, target_rank, target=None):
+        if _fast_get(self._fast, origin, target_rank, target):
+            return
         state, target_rank = self._access("Get", target_rank)
         if state is None:
             return
@@ -272,6 +293,8 @@ class Communication:
         transfer.origin.unpack(packed, transfer.data, transfer.first)
 
     def Accumulate(self, origin, target_rank, target=None, op=ops.SUM):
+        if _fast_accumulate(self._fast, origin, target_rank, target, op):
+            return
         state, target_rank = self._access("Accumulate", target_rank)
         if state is None:
             return
@@ -287,6 +310,8 @@ class Communication:
             transfer.target.store(memory, transfer.offset, existing)
 
     def Get_accumulate(self, origin, result, target_rank, target=None, op=ops.SUM):
+        if _fast_get_accumulate(self._fast, origin, result, target_rank, target, op):
+            return
         state, target_rank = self._access("Get_accumulate", target_rank)
         if state is None:
             return
@@ -325,6 +350,8 @@ class Communication:
                 transfer.target.store(memory, transfer.offset, existing)
 
     def Fetch_and_op(self, origin, result, target_rank, target_disp=0, op=ops.SUM):
+        if _fast_fetch_and_op(self._fast, origin, result, target_rank, target_disp, op):
+            return
         state, target_rank = self._access("Fetch_and_op", target_rank)
         if state is None:
             return
@@ -340,6 +367,9 @@ class Communication:
                              (target_disp, 1, incoming.datatype), op, "Fetch_and_op", False)
 
     def Compare_and_swap(self, origin, compare, result, target_rank, target_disp=0):
+        if _fast_compare_and_swap(self._fast, origin, compare, result, target_rank,
+                                  target_disp):
+            return
         state, target_rank = self._access("Compare_and_swap", target_rank)
         if state is None:
             return

@@ -400,6 +400,7 @@ class WindowState:
 
     def release(self):
         """Drop every mapping; memory still viewed by the program stays until its views go."""
+        self.epoch.table.close()    # the RMA fast path must not reach the memory any more
         for target in self.targets:
             target.release()
         self.targets = []

@@ -1,0 +1,107 @@
+"""The fast path of the communication calls and flushes, in the C extension
+(ARCHITECTURE.md "Performance rules"; shmrma/_native.c "RMA fast path").
+
+Each window's Epoch owns a table (``Table(nranks)``): per target rank the
+mapped window memory, its size and disp_unit and the accumulate lock cell,
+filled by ``bind`` on the first call; plus the epoch flags Epoch keeps in it
+(fence_open, rma_since_fence, lock_all, which ranks a Lock covers).
+``Win.Free`` closes it.
+
+The Python methods in rma.py and passive.py call these functions first::
+
+    put(table, origin, rank, target)                  Put
+    get(table, origin, rank, target)                  Get
+    accumulate(table, origin, rank, target, op)       Accumulate
+    get_accumulate(table, origin, result, rank, target, op)
+    fetch_and_op(table, origin, result, rank, disp, op)
+    compare_and_swap(table, origin, compare, result, rank, disp)
+    flush(table, rank)                                Flush*, Sync (rank None: all)
+
+Each returns True when it performed the call (with every check of the Python
+path passed: rank, epoch, range) and False when it did not touch anything;
+the Python path then runs and raises whatever error the call deserves. The
+fast path takes only the common case: origin, result and compare buffers that
+are C-contiguous with a plain native format (numpy arrays, bytes, bytearray),
+a target that is None or an int displacement, window memory mapped here, and
+for the accumulating calls int32/int64/uint32/uint64/float32/float64 with
+the predefined ops of ``RMA_OPS``, under the target's accumulate lock
+(rma.AccumulateLock), so fast and Python calls stay atomic with each other
+(lessons 20). A lock still held after a short spin makes the call decline: the
+Python path then waits for it with the job's abort checks.
+
+Without the C extension (SHMRMA_NATIVE=0), ``Table`` only holds the epoch
+flags and every function returns False. ``enable(False)`` makes every call
+miss, so tests can compare both paths.
+"""
+from . import atomic, constants
+from . import op as ops
+
+
+class _PythonTable:
+    """The epoch flags, for the fallback backend, where nothing takes the fast path."""
+
+    __slots__ = ("fence_open", "rma_since_fence", "lock_all", "nlocked", "open")
+
+    def __init__(self, nranks):
+        self.fence_open = self.rma_since_fence = self.lock_all = self.nlocked = 0
+        self.open = 1
+
+    def set_target(self, rank, base, size, disp_unit, acc_lock):
+        pass
+
+    def set_locked(self, rank, flag):
+        pass
+
+    def close(self):
+        self.open = 0
+
+
+def _miss(*args):
+    return False
+
+
+def _native_functions():
+    """The C extension's fast path, or None on the fallback backend."""
+    if atomic.BACKEND != "c":
+        return None
+    from . import _native
+    if not hasattr(_native, "rma_setup"):
+        return None     # an extension built before the fast path: rebuild it to get one
+    _native.rma_setup(constants.PROC_NULL,
+                      tuple(ops.PREDEFINED[name] for name in _native.RMA_OPS))
+    return _native
+
+
+_impl = _native_functions()
+AVAILABLE = _impl is not None       # False on the fallback backend: every call misses
+if _impl is not None:
+    Table = _impl.WinTable
+    put, get, accumulate = _impl.rma_put, _impl.rma_get, _impl.rma_accumulate
+    get_accumulate, fetch_and_op = _impl.rma_get_accumulate, _impl.rma_fetch_and_op
+    compare_and_swap, flush = _impl.rma_compare_and_swap, _impl.rma_flush
+else:
+    Table = _PythonTable
+    put = get = accumulate = get_accumulate = fetch_and_op = compare_and_swap = _miss
+    flush = _miss
+
+
+def enable(flag):
+    """Turn the fast path on or off (for tests); returns the previous setting."""
+    if _impl is None:
+        return False
+    return _impl.rma_enable(bool(flag))
+
+
+def bind(state):
+    """The window's table, with every target whose memory is mapped here filled in."""
+    from .window import OFF_ACCUMULATE_LOCK
+    from .winmemory import MappedMemory
+    table = state.epoch.table
+    if state.dynamic or not table.open:
+        return table
+    for rank, target in enumerate(state.targets):
+        size = state.sizes[rank]
+        if type(target) is MappedMemory and size and target.view.nbytes == size:
+            table.set_target(rank, target.address, size, state.units[rank],
+                             state.control_of(rank) + OFF_ACCUMULATE_LOCK)
+    return table
