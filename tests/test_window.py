@@ -36,8 +36,11 @@ def open_fds():
 
 
 def map_lines():
+    """Lines of /proc/self/maps, less the brk heap: in a forked rank, malloc's heap
+    growing past what the parent left free adds a [heap] line (the new part cannot
+    merge with the inherited one), whatever the windows do."""
     with open("/proc/self/maps") as maps:
-        return sum(1 for _ in maps)
+        return sum(1 for line in maps if not line.rstrip().endswith("[heap]"))
 
 
 def job_segment_names():
