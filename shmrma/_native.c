@@ -145,124 +145,78 @@ get_u64(PyObject *obj, uint64_t *out)
 }
 
 #define I32(u) ((int32_t)(uint32_t)(u))
-#define I64(u) ((int64_t)(u))
 
 /* ------------------------------------------------------------------ */
 /* plain atomics                                                        */
 /* ------------------------------------------------------------------ */
 
-static PyObject *
-n_load32(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
-{
-    int32_t *p;
-    if (check_nargs("load32", nargs, 1) < 0) return NULL;
-    if (!(p = get_addr(args[0], 4, "load32"))) return NULL;
-    return PyLong_FromLong(__atomic_load_n(p, SC));
+/* Each word operation is defined once and instantiated for 4- and 8-byte
+ * words.  Values are taken modulo 2**BITS and returned signed; additions are
+ * done on the unsigned type so wrapping is explicit. */
+#define WORD_OPERATIONS(BITS, UTYPE, STYPE, TO_PY)                              \
+static PyObject *                                                               \
+n_load##BITS(PyObject *m, PyObject *const *args, Py_ssize_t nargs)             \
+{                                                                               \
+    UTYPE *p;                                                                   \
+    if (check_nargs("load" #BITS, nargs, 1) < 0) return NULL;                  \
+    if (!(p = get_addr(args[0], sizeof(UTYPE), "load" #BITS))) return NULL;    \
+    return TO_PY((STYPE)__atomic_load_n(p, SC));                               \
+}                                                                               \
+                                                                                \
+static UTYPE *                                                                  \
+word_and_value##BITS(PyObject *const *args, Py_ssize_t nargs, const char *name, \
+                     UTYPE *value)                                              \
+{                                                                               \
+    UTYPE *p;                                                                   \
+    uint64_t v;                                                                 \
+    if (check_nargs(name, nargs, 2) < 0) return NULL;                          \
+    if (!(p = get_addr(args[0], sizeof(UTYPE), name))) return NULL;            \
+    if (get_u64(args[1], &v) < 0) return NULL;                                 \
+    *value = (UTYPE)v;                                                          \
+    return p;                                                                   \
+}                                                                               \
+                                                                                \
+static PyObject *                                                               \
+n_store##BITS(PyObject *m, PyObject *const *args, Py_ssize_t nargs)            \
+{                                                                               \
+    UTYPE v, *p = word_and_value##BITS(args, nargs, "store" #BITS, &v);        \
+    if (!p) return NULL;                                                        \
+    __atomic_store_n(p, v, SC);                                                 \
+    Py_RETURN_NONE;                                                             \
+}                                                                               \
+                                                                                \
+static PyObject *                                                               \
+n_fetch_add##BITS(PyObject *m, PyObject *const *args, Py_ssize_t nargs)        \
+{                                                                               \
+    UTYPE v, *p = word_and_value##BITS(args, nargs, "fetch_add" #BITS, &v);    \
+    if (!p) return NULL;                                                        \
+    return TO_PY((STYPE)__atomic_fetch_add(p, v, SC));                         \
+}                                                                               \
+                                                                                \
+static PyObject *                                                               \
+n_exchange##BITS(PyObject *m, PyObject *const *args, Py_ssize_t nargs)         \
+{                                                                               \
+    UTYPE v, *p = word_and_value##BITS(args, nargs, "exchange" #BITS, &v);     \
+    if (!p) return NULL;                                                        \
+    return TO_PY((STYPE)__atomic_exchange_n(p, v, SC));                        \
+}                                                                               \
+                                                                                \
+static PyObject *                                                               \
+n_cas##BITS(PyObject *m, PyObject *const *args, Py_ssize_t nargs)              \
+{                                                                               \
+    UTYPE *p, expected;                                                         \
+    uint64_t e, d;                                                              \
+    if (check_nargs("cas" #BITS, nargs, 3) < 0) return NULL;                   \
+    if (!(p = get_addr(args[0], sizeof(UTYPE), "cas" #BITS))) return NULL;     \
+    if (get_u64(args[1], &e) < 0 || get_u64(args[2], &d) < 0) return NULL;     \
+    expected = (UTYPE)e;                                                        \
+    /* on failure `expected` receives the current value; on success the old */ \
+    __atomic_compare_exchange_n(p, &expected, (UTYPE)d, 0, SC, SC);            \
+    return TO_PY((STYPE)expected);                                              \
 }
 
-static PyObject *
-n_load64(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
-{
-    int64_t *p;
-    if (check_nargs("load64", nargs, 1) < 0) return NULL;
-    if (!(p = get_addr(args[0], 8, "load64"))) return NULL;
-    return PyLong_FromLongLong(__atomic_load_n(p, SC));
-}
-
-static PyObject *
-n_store32(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
-{
-    int32_t *p;
-    uint64_t v;
-    if (check_nargs("store32", nargs, 2) < 0) return NULL;
-    if (!(p = get_addr(args[0], 4, "store32"))) return NULL;
-    if (get_u64(args[1], &v) < 0) return NULL;
-    __atomic_store_n(p, I32(v), SC);
-    Py_RETURN_NONE;
-}
-
-static PyObject *
-n_store64(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
-{
-    int64_t *p;
-    uint64_t v;
-    if (check_nargs("store64", nargs, 2) < 0) return NULL;
-    if (!(p = get_addr(args[0], 8, "store64"))) return NULL;
-    if (get_u64(args[1], &v) < 0) return NULL;
-    __atomic_store_n(p, I64(v), SC);
-    Py_RETURN_NONE;
-}
-
-/* Signed overflow in fetch_add is well defined for the __atomic builtins
- * (two's complement wrap), but add on uint32_t/uint64_t to be explicit. */
-static PyObject *
-n_fetch_add32(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
-{
-    uint32_t *p;
-    uint64_t v;
-    if (check_nargs("fetch_add32", nargs, 2) < 0) return NULL;
-    if (!(p = get_addr(args[0], 4, "fetch_add32"))) return NULL;
-    if (get_u64(args[1], &v) < 0) return NULL;
-    return PyLong_FromLong(I32(__atomic_fetch_add(p, (uint32_t)v, SC)));
-}
-
-static PyObject *
-n_fetch_add64(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
-{
-    uint64_t *p;
-    uint64_t v;
-    if (check_nargs("fetch_add64", nargs, 2) < 0) return NULL;
-    if (!(p = get_addr(args[0], 8, "fetch_add64"))) return NULL;
-    if (get_u64(args[1], &v) < 0) return NULL;
-    return PyLong_FromLongLong(I64(__atomic_fetch_add(p, v, SC)));
-}
-
-static PyObject *
-n_exchange32(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
-{
-    uint32_t *p;
-    uint64_t v;
-    if (check_nargs("exchange32", nargs, 2) < 0) return NULL;
-    if (!(p = get_addr(args[0], 4, "exchange32"))) return NULL;
-    if (get_u64(args[1], &v) < 0) return NULL;
-    return PyLong_FromLong(I32(__atomic_exchange_n(p, (uint32_t)v, SC)));
-}
-
-static PyObject *
-n_exchange64(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
-{
-    uint64_t *p;
-    uint64_t v;
-    if (check_nargs("exchange64", nargs, 2) < 0) return NULL;
-    if (!(p = get_addr(args[0], 8, "exchange64"))) return NULL;
-    if (get_u64(args[1], &v) < 0) return NULL;
-    return PyLong_FromLongLong(I64(__atomic_exchange_n(p, v, SC)));
-}
-
-static PyObject *
-n_cas32(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
-{
-    uint32_t *p, exp32;
-    uint64_t e, d;
-    if (check_nargs("cas32", nargs, 3) < 0) return NULL;
-    if (!(p = get_addr(args[0], 4, "cas32"))) return NULL;
-    if (get_u64(args[1], &e) < 0 || get_u64(args[2], &d) < 0) return NULL;
-    exp32 = (uint32_t)e;
-    /* on failure exp32 receives the current value; on success it is the old */
-    __atomic_compare_exchange_n(p, &exp32, (uint32_t)d, 0, SC, SC);
-    return PyLong_FromLong(I32(exp32));
-}
-
-static PyObject *
-n_cas64(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
-{
-    uint64_t *p, e, d;
-    if (check_nargs("cas64", nargs, 3) < 0) return NULL;
-    if (!(p = get_addr(args[0], 8, "cas64"))) return NULL;
-    if (get_u64(args[1], &e) < 0 || get_u64(args[2], &d) < 0) return NULL;
-    __atomic_compare_exchange_n(p, &e, d, 0, SC, SC);
-    return PyLong_FromLongLong(I64(e));
-}
+WORD_OPERATIONS(32, uint32_t, int32_t, PyLong_FromLong)
+WORD_OPERATIONS(64, uint64_t, int64_t, PyLong_FromLongLong)
 
 static PyObject *
 n_fence(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
