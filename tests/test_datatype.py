@@ -13,6 +13,7 @@ import pytest
 from shmrma import datatype as dt
 from shmrma import errors
 from shmrma.datatype import DATATYPE_NULL, Datatype
+from mpitest import raises_mpi
 
 # name: (Get_name, size, extent, tocode, typestr, typechar)
 BASIC = {
@@ -76,11 +77,6 @@ TYPECODES = {
     "U": "WCHAR", "U1": "WCHAR", "u": "UINT16_T", "1u": "UINT16_T", "w": "WCHAR",
     "1w": "WCHAR", "M": "INT64_T", "M8": "INT64_T", "m": "INT64_T", "m8": "INT64_T",
 }
-
-
-def raises_mpi(error_class):
-    """pytest.raises(MPI.Exception) that also checks the error class."""
-    return pytest.raises(errors.Exception, check=lambda exc: exc.Get_error_class() == error_class)
 
 
 # -- predefined types ------------------------------------------------------------------

@@ -14,11 +14,7 @@ import shmrma
 from shmrma import errors
 from shmrma.constants import IDENT, PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL
 from shmrma.group import GROUP_EMPTY, GROUP_NULL, Group, make_group
-
-
-def raises_mpi(error_class):
-    """pytest.raises(MPI.Exception) that also checks the error class."""
-    return pytest.raises(errors.Exception, check=lambda exc: exc.Get_error_class() == error_class)
+from mpitest import raises_mpi
 
 
 @pytest.fixture

@@ -12,11 +12,7 @@ import pytest
 from shmrma import errors
 from shmrma.constants import MAX_INFO_KEY, MAX_INFO_VAL
 from shmrma.info import INFO_ENV, INFO_NULL, Info, to_dict
-
-
-def raises_mpi(error_class):
-    """pytest.raises(MPI.Exception) that also checks the error class."""
-    return pytest.raises(errors.Exception, check=lambda exc: exc.Get_error_class() == error_class)
+from mpitest import raises_mpi
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from shmrma import datatype as dt
 from shmrma import errors
 from shmrma import op as ops
 from shmrma.op import ACCUMULATE, GET_ACCUMULATE, OP_NULL, REDUCTION, Op
+from mpitest import raises_mpi
 
 REDUCE_OPS = ["SUM", "PROD", "MAX", "MIN", "LAND", "BAND", "LOR", "BOR", "LXOR", "BXOR",
               "MAXLOC", "MINLOC"]
@@ -53,11 +54,6 @@ ALLOWED_IN_REDUCTIONS = {
     "SHORT_INT": {"MAXLOC", "MINLOC"},
     "LONG_DOUBLE_INT": {"MAXLOC", "MINLOC"},
 }
-
-
-def raises_mpi(error_class):
-    """pytest.raises(MPI.Exception) that also checks the error class."""
-    return pytest.raises(errors.Exception, check=lambda exc: exc.Get_error_class() == error_class)
 
 
 def user_op(commute=False):

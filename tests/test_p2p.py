@@ -14,26 +14,10 @@ import pytest
 
 import shmrma
 from shmrma import MPI, job, mailbox
+from mpitest import raises_mpi, nothing_left_behind
 
 KIB = 1024
 MIB = 1024 * KIB
-
-
-def raises_mpi(error_class, match=None):
-    """pytest.raises(MPI.Exception) that also checks the error class."""
-    return pytest.raises(MPI.Exception, match=match,
-                         check=lambda exc: exc.Get_error_class() == error_class)
-
-def nothing_left_behind(comm):
-    """No message waits unmatched and no receive is still posted on this rank; the
-    barriers keep the peers from sending anything new meanwhile."""
-    comm.Barrier()
-    box = mailbox.mailbox()
-    box.progress()
-    left = [message.tag for queue in box.unexpected for message in queue], len(box.posted)
-    comm.Barrier()
-    assert left == ([], 0), left
-
 
 
 def job_segments():

@@ -10,12 +10,7 @@ import pytest
 
 import shmrma
 from shmrma import MPI
-
-
-def raises_mpi(error_class, match=None):
-    """pytest.raises(MPI.Exception) that also checks the error class."""
-    return pytest.raises(MPI.Exception, match=match,
-                         check=lambda exc: exc.Get_error_class() == error_class)
+from mpitest import raises_mpi
 
 
 @pytest.mark.timeout(60)
