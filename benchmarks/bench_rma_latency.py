@@ -20,7 +20,6 @@ before/after comparisons: DIR goes first on PYTHONPATH). Progress goes to
 stderr; ``--json FILE`` writes every raw number plus the machine facts.
 """
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -144,13 +143,8 @@ def main():
     common.print_table(rows)
 
     if opts.json:
-        doc = {"facts": facts, "options": {"iterations": iterations, "reps": REPS,
-                                           "argv": cmds},
-               "results": summary, "table": rows}
-        os.makedirs(os.path.dirname(os.path.abspath(opts.json)), exist_ok=True)
-        with open(opts.json, "w") as f:
-            json.dump(doc, f, indent=2)
-        print("raw numbers: %s" % opts.json)
+        common.write_report(opts.json, facts, {"iterations": iterations, "reps": REPS,
+                                               "argv": cmds}, summary, rows)
     return 0
 
 

@@ -327,15 +327,19 @@ def main():
     print_table(rows)
 
     if opts.json:
-        doc = {"facts": facts, "options": {"quick": opts.quick, "startup_reps": reps,
-                                           "barrier_reps": BARRIER_REPS,
-                                           "target_loop_s": TARGET_LOOP_S},
-               "results": results, "table": rows}
-        os.makedirs(os.path.dirname(os.path.abspath(opts.json)), exist_ok=True)
-        with open(opts.json, "w") as f:
-            json.dump(doc, f, indent=2)
-        print("raw numbers: %s" % opts.json)
+        write_report(opts.json, facts, {"quick": opts.quick, "startup_reps": reps,
+                                        "barrier_reps": BARRIER_REPS,
+                                        "target_loop_s": TARGET_LOOP_S}, results, rows)
     return 0
+
+
+def write_report(path, facts, options, results, rows):
+    """The JSON of a benchmark run: machine facts, options, raw results, the table."""
+    doc = {"facts": facts, "options": options, "results": results, "table": rows}
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=2)
+    print("raw numbers: %s" % path)
 
 
 if __name__ == "__main__":
