@@ -623,9 +623,9 @@ static const char *const op_names[N_OPS] = {
 static PyObject *g_ops[N_OPS];
 
 /* Element types.  E_RAW is any other known format: copied, never combined. */
-enum { E_RAW, E_I32, E_I64, E_U32, E_U64, E_F32, E_F64 };
+enum { E_RAW, E_I8, E_U8, E_I16, E_U16, E_I32, E_I64, E_U32, E_U64, E_F32, E_F64 };
 
-#define IS_INT(e) ((e) >= E_I32 && (e) <= E_U64)
+#define IS_INT(e) ((e) >= E_I8 && (e) <= E_U64)
 #define IS_FLOAT(e) ((e) == E_F32 || (e) == E_F64)
 
 /* --- the table object --- */
@@ -858,10 +858,13 @@ element_type(char code, Py_ssize_t size)
 {
     if (code == 'f') return E_F32;
     if (code == 'd') return E_F64;
-    if (code == 'i' || code == 'l' || code == 'q')
-        return size == 4 ? E_I32 : size == 8 ? E_I64 : E_RAW;
-    if (code == 'I' || code == 'L' || code == 'Q')
-        return size == 4 ? E_U32 : size == 8 ? E_U64 : E_RAW;
+    if (code == 'b' || code == 'h' || code == 'i' || code == 'l' || code == 'q')
+        return size == 1 ? E_I8 : size == 2 ? E_I16 : size == 4 ? E_I32 :
+            size == 8 ? E_I64 : E_RAW;
+    /* 'B' here is UNSIGNED_CHAR: a bare "B" (MPI BYTE, code 0) stays E_RAW */
+    if (code == 'B' || code == 'H' || code == 'I' || code == 'L' || code == 'Q')
+        return size == 1 ? E_U8 : size == 2 ? E_U16 : size == 4 ? E_U32 :
+            size == 8 ? E_U64 : E_RAW;
     return E_RAW;
 }
 
@@ -976,6 +979,10 @@ overlap(const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb)
         }                                                                    \
     }
 
+INT_KERNEL(int8_t, uint8_t)
+INT_KERNEL(uint8_t, uint8_t)
+INT_KERNEL(int16_t, uint16_t)
+INT_KERNEL(uint16_t, uint16_t)
 INT_KERNEL(int32_t, uint32_t)
 INT_KERNEL(int64_t, uint64_t)
 INT_KERNEL(uint32_t, uint32_t)
@@ -994,6 +1001,10 @@ combine_all(int etype, int op, const char *incoming, char *target, char *result,
     if (op == OP_NO_OP)
         return;
     switch (etype) {
+    case E_I8: combine_int8_t(op, incoming, target, nbytes); break;
+    case E_U8: combine_uint8_t(op, incoming, target, nbytes); break;
+    case E_I16: combine_int16_t(op, incoming, target, nbytes / 2); break;
+    case E_U16: combine_uint16_t(op, incoming, target, nbytes / 2); break;
     case E_I32: combine_int32_t(op, incoming, target, nbytes / 4); break;
     case E_I64: combine_int64_t(op, incoming, target, nbytes / 8); break;
     case E_U32: combine_uint32_t(op, incoming, target, nbytes / 4); break;

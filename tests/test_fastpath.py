@@ -179,7 +179,8 @@ def win_view(win, rank):
     return memoryview(win.Shared_query(rank)[0]).cast("B")
 
 
-TYPES = ("i4", "i8", "u4", "u8", "f4", "f8")
+# "u1" exports format "B": MPI BYTE, which takes only the bitwise ops, on the Python path
+TYPES = ("i1", "u1", "i2", "u2", "i4", "i8", "u4", "u8", "f4", "f8")
 INT_OPS = ("SUM", "PROD", "MAX", "MIN", "BAND", "BOR", "BXOR", "LAND", "LOR", "LXOR",
            "REPLACE", "NO_OP")
 FLOAT_OPS = ("SUM", "PROD", "MAX", "MIN", "REPLACE", "NO_OP")
@@ -201,7 +202,7 @@ def values(dtype):
 
 
 def expected_fast(dtype, name, fetches):
-    if name in OTHER_OPS or (name == "NO_OP" and not fetches):
+    if dtype == "u1" or name in OTHER_OPS or (name == "NO_OP" and not fetches):
         return False
     return name in (FLOAT_OPS if dtype[0] == "f" else INT_OPS)
 
@@ -249,7 +250,7 @@ def accumulate_cases(win, target):
                 return (lambda: win.Compare_and_swap(incoming[:1].copy(), compare, result,
                                                      target, disp), [result, compare])
             cases.append(("compare_and_swap %s %s" % (dtype, "equal" if equal else "differ"),
-                          init, cas, dtype[0] != "f"))
+                          init, cas, dtype[0] != "f" and dtype != "u1"))
     return cases + argument_error_cases(win, target)
 
 
@@ -290,7 +291,9 @@ def argument_error_cases(win, target):
         ("accumulate bool LAND",
          call(lambda: win.Accumulate(np.ones(2, "?"), target, 1, MPI.LAND)), False),
         ("accumulate int16 SUM",
-         call(lambda: win.Accumulate(np.ones(2, "i2"), target, 1, MPI.SUM)), False),
+         call(lambda: win.Accumulate(np.ones(2, "i2"), target, 1, MPI.SUM)), True),
+        ("accumulate char REPLACE",
+         call(lambda: win.Accumulate(np.array([b"a", b"b"]), target, 1, MPI.REPLACE)), False),
         ("accumulate default op",
          call(lambda: win.Accumulate(np.ones(2, "i8"), target, 1)), True),
         ("accumulate copied op handle",
