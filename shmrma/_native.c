@@ -755,6 +755,36 @@ static PyTypeObject WinTableType = {
     .tp_new = table_new,
 };
 
+/* --- the buffer protocol of windows --- */
+
+/* A base class whose instances export the buffer of their tomemory(): Win
+ * derives from it, so memoryview(win) and numpy.frombuffer(win) work before
+ * Python 3.12's __buffer__.  The view holds the memory object, not the
+ * window. */
+static int
+exporter_getbuffer(PyObject *self, Py_buffer *view, int flags)
+{
+    int rc;
+    PyObject *memory = PyObject_CallMethod(self, "tomemory", NULL);
+    if (memory == NULL)
+        return -1;
+    rc = PyObject_GetBuffer(memory, view, flags);
+    Py_DECREF(memory);
+    return rc;
+}
+
+static PyBufferProcs exporter_as_buffer = {exporter_getbuffer, NULL};
+
+static PyTypeObject BufferExporterType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "shmrma._native.BufferExporter",
+    .tp_basicsize = sizeof(PyObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Base class exporting the buffer of self.tomemory().",
+    .tp_as_buffer = &exporter_as_buffer,
+    .tp_new = PyType_GenericNew,
+};
+
 /* --- argument checks: each says "usable" (0) or "miss" (-1, no error set) --- */
 
 #define REACH_MISS 0
@@ -1399,6 +1429,16 @@ PyInit__native(void)
     Py_INCREF(&WinTableType);
     if (PyModule_AddObject(mod, "WinTable", (PyObject *)&WinTableType) < 0) {
         Py_DECREF(&WinTableType);
+        Py_DECREF(mod);
+        return NULL;
+    }
+    if (PyType_Ready(&BufferExporterType) < 0) {
+        Py_DECREF(mod);
+        return NULL;
+    }
+    Py_INCREF(&BufferExporterType);
+    if (PyModule_AddObject(mod, "BufferExporter", (PyObject *)&BufferExporterType) < 0) {
+        Py_DECREF(&BufferExporterType);
         Py_DECREF(mod);
         return NULL;
     }

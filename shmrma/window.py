@@ -96,7 +96,19 @@ def _agree(comm, local):
     return [data for _, data in entries]
 
 
-class Win(Communication, ActiveTarget, PassiveTarget):
+def _buffer_exporter():
+    """The base class that gives Win the buffer protocol (memoryview(win))."""
+    try:
+        from ._native import BufferExporter
+        return BufferExporter
+    except ImportError:     # no C extension: Python 3.12's __buffer__ does it
+        class BufferExporter:
+            def __buffer__(self, flags):
+                return memoryview(self.tomemory())
+        return BufferExporter
+
+
+class Win(Communication, ActiveTarget, PassiveTarget, _buffer_exporter()):
     """``MPI.Win``; ``Win()`` is WIN_NULL."""
 
     _state = None

@@ -15,6 +15,8 @@ import pytest
 import shmrma
 from shmrma import MPI, job, segments
 
+from mpitest import raises_mpi
+
 PAGE = mmap.PAGESIZE
 
 
@@ -311,6 +313,42 @@ def test_size_zero_buffers_are_writable_like_mpi4py(flavor):
         destroy(win, mem)
         return flags
     assert shmrma.launch(body, 2, timeout=20) == [(False, False, 0)] * 2
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("flavor", FLAVORS)
+def test_buffer_protocol_exports_the_local_window_memory(flavor):
+    """API.md §4 (the buffer protocol), R1: memoryview(win) and numpy.frombuffer(win)
+    give this rank's window memory, bytes of format "B", writable, as mpi4py's; a
+    store through it is what the peer's Get reads; a size-0 rank exports 0 bytes."""
+    def body():
+        rank = MPI.COMM_WORLD.Get_rank()
+        win, mem = create(flavor, 16 * rank, 8)
+        view = memoryview(win)
+        shape = (view.format, view.itemsize, view.nbytes, view.readonly)
+        if rank == 1:
+            np.frombuffer(win, dtype="i8")[:] = [7, 9]
+        MPI.COMM_WORLD.Barrier()
+        got = np.zeros(2, "i8")
+        if rank == 0:
+            win.Lock(1, MPI.LOCK_SHARED)
+            win.Get(got, 1)
+            win.Unlock(1)
+        view.release()
+        destroy(win, mem)
+        return shape, got.tolist()
+    assert shmrma.launch(body, 2, timeout=20) == [(("B", 1, 0, False), [7, 9]),
+                                                  (("B", 1, 16, False), [0, 0])]
+
+
+def test_buffer_protocol_of_dynamic_and_null_windows():
+    """A dynamic window exports 0 bytes (mpi4py on MPICH does the same); WIN_NULL
+    raises ERR_WIN, as mpi4py's memoryview(MPI.WIN_NULL) raises MPI.Exception."""
+    win = MPI.Win.Create_dynamic(MPI.INFO_NULL, MPI.COMM_SELF)
+    assert memoryview(win).nbytes == 0
+    win.Free()
+    with raises_mpi(MPI.ERR_WIN):
+        memoryview(MPI.WIN_NULL)
 
 
 # --- attributes, info, group, names, error handler ----------------------------------------
