@@ -192,6 +192,28 @@ def _flush_cache(closing=False):
 atexit.register(_flush_cache, True)
 
 
+def forget(address, nbytes):
+    """Drop the cached views inside [address, address + nbytes), memory about to be
+    unmapped, so that views of freed windows do not pile up until the cache is full."""
+    end = address + nbytes
+    with _lock:
+        for cache in (_v32, _v64, _cells):
+            for addr in [a for a in cache if address <= a < end]:
+                del cache[addr]
+        live = set(map(id, _v32.values())) | set(map(id, _v64.values())) | {
+            id(v) for pair in _cells.values() for v in pair}
+        keep = []
+        for pair in _open:
+            if id(pair[1]) in live or sys.getrefcount(pair[1]) > 2:
+                keep.append(pair)
+            else:
+                try:
+                    pair[0].__exit__(None, None, None)
+                except Exception:
+                    pass
+        _open[:] = keep
+
+
 def _view(addr, width, fname):
     addr = _check(addr, width, fname)
     cache = _v32 if width == 4 else _v64

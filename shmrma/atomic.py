@@ -43,7 +43,7 @@ __all__ = [
     "load32", "load64", "store32", "store64", "fetch_add32", "fetch_add64",
     "exchange32", "exchange64", "cas32", "cas64", "fence",
     "cell_wait", "cell_add", "cell_store", "cell_wake", "barrier_arrive", "memcpy",
-    "vm_write", "vm_read", "get_wait_params", "set_wait_params",
+    "vm_write", "vm_read", "get_wait_params", "set_wait_params", "forget",
     "BACKEND", "NATIVE_IMPORT_ERROR", "use_backend", "available_backends",
 ]
 
@@ -78,8 +78,13 @@ def use_backend(name):
     g = globals()
     for fname in _FUNCS:
         g[fname] = getattr(impl, fname)
+    g["forget"] = getattr(impl, "forget", _forget_nothing)
     previous, BACKEND, _impl = BACKEND, name, impl
     return previous
+
+
+def _forget_nothing(address, nbytes):
+    pass
 
 
 def available_backends():
@@ -109,6 +114,7 @@ def _select():
 load32 = load64 = store32 = store64 = fetch_add32 = fetch_add64 = None
 exchange32 = exchange64 = cas32 = cas64 = fence = None
 cell_wait = cell_add = cell_store = cell_wake = memcpy = None
+forget = _forget_nothing   # forget(address, nbytes): memory about to be unmapped
 get_wait_params = set_wait_params = None
 
 _select()

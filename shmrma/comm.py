@@ -55,7 +55,9 @@ def claim_slot(world, members):
 
 
 def release_slot(world, slot, references=1):
-    atomic.fetch_add32(world.slot_address(slot) + job.OFF_SLOT_REFS, -references)
+    address = world.slot_address(slot)
+    atomic.fetch_add32(address + job.OFF_SLOT_REFS, -references)
+    atomic.forget(address, job.SLOT_BYTES)  # the next communicator may take another slot
 
 
 def slot_barrier(state):

@@ -11,7 +11,7 @@ import os
 
 import posix_ipc
 
-from . import errors
+from . import atomic, errors
 
 SHM_DIR = "/dev/shm"
 NAME_PREFIX = "shmrma."
@@ -93,6 +93,7 @@ class Segment:
             return
         anchor, self._anchor = self._anchor, None
         del anchor
+        atomic.forget(self.address, self.size)
         try:
             self._map.close()
         except BufferError:
