@@ -24,13 +24,8 @@ recompiles shmrma's .py files, which real users (who have bytecode caches) never
 pay; the warm-up runs create the caches.
 """
 import argparse
-import json
 import os
-import platform
-import shutil
-import signal
 import statistics
-import subprocess
 import sys
 import time
 
@@ -38,6 +33,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 PROGRAMS = os.path.join(HERE, "programs")
 sys.path.insert(0, ROOT)
+
+from shmrma.bench.jobs import (  # noqa: E402  (after the path set-up)
+    INSTALL_HINT, RunFailed, child_env, describe, launcher_argv as job_argv, machine_facts,
+    print_table, progress, reference_missing, run_once, write_report)
 
 TARGET_RATIO = 0.5
 STARTUP_RANKS = 4
@@ -49,91 +48,11 @@ TARGET_LOOP_S = 1.5          # timed loop of one barrier run; plus ~10% warm-up 
 MIN_ITERS, MAX_ITERS = 20, 10 ** 7
 STARTUP_TIMEOUT_S = 60
 BARRIER_TIMEOUT_S = 300
-KILL_GRACE_S = 5
-INSTALL_HINT = 'pip install -e ".[bench]"'
-TOOLS = {}                   # "mpiexec": path, filled in by main()
-
-
-def progress(msg):
-    print(msg, file=sys.stderr, flush=True)
-
-
-# ---------------------------------------------------------------- tools
-
-def find_tool(name):
-    """The tool next to sys.executable, else on PATH, else None."""
-    here = os.path.join(os.path.dirname(sys.executable), name)
-    if os.path.isfile(here) and os.access(here, os.X_OK):
-        return here
-    return shutil.which(name)
-
-
-def child_env(impl):
-    env = dict(os.environ)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env.pop("BENCH_IMPL", None)
-    if impl == "mpi4py":
-        env["BENCH_IMPL"] = "mpi4py"
-    return env
-
-
-def have_mpi4py():
-    """(mpiexec path, None) when mpi4py and MPICH's mpiexec are usable, else (None, reason)."""
-    import importlib.util
-    if importlib.util.find_spec("mpi4py") is None:
-        return None, "mpi4py is not installed"
-    mpiexec = find_tool("mpiexec")
-    if mpiexec is None:
-        return None, "mpiexec (MPICH) was not found"
-    return mpiexec, None
 
 
 def launcher_argv(impl, nranks, program, args=()):
-    """The command line that runs `program` on `nranks` ranks under `impl`."""
-    prog = os.path.join(PROGRAMS, program)
-    if impl == "shmrma":
-        run = find_tool("shmrma-run")
-        head = [run] if run else [sys.executable, "-m", "shmrma.run"]
-        return head + ["-n", str(nranks), prog] + [str(a) for a in args]
-    return [TOOLS["mpiexec"], "-n", str(nranks), sys.executable, prog] + [str(a) for a in args]
-
-
-# ---------------------------------------------------------------- running
-
-class RunFailed(RuntimeError):
-    pass
-
-
-def run_once(argv, env, timeout):
-    """Run argv; return (wall seconds, stdout).  Raises RunFailed on error or timeout.
-
-    On timeout the launcher gets SIGINT, as from Ctrl-C (both launchers then
-    stop their ranks and remove their shared-memory segments; signalling the
-    ranks directly leaves MPICH's segment in /dev/shm).  The job has its own
-    process group, which gets SIGKILL if still alive after KILL_GRACE_S.
-    """
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.communicate(timeout=KILL_GRACE_S)
-        except subprocess.TimeoutExpired:
-            pass
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.communicate()
-        raise RunFailed("timed out after %ss: %s" % (timeout, " ".join(argv)))
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise RunFailed("exit status %d: %s\n%s"
-                        % (proc.returncode, " ".join(argv), err.strip()[-2000:]))
-    return wall, out
+    """The command line that runs benchmarks/programs/`program` under `impl`."""
+    return job_argv(impl, nranks, [os.path.join(PROGRAMS, program)] + list(args))
 
 
 def run_alternating(label, cmds, reps, timeout, parse=None):
@@ -147,7 +66,7 @@ def run_alternating(label, cmds, reps, timeout, parse=None):
     samples = {name: [] for name in names}
     for rnd in range(reps):
         for name in (names if rnd % 2 == 0 else names[::-1]):
-            wall, out = run_once(cmds[name], child_env(name), timeout)
+            wall, out = run_once(cmds[name], child_env(name), timeout, cwd=ROOT)
             value = parse(out) if parse else wall
             samples[name].append(value)
             shown = ("%.3f s" % wall) if parse is None else ("%.3f us  (%.2f s)" % (value, wall))
@@ -187,7 +106,7 @@ def calibrate(impl, nranks):
     runs, n = [], CALIBRATION_ITERS
     while True:
         _, out = run_once(launcher_argv(impl, nranks, "barrier.py", [n]), child_env(impl),
-                          BARRIER_TIMEOUT_S)
+                          BARRIER_TIMEOUT_S, cwd=ROOT)
         us = parse_barrier(out)
         runs.append((n, us))
         progress("  %-14s %-7s %d iterations  %.3f us" % ("calibrate n=%d" % nranks, impl, n, us))
@@ -209,67 +128,7 @@ def bench_barrier(impls, nranks):
                        calibration=calib[impl][1]) for impl in impls}
 
 
-# ---------------------------------------------------------------- machine facts
-
-def machine_facts(mpi_ok):
-    import shmrma
-    cpu = "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    facts = {
-        "nproc": os.cpu_count(),
-        "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "cpu_model": cpu,
-        "platform": platform.platform(),
-        "python": sys.version.split()[0],
-        "python_executable": sys.executable,
-        "shmrma_version": getattr(shmrma, "__version__", None),
-        "shmrma_native_backend": shmrma.native_backend(),
-        "shmrma_run": find_tool("shmrma-run"),
-        "loadavg_start": os.getloadavg(),
-        "mpi4py": None,
-        "mpi_library": None,
-        "mpiexec": TOOLS.get("mpiexec"),
-    }
-    if mpi_ok:
-        # Get_library_version is allowed before MPI_Init; ask a child so this process stays clean.
-        code = ("import mpi4py; mpi4py.rc.initialize = False; from mpi4py import MPI; "
-                "print(mpi4py.__version__); print(MPI.Get_library_version().splitlines()[0])")
-        try:
-            _, out = run_once([sys.executable, "-c", code], child_env("mpi4py"), 60)
-            lines = out.splitlines()
-            facts["mpi4py"] = lines[0].strip()
-            facts["mpi_library"] = " ".join(lines[1].split()).replace("Version: ", "")
-        except (RunFailed, IndexError) as exc:
-            facts["mpi_library"] = "unknown (%s)" % str(exc).splitlines()[0]
-    return facts
-
-
 # ---------------------------------------------------------------- report
-
-def print_table(rows):
-    """rows: dicts with metric, shmrma, mpi4py, ratio, target (None means n/a)."""
-    head = ("measurement", "shmrma", "mpi4py", "ratio", "target", "")
-    body = []
-    for r in rows:
-        ratio = r["ratio"]
-        status = "n/a" if ratio is None else ("PASS" if ratio <= r["target"] else "MISS")
-        body.append((r["metric"], r["shmrma"], r["mpi4py"] or "-",
-                     "-" if ratio is None else "%.2f" % ratio,
-                     "<= %.2f" % r["target"], status))
-    widths = [max(len(str(row[i])) for row in [head] + body) for i in range(len(head))]
-    fmt = "  ".join("%%-%ds" % w if i == 0 else "%%%ds" % w for i, w in enumerate(widths))
-    print(fmt % head)
-    print("  ".join("-" * w for w in widths))
-    for row in body:
-        print(fmt % row)
-
 
 def table_rows(results):
     rows = []
@@ -298,7 +157,7 @@ def main():
     ap.add_argument("--json", metavar="FILE", help="write raw numbers and machine facts")
     opts = ap.parse_args()
 
-    TOOLS["mpiexec"], missing = have_mpi4py()
+    missing = reference_missing()
     impls = ["shmrma"] if missing else ["shmrma", "mpi4py"]
     if missing:
         print("%s: measuring shmrma alone; install the references with `%s`"
@@ -314,12 +173,7 @@ def main():
     facts["elapsed_s"] = round(time.time() - started, 1)
 
     print()
-    print("%s on %s (%s CPUs), Python %s, shmrma backend %s"
-          % ("shmrma vs mpi4py %s on %s" % (facts["mpi4py"], facts["mpi_library"])
-             if facts["mpi_library"] else "shmrma alone", facts["cpu_model"], facts["nproc"],
-             facts["python"], facts["shmrma_native_backend"]))
-    print("load average %.2f at start, %.2f at end (the machine may be shared)"
-          % (facts["loadavg_start"][0], facts["loadavg_end"][0]))
+    print(describe(facts))
     print("start-up: %d runs each after 1 warm-up (bytecode caches present, "
           "PYTHONDONTWRITEBYTECODE removed); Barrier: median of %d runs of ~%.1f s"
           % (reps, BARRIER_REPS, TARGET_LOOP_S))
@@ -331,15 +185,6 @@ def main():
                                         "barrier_reps": BARRIER_REPS,
                                         "target_loop_s": TARGET_LOOP_S}, results, rows)
     return 0
-
-
-def write_report(path, facts, options, results, rows):
-    """The JSON of a benchmark run: machine facts, options, raw results, the table."""
-    doc = {"facts": facts, "options": options, "results": results, "table": rows}
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=2)
-    print("raw numbers: %s" % path)
 
 
 if __name__ == "__main__":

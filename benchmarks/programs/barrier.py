@@ -1,11 +1,11 @@
-"""Barrier latency: the same program on shmrma and on mpi4py (BENCH_IMPL=mpi4py).
+"""Barrier latency: the same program on shmrma and on mpi4py (SHMRMA_BENCH_IMPL=mpi4py).
 
 Prints one line on rank 0: ``barrier_us <microseconds per Barrier>``.
 """
 import os
 import sys
 
-if os.environ.get("BENCH_IMPL") == "mpi4py":
+if os.environ.get("SHMRMA_BENCH_IMPL") == "mpi4py":
     from mpi4py import MPI
 else:
     from shmrma import MPI

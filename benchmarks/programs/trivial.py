@@ -1,7 +1,7 @@
 """The smallest MPI program: start, one Barrier, end (start-up cost benchmark)."""
 import os
 
-if os.environ.get("BENCH_IMPL") == "mpi4py":
+if os.environ.get("SHMRMA_BENCH_IMPL") == "mpi4py":
     from mpi4py import MPI
 else:
     from shmrma import MPI

@@ -1,0 +1,109 @@
+"""``shmrma-bench``: OSU-style one-sided benchmarks on 2 ranks, shmrma beside
+mpi4py on MPICH."""
+import argparse
+import subprocess
+import sys
+
+from . import jobs
+from . import options as osu
+
+USAGE = """\
+usage: shmrma-bench NAME [OMB options] [--impl shmrma|mpi4py|numpy]
+       shmrma-bench compare [--quick] [--reps N] [--json FILE]
+       shmrma-bench list
+
+Runs the OSU Micro-Benchmarks' one-sided tests (OMB 7.x conventions and
+output) on two ranks it starts itself.
+
+  NAME        one of: {names}
+              `shmrma-bench NAME --help` lists its OMB options (-w, -s, -m, -i,
+              -x, -T, -W).
+  --impl      shmrma (default); mpi4py: the same program under MPICH's mpiexec
+              (install with {hint}); numpy: the memory-copy reference, one
+              process, put/get/acc only
+  compare     the issue targets: 8-byte latency of every call with -s flush,
+              4 MiB put/get bandwidth, 8 MiB float64 accumulate, on shmrma and
+              the references alternately, medians and ratios
+  list        the benchmarks and the sync modes each accepts
+"""
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(USAGE.format(names=", ".join(osu.BENCHMARKS), hint=jobs.INSTALL_HINT),
+              file=sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    if command == "list":
+        for bench in osu.BENCHMARKS.values():
+            print("%-20s %-9s -w %s, -s %s (allowed: %s)" % (
+                bench.name, bench.kind, bench.window, bench.sync, " ".join(bench.syncs)))
+        return 0
+    if command == "compare":
+        return compare_command(rest)
+    return benchmark_command(command, rest)
+
+
+def benchmark_command(name, argv):
+    try:
+        impl, argv = take_impl(argv)
+        bench, _ = osu.parse(name, argv)   # usage errors and --help here, before any launch
+        if impl == "numpy" and bench.op not in ("put", "get", "acc"):
+            raise osu.UsageError("--impl numpy is a reference for put, get and acc only")
+    except osu.UsageError as exc:
+        print("shmrma-bench: %s" % exc, file=sys.stderr)
+        return 2
+    if impl == "mpi4py":
+        missing = jobs.reference_missing()
+        if missing:
+            print("shmrma-bench: %s; install it with `%s`" % (missing, jobs.INSTALL_HINT),
+                  file=sys.stderr)
+            return 2
+    command = jobs.launcher_argv(impl, 2, ["-m", "shmrma.bench.osu", name] + argv)
+    try:
+        return subprocess.call(command, env=jobs.child_env(impl))
+    except KeyboardInterrupt:
+        return 130
+
+
+def take_impl(argv):
+    """(impl, the other arguments): --impl X or --impl=X anywhere in argv."""
+    impl, rest, items = "shmrma", [], list(argv)
+    while items:
+        item = items.pop(0)
+        if item == "--impl" or item.startswith("--impl="):
+            impl = item.partition("=")[2] or (items.pop(0) if items else "")
+            if impl not in ("shmrma", "mpi4py", "numpy"):
+                raise osu.UsageError("--impl takes shmrma, mpi4py or numpy, not %r" % impl)
+        else:
+            rest.append(item)
+    return impl, rest
+
+
+def compare_command(argv):
+    from . import compare
+    ap = argparse.ArgumentParser(prog="shmrma-bench compare",
+                                 description=compare.__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="fewer iterations per run (latency 2000, bandwidth 5)")
+    ap.add_argument("--reps", type=int, default=compare.REPS, metavar="N",
+                    help="alternating rounds after the warm-up (default %(default)s)")
+    ap.add_argument("--json", metavar="FILE", help="write raw numbers and machine facts")
+    ap.add_argument("--shmrma-path", metavar="DIR",
+                    help="run the shmrma side from this checkout (first on PYTHONPATH), "
+                         "for before/after comparisons")
+    opts = ap.parse_args(argv)
+    if opts.reps < 1:
+        ap.error("--reps must be at least 1")
+    try:
+        return compare.run(opts)
+    except jobs.RunFailed as exc:
+        print("shmrma-bench compare: a run failed: %s" % exc, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

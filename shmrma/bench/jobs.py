@@ -1,0 +1,214 @@
+"""Running benchmark jobs side by side: launch commands, child environments,
+machine facts, tables and the JSON report.
+
+Both implementations run as separate jobs started from here: shmrma under
+``shmrma-run`` and the reference, mpi4py on MPICH, under ``mpiexec``. Children
+run without PYTHONDONTWRITEBYTECODE: real users have bytecode caches, and
+without them every start recompiles shmrma.
+"""
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+INSTALL_HINT = 'pip install -e ".[bench]"'
+KILL_GRACE_S = 5
+IMPL_VARIABLE = "SHMRMA_BENCH_IMPL"
+
+
+class RunFailed(RuntimeError):
+    pass
+
+
+def progress(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def find_tool(name):
+    """The tool next to sys.executable, else on PATH, else None."""
+    here = os.path.join(os.path.dirname(sys.executable), name)
+    if os.path.isfile(here) and os.access(here, os.X_OK):
+        return here
+    return shutil.which(name)
+
+
+def reference_missing():
+    """None when mpi4py and an ``mpiexec`` are usable, else the reason they are not."""
+    import importlib.util
+    if importlib.util.find_spec("mpi4py") is None:
+        return "mpi4py is not installed"
+    if find_tool("mpiexec") is None:
+        return "mpiexec (MPICH) was not found"
+    return None
+
+
+def child_env(impl, extra_path=None):
+    """The environment of a benchmark job; ``extra_path`` goes first on PYTHONPATH."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env[IMPL_VARIABLE] = impl
+    if extra_path:
+        env["PYTHONPATH"] = os.pathsep.join(
+            [os.path.abspath(extra_path)] + [p for p in [env.get("PYTHONPATH")] if p])
+    return env
+
+
+def launcher_argv(impl, nranks, program):
+    """The command running ``program`` (argv after ``python``) on ``nranks`` ranks.
+
+    ``impl`` "shmrma" uses shmrma-run, "mpi4py" MPICH's mpiexec; "numpy" (a
+    single-process reference) runs the program once with plain Python.
+    """
+    program = [str(a) for a in program]
+    if impl == "shmrma":
+        run = find_tool("shmrma-run")
+        head = [run] if run else [sys.executable, "-m", "shmrma.run"]
+        return head + ["-n", str(nranks)] + program
+    if impl == "mpi4py":
+        return [find_tool("mpiexec"), "-n", str(nranks), sys.executable] + program
+    return [sys.executable] + program
+
+
+def run_job(argv, env, timeout, cwd=None):
+    """Run argv to its end; return (wall seconds, exit status, stdout, stderr).
+
+    On timeout the launcher gets SIGINT, as from Ctrl-C (both launchers then
+    stop their ranks and remove their shared-memory segments; signalling the
+    ranks directly leaves MPICH's segment in /dev/shm).  The job has its own
+    process group, which gets SIGKILL if still alive after KILL_GRACE_S; then
+    RunFailed is raised.
+    """
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.communicate(timeout=KILL_GRACE_S)
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+        raise RunFailed("timed out after %ss: %s" % (timeout, " ".join(argv)))
+    return time.perf_counter() - t0, proc.returncode, out, err
+
+
+def run_once(argv, env, timeout, cwd=None):
+    """Run argv; return (wall seconds, stdout).  Raises RunFailed on error or timeout."""
+    wall, status, out, err = run_job(argv, env, timeout, cwd)
+    if status != 0:
+        raise RunFailed("exit status %d: %s\n%s" % (status, " ".join(argv), err.strip()[-2000:]))
+    return wall, out
+
+
+# ---------------------------------------------------------------- machine facts
+
+def machine_facts(with_reference):
+    import shmrma
+    facts = {
+        "nproc": os.cpu_count(),
+        "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "cpu_model": _cpu_model(),
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "python_executable": sys.executable,
+        "numpy": _version_of("numpy"),
+        "shmrma_version": shmrma.__version__,
+        "shmrma_native_backend": shmrma.native_backend(),
+        "shmrma_run": find_tool("shmrma-run"),
+        "loadavg_start": os.getloadavg(),
+        "mpi4py": None,
+        "mpi_library": None,
+        "mpiexec": find_tool("mpiexec") if with_reference else None,
+    }
+    if with_reference:
+        facts["mpi4py"], facts["mpi_library"] = _mpi_versions()
+    return facts
+
+
+def describe(facts):
+    """Two lines on what ran where, for the head of a results table."""
+    who = ("shmrma vs mpi4py %s on %s" % (facts["mpi4py"], facts["mpi_library"])
+           if facts["mpi_library"] else "shmrma alone")
+    return ("%s on %s (%s CPUs), Python %s, numpy %s, shmrma backend %s\n"
+            "load average %.2f at start, %.2f at end (the machine may be shared)"
+            % (who, facts["cpu_model"], facts["nproc"], facts["python"], facts["numpy"],
+               facts["shmrma_native_backend"], facts["loadavg_start"][0],
+               facts.get("loadavg_end", facts["loadavg_start"])[0]))
+
+
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def _version_of(module):
+    try:
+        return __import__(module).__version__
+    except ImportError:
+        return None
+
+
+def _mpi_versions():
+    # Get_library_version is allowed before MPI_Init; ask a child so this process stays clean.
+    code = ("import mpi4py; mpi4py.rc.initialize = False; from mpi4py import MPI; "
+            "print(mpi4py.__version__); print(MPI.Get_library_version().splitlines()[0])")
+    try:
+        _, out = run_once([sys.executable, "-c", code], child_env("mpi4py"), 60)
+        lines = out.splitlines()
+        return lines[0].strip(), " ".join(lines[1].split()).replace("Version: ", "")
+    except (RunFailed, IndexError) as exc:
+        return None, "unknown (%s)" % str(exc).splitlines()[0]
+
+
+# ---------------------------------------------------------------- report
+
+def print_table(rows, columns=("shmrma", "mpi4py")):
+    """rows: dicts with metric, the columns, ratio and target (None means n/a).
+
+    A row passes when its ratio is at most its target, or, for a row whose
+    ``higher_is_better`` is set, at least its target.
+    """
+    head = ("measurement",) + tuple(columns) + ("ratio", "target", "")
+    body = []
+    for r in rows:
+        ratio, target = r["ratio"], r["target"]
+        better = r.get("higher_is_better")
+        if ratio is None or target is None:
+            status = "n/a"
+        else:
+            status = "PASS" if (ratio >= target if better else ratio <= target) else "MISS"
+        body.append((r["metric"],) + tuple(r.get(c) or "-" for c in columns)
+                    + ("-" if ratio is None else "%.2f" % ratio,
+                       "-" if target is None else ("%s %.2f" % (">=" if better else "<=", target)),
+                       status))
+    widths = [max(len(str(row[i])) for row in [head] + body) for i in range(len(head))]
+    fmt = "  ".join("%%-%ds" % w if i == 0 else "%%%ds" % w for i, w in enumerate(widths))
+    print(fmt % head)
+    print("  ".join("-" * w for w in widths))
+    for row in body:
+        print(fmt % row)
+
+
+def write_report(path, facts, options, results, rows):
+    """The JSON of a benchmark run: machine facts, options, raw results, the table."""
+    doc = {"facts": facts, "options": options, "results": results, "table": rows}
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=2)
+    print("raw numbers: %s" % path)

@@ -1,0 +1,474 @@
+"""``shmrma-bench`` (shmrma/bench): argument handling and output format.
+
+These tests check the harness's conventions, not timings: OMB 7.x's defaults
+per benchmark, its -w/-s/-m/-i/-x/-T/-W options, sizes doubling from MIN, and
+its header and column layout (../shared/design/benchmarks.md §1.2-1.4). Every
+run is tiny (-i 3 -x 1, a few bytes) and no number is compared with another;
+only compare.py's arithmetic is checked, on synthetic samples. Usage errors
+exit 2 with a message on stderr and launch nothing. No /dev/shm/shmrma.*
+segment may be left behind (lessons 1; conftest.py checks the session too).
+"""
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from shmrma.bench import cli, compare, jobs
+from shmrma.bench import options as osu
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.dirname(sys.executable)
+TIMEOUT_S = 60
+TINY = ["-i", "3", "-x", "1"]
+SHM_DIR = "/dev/shm"
+
+LATENCY = "Latency (us)"
+BANDWIDTH = "Bandwidth (MB/s)"
+
+# OMB-style regular expressions for the output of one run.
+TITLE_RE = re.compile(r"^# OSU (.+) Test v(\d+\.\d+)$")
+WINDOW_RE = re.compile(r"^# Window creation: (MPI_Win_\w+)$")
+SYNC_RE = re.compile(r"^# Synchronization: (MPI_Win_[\w/]+)$")
+DATATYPE_RE = re.compile(r"^# Datatype: (MPI_\w+)\.$")
+REFERENCE_RE = re.compile(r"^# Reference: (.+)$")
+ROW_RE = re.compile(r"^(\d+)\s+(\d+\.\d{2})$")
+
+# benchmarks.md §1.3, written out here independently of options.py:
+# name: (title, default -w, default -s, default datatype, unit)
+DEFAULTS = {
+    "osu_put_latency": ("MPI_Put Latency", "MPI_Win_allocate", "MPI_Win_flush",
+                        "MPI_CHAR", LATENCY),
+    "osu_get_latency": ("MPI_Get latency", "MPI_Win_allocate", "MPI_Win_flush",
+                        "MPI_CHAR", LATENCY),
+    "osu_acc_latency": ("MPI_Accumulate latency", "MPI_Win_allocate", "MPI_Win_flush",
+                        "MPI_CHAR", LATENCY),
+    "osu_get_acc_latency": ("MPI_Get_accumulate latency", "MPI_Win_create",
+                            "MPI_Win_lock/unlock", "MPI_CHAR", LATENCY),
+    # one 8-byte integer, not OMB 7.x's MPI_CHAR (options.py's stated difference)
+    "osu_fop_latency": ("MPI_Fetch_and_op latency", "MPI_Win_allocate", "MPI_Win_flush",
+                        "MPI_LONG_LONG", LATENCY),
+    "osu_cas_latency": ("MPI_Compare_and_swap latency", "MPI_Win_allocate",
+                        "MPI_Win_flush", "MPI_LONG_LONG", LATENCY),
+    "osu_put_bw": ("MPI_Put Bandwidth", "MPI_Win_allocate", "MPI_Win_flush",
+                   "MPI_CHAR", BANDWIDTH),
+    "osu_get_bw": ("MPI_Get Bandwidth", "MPI_Win_allocate", "MPI_Win_flush",
+                   "MPI_CHAR", BANDWIDTH),
+    "osu_put_bibw": ("MPI_Put Bi-directional Bandwidth", "MPI_Win_allocate",
+                     "MPI_Win_post/start/complete/wait", "MPI_CHAR", BANDWIDTH),
+}
+ONE_SIZE = ("osu_fop_latency", "osu_cas_latency")
+PASSIVE_SYNCS = {"lock": "MPI_Win_lock/unlock", "flush": "MPI_Win_flush",
+                 "flush_local": "MPI_Win_flush_local",
+                 "lock_all": "MPI_Win_lock_all/unlock_all", "fence": "MPI_Win_fence"}
+WINDOWS = {"create": "MPI_Win_create", "allocate": "MPI_Win_allocate",
+           "dynamic": "MPI_Win_create_dynamic"}
+
+
+# ---------------------------------------------------------------- helpers
+
+def shmrma_segments():
+    try:
+        return {n for n in os.listdir(SHM_DIR) if n.startswith("shmrma.")}
+    except FileNotFoundError:
+        return set()
+
+
+def mapped_by_a_live_process(names):
+    """The names some running process still maps: the live jobs of another test
+    session on the same machine, not leaks (every job started here has ended)."""
+    found = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/maps" % pid) as f:
+                maps = f.read()
+        except OSError:
+            continue
+        found |= {name for name in names if "/dev/shm/" + name in maps}
+    return found
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_segments_left():
+    """Every job of this file removes its segments (lessons 1), checked once at the
+    end of the module so a leak is reported here and not only at session end."""
+    before = shmrma_segments()
+    yield
+    deadline = time.monotonic() + 2.0
+    leaked = shmrma_segments() - before
+    while leaked and time.monotonic() < deadline:
+        time.sleep(0.05)
+        leaked &= shmrma_segments()
+    leaked -= mapped_by_a_live_process(leaked)
+    assert not leaked, "segments left in /dev/shm by shmrma-bench jobs: %s" % sorted(leaked)
+
+
+def bench(*args, timeout=TIMEOUT_S):
+    """Run ``python -m shmrma.bench.cli *args``; a CompletedProcess with text output.
+
+    The job has its own process group. On timeout it gets SIGINT first, as from
+    Ctrl-C (the launchers then remove their segments), SIGKILL after 5 s.
+    """
+    argv = [sys.executable, "-m", "shmrma.bench.cli"] + [str(a) for a in args]
+    env = dict(os.environ)
+    env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
+    try:
+        _, status, out, err = jobs.run_job(argv, env, timeout, cwd=REPO)
+    except jobs.RunFailed as exc:
+        pytest.fail(str(exc))
+    return subprocess.CompletedProcess(argv, status, out, err)
+
+
+def ok(*args):
+    """A run that must succeed; its stdout."""
+    done = bench(*args)
+    assert done.returncode == 0, "exit %d\n%s\n%s" % (done.returncode, done.stdout,
+                                                       done.stderr)
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.stdout
+
+
+def parse(out, reference=False):
+    """The header fields and rows of one OMB-style output, checking the layout:
+    four header lines (and # Reference: for numpy), the column header, then
+    one row per size formatted "%-10d%20.2f" and nothing else."""
+    lines = out.splitlines()
+    head = 6 if reference else 5
+    assert len(lines) >= head, out
+    fields = {}
+    for key, regex, line in zip(
+            ("title", "window", "sync", "datatype", "reference"),
+            (TITLE_RE, WINDOW_RE, SYNC_RE, DATATYPE_RE, REFERENCE_RE),
+            lines[:head - 1]):
+        match = regex.match(line)
+        assert match, "%r does not match %s" % (line, regex.pattern)
+        fields[key] = match.group(1)
+    assert TITLE_RE.match(lines[0]).group(2) == "7.4", lines[0]
+    fields["columns"] = lines[head - 1]
+    rows = []
+    for line in lines[head:]:
+        match = ROW_RE.match(line)
+        assert match, "row %r does not match %s" % (line, ROW_RE.pattern)
+        size, value = int(match.group(1)), float(match.group(2))
+        assert line == "%-10d%20.2f" % (size, value), "row %r not in OMB's layout" % line
+        rows.append((size, value))
+    fields["sizes"] = [size for size, _ in rows]
+    return fields
+
+
+def check(out, name, sizes, window=None, sync=None, datatype=None, reference=False):
+    """``out`` is ``name``'s output with the given sizes and §1.3's defaults
+    unless told otherwise."""
+    title, d_window, d_sync, d_datatype, unit = DEFAULTS[name]
+    got = parse(out, reference)
+    assert got["title"] == title
+    assert got["window"] == (window or d_window)
+    assert got["sync"] == (sync or d_sync)
+    assert got["datatype"] == (datatype or d_datatype)
+    assert got["columns"] == "%-10s%20s" % ("# Size", unit)
+    assert got["sizes"] == sizes
+    return got
+
+
+def call_main(argv, monkeypatch):
+    """cli.main in this process with launching forbidden: (status, launched)."""
+    launched = []
+    monkeypatch.setattr(cli.subprocess, "call",
+                        lambda *a, **k: launched.append(a) or 0)
+    try:
+        status = cli.main(list(argv))
+    except SystemExit as exc:
+        status = exc.code
+    return status, launched
+
+
+# ---------------------------------------------------------------- every benchmark
+
+@pytest.mark.parametrize("name", [n for n in osu.BENCHMARKS if n != "osu_put_bibw"])
+def test_every_benchmark_with_its_defaults(name):
+    """§1.3: default -w, -s and datatype of each benchmark, its title and unit;
+    sizes 1..4 step by doubling, fop and cas one row of one 8-byte integer."""
+    out = ok(name, "-m", "1:4", *TINY)
+    check(out, name, [8] if name in ONE_SIZE else [1, 2, 4])
+
+
+def test_put_bibw_default_pscw_is_refused_then_fence_runs():
+    """osu_put_bibw defaults to -s pscw (§1.3), which shmrma lacks: exit 2 with a
+    message naming pscw and suggesting -s fence, and no header printed."""
+    done = bench("osu_put_bibw", "-m", "1:4", *TINY)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "pscw" in done.stderr and "-s fence" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "# OSU" not in done.stdout
+    out = ok("osu_put_bibw", "-s", "fence", "-m", "1:4", "-W", "4", *TINY)
+    check(out, "osu_put_bibw", [1, 2, 4], sync="MPI_Win_fence")
+
+
+@pytest.mark.parametrize("sync", sorted(PASSIVE_SYNCS))
+def test_put_latency_sync_modes(sync):
+    """§1.4: every -s mode shmrma has (all but pscw) runs and names its calls."""
+    out = ok("osu_put_latency", "-s", sync, "-m", "1:2", *TINY)
+    check(out, "osu_put_latency", [1, 2], sync=PASSIVE_SYNCS[sync])
+
+
+@pytest.mark.parametrize("window", sorted(WINDOWS))
+def test_get_bw_window_modes(window):
+    """§1.2: -w create, allocate and dynamic (attach + exchanged base address),
+    with -W 4 operations per iteration."""
+    out = ok("osu_get_bw", "-w", window, "-W", "4", "-m", "1:4", *TINY)
+    check(out, "osu_get_bw", [1, 2, 4], window=WINDOWS[window])
+
+
+# ---------------------------------------------------------------- output format
+
+def test_put_latency_output_is_omb_layout():
+    """§1.2 output layout, line by line, for -m 1:8."""
+    out = ok("osu_put_latency", "-m", "1:8", *TINY)
+    lines = out.splitlines()
+    assert lines[:5] == ["# OSU MPI_Put Latency Test v7.4",
+                         "# Window creation: MPI_Win_allocate",
+                         "# Synchronization: MPI_Win_flush",
+                         "# Datatype: MPI_CHAR.",
+                         "%-10s%20s" % ("# Size", "Latency (us)")]
+    assert lines[4] == "# Size            Latency (us)"
+    rows = lines[5:]
+    assert [int(ROW_RE.match(r).group(1)) for r in rows] == [1, 2, 4, 8], out
+    for row in rows:
+        size, value = ROW_RE.match(row).groups()
+        assert row == "%-10d%20.2f" % (int(size), float(value))
+        assert len(row) == 30
+    # compare.py reads the same rows
+    assert compare.value_at(out, 8) == float(ROW_RE.match(rows[-1]).group(2))
+
+
+def test_fop_and_cas_one_row_of_one_element():
+    """§1.3: fop/cas print one row, the element size of -T: 4 for mpi_int."""
+    check(ok("osu_fop_latency", "-T", "mpi_int", *TINY), "osu_fop_latency", [4],
+          datatype="MPI_INT")
+    check(ok("osu_cas_latency", "-T", "mpi_int", "-m", "1:64", *TINY), "osu_cas_latency",
+          [4], datatype="MPI_INT")
+
+
+def test_sizes_double_from_min():
+    """§1.2: OMB steps sizes MIN, 2 MIN, ... up to MAX: -m 3:16 is 3, 6, 12."""
+    check(ok("osu_put_latency", "-m", "3:16", *TINY), "osu_put_latency", [3, 6, 12])
+
+
+def test_acc_sizes_start_at_one_element():
+    """§1.3: accumulate counts size / type size elements, so no size below one
+    MPI_DOUBLE: -m 1:16 prints 8 and 16."""
+    out = ok("osu_acc_latency", "-T", "mpi_double", "-m", "1:16", *TINY)
+    check(out, "osu_acc_latency", [8, 16], datatype="MPI_DOUBLE")
+
+
+def test_acc_size_not_a_multiple_of_the_element():
+    """-m 3:16 with -T mpi_int: either a usage error (exit 2, no traceback) or
+    rows 6 and 12 with count = size // 4 as OMB does; not a crash."""
+    done = bench("osu_acc_latency", "-T", "mpi_int", "-m", "3:16", *TINY)
+    assert "Traceback" not in done.stderr, done.stderr[-1500:]
+    assert done.returncode in (0, 2), (done.returncode, done.stderr)
+    if done.returncode == 0:
+        check(done.stdout, "osu_acc_latency", [6, 12], datatype="MPI_INT")
+
+
+# ---------------------------------------------------------------- usage
+
+USAGE_ERRORS = [
+    (["osu_nope"], "osu_nope"),
+    (["osu_put_latency", "-m", "0:4"], "-m"),
+    (["osu_put_latency", "-m", "8:4"], "-m"),
+    (["osu_put_latency", "-m", "abc"], "-m"),
+    (["osu_put_latency", "-s", "bogus"], "bogus"),
+    (["osu_put_bibw", "-s", "lock"], "lock"),
+    (["osu_put_latency", "-w", "bogus"], "bogus"),
+    (["osu_put_latency", "-T", "mpi_bogus"], "mpi_bogus"),
+    (["osu_put_latency", "-i", "0"], "-i"),
+    (["osu_put_latency", "-x", "-1"], "-x"),
+    (["osu_put_latency", "-T", "mpi_int"], "-T"),          # put/get move MPI_CHAR
+    (["osu_fop_latency", "--impl", "numpy"], "numpy"),     # numpy: put, get, acc only
+    (["osu_put_latency", "--impl", "bogus"], "--impl"),
+    (["osu_put_latency", "--impl=bogus"], "--impl"),
+    (["osu_put_latency", "--impl"], "--impl"),
+    (["osu_put_bw", "-W", "0"], "-W"),
+    (["osu_put_latency", "-W", "4"], "-W"),       # latency tests take no -W
+    (["osu_put_latency", "--impl", "mpi4py", "-m", "8:4"], "-m"),
+    (["compare", "--reps", "0"], "--reps"),
+]
+
+
+@pytest.mark.parametrize("argv,named", USAGE_ERRORS,
+                         ids=[" ".join(getattr(case, "values", case)[0])
+                              for case in USAGE_ERRORS])
+def test_usage_errors_exit_2_without_launching(argv, named, monkeypatch):
+    """Exit status 2 and a message on stderr naming the culprit, nothing on
+    stdout, and (checked in this process) no job started."""
+    done = bench(*argv)
+    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
+    assert named in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert done.stdout == ""
+    if argv[0] != "compare":
+        status, launched = call_main(argv, monkeypatch)
+        assert status == 2 and launched == []
+
+
+def test_missing_reference_is_refused_before_launch(monkeypatch, capsys):
+    """--impl mpi4py without mpi4py/mpiexec: exit 2 with the install hint."""
+    monkeypatch.setattr(jobs, "reference_missing", lambda: "mpi4py is not installed")
+    status, launched = call_main(["osu_put_latency", "--impl", "mpi4py"], monkeypatch)
+    assert (status, launched) == (2, [])
+    err = capsys.readouterr().err
+    assert "mpi4py is not installed" in err and jobs.INSTALL_HINT in err
+
+
+def test_no_arguments_exits_2_with_usage():
+    done = bench()
+    assert done.returncode == 2
+    assert "usage: shmrma-bench" in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h", "list"])
+def test_help_and_list_name_every_benchmark(flag):
+    out = ok(flag)
+    for name in osu.BENCHMARKS:
+        assert name in out
+    if flag == "list":
+        lines = {line.split()[0]: line for line in out.splitlines()}
+        assert set(lines) == set(osu.BENCHMARKS)
+        assert "pscw fence)" in lines["osu_put_bibw"]
+        assert "lock flush flush_local lock_all pscw fence" in lines["osu_put_latency"]
+
+
+def test_benchmark_help_shows_omb_options():
+    out = ok("osu_put_latency", "--help")
+    assert out.startswith("usage: shmrma-bench osu_put_latency")
+    for flag in ("-w", "-s", "-m", "-i", "-x", "-T"):
+        assert re.search(r"(^|\s)%s[ ,]" % flag, out, re.M), flag
+    assert "-W" not in out
+    assert "-W" in ok("osu_put_bw", "--help")
+
+
+# ---------------------------------------------------------------- references
+
+def test_numpy_reference_put_bw():
+    """--impl numpy: one process, the same layout plus a # Reference: line."""
+    out = ok("osu_put_bw", "--impl", "numpy", "-W", "4", "-m", "1:4", *TINY)
+    got = check(out, "osu_put_bw", [1, 2, 4], reference=True)
+    assert got["reference"] == "numpy copy in one process, no MPI"
+
+
+def test_numpy_reference_acc_with_impl_equals():
+    out = ok("osu_acc_latency", "--impl=numpy", "-T", "mpi_double", "-m", "1:16", *TINY)
+    got = check(out, "osu_acc_latency", [8, 16], datatype="MPI_DOUBLE", reference=True)
+    assert got["reference"] == "numpy in-place add in one process, no MPI"
+
+
+@pytest.mark.skipif(jobs.reference_missing() is not None,
+                    reason="mpi4py/mpiexec not installed: %s" % jobs.reference_missing())
+def test_mpi4py_reference_same_format():
+    out = ok("osu_put_latency", "--impl", "mpi4py", "-m", "1:8", *TINY)
+    check(out, "osu_put_latency", [1, 2, 4, 8])
+
+
+# ---------------------------------------------------------------- compare.py, jobs.py
+
+OUT = "\n".join(["# OSU MPI_Put Latency Test v7.4",
+                 "# Window creation: MPI_Win_allocate",
+                 "# Synchronization: MPI_Win_flush",
+                 "# Datatype: MPI_CHAR.",
+                 "%-10s%20s" % ("# Size", "Latency (us)")]
+                + ["%-10d%20.2f" % row for row in ((1, 0.5), (16, 1.25), (1024, 12.0))])
+
+
+def test_value_at_picks_the_row_of_the_size():
+    assert compare.value_at(OUT, 1) == 0.5
+    assert compare.value_at(OUT, 16) == 1.25
+    assert compare.value_at(OUT, 1024) == 12.0
+    for size in (2, 8, 102):
+        with pytest.raises(jobs.RunFailed, match="no row for size %d" % size):
+            compare.value_at(OUT, size)
+    with pytest.raises(jobs.RunFailed):
+        compare.value_at("", 1)
+
+
+def test_table_ratios_directions_and_noise():
+    lat = compare.Case("lat", "osu_put_latency", 8, against_mpi4py=0.25)
+    bw = compare.Case("bw", "osu_get_bw", 4 * compare.MIB, against_mpi4py=1.0,
+                      numpy_at_least=0.9)
+    alone = compare.Case("alone", "osu_fop_latency", 8, against_mpi4py=0.25)
+    samples = {
+        "lat": {"shmrma": [1.0, 2.0, 1.5], "mpi4py": [4.0, 4.1, 3.9]},   # spread 0.67
+        "bw": {"shmrma": [1000.0, 1100.0, 1050.0], "mpi4py": [500.0, 500.0, 500.0],
+               "numpy": [2000.0, 2100.0, 2000.0]},
+        "alone": {"shmrma": [3.0]},
+    }
+    rows = compare.table([lat, bw, alone], samples)
+    assert [(r["metric"], r["against"]) for r in rows] == [
+        ("lat", "mpi4py"), ("bw", "mpi4py"), ("bw", "numpy copy"), ("alone", "mpi4py")]
+    # latency: a time ratio shmrma / mpi4py
+    assert rows[0]["ratio"] == pytest.approx(1.5 / 4.0)
+    assert rows[0]["target"] == 0.25 and not rows[0].get("higher_is_better")
+    assert rows[0]["shmrma"] == "1.50 (noisy)" and rows[0]["reference"] == "4.00"
+    # bandwidth: still a time ratio, mpi4py / shmrma
+    assert bw.bandwidth and not lat.bandwidth
+    assert rows[1]["ratio"] == pytest.approx(500.0 / 1050.0)
+    assert rows[1]["shmrma"] == "1050.00" and rows[1]["reference"] == "500.00"
+    # numpy: shmrma / numpy bandwidth, higher is better
+    assert rows[2]["ratio"] == pytest.approx(1050.0 / 2000.0)
+    assert rows[2]["higher_is_better"] is True and rows[2]["target"] == 0.9
+    # no mpi4py samples: no ratio
+    assert rows[3]["ratio"] is None and rows[3]["reference"] is None
+
+
+def test_noisy_threshold():
+    median = 100.0
+    quiet = [median * (1 - compare.NOISY / 2.01), median, median * (1 + compare.NOISY / 2.01)]
+    loud = [median * (1 - compare.NOISY / 1.9), median, median * (1 + compare.NOISY / 1.9)]
+    assert not compare.summarize(quiet)["noisy"]
+    assert compare.summarize(loud)["noisy"]
+    assert compare.summarize([0.0, 0.0])["noisy"] is False
+
+
+def test_suite_cases_are_valid_benchmark_runs():
+    """compare's cases launch real benchmarks with flags that parse; -m N:N, and
+    --quick adds -i."""
+    for case in compare.SUITE:
+        assert case.name in osu.BENCHMARKS
+        bench_, opts = osu.parse(case.name, case.flags)
+        assert osu.sizes(bench_, opts) == [case.size]
+        argv = case.argv("shmrma", quick=True)
+        assert argv[argv.index(case.name) - 2:argv.index(case.name)] == [
+            "-m", "shmrma.bench.osu"]
+        assert "-i" in argv
+        assert "numpy" in case.impls(True) or not case.numpy_at_least
+
+
+def test_print_table_pass_and_miss_both_directions(capsys):
+    rows = [
+        {"metric": "lat ok", "shmrma": "1.00", "mpi4py": "5.00", "ratio": 0.2, "target": 0.25},
+        {"metric": "lat equal", "shmrma": "1.00", "mpi4py": "4.00", "ratio": 0.25,
+         "target": 0.25},
+        {"metric": "lat slow", "shmrma": "2.00", "mpi4py": "4.00", "ratio": 0.5,
+         "target": 0.25},
+        {"metric": "bw ok", "shmrma": "95.00", "mpi4py": "100.00", "ratio": 0.95,
+         "target": 0.9, "higher_is_better": True},
+        {"metric": "bw equal", "shmrma": "90.00", "mpi4py": "100.00", "ratio": 0.9,
+         "target": 0.9, "higher_is_better": True},
+        {"metric": "bw slow", "shmrma": "50.00", "mpi4py": "100.00", "ratio": 0.5,
+         "target": 0.9, "higher_is_better": True},
+        {"metric": "no ref", "shmrma": "1.00", "mpi4py": None, "ratio": None,
+         "target": 0.25},
+    ]
+    jobs.print_table(rows)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["measurement", "shmrma", "mpi4py", "ratio", "target"]
+    assert set(lines[1]) <= {"-", " "}
+    body = {" ".join(line.split()[:2]): line.split() for line in lines[2:]}
+    assert body["lat ok"][-3:] == ["<=", "0.25", "PASS"]
+    assert body["lat equal"][-1] == "PASS"
+    assert body["lat slow"][-4:] == ["0.50", "<=", "0.25", "MISS"]
+    assert body["bw ok"][-3:] == [">=", "0.90", "PASS"]
+    assert body["bw equal"][-1] == "PASS"
+    assert body["bw slow"][-4:] == ["0.50", ">=", "0.90", "MISS"]
+    assert body["no ref"][2:] == ["1.00", "-", "-", "<=", "0.25", "n/a"]
