@@ -596,6 +596,7 @@ typedef struct {
     Py_ssize_t unit;            /* disp_unit */
     int32_t *acc_lock;          /* wait cell: 0 free, 1 held */
     int locked;                 /* a Lock epoch to this rank is open */
+    int started;                /* the open Start epoch's group holds this rank */
 } FastTarget;
 
 typedef struct {
@@ -607,6 +608,7 @@ typedef struct {
     int rma_since_fence;
     int lock_all;
     int nlocked;
+    int start_open;             /* a Start epoch is open, maybe with an empty group */
 } WinTable;
 
 static PyTypeObject WinTableType;
@@ -714,11 +716,23 @@ table_set_locked(WinTable *t, PyObject *const *args, Py_ssize_t nargs)
 }
 
 static PyObject *
+table_set_started(WinTable *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    FastTarget *slot;
+    int flag;
+    if (check_nargs("set_started", nargs, 2) < 0) return NULL;
+    if (!(slot = table_slot(t, args[0]))) return NULL;
+    if ((flag = PyObject_IsTrue(args[1])) < 0) return NULL;
+    slot->started = flag;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
 table_close(WinTable *t, PyObject *unused)
 {
     t->open = 0;
     t->n = 0;                   /* every rank is out of range from now on */
-    t->fence_open = t->lock_all = t->nlocked = 0;
+    t->fence_open = t->lock_all = t->nlocked = t->start_open = 0;
     Py_RETURN_NONE;
 }
 
@@ -728,6 +742,8 @@ static PyMethodDef table_methods[] = {
      "memory is mapped here (base_addr 0: it is not)."},
     {"set_locked", (PyCFunction)(void (*)(void))table_set_locked, METH_FASTCALL,
      "set_locked(rank, flag): a Lock epoch to the rank opened (True) or closed."},
+    {"set_started", (PyCFunction)(void (*)(void))table_set_started, METH_FASTCALL,
+     "set_started(rank, flag): a Start epoch whose group holds the rank opened or closed."},
     {"close", (PyCFunction)table_close, METH_NOARGS,
      "close(): the window is freed; every call misses from now on."},
     {NULL, NULL, 0, NULL}
@@ -738,6 +754,7 @@ static PyMemberDef table_members[] = {
     {"rma_since_fence", T_INT, offsetof(WinTable, rma_since_fence), 0,
      "RMA was issued since the last Fence"},
     {"lock_all", T_INT, offsetof(WinTable, lock_all), 0, "a Lock_all epoch is open"},
+    {"start_open", T_INT, offsetof(WinTable, start_open), 0, "a Start epoch is open"},
     {"nlocked", T_INT, offsetof(WinTable, nlocked), READONLY, "open Lock epochs"},
     {"open", T_INT, offsetof(WinTable, open), READONLY, "not yet closed"},
     {NULL, 0, 0, 0, NULL}
@@ -806,10 +823,12 @@ reach(PyObject *table, PyObject *rank_obj, WinTable **tp, FastTarget **slot)
         return REACH_MISS;
     }
     if (rank == g_proc_null)
-        return t->lock_all || t->nlocked || t->fence_open ? REACH_NULL : REACH_MISS;
+        return t->lock_all || t->nlocked || t->fence_open || t->start_open ?
+            REACH_NULL : REACH_MISS;
     if (rank < 0 || rank >= t->n)
         return REACH_MISS;
-    if (!(t->lock_all || t->targets[rank].locked || t->fence_open))
+    if (!(t->lock_all || t->targets[rank].locked || t->fence_open ||
+            t->targets[rank].started))
         return REACH_MISS;
     *tp = t;
     *slot = &t->targets[rank];

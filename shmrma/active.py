@@ -1,11 +1,30 @@
-"""Active target synchronization: Fence (MPI-3.1 §11.5.1).
+"""Active target synchronization (MPI-3.1 §11.5.1, §11.5.2): Fence, and
+Post/Start/Complete/Wait/Test.
 
 Every RMA call is complete when it returns, so a Fence is a memory fence
 plus a barrier over the window's group; it is always a barrier, even with
 MODE_NOPRECEDE (A34, lessons 17).
+
+Post/Start match per pair of ranks, never through a count of posts (lessons
+13): the post matrix holds, for every (origin, target), how many Posts of the
+target included the origin, and each origin counts the ones its Starts used,
+so the k-th Start of an origin towards a target pairs with that target's k-th
+Post towards it (R69, R91). Post never blocks (R86); Start waits for the
+Posts of its group (R84 allows it); Complete only counts itself into every
+target's completes cell and does not wait for the target (R85, R148); Wait
+blocks until the cell has counted a Complete from every origin of the Post
+group (R88), Test asks the same without blocking (R89). Counts wrap at 2**32
+and are compared by difference.
 """
-from . import atomic
-from .assertions import MODE_NOPRECEDE, MODE_NOSUCCEED, checked
+from . import atomic, errors, job
+from .assertions import MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOSUCCEED, checked
+
+_WRAP = 1 << 32
+
+
+def _reached(count, goal):
+    """count >= goal for counters that wrap at 2**32 (they never drift 2**31 apart)."""
+    return (count - goal) % _WRAP < _WRAP // 2
 
 
 class ActiveTarget:
@@ -18,3 +37,109 @@ class ActiveTarget:
         atomic.fence()
         state.comm.Barrier()
         state.epoch.after_fence(bool(assertion & MODE_NOSUCCEED))
+
+    # --- access epochs: Start and Complete ---
+    def Start(self, group, assertion=0):
+        state = self._s
+        targets = state.window_ranks(group, "Start")
+        assertion = checked(assertion, "Start")
+        epoch = state.epoch
+        epoch.before_start()
+        used = epoch.posts_used
+        for target in targets:
+            cell = state.post_cell(state.rank, target)
+            # NOCHECK: the matching Post has happened (R114); count it, do not wait
+            if not assertion & MODE_NOCHECK:
+                _await_post(state, cell, used[target], target)
+            used[target] = (used[target] + 1) % _WRAP
+        atomic.fence()
+        epoch.opened_start(targets)
+
+    def Complete(self):
+        state = self._s
+        state.epoch.before_complete()
+        atomic.fence()      # every RMA of the epoch is visible before it is counted
+        from .window import OFF_COMPLETES
+        for target in state.epoch.closed_start():
+            atomic.cell_add(state.control_of(target) + OFF_COMPLETES, 1)
+
+    # --- exposure epochs: Post, Wait and Test ---
+    def Post(self, group, assertion=0):
+        state = self._s
+        origins = state.window_ranks(group, "Post")
+        checked(assertion, "Post")
+        epoch = state.epoch
+        epoch.before_post()
+        _expose(state)
+        epoch.completes_due = (epoch.completes_due + len(origins)) % _WRAP
+        epoch.post_group = origins
+        atomic.fence()      # the owner's stores before the Post reach the origins (R120)
+        for origin in origins:
+            atomic.cell_add(state.post_cell(origin, state.rank), 1)
+
+    def Wait(self):
+        state = self._s
+        epoch = state.epoch
+        epoch.before_wait("Wait")
+        cell = _completes_cell(state)
+        while True:
+            count = atomic.load32(cell) % _WRAP
+            if _reached(count, epoch.completes_due):
+                break
+            job.wait_cell(cell, _signed(count), lambda: _waiting_for(state),
+                          [state.world_ranks[r] for r in epoch.post_group])
+        self._end_exposure(state)
+
+    def Test(self):
+        state = self._s
+        epoch = state.epoch
+        epoch.before_wait("Test")
+        if not _reached(atomic.load32(_completes_cell(state)) % _WRAP, epoch.completes_due):
+            return False
+        self._end_exposure(state)
+        return True
+
+    @staticmethod
+    def _end_exposure(state):
+        from .window import OFF_EXPOSED
+        atomic.fence()      # the origins' RMA are visible to local loads (R88)
+        atomic.store32(state.control_of(state.rank) + OFF_EXPOSED, 0)
+        state.epoch.post_group = None
+
+
+def _signed(value):
+    return value - _WRAP if value >= _WRAP // 2 else value
+
+
+def _completes_cell(state):
+    from .window import OFF_COMPLETES
+    return state.control_of(state.rank) + OFF_COMPLETES
+
+
+def _await_post(state, cell, used, target):
+    """Wait until the post matrix cell counts more Posts than ``used``."""
+    while True:
+        value = atomic.load32(cell) % _WRAP
+        if value != used:
+            return
+        job.wait_cell(cell, _signed(value), lambda: "the Post of rank %d matching this "
+                      "rank's Start" % target, [state.world_ranks[target]])
+
+
+def _waiting_for(state):
+    return "Wait for the Complete of origins %s" % list(state.epoch.post_group)
+
+
+def _expose(state):
+    """Mark this rank exposed; ERR_RMA_CONFLICT when its window is locked (R102).
+
+    The flag goes up before the lock words are read, and Lock reads the flag
+    after taking the lock, so one of two racing calls always sees the other."""
+    from .window import OFF_EXPOSED, OFF_LOCK_TICKET, OFF_LOCK_WRITE
+    control = state.control_of(state.rank)
+    atomic.store32(control + OFF_EXPOSED, 1)
+    if atomic.load32(control + OFF_LOCK_TICKET) != atomic.load32(control + OFF_LOCK_WRITE):
+        atomic.store32(control + OFF_EXPOSED, 0)
+        errors.fail(errors.ERR_RMA_CONFLICT, "Post while this rank's window is locked by a "
+                    "Lock or Lock_all epoch; a window may not be locked and exposed at the "
+                    "same time (R102)")

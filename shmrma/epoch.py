@@ -28,12 +28,31 @@ class Epoch:
     fence_open = _table_flag("fence_open", "after a Fence without NOSUCCEED (A34)")
     rma_since_fence = _table_flag("rma_since_fence", "RMA issued since the last Fence")
     lock_all = _table_flag("lock_all", "a Lock_all epoch is open")
+    start_open = _table_flag("start_open", "a Start epoch is open (its group may be empty)")
 
     def __init__(self, window):
         self.window = window
         self.table = fastpath.Table(len(window.sizes))
         self.locks = {}              # target rank -> lock type, or None under NOCHECK
         self.lock_all_nocheck = False
+        self.start_group = ()        # the targets of the open Start epoch
+        self.post_group = None       # the origins of the open exposure epoch, or None
+        self.posts_used = [0] * len(window.sizes)  # per target: Posts our Starts matched
+        self.completes_due = 0       # Completes all our Posts so far await (mod 2**32)
+
+    def opened_start(self, ranks):
+        self.start_group = ranks
+        self.start_open = True
+        for rank in ranks:
+            self.table.set_started(rank, True)
+
+    def closed_start(self):
+        """The targets of the Start epoch just closed."""
+        ranks, self.start_group = self.start_group, ()
+        for rank in ranks:
+            self.table.set_started(rank, False)
+        self.start_open = False
+        return ranks
 
     def opened_lock(self, rank, held):
         self.locks[rank] = held
@@ -46,11 +65,14 @@ class Epoch:
 
     # --- communication calls ---
     def check_access(self, rank, call):
-        """An RMA call to ``rank`` needs an access epoch that covers it (R65)."""
-        if self.lock_all or rank in self.locks or self.fence_open:
+        """An RMA call to ``rank`` needs an access epoch that covers it (R65, R82)."""
+        if self.lock_all or rank in self.locks or self.fence_open or rank in self.start_group:
             return
+        if self.start_open:
+            sync_error("%s to rank %d, which is not in the group of the open Start epoch "
+                       "(%s)" % (call, rank, list(self.start_group)))
         sync_error("%s to rank %d outside an access epoch: open one first with Fence(), "
-                   "Lock(%d) or Lock_all()" % (call, rank, rank))
+                   "Start(group), Lock(%d) or Lock_all()" % (call, rank, rank))
 
     def issued(self):
         """A call passed every check: it counts as RMA of the current fence epoch."""
@@ -59,9 +81,9 @@ class Epoch:
 
     def check_some_epoch(self, call):
         """RMA to PROC_NULL needs some open access epoch, whatever it covers (A38)."""
-        if not (self.lock_all or self.locks or self.fence_open):
+        if not (self.lock_all or self.locks or self.fence_open or self.start_open):
             sync_error("%s to PROC_NULL outside any access epoch: open one first with "
-                       "Fence(), Lock() or Lock_all()" % call)
+                       "Fence(), Start(group), Lock() or Lock_all()" % call)
 
     def check_request_access(self, rank, call):
         """Request-based calls are valid only in a passive-target epoch (R53)."""
@@ -75,6 +97,7 @@ class Epoch:
 
     # --- passive target ---
     def before_lock(self, rank):
+        self._no_start("Lock(%d)" % rank)
         if self.lock_all:
             sync_error("Lock(%d) inside Lock_all: Unlock_all() first" % rank)
         if rank in self.locks:
@@ -82,6 +105,7 @@ class Epoch:
         self._leave_fence("Lock(%d)" % rank)
 
     def before_lock_all(self):
+        self._no_start("Lock_all")
         if self.lock_all:
             sync_error("Lock_all inside Lock_all: Unlock_all() first")
         if self.locks:
@@ -108,11 +132,41 @@ class Epoch:
         elif rank != constants.PROC_NULL and not self.covers_passively(rank):
             sync_error("%s(%d): no Lock or Lock_all epoch covers rank %d" % (call, rank, rank))
 
+    # --- post/start/complete/wait ---
+    def _no_start(self, call):
+        if self.start_open:
+            sync_error("%s inside a Start epoch: call Complete() first (R66)" % call)
+
+    def before_start(self):
+        self._no_start("Start")
+        if self.lock_all or self.locks:
+            sync_error("Start inside a passive-target epoch: Unlock/Unlock_all first (R66)")
+        self._leave_fence("Start")
+
+    def before_complete(self):
+        if not self.start_open:
+            sync_error("Complete without a matching Start (R72)")
+
+    def before_post(self):
+        if self.post_group is not None:
+            sync_error("Post while this rank is already posted: call Wait() or Test() "
+                       "first (R68)")
+        self._leave_fence("Post")
+
+    def before_wait(self, call):
+        if self.post_group is None:
+            sync_error("%s without a matching Post%s (R90)" % (
+                call, "; Test already returned True for the last one" if call == "Test"
+                else ""))
+
     # --- fence ---
     def before_fence(self, noprecede):
         if self.lock_all or self.locks:
             sync_error("Fence inside a passive-target epoch: close it with Unlock/Unlock_all "
                        "first")
+        if self.start_open or self.post_group is not None:
+            sync_error("Fence inside a post/start/complete/wait epoch: close it with "
+                       "Complete/Wait first (R79)")
         if noprecede and self.fence_open and self.rma_since_fence:
             sync_error("Fence(MODE_NOPRECEDE) but this rank issued RMA since the last Fence "
                        "(the assertion is false)")
@@ -131,5 +185,9 @@ class Epoch:
     def check_free(self):
         if self.lock_all or self.locks:
             sync_error("Free with a passive-target epoch open: Unlock/Unlock_all first")
+        if self.start_open:
+            sync_error("Free with a Start epoch open: Complete() first (R22)")
+        if self.post_group is not None:
+            sync_error("Free with an exposure epoch open: Wait() first (R22)")
         if self.fence_open and self.rma_since_fence:
             sync_error("Free with RMA not completed by a Fence: call Fence() first")

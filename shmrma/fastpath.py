@@ -4,7 +4,8 @@
 Each window's Epoch owns a table (``Table(nranks)``): per target rank the
 mapped window memory, its size and disp_unit and the accumulate lock cell,
 filled by ``bind`` on the first call; plus the epoch flags Epoch keeps in it
-(fence_open, rma_since_fence, lock_all, which ranks a Lock covers).
+(fence_open, rma_since_fence, lock_all, which ranks a Lock or the Start
+group covers).
 ``Win.Free`` closes it.
 
 The Python methods in rma.py and passive.py call these functions first::
@@ -40,16 +41,20 @@ from . import op as ops
 class _PythonTable:
     """The epoch flags, for the fallback backend, where nothing takes the fast path."""
 
-    __slots__ = ("fence_open", "rma_since_fence", "lock_all", "nlocked", "open")
+    __slots__ = ("fence_open", "rma_since_fence", "lock_all", "nlocked", "open", "start_open")
 
     def __init__(self, nranks):
         self.fence_open = self.rma_since_fence = self.lock_all = self.nlocked = 0
+        self.start_open = 0
         self.open = 1
 
     def set_target(self, rank, base, size, disp_unit, acc_lock):
         pass
 
     def set_locked(self, rank, flag):
+        pass
+
+    def set_started(self, rank, flag):
         pass
 
     def close(self):

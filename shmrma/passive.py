@@ -48,6 +48,23 @@ class WindowLock:
         atomic.cell_add(self.write, 1)
 
 
+def _locked_unexposed(state, ranks, lock_type):
+    """Take the locks of ``ranks`` in order; ERR_RMA_CONFLICT, with every lock given
+    back, when one of those windows is exposed by a Post (R102; active._expose)."""
+    from .window import OFF_EXPOSED
+    taken = []
+    for rank in ranks:
+        lock = WindowLock(state, rank)
+        lock.acquire(lock_type)
+        taken.append(lock)
+        if atomic.load32(state.control_of(rank) + OFF_EXPOSED):
+            for held in taken:
+                held.release(lock_type)
+            errors.fail(errors.ERR_RMA_CONFLICT, "Lock of rank %d's window while it is "
+                        "exposed by a Post (between its Post and Wait); a window may not be "
+                        "locked and exposed at the same time (R102)" % rank)
+
+
 def _lock_type(lock_type):
     if lock_type not in (LOCK_EXCLUSIVE, LOCK_SHARED):
         errors.fail(errors.ERR_LOCKTYPE, "lock_type %r is neither LOCK_EXCLUSIVE nor "
@@ -74,7 +91,7 @@ class PassiveTarget:
         state.epoch.before_lock(rank)
         held = None if assertion & MODE_NOCHECK else lock_type
         if held is not None:
-            WindowLock(state, rank).acquire(held)
+            _locked_unexposed(state, [rank], held)
         state.epoch.opened_lock(rank, held)
 
     def Unlock(self, rank):
@@ -93,8 +110,7 @@ class PassiveTarget:
         assertion = checked(assertion, "Lock_all")
         state.epoch.before_lock_all()
         if not assertion & MODE_NOCHECK:
-            for rank in range(len(state.sizes)):
-                WindowLock(state, rank).acquire(LOCK_SHARED)
+            _locked_unexposed(state, range(len(state.sizes)), LOCK_SHARED)
         state.epoch.lock_all = True
         state.epoch.lock_all_nocheck = bool(assertion & MODE_NOCHECK)
 

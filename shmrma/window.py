@@ -14,7 +14,7 @@ import os
 
 from . import constants, dynamic, errhandler, errors, job, memory, segments
 from .active import ActiveTarget
-from .group import make_group
+from .group import Group, make_group
 from .info import Info, to_dict
 from .intracomm import COMM_SELF
 from .passive import PassiveTarget
@@ -40,6 +40,9 @@ OFF_LOCK_TICKET = 0      # next ticket of the reader-writer lock
 OFF_LOCK_READ = 64       # wait cell: ticket allowed in as a reader
 OFF_LOCK_WRITE = 72      # wait cell: ticket allowed in as a writer
 OFF_ACCUMULATE_LOCK = 128  # wait cell: 0 free, 1 held
+OFF_COMPLETES = 192      # wait cell: Completes received from origins, ever (mod 2**32)
+OFF_EXPOSED = 200        # 1 between Post and Wait (R102: never exposed and locked)
+POST_CELL = 8            # the post matrix: one wait cell per (origin, target) pair
 
 HINT_DEFAULTS = {
     "no_locks": "false",
@@ -337,10 +340,13 @@ class WindowState:
         self.name = ""
         self.errhandler = errhandler.ERRORS_RETURN
         self.epoch = Epoch(self)
+        self.group_ranks = {}       # group handle -> window ranks (window_ranks)
         self.data_segments = []
         self.targets = []
         self.regions = dynamic.RegionCache()
-        self.tables_offset = CONTROL_HEADER + len(sizes) * RANK_CONTROL
+        # after the per-rank blocks: the post matrix, then the dynamic region tables
+        self.posts_offset = CONTROL_HEADER + len(sizes) * RANK_CONTROL
+        self.tables_offset = self.posts_offset + len(sizes) ** 2 * POST_CELL
         extra = dynamic.table_bytes(len(sizes)) if flavor == WIN_FLAVOR_DYNAMIC else 0
         self.control = self.share_segment(self.tables_offset + extra)
         self.control_view = self.control.buffer
@@ -398,6 +404,33 @@ class WindowState:
     # --- per-rank control words ---
     def control_of(self, rank):
         return self.control_base + rank * RANK_CONTROL
+
+    def post_cell(self, origin, target):
+        """The count of Posts from ``target`` that include ``origin`` (lessons 13: per
+        pair, so a post meant for another origin or epoch never satisfies a Start)."""
+        return (self.control.address + self.posts_offset
+                + (origin * len(self.sizes) + target) * POST_CELL)
+
+    def window_ranks(self, group, call):
+        """The window ranks of ``group``'s members, in group order; ERR_GROUP for a
+        member outside the window's group (R93)."""
+        if not isinstance(group, Group):
+            raise TypeError("%s: group must be an MPI.Group, not %s"
+                            % (call, type(group).__name__))
+        cache = self.group_ranks
+        ranks = cache.get(group._handle)
+        if ranks is None:
+            members = group._live().world_ranks
+            index = {world: rank for rank, world in enumerate(self.world_ranks)}
+            outside = [world for world in members if world not in index]
+            if outside:
+                errors.fail(errors.ERR_GROUP, "%s: the group holds processes outside the "
+                            "window's group (world ranks %s)" % (call, outside))
+            ranks = tuple(index[world] for world in members)
+            if len(cache) > 64:
+                cache.clear()
+            cache[group._handle] = ranks
+        return ranks
 
     def check_rank(self, rank, role, allow_null=True):
         """The rank as an int; ERR_RANK unless it is in the window's group (or PROC_NULL)."""

@@ -60,9 +60,11 @@ DEFAULTS = {
                      "MPI_Win_post/start/complete/wait", "MPI_CHAR", BANDWIDTH),
 }
 ONE_SIZE = ("osu_fop_latency", "osu_cas_latency")
-PASSIVE_SYNCS = {"lock": "MPI_Win_lock/unlock", "flush": "MPI_Win_flush",
+SYNC_NAMES = {"lock": "MPI_Win_lock/unlock", "flush": "MPI_Win_flush",
                  "flush_local": "MPI_Win_flush_local",
-                 "lock_all": "MPI_Win_lock_all/unlock_all", "fence": "MPI_Win_fence"}
+                 "lock_all": "MPI_Win_lock_all/unlock_all", "fence": "MPI_Win_fence",
+                 "pscw": "MPI_Win_post/start/complete/wait"}
+ACTIVE_SYNCS = {"pscw": SYNC_NAMES["pscw"], "fence": SYNC_NAMES["fence"]}
 WINDOWS = {"create": "MPI_Win_create", "allocate": "MPI_Win_allocate",
            "dynamic": "MPI_Win_create_dynamic"}
 
@@ -194,23 +196,21 @@ def test_every_benchmark_with_its_defaults(name):
     check(out, name, [8] if name in ONE_SIZE else [1, 2, 4])
 
 
-def test_put_bibw_default_pscw_is_refused_then_fence_runs():
-    """osu_put_bibw defaults to -s pscw (§1.3), which shmrma lacks: exit 2 with a
-    message naming pscw and suggesting -s fence, and no header printed."""
-    done = bench("osu_put_bibw", "-m", "1:4", *TINY)
-    assert done.returncode == 2, (done.stdout, done.stderr)
-    assert "pscw" in done.stderr and "-s fence" in done.stderr, done.stderr
-    assert "Traceback" not in done.stderr, done.stderr
-    assert "# OSU" not in done.stdout
-    out = ok("osu_put_bibw", "-s", "fence", "-m", "1:4", "-W", "4", *TINY)
-    check(out, "osu_put_bibw", [1, 2, 4], sync="MPI_Win_fence")
+@pytest.mark.parametrize("sync", ["pscw", "fence"])
+def test_put_bibw_active_modes(sync):
+    """osu_put_bibw takes only -s pscw (its default, §1.3) and -s fence; both ranks
+    put in both directions (§1.4)."""
+    args = ("-m", "1:4", "-W", "4") + tuple(TINY)
+    out = ok("osu_put_bibw", *args) if sync == "pscw" else ok("osu_put_bibw", "-s", sync,
+                                                               *args)
+    check(out, "osu_put_bibw", [1, 2, 4], sync=ACTIVE_SYNCS[sync])
 
 
-@pytest.mark.parametrize("sync", sorted(PASSIVE_SYNCS))
+@pytest.mark.parametrize("sync", sorted(SYNC_NAMES))
 def test_put_latency_sync_modes(sync):
-    """§1.4: every -s mode shmrma has (all but pscw) runs and names its calls."""
+    """§1.4: every -s mode runs and names its calls."""
     out = ok("osu_put_latency", "-s", sync, "-m", "1:2", *TINY)
-    check(out, "osu_put_latency", [1, 2], sync=PASSIVE_SYNCS[sync])
+    check(out, "osu_put_latency", [1, 2], sync=SYNC_NAMES[sync])
 
 
 @pytest.mark.parametrize("window", sorted(WINDOWS))

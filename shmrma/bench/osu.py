@@ -96,12 +96,9 @@ class Run:
         self.typecode = osu.DATATYPES[opts.datatype][0]
 
     def all_sizes(self):
-        MPI, opts = self.MPI, self.opts
+        opts = self.opts
         if self.comm.Get_size() != 2:
             self.fail("This test requires exactly two processes")
-        if opts.sync == "pscw" and not hasattr(MPI.Win, "Start"):
-            self.fail("-s pscw needs Win.Post/Start/Complete/Wait, which %s does not have "
-                      "yet; use -s fence" % MPI.__name__.split(".")[0])
         if self.rank == 0:
             print_header(self.bench, opts)
         for size in osu.sizes(self.bench, opts):
