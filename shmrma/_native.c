@@ -590,13 +590,18 @@ n_set_wait_params(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
  * lock_all, and which ranks a Lock epoch covers).
  */
 
+/* What a Lock epoch to a target holds (FastTarget.locked). */
+enum { HELD_NONE, HELD_NOCHECK, HELD_SHARED, HELD_EXCLUSIVE };
+
 typedef struct {
     char *base;                 /* NULL: not mapped here, every call misses */
     Py_ssize_t size;
     Py_ssize_t unit;            /* disp_unit */
     int32_t *acc_lock;          /* wait cell: 0 free, 1 held */
-    int locked;                 /* a Lock epoch to this rank is open */
+    int locked;                 /* HELD_*: the Lock epoch open to this rank */
     int started;                /* the open Start epoch's group holds this rank */
+    char *control;              /* the rank's control block; NULL: not set */
+    uint32_t posts_used;        /* Posts of this rank that our Starts matched */
 } FastTarget;
 
 typedef struct {
@@ -609,6 +614,13 @@ typedef struct {
     int lock_all;
     int nlocked;
     int start_open;             /* a Start epoch is open, maybe with an empty group */
+    Py_ssize_t me;              /* this rank in the window; -1: sync not set up */
+    char *posts;                /* the post matrix: n x n wait cells, origin-major */
+    int32_t *bar_count;         /* the window communicator's barrier slot */
+    int32_t *bar_gen;
+    Py_ssize_t bar_size;
+    uint32_t completes_due;     /* Completes our Posts so far await (mod 2**32) */
+    PyObject *post_group;       /* the open Post's origins (a tuple), or None */
 } WinTable;
 
 static PyTypeObject WinTableType;
@@ -653,6 +665,9 @@ table_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     t->n = n;
     t->open = 1;
+    t->me = -1;
+    Py_INCREF(Py_None);
+    t->post_group = Py_None;
     return (PyObject *)t;
 }
 
@@ -660,6 +675,7 @@ static void
 table_dealloc(WinTable *t)
 {
     PyMem_Free(t->targets);
+    Py_XDECREF(t->post_group);
     Py_TYPE(t)->tp_free((PyObject *)t);
 }
 
@@ -706,12 +722,97 @@ static PyObject *
 table_set_locked(WinTable *t, PyObject *const *args, Py_ssize_t nargs)
 {
     FastTarget *slot;
-    int flag;
+    long flag;
     if (check_nargs("set_locked", nargs, 2) < 0) return NULL;
     if (!(slot = table_slot(t, args[0]))) return NULL;
-    if ((flag = PyObject_IsTrue(args[1])) < 0) return NULL;
-    t->nlocked += flag - slot->locked;
-    slot->locked = flag;
+    flag = PyLong_AsLong(args[1]);
+    if (flag == -1 && PyErr_Occurred()) return NULL;
+    if (flag < HELD_NONE || flag > HELD_EXCLUSIVE) {
+        PyErr_SetString(PyExc_ValueError, "set_locked(): state must be 0..3");
+        return NULL;
+    }
+    t->nlocked += (flag != HELD_NONE) - (slot->locked != HELD_NONE);
+    slot->locked = (int)flag;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+table_locked(WinTable *t, PyObject *rank)
+{
+    FastTarget *slot = table_slot(t, rank);
+    return slot ? PyLong_FromLong(slot->locked) : NULL;
+}
+
+static PyObject *
+table_started(WinTable *t, PyObject *rank)
+{
+    FastTarget *slot = table_slot(t, rank);
+    return slot ? PyBool_FromLong(slot->started) : NULL;
+}
+
+static PyObject *
+table_posts_used(WinTable *t, PyObject *rank)
+{
+    FastTarget *slot = table_slot(t, rank);
+    return slot ? PyLong_FromUnsignedLong(slot->posts_used) : NULL;
+}
+
+static PyObject *
+table_set_posts_used(WinTable *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    FastTarget *slot;
+    unsigned long used;
+    if (check_nargs("set_posts_used", nargs, 2) < 0) return NULL;
+    if (!(slot = table_slot(t, args[0]))) return NULL;
+    used = PyLong_AsUnsignedLongMask(args[1]);
+    if (used == (unsigned long)-1 && PyErr_Occurred()) return NULL;
+    slot->posts_used = (uint32_t)used;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+table_use_post(WinTable *t, PyObject *rank)
+{
+    FastTarget *slot = table_slot(t, rank);
+    if (!slot) return NULL;
+    return PyLong_FromUnsignedLong(slot->posts_used++);
+}
+
+static PyObject *
+table_set_control(WinTable *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    FastTarget *slot;
+    void *control;
+    if (check_nargs("set_control", nargs, 2) < 0) return NULL;
+    if (!(slot = table_slot(t, args[0]))) return NULL;
+    if (!(control = get_addr(args[1], 64, "set_control"))) return NULL;
+    slot->control = control;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+table_set_sync(WinTable *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t me, size;
+    void *posts, *count = NULL, *gen = NULL;
+    if (check_nargs("set_sync", nargs, 5) < 0) return NULL;
+    me = PyLong_AsSsize_t(args[0]);
+    if (me == -1 && PyErr_Occurred()) return NULL;
+    if (!(posts = get_addr(args[1], 8, "set_sync"))) return NULL;
+    size = PyLong_AsSsize_t(args[4]);
+    if (size == -1 && PyErr_Occurred()) return NULL;
+    if (size > 1 && (!(count = get_addr(args[2], 4, "set_sync")) ||
+                     !(gen = get_addr(args[3], 8, "set_sync"))))
+        return NULL;
+    if (me < 0 || me >= t->n || size < 1) {
+        PyErr_SetString(PyExc_ValueError, "set_sync(): bad rank or size");
+        return NULL;
+    }
+    t->me = me;
+    t->posts = posts;
+    t->bar_count = count;
+    t->bar_gen = gen;
+    t->bar_size = size;
     Py_RETURN_NONE;
 }
 
@@ -744,6 +845,20 @@ static PyMethodDef table_methods[] = {
      "set_locked(rank, flag): a Lock epoch to the rank opened (True) or closed."},
     {"set_started", (PyCFunction)(void (*)(void))table_set_started, METH_FASTCALL,
      "set_started(rank, flag): a Start epoch whose group holds the rank opened or closed."},
+    {"locked", (PyCFunction)table_locked, METH_O,
+     "locked(rank) -> 0 none, 1 Lock with NOCHECK, 2 shared, 3 exclusive."},
+    {"started", (PyCFunction)table_started, METH_O,
+     "started(rank) -> bool: the open Start epoch's group holds the rank."},
+    {"posts_used", (PyCFunction)table_posts_used, METH_O,
+     "posts_used(rank) -> how many of the rank's Posts our Starts matched."},
+    {"set_posts_used", (PyCFunction)(void (*)(void))table_set_posts_used, METH_FASTCALL,
+     "set_posts_used(rank, count): set the count (mod 2**32; tests seed it)."},
+    {"use_post", (PyCFunction)table_use_post, METH_O,
+     "use_post(rank) -> the count of the rank's Posts matched before this one."},
+    {"set_control", (PyCFunction)(void (*)(void))table_set_control, METH_FASTCALL,
+     "set_control(rank, address): the rank's control block."},
+    {"set_sync", (PyCFunction)(void (*)(void))table_set_sync, METH_FASTCALL,
+     "set_sync(me, post_matrix, barrier_count, barrier_generation, comm_size)."},
     {"close", (PyCFunction)table_close, METH_NOARGS,
      "close(): the window is freed; every call misses from now on."},
     {NULL, NULL, 0, NULL}
@@ -755,6 +870,10 @@ static PyMemberDef table_members[] = {
      "RMA was issued since the last Fence"},
     {"lock_all", T_INT, offsetof(WinTable, lock_all), 0, "a Lock_all epoch is open"},
     {"start_open", T_INT, offsetof(WinTable, start_open), 0, "a Start epoch is open"},
+    {"completes_due", T_UINT, offsetof(WinTable, completes_due), 0,
+     "Completes the Posts so far await (mod 2**32)"},
+    {"post_group", T_OBJECT, offsetof(WinTable, post_group), 0,
+     "the open Post's origins (a tuple), or None"},
     {"nlocked", T_INT, offsetof(WinTable, nlocked), READONLY, "open Lock epochs"},
     {"open", T_INT, offsetof(WinTable, open), READONLY, "not yet closed"},
     {NULL, 0, 0, 0, NULL}
@@ -1381,6 +1500,442 @@ op_name_tuple(void)
 
 #define FC(name, doc) {#name, (PyCFunction)(void (*)(void))n_##name, METH_FASTCALL, doc}
 
+
+/* ------------------------------------------------------------------ */
+/* Synchronization fast path                                           */
+/* ------------------------------------------------------------------ */
+
+/* Lock, Unlock, Lock_all, Unlock_all, Fence, Start, Complete, Post, Wait and
+ * Test in their common case: the arguments plain ints, no assertion beyond
+ * what the call takes here, the epoch rules satisfied, and whatever they wait
+ * for already there or arriving within a short spin.  They use the words
+ * shmrma/control.py lays out and the same ticket lock, barrier and counts as
+ * the Python paths (passive.py, active.py), so the two mix freely.  A miss
+ * (False) changes nothing; the Python path then does the call, waiting with
+ * the job's abort and dead-peer checks, or raises its error.  Lock and
+ * Lock_all may instead return the ticket they drew when it is not admitted
+ * yet, and Fence the barrier generation it arrived at: the Python path then
+ * waits for that and finishes the call. */
+
+#define LOCK_EXCLUSIVE 234
+#define LOCK_SHARED 235
+#define MODE_NOCHECK 1024
+#define MODE_NOPRECEDE 8192
+#define MODE_NOSUCCEED 16384
+#define ALL_MODES (1024 | 2048 | 4096 | 8192 | 16384)
+
+/* Spins of a wait before it is handed to Python (which spins again, yields
+ * and sleeps, with its checks): long enough for a peer that is running, a
+ * few microseconds. */
+#define SYNC_SPIN 512
+
+static Py_ssize_t g_off_ticket, g_off_read, g_off_write, g_off_completes, g_off_exposed;
+
+#define WORD(control, off) ((int32_t *)((control) + (off)))
+
+static inline void
+cell_bump(int32_t *cell)
+{
+    __atomic_fetch_add((uint32_t *)cell, 1u, SC);
+    wake_if_sleepers(cell);
+}
+
+/* Spin until *cell == want; 0 when it came, -1 otherwise. */
+static int
+spin_until(int32_t *cell, int32_t want)
+{
+    int i;
+    for (i = 0; i < SYNC_SPIN; i++) {
+        if (__atomic_load_n(cell, SC) == want)
+            return 0;
+        cpu_relax();
+    }
+    return -1;
+}
+
+/* Spin while *cell == old; 0 once it changed, -1 otherwise. */
+static int
+spin_while(int32_t *cell, int32_t old)
+{
+    int i;
+    for (i = 0; i < SYNC_SPIN; i++) {
+        if (__atomic_load_n(cell, SC) != old)
+            return 0;
+        cpu_relax();
+    }
+    return -1;
+}
+
+/* An exact int argument, or -1 (the arguments taken here are all >= 0). */
+static long
+plain_int(PyObject *obj)
+{
+    long v;
+    if (!PyLong_CheckExact(obj))
+        return -1;
+    v = PyLong_AsLong(obj);
+    if (v == -1 && PyErr_Occurred())
+        PyErr_Clear();
+    return v;
+}
+
+/* The table when sync calls may run on it here, else NULL. */
+static WinTable *
+sync_table(PyObject *table)
+{
+    WinTable *t = (WinTable *)table;
+    if (!g_fast_enabled || Py_TYPE(table) != &WinTableType || !t->open || t->me < 0)
+        return NULL;
+    return t;
+}
+
+/* May a new access epoch open (R66; a fence epoch with RMA must be fenced)? */
+static int
+access_may_open(WinTable *t)
+{
+    return !t->lock_all && !t->start_open && !(t->fence_open && t->rma_since_fence);
+}
+
+/* Give back a lock held on the control block (passive.WindowLock.release). */
+static void
+lock_release(char *control, int held)
+{
+    if (held == HELD_EXCLUSIVE)
+        cell_bump(WORD(control, g_off_read));
+    if (held == HELD_EXCLUSIVE || held == HELD_SHARED)
+        cell_bump(WORD(control, g_off_write));
+}
+
+/* Draw a ticket and spin for admission: HELD_* once admitted, or -1 with the
+ * ticket in *ticket (a shared lock then still owes its read bump). */
+static int
+lock_acquire(char *control, int exclusive, int32_t *ticket)
+{
+    *ticket = (int32_t)__atomic_fetch_add((uint32_t *)WORD(control, g_off_ticket), 1u, SC);
+    if (exclusive)
+        return spin_until(WORD(control, g_off_write), *ticket) == 0 ? HELD_EXCLUSIVE : -1;
+    if (spin_until(WORD(control, g_off_read), *ticket) < 0)
+        return -1;
+    cell_bump(WORD(control, g_off_read));
+    return HELD_SHARED;
+}
+
+static inline int
+exposed(char *control)
+{
+    return __atomic_load_n(WORD(control, g_off_exposed), SC) != 0;
+}
+
+/* rma_lock(table, rank, lock_type, assertion) -> True, False, or a ticket. */
+static PyObject *
+n_rma_lock(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    WinTable *t;
+    FastTarget *slot;
+    long rank, type;
+    int32_t ticket;
+    int held;
+    if (check_nargs("rma_lock", nargs, 4) < 0) return NULL;
+    if (!(t = sync_table(args[0])))
+        MISS;
+    rank = plain_int(args[1]);
+    type = plain_int(args[2]);
+    if (rank < 0 || rank >= t->n || (type != LOCK_EXCLUSIVE && type != LOCK_SHARED) ||
+            plain_int(args[3]) != 0 || !access_may_open(t))
+        MISS;
+    slot = &t->targets[rank];
+    if (slot->locked || slot->control == NULL)
+        MISS;
+    t->fence_open = 0;
+    held = lock_acquire(slot->control, type == LOCK_EXCLUSIVE, &ticket);
+    if (held < 0)
+        return PyLong_FromLong(ticket);
+    if (exposed(slot->control)) {       /* R102: the Python path raises */
+        lock_release(slot->control, held);
+        MISS;
+    }
+    slot->locked = held;
+    t->nlocked++;
+    DONE;
+}
+
+/* rma_unlock(table, rank) -> bool */
+static PyObject *
+n_rma_unlock(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    WinTable *t;
+    FastTarget *slot;
+    long rank;
+    if (check_nargs("rma_unlock", nargs, 2) < 0) return NULL;
+    if (!(t = sync_table(args[0])))
+        MISS;
+    rank = plain_int(args[1]);
+    if (rank < 0 || rank >= t->n)
+        MISS;
+    slot = &t->targets[rank];
+    if (!slot->locked || slot->control == NULL)
+        MISS;
+    __atomic_thread_fence(SC);          /* the epoch's RMA before the release (R96) */
+    lock_release(slot->control, slot->locked);
+    slot->locked = HELD_NONE;
+    t->nlocked--;
+    DONE;
+}
+
+/* rma_lock_all(table, assertion) -> True, False, or (rank, ticket): ranks
+ * below `rank` are held, `rank` drew `ticket` and is not admitted yet. */
+static PyObject *
+n_rma_lock_all(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    WinTable *t;
+    Py_ssize_t r, i;
+    int32_t ticket;
+    if (check_nargs("rma_lock_all", nargs, 2) < 0) return NULL;
+    if (!(t = sync_table(args[0])))
+        MISS;
+    if (plain_int(args[1]) != 0 || !access_may_open(t) || t->nlocked)
+        MISS;
+    for (r = 0; r < t->n; r++)
+        if (t->targets[r].control == NULL)
+            MISS;
+    t->fence_open = 0;
+    for (r = 0; r < t->n; r++) {
+        char *control = t->targets[r].control;
+        if (lock_acquire(control, 0, &ticket) < 0)
+            return Py_BuildValue("(ni)", r, (int)ticket);
+        if (exposed(control)) {         /* R102: give all back; Python raises */
+            for (i = 0; i <= r; i++)
+                lock_release(t->targets[i].control, HELD_SHARED);
+            MISS;
+        }
+    }
+    t->lock_all = 1;
+    DONE;
+}
+
+/* rma_unlock_all(table) -> bool.  lock_all is 1 with the shared locks held,
+ * 2 under MODE_NOCHECK. */
+static PyObject *
+n_rma_unlock_all(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    WinTable *t;
+    Py_ssize_t r;
+    if (check_nargs("rma_unlock_all", nargs, 1) < 0) return NULL;
+    if (!(t = sync_table(args[0])) || !t->lock_all)
+        MISS;
+    __atomic_thread_fence(SC);
+    if (t->lock_all == 1)
+        for (r = 0; r < t->n; r++)
+            lock_release(t->targets[r].control, HELD_SHARED);
+    t->lock_all = 0;
+    DONE;
+}
+
+/* rma_fence(table, assertion) -> True, False, or the barrier generation this
+ * rank arrived at and still waits for (the Python path waits, then closes). */
+static PyObject *
+n_rma_fence(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    WinTable *t;
+    long assertion;
+    int32_t generation;
+    if (check_nargs("rma_fence", nargs, 2) < 0) return NULL;
+    if (!(t = sync_table(args[0])))
+        MISS;
+    assertion = plain_int(args[1]);
+    if (assertion < 0 || (assertion & ~ALL_MODES) || t->lock_all || t->nlocked ||
+            t->start_open || t->post_group != Py_None ||
+            ((assertion & MODE_NOPRECEDE) && t->fence_open && t->rma_since_fence))
+        MISS;
+    __atomic_thread_fence(SC);
+    t->fence_open = !(assertion & MODE_NOSUCCEED);
+    t->rma_since_fence = 0;
+    if (t->bar_size < 2)
+        DONE;
+    generation = __atomic_load_n(t->bar_gen, SC);
+    if (__atomic_fetch_add(t->bar_count, 1, SC) + 1 >= t->bar_size) {
+        __atomic_store_n(t->bar_count, 0, SC);
+        cell_bump(t->bar_gen);
+        DONE;
+    }
+    if (spin_while(t->bar_gen, generation) == 0)
+        DONE;
+    return PyLong_FromLong(generation);
+}
+
+static inline int32_t *
+post_cell(WinTable *t, Py_ssize_t origin, Py_ssize_t target)
+{
+    return (int32_t *)(t->posts + (origin * t->n + target) * 8);
+}
+
+/* Window ranks of a Start or Post group (a tuple made by window_ranks). */
+static int
+group_ranks(WinTable *t, PyObject *ranks)
+{
+    Py_ssize_t i;
+    if (!PyTuple_CheckExact(ranks))
+        return -1;
+    for (i = 0; i < PyTuple_GET_SIZE(ranks); i++) {
+        long r = plain_int(PyTuple_GET_ITEM(ranks, i));
+        if (r < 0 || r >= t->n || t->targets[r].control == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+/* rma_start(table, ranks, assertion) -> bool: every Post arrived (or NOCHECK),
+ * each counted as matched, the epoch open. */
+static PyObject *
+n_rma_start(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    WinTable *t;
+    PyObject *ranks;
+    Py_ssize_t i, k;
+    long assertion;
+    if (check_nargs("rma_start", nargs, 3) < 0) return NULL;
+    if (!(t = sync_table(args[0])))
+        MISS;
+    ranks = args[1];
+    assertion = plain_int(args[2]);
+    if ((assertion != 0 && assertion != MODE_NOCHECK) || !access_may_open(t) ||
+            t->nlocked || group_ranks(t, ranks) < 0)
+        MISS;
+    k = PyTuple_GET_SIZE(ranks);
+    if (!(assertion & MODE_NOCHECK))
+        for (i = 0; i < k; i++) {
+            Py_ssize_t r = PyLong_AsSsize_t(PyTuple_GET_ITEM(ranks, i));
+            if (spin_while(post_cell(t, t->me, r), (int32_t)t->targets[r].posts_used) < 0)
+                MISS;           /* nothing taken yet: the Python path waits */
+        }
+    t->fence_open = 0;
+    for (i = 0; i < k; i++) {
+        FastTarget *slot = &t->targets[PyLong_AsSsize_t(PyTuple_GET_ITEM(ranks, i))];
+        slot->posts_used++;
+        slot->started = 1;
+    }
+    __atomic_thread_fence(SC);
+    t->start_open = 1;
+    DONE;
+}
+
+/* rma_complete(table) -> bool */
+static PyObject *
+n_rma_complete(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    WinTable *t;
+    Py_ssize_t r;
+    if (check_nargs("rma_complete", nargs, 1) < 0) return NULL;
+    if (!(t = sync_table(args[0])) || !t->start_open)
+        MISS;
+    __atomic_thread_fence(SC);
+    for (r = 0; r < t->n; r++)
+        if (t->targets[r].started) {
+            t->targets[r].started = 0;
+            cell_bump(WORD(t->targets[r].control, g_off_completes));
+        }
+    t->start_open = 0;
+    DONE;
+}
+
+/* rma_post(table, ranks, assertion) -> bool */
+static PyObject *
+n_rma_post(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    WinTable *t;
+    PyObject *ranks;
+    Py_ssize_t i;
+    long assertion;
+    char *mine;
+    if (check_nargs("rma_post", nargs, 3) < 0) return NULL;
+    if (!(t = sync_table(args[0])))
+        MISS;
+    ranks = args[1];
+    assertion = plain_int(args[2]);
+    if (assertion < 0 || (assertion & ~ALL_MODES) || t->post_group != Py_None ||
+            (t->fence_open && t->rma_since_fence) || group_ranks(t, ranks) < 0)
+        MISS;
+    mine = t->targets[t->me].control;
+    __atomic_store_n(WORD(mine, g_off_exposed), 1, SC);
+    if (__atomic_load_n(WORD(mine, g_off_ticket), SC) !=
+            __atomic_load_n(WORD(mine, g_off_write), SC)) {
+        __atomic_store_n(WORD(mine, g_off_exposed), 0, SC);
+        MISS;                   /* locked (R102): the Python path raises */
+    }
+    t->fence_open = 0;
+    t->completes_due += (uint32_t)PyTuple_GET_SIZE(ranks);
+    Py_INCREF(ranks);
+    Py_SETREF(t->post_group, ranks);
+    __atomic_thread_fence(SC);
+    for (i = 0; i < PyTuple_GET_SIZE(ranks); i++)
+        cell_bump(post_cell(t, PyLong_AsSsize_t(PyTuple_GET_ITEM(ranks, i)), t->me));
+    DONE;
+}
+
+/* Have the Completes the Posts await arrived (counts wrap at 2**32)? */
+static inline int
+completes_arrived(WinTable *t)
+{
+    uint32_t count = (uint32_t)__atomic_load_n(
+        WORD(t->targets[t->me].control, g_off_completes), SC);
+    return (int32_t)(count - t->completes_due) >= 0;
+}
+
+static void
+end_exposure(WinTable *t)
+{
+    __atomic_thread_fence(SC);
+    __atomic_store_n(WORD(t->targets[t->me].control, g_off_exposed), 0, SC);
+    Py_INCREF(Py_None);
+    Py_SETREF(t->post_group, Py_None);
+}
+
+/* rma_wait(table) -> bool */
+static PyObject *
+n_rma_wait(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    WinTable *t;
+    int i;
+    if (check_nargs("rma_wait", nargs, 1) < 0) return NULL;
+    if (!(t = sync_table(args[0])) || t->post_group == Py_None)
+        MISS;
+    for (i = 0; i < SYNC_SPIN && !completes_arrived(t); i++)
+        cpu_relax();
+    if (i == SYNC_SPIN)
+        MISS;
+    end_exposure(t);
+    DONE;
+}
+
+/* rma_test(table) -> True (closed), False (not yet), None (the Python path) */
+static PyObject *
+n_rma_test(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    WinTable *t;
+    if (check_nargs("rma_test", nargs, 1) < 0) return NULL;
+    if (!(t = sync_table(args[0])) || t->post_group == Py_None)
+        Py_RETURN_NONE;
+    if (!completes_arrived(t))
+        Py_RETURN_FALSE;
+    end_exposure(t);
+    Py_RETURN_TRUE;
+}
+
+/* rma_sync_setup(offsets): the control block words (shmrma/control.py). */
+static PyObject *
+n_rma_sync_setup(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t *dest[5] = {&g_off_ticket, &g_off_read, &g_off_write, &g_off_completes,
+                           &g_off_exposed};
+    int i;
+    if (check_nargs("rma_sync_setup", nargs, 5) < 0) return NULL;
+    for (i = 0; i < 5; i++) {
+        *dest[i] = PyLong_AsSsize_t(args[i]);
+        if (*dest[i] == -1 && PyErr_Occurred()) return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef native_methods[] = {
     FC(load32, "load32(addr) -> int: seq_cst load of the int32 at addr."),
     FC(load64, "load64(addr) -> int: seq_cst load of the int64 at addr."),
@@ -1420,6 +1975,18 @@ static PyMethodDef native_methods[] = {
                              "disp) -> bool."),
     FC(rma_flush, "rma_flush(table, rank or None) -> bool: memory fence done, or False."),
     FC(rma_setup, "rma_setup(proc_null, ops): PROC_NULL and the Op objects named by RMA_OPS."),
+    FC(rma_sync_setup, "rma_sync_setup(ticket, read, write, completes, exposed): offsets "
+       "of the control block words."),
+    FC(rma_lock, "rma_lock(table, rank, lock_type, assertion) -> True, False or a ticket."),
+    FC(rma_unlock, "rma_unlock(table, rank) -> bool."),
+    FC(rma_lock_all, "rma_lock_all(table, assertion) -> True, False or (rank, ticket)."),
+    FC(rma_unlock_all, "rma_unlock_all(table) -> bool."),
+    FC(rma_fence, "rma_fence(table, assertion) -> True, False or the awaited generation."),
+    FC(rma_start, "rma_start(table, ranks, assertion) -> bool."),
+    FC(rma_complete, "rma_complete(table) -> bool."),
+    FC(rma_post, "rma_post(table, ranks, assertion) -> bool."),
+    FC(rma_wait, "rma_wait(table) -> bool."),
+    FC(rma_test, "rma_test(table) -> True, False, or None for the Python path."),
     FC(rma_enable, "rma_enable(flag) -> previous: False makes every rma_* call miss."),
     {NULL, NULL, 0, NULL}
 };
@@ -1467,7 +2034,13 @@ PyInit__native(void)
     }
     if (PyModule_AddIntConstant(mod, "DEFAULT_SPIN", DEFAULT_SPIN) < 0 ||
         PyModule_AddIntConstant(mod, "DEFAULT_YIELDS", DEFAULT_YIELDS) < 0 ||
-        PyModule_AddIntConstant(mod, "MEMCPY_NOGIL_MIN", MEMCPY_NOGIL_MIN) < 0) {
+        PyModule_AddIntConstant(mod, "MEMCPY_NOGIL_MIN", MEMCPY_NOGIL_MIN) < 0 ||
+        PyModule_AddIntConstant(mod, "LOCK_EXCLUSIVE", LOCK_EXCLUSIVE) < 0 ||
+        PyModule_AddIntConstant(mod, "LOCK_SHARED", LOCK_SHARED) < 0 ||
+        PyModule_AddIntConstant(mod, "MODE_NOCHECK", MODE_NOCHECK) < 0 ||
+        PyModule_AddIntConstant(mod, "MODE_NOPRECEDE", MODE_NOPRECEDE) < 0 ||
+        PyModule_AddIntConstant(mod, "MODE_NOSUCCEED", MODE_NOSUCCEED) < 0 ||
+        PyModule_AddIntConstant(mod, "ALL_MODES", ALL_MODES) < 0) {
         Py_DECREF(mod);
         return NULL;
     }

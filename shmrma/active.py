@@ -16,7 +16,8 @@ blocks until the cell has counted a Complete from every origin of the Post
 group (R88), Test asks the same without blocking (R89). Counts wrap at 2**32
 and are compared by difference.
 """
-from . import atomic, errors, job
+from .control import OFF_COMPLETES, OFF_EXPOSED, OFF_LOCK_TICKET, OFF_LOCK_WRITE
+from . import atomic, errors, fastpath, job
 from .assertions import MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOSUCCEED, checked
 
 _WRAP = 1 << 32
@@ -27,11 +28,23 @@ def _reached(count, goal):
     return (count - goal) % _WRAP < _WRAP // 2
 
 
+_fast_fence, _fast_start, _fast_complete = fastpath.fence, fastpath.start, fastpath.complete
+_fast_post, _fast_wait, _fast_test = fastpath.post, fastpath.wait, fastpath.test
+
+
 class ActiveTarget:
-    """Mixin of Win."""
+    """Mixin of Win. Every call tries the C fast path first (fastpath.py)."""
+
+    _sync = None    # the window's fastpath table (window.Win._from_state sets it)
 
     def Fence(self, assertion=0):
+        done = _fast_fence(self._sync, assertion)
+        if done is True:
+            return
         state = self._s
+        if done is not False:   # arrived at the barrier; the epoch is already switched
+            _await_barrier(state, done)
+            return
         assertion = checked(assertion, "Fence")
         state.epoch.before_fence(bool(assertion & MODE_NOPRECEDE))
         atomic.fence()
@@ -42,24 +55,27 @@ class ActiveTarget:
     def Start(self, group, assertion=0):
         state = self._s
         targets = state.window_ranks(group, "Start")
+        if _fast_start(self._sync, targets, assertion):
+            return
         assertion = checked(assertion, "Start")
         epoch = state.epoch
         epoch.before_start()
-        used = epoch.posts_used
+        table = epoch.table
         for target in targets:
-            cell = state.post_cell(state.rank, target)
             # NOCHECK: the matching Post has happened (R114); count it, do not wait
             if not assertion & MODE_NOCHECK:
-                _await_post(state, cell, used[target], target)
-            used[target] = (used[target] + 1) % _WRAP
+                _await_post(state, state.post_cell(state.rank, target),
+                            table.posts_used(target), target)
+            table.use_post(target)
         atomic.fence()
         epoch.opened_start(targets)
 
     def Complete(self):
+        if _fast_complete(self._sync):
+            return
         state = self._s
         state.epoch.before_complete()
         atomic.fence()      # every RMA of the epoch is visible before it is counted
-        from .window import OFF_COMPLETES
         for target in state.epoch.closed_start():
             atomic.cell_add(state.control_of(target) + OFF_COMPLETES, 1)
 
@@ -67,44 +83,59 @@ class ActiveTarget:
     def Post(self, group, assertion=0):
         state = self._s
         origins = state.window_ranks(group, "Post")
+        if _fast_post(self._sync, origins, assertion):
+            return
         checked(assertion, "Post")
         epoch = state.epoch
         epoch.before_post()
         _expose(state)
-        epoch.completes_due = (epoch.completes_due + len(origins)) % _WRAP
-        epoch.post_group = origins
+        table = epoch.table
+        table.completes_due = (table.completes_due + len(origins)) % _WRAP
+        table.post_group = origins
         atomic.fence()      # the owner's stores before the Post reach the origins (R120)
         for origin in origins:
             atomic.cell_add(state.post_cell(origin, state.rank), 1)
 
     def Wait(self):
+        if _fast_wait(self._sync):
+            return
         state = self._s
         epoch = state.epoch
         epoch.before_wait("Wait")
         cell = _completes_cell(state)
         while True:
             count = atomic.load32(cell) % _WRAP
-            if _reached(count, epoch.completes_due):
+            if _reached(count, epoch.table.completes_due):
                 break
             job.wait_cell(cell, _signed(count), lambda: _waiting_for(state),
                           [state.world_ranks[r] for r in epoch.post_group])
-        self._end_exposure(state)
+        _end_exposure(state)
 
     def Test(self):
+        done = _fast_test(self._sync)
+        if done is not None:
+            return done
         state = self._s
         epoch = state.epoch
         epoch.before_wait("Test")
-        if not _reached(atomic.load32(_completes_cell(state)) % _WRAP, epoch.completes_due):
+        if not _reached(atomic.load32(_completes_cell(state)) % _WRAP,
+                        epoch.table.completes_due):
             return False
-        self._end_exposure(state)
+        _end_exposure(state)
         return True
 
-    @staticmethod
-    def _end_exposure(state):
-        from .window import OFF_EXPOSED
-        atomic.fence()      # the origins' RMA are visible to local loads (R88)
-        atomic.store32(state.control_of(state.rank) + OFF_EXPOSED, 0)
-        state.epoch.post_group = None
+
+def _end_exposure(state):
+    atomic.fence()      # the origins' RMA are visible to local loads (R88)
+    atomic.store32(state.control_of(state.rank) + OFF_EXPOSED, 0)
+    state.epoch.table.post_group = None
+
+
+def _await_barrier(state, generation):
+    """Finish a Fence whose barrier arrival the fast path made: wait for the release."""
+    from .comm import barrier_cells
+    job.wait_cell(barrier_cells(state.comm._s)[1], generation,
+                  "Fence on a window of %d ranks" % len(state.sizes), state.world_ranks)
 
 
 def _signed(value):
@@ -112,7 +143,6 @@ def _signed(value):
 
 
 def _completes_cell(state):
-    from .window import OFF_COMPLETES
     return state.control_of(state.rank) + OFF_COMPLETES
 
 
@@ -135,7 +165,6 @@ def _expose(state):
 
     The flag goes up before the lock words are read, and Lock reads the flag
     after taking the lock, so one of two racing calls always sees the other."""
-    from .window import OFF_EXPOSED, OFF_LOCK_TICKET, OFF_LOCK_WRITE
     control = state.control_of(state.rank)
     atomic.store32(control + OFF_EXPOSED, 1)
     if atomic.load32(control + OFF_LOCK_TICKET) != atomic.load32(control + OFF_LOCK_WRITE):

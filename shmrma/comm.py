@@ -60,15 +60,20 @@ def release_slot(world, slot, references=1):
     atomic.forget(address, job.SLOT_BYTES)  # the next communicator may take another slot
 
 
+def barrier_cells(state):
+    """(arrival count, generation wait cell) of the communicator's counting barrier,
+    which a window's Fence uses too (its fast path in C)."""
+    address = job.current().slot_address(state.slot)
+    return address + job.OFF_SLOT_COUNT, address + job.OFF_SLOT_GENERATION
+
+
 def slot_barrier(state):
     """Counting barrier on the communicator's slot: one native call when it opens fast."""
     size = len(state.ranks)
     if size == 1:
         return
-    address = job.current().slot_address(state.slot)
-    generation_cell = address + job.OFF_SLOT_GENERATION
-    awaited = atomic.barrier_arrive(address + job.OFF_SLOT_COUNT, generation_cell, size,
-                                    job.WAIT_SLICE)
+    count_cell, generation_cell = barrier_cells(state)
+    awaited = atomic.barrier_arrive(count_cell, generation_cell, size, job.WAIT_SLICE)
     if awaited is not None:
         job.wait_cell(generation_cell, awaited,
                       lambda: "Barrier on %s (%d ranks)" % (state.name or "a communicator",

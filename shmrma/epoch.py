@@ -1,13 +1,18 @@
 """Which epochs are open on a window at this rank, and what they allow
-(MPI-3.1 §11.5, checklist R65, R66, R72, R78, R79, R94, R106, A34).
+(MPI-3.1 §11.5, checklist R65, R66, R68, R72, R78, R79, R82, R90, R94, R106, A34).
 
 A misuse raises ERR_RMA_SYNC before anything changes. The checks sit on the
 hot path of every communication call, so the common case is one test. The
-flags live in the window's fast path table (fastpath.py), which the C fast
-path checks calls against and marks as it issues them: every change of an
-epoch goes through this class, so the two never disagree.
+state lives in the window's fast path table (fastpath.py): the C fast path
+checks calls against it and opens and closes epochs in it itself, so this
+class keeps no copy of its own and the two never disagree.
 """
 from . import constants, errors, fastpath
+
+# What a Lock epoch to a target holds (the table's locked(rank))
+HELD_NONE, HELD_NOCHECK, HELD_SHARED, HELD_EXCLUSIVE = range(4)
+# Table.lock_all
+LOCK_ALL_HELD, LOCK_ALL_NOCHECK = 1, 2
 
 
 def sync_error(message):
@@ -32,43 +37,63 @@ class Epoch:
 
     def __init__(self, window):
         self.window = window
-        self.table = fastpath.Table(len(window.sizes))
-        self.locks = {}              # target rank -> lock type, or None under NOCHECK
-        self.lock_all_nocheck = False
-        self.start_group = ()        # the targets of the open Start epoch
-        self.post_group = None       # the origins of the open exposure epoch, or None
-        self.posts_used = [0] * len(window.sizes)  # per target: Posts our Starts matched
-        self.completes_due = 0       # Completes all our Posts so far await (mod 2**32)
+        self.nranks = len(window.sizes)
+        self.table = fastpath.Table(self.nranks)
+
+    # --- what is open ---
+    @property
+    def locks(self):
+        """{target rank: HELD_*} of the open Lock epochs."""
+        table = self.table
+        if not table.nlocked:
+            return {}
+        return {rank: table.locked(rank) for rank in range(self.nranks) if table.locked(rank)}
+
+    @property
+    def start_group(self):
+        """The targets of the open Start epoch."""
+        if not self.table.start_open:
+            return ()
+        return tuple(rank for rank in range(self.nranks) if self.table.started(rank))
+
+    @property
+    def post_group(self):
+        """The origins of the open exposure epoch, or None."""
+        return self.table.post_group
+
+    def covers_passively(self, rank):
+        return self.table.lock_all or self.table.locked(rank)
+
+    # --- opening and closing, for the Python paths ---
+    def opened_lock(self, rank, held):
+        self.table.set_locked(rank, held)
+
+    def closed_lock(self, rank):
+        """The HELD_* of the Lock epoch just closed."""
+        held = self.table.locked(rank)
+        self.table.set_locked(rank, HELD_NONE)
+        return held
 
     def opened_start(self, ranks):
-        self.start_group = ranks
-        self.start_open = True
         for rank in ranks:
             self.table.set_started(rank, True)
+        self.start_open = True
 
     def closed_start(self):
         """The targets of the Start epoch just closed."""
-        ranks, self.start_group = self.start_group, ()
+        ranks = self.start_group
         for rank in ranks:
             self.table.set_started(rank, False)
         self.start_open = False
         return ranks
 
-    def opened_lock(self, rank, held):
-        self.locks[rank] = held
-        self.table.set_locked(rank, True)
-
-    def closed_lock(self, rank):
-        """The lock type the closed Lock epoch held (None under NOCHECK)."""
-        self.table.set_locked(rank, False)
-        return self.locks.pop(rank)
-
     # --- communication calls ---
     def check_access(self, rank, call):
         """An RMA call to ``rank`` needs an access epoch that covers it (R65, R82)."""
-        if self.lock_all or rank in self.locks or self.fence_open or rank in self.start_group:
+        table = self.table
+        if table.lock_all or table.fence_open or table.locked(rank) or table.started(rank):
             return
-        if self.start_open:
+        if table.start_open:
             sync_error("%s to rank %d, which is not in the group of the open Start epoch "
                        "(%s)" % (call, rank, list(self.start_group)))
         sync_error("%s to rank %d outside an access epoch: open one first with Fence(), "
@@ -81,7 +106,8 @@ class Epoch:
 
     def check_some_epoch(self, call):
         """RMA to PROC_NULL needs some open access epoch, whatever it covers (A38)."""
-        if not (self.lock_all or self.locks or self.fence_open or self.start_open):
+        table = self.table
+        if not (table.lock_all or table.nlocked or table.fence_open or table.start_open):
             sync_error("%s to PROC_NULL outside any access epoch: open one first with "
                        "Fence(), Start(group), Lock() or Lock_all()" % call)
 
@@ -92,15 +118,12 @@ class Epoch:
                        "Lock_all() first (request-based RMA is not allowed in fence or "
                        "PSCW epochs)" % (call, rank, rank))
 
-    def covers_passively(self, rank):
-        return self.lock_all or rank in self.locks
-
     # --- passive target ---
     def before_lock(self, rank):
         self._no_start("Lock(%d)" % rank)
         if self.lock_all:
             sync_error("Lock(%d) inside Lock_all: Unlock_all() first" % rank)
-        if rank in self.locks:
+        if self.table.locked(rank):
             sync_error("rank %d is already locked by this rank; Unlock(%d) first" % (rank, rank))
         self._leave_fence("Lock(%d)" % rank)
 
@@ -108,13 +131,13 @@ class Epoch:
         self._no_start("Lock_all")
         if self.lock_all:
             sync_error("Lock_all inside Lock_all: Unlock_all() first")
-        if self.locks:
+        if self.table.nlocked:
             sync_error("Lock_all while Lock epochs to ranks %s are open: Unlock them first"
                        % sorted(self.locks))
         self._leave_fence("Lock_all")
 
     def before_unlock(self, rank):
-        if rank not in self.locks:
+        if not self.table.locked(rank):
             sync_error("Unlock(%d) without a matching Lock(%d)%s"
                        % (rank, rank, " (this rank is inside Lock_all: use Unlock_all)"
                           if self.lock_all else ""))
@@ -126,7 +149,7 @@ class Epoch:
     def check_flush(self, rank, call):
         """Flushes and Sync are valid only in a passive-target epoch covering the rank (R106)."""
         if rank is None:
-            if not (self.lock_all or self.locks):
+            if not (self.lock_all or self.table.nlocked):
                 sync_error("%s outside a passive-target epoch: call Lock or Lock_all first"
                            % call)
         elif rank != constants.PROC_NULL and not self.covers_passively(rank):
@@ -139,7 +162,7 @@ class Epoch:
 
     def before_start(self):
         self._no_start("Start")
-        if self.lock_all or self.locks:
+        if self.lock_all or self.table.nlocked:
             sync_error("Start inside a passive-target epoch: Unlock/Unlock_all first (R66)")
         self._leave_fence("Start")
 
@@ -161,7 +184,7 @@ class Epoch:
 
     # --- fence ---
     def before_fence(self, noprecede):
-        if self.lock_all or self.locks:
+        if self.lock_all or self.table.nlocked:
             sync_error("Fence inside a passive-target epoch: close it with Unlock/Unlock_all "
                        "first")
         if self.start_open or self.post_group is not None:
@@ -183,7 +206,7 @@ class Epoch:
 
     # --- freeing ---
     def check_free(self):
-        if self.lock_all or self.locks:
+        if self.lock_all or self.table.nlocked:
             sync_error("Free with a passive-target epoch open: Unlock/Unlock_all first")
         if self.start_open:
             sync_error("Free with a Start epoch open: Complete() first (R22)")

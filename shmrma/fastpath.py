@@ -34,28 +34,56 @@ Without the C extension (SHMRMA_NATIVE=0), ``Table`` only holds the epoch
 flags and every function returns False. ``enable(False)`` makes every call
 miss, so tests can compare both paths.
 """
+from .control import (OFF_ACCUMULATE_LOCK, OFF_COMPLETES, OFF_EXPOSED, OFF_LOCK_READ,
+                      OFF_LOCK_TICKET, OFF_LOCK_WRITE)
 from . import atomic, constants
 from . import op as ops
 
 
 class _PythonTable:
-    """The epoch flags, for the fallback backend, where nothing takes the fast path."""
-
-    __slots__ = ("fence_open", "rma_since_fence", "lock_all", "nlocked", "open", "start_open")
+    """The epoch state, for the fallback backend, where nothing takes the fast path."""
 
     def __init__(self, nranks):
         self.fence_open = self.rma_since_fence = self.lock_all = self.nlocked = 0
-        self.start_open = 0
+        self.start_open = self.completes_due = 0
+        self.post_group = None
         self.open = 1
+        self._locked = [0] * nranks
+        self._started = [False] * nranks
+        self._posts_used = [0] * nranks
 
     def set_target(self, rank, base, size, disp_unit, acc_lock):
         pass
 
-    def set_locked(self, rank, flag):
+    def set_control(self, rank, address):
         pass
 
-    def set_started(self, rank, flag):
+    def set_sync(self, me, post_matrix, barrier_count, barrier_generation, size):
         pass
+
+    def set_locked(self, rank, state):
+        self.nlocked += bool(state) - bool(self._locked[rank])
+        self._locked[rank] = state
+
+    def locked(self, rank):
+        return self._locked[rank]
+
+    def set_started(self, rank, flag):
+        self._started[rank] = bool(flag)
+
+    def started(self, rank):
+        return self._started[rank]
+
+    def posts_used(self, rank):
+        return self._posts_used[rank]
+
+    def set_posts_used(self, rank, count):
+        self._posts_used[rank] = count % (1 << 32)
+
+    def use_post(self, rank):
+        used = self._posts_used[rank]
+        self._posts_used[rank] = (used + 1) % (1 << 32)
+        return used
 
     def close(self):
         self.open = 0
@@ -74,6 +102,8 @@ def _native_functions():
         return None     # an extension built before the fast path: rebuild it to get one
     _native.rma_setup(constants.PROC_NULL,
                       tuple(ops.PREDEFINED[name] for name in _native.RMA_OPS))
+    _native.rma_sync_setup(OFF_LOCK_TICKET, OFF_LOCK_READ, OFF_LOCK_WRITE, OFF_COMPLETES,
+                           OFF_EXPOSED)
     return _native
 
 
@@ -84,10 +114,18 @@ if _impl is not None:
     put, get, accumulate = _impl.rma_put, _impl.rma_get, _impl.rma_accumulate
     get_accumulate, fetch_and_op = _impl.rma_get_accumulate, _impl.rma_fetch_and_op
     compare_and_swap, flush = _impl.rma_compare_and_swap, _impl.rma_flush
+    lock, unlock, lock_all, unlock_all = (_impl.rma_lock, _impl.rma_unlock,
+                                          _impl.rma_lock_all, _impl.rma_unlock_all)
+    fence, start, complete = _impl.rma_fence, _impl.rma_start, _impl.rma_complete
+    post, wait, test = _impl.rma_post, _impl.rma_wait, _impl.rma_test
 else:
     Table = _PythonTable
     put = get = accumulate = get_accumulate = fetch_and_op = compare_and_swap = _miss
-    flush = _miss
+    flush = lock = unlock = lock_all = unlock_all = fence = start = complete = _miss
+    post = wait = _miss
+
+    def test(table):
+        return None
 
 
 def enable(flag):
@@ -99,7 +137,6 @@ def enable(flag):
 
 def bind(state):
     """The window's table, with every target whose memory is mapped here filled in."""
-    from .window import OFF_ACCUMULATE_LOCK
     from .winmemory import MappedMemory
     table = state.epoch.table
     if state.dynamic or not table.open:
@@ -110,3 +147,15 @@ def bind(state):
             table.set_target(rank, target.address, size, state.units[rank],
                              state.control_of(rank) + OFF_ACCUMULATE_LOCK)
     return table
+
+
+def bind_sync(state):
+    """Give the table what the synchronization calls use: every rank's control
+    block, the post matrix and the window communicator's barrier slot."""
+    from .comm import barrier_cells
+    table = state.epoch.table
+    for rank in range(len(state.sizes)):
+        table.set_control(rank, state.control_of(rank))
+    comm = state.comm._s
+    cells = barrier_cells(comm) if len(comm.ranks) > 1 else (0, 0)
+    table.set_sync(state.rank, state.post_cell(0, 0), cells[0], cells[1], len(comm.ranks))

@@ -8,19 +8,25 @@ It is FIFO, so neither readers nor writers starve, and releases add instead of
 storing, so a release never wipes a concurrent arrival (lessons 15). The
 target takes no part (R122). RMA completes when its call returns, so a flush
 is a memory fence.
+
+Every call tries the C fast path first (fastpath.py); a lock whose ticket is
+not admitted within its spin comes back here to be waited for with the job's
+abort and dead-peer checks.
 """
 from . import atomic, constants, errors, fastpath, job
 from .assertions import MODE_NOCHECK, checked
+from .control import OFF_EXPOSED, OFF_LOCK_READ, OFF_LOCK_TICKET, OFF_LOCK_WRITE
+from .epoch import HELD_EXCLUSIVE, HELD_NOCHECK, HELD_SHARED, LOCK_ALL_HELD, LOCK_ALL_NOCHECK
 
 LOCK_EXCLUSIVE = 234
 LOCK_SHARED = 235
+_HELD = {LOCK_EXCLUSIVE: HELD_EXCLUSIVE, LOCK_SHARED: HELD_SHARED}
 
 
 class WindowLock:
     """The reader-writer ticket lock of one rank's window."""
 
     def __init__(self, state, rank):
-        from .window import OFF_LOCK_READ, OFF_LOCK_TICKET, OFF_LOCK_WRITE
         base = state.control_of(rank)
         self.ticket = base + OFF_LOCK_TICKET
         self.read = base + OFF_LOCK_READ
@@ -34,35 +40,32 @@ class WindowLock:
                 return
             job.wait_cell(cell, value, lambda: "a %s lock on rank %d's window" % (kind, self.rank))
 
-    def acquire(self, lock_type):
-        ticket = atomic.fetch_add32(self.ticket, 1)
-        if lock_type == LOCK_EXCLUSIVE:
+    def acquire(self, held):
+        self.admit(atomic.fetch_add32(self.ticket, 1), held)
+
+    def admit(self, ticket, held):
+        """Wait until ``ticket`` (already drawn) is let in as HELD_SHARED or HELD_EXCLUSIVE."""
+        if held == HELD_EXCLUSIVE:
             self._await(self.write, ticket, "exclusive")
         else:
             self._await(self.read, ticket, "shared")
             atomic.cell_add(self.read, 1)
 
-    def release(self, lock_type):
-        if lock_type == LOCK_EXCLUSIVE:
+    def release(self, held):
+        if held == HELD_EXCLUSIVE:
             atomic.cell_add(self.read, 1)
         atomic.cell_add(self.write, 1)
 
 
-def _locked_unexposed(state, ranks, lock_type):
-    """Take the locks of ``ranks`` in order; ERR_RMA_CONFLICT, with every lock given
-    back, when one of those windows is exposed by a Post (R102; active._expose)."""
-    from .window import OFF_EXPOSED
-    taken = []
-    for rank in ranks:
-        lock = WindowLock(state, rank)
-        lock.acquire(lock_type)
-        taken.append(lock)
-        if atomic.load32(state.control_of(rank) + OFF_EXPOSED):
-            for held in taken:
-                held.release(lock_type)
-            errors.fail(errors.ERR_RMA_CONFLICT, "Lock of rank %d's window while it is "
-                        "exposed by a Post (between its Post and Wait); a window may not be "
-                        "locked and exposed at the same time (R102)" % rank)
+def _check_unexposed(state, ranks, held):
+    """ERR_RMA_CONFLICT, with the locks of ``ranks`` given back, when the last of them
+    is exposed by a Post (R102; active._expose raises the flag before reading the lock)."""
+    if atomic.load32(state.control_of(ranks[-1]) + OFF_EXPOSED):
+        for rank in ranks:
+            WindowLock(state, rank).release(held)
+        errors.fail(errors.ERR_RMA_CONFLICT, "Lock of rank %d's window while it is exposed "
+                    "by a Post (between its Post and Wait); a window may not be locked and "
+                    "exposed at the same time (R102)" % ranks[-1])
 
 
 def _lock_type(lock_type):
@@ -73,6 +76,8 @@ def _lock_type(lock_type):
 
 
 _fast_flush = fastpath.flush
+_fast_lock, _fast_unlock = fastpath.lock, fastpath.unlock
+_fast_lock_all, _fast_unlock_all = fastpath.lock_all, fastpath.unlock_all
 
 
 class PassiveTarget:
@@ -82,19 +87,33 @@ class PassiveTarget:
     _fast = None    # the window's fastpath table (rma.Communication binds it too)
 
     def Lock(self, rank, lock_type=LOCK_EXCLUSIVE, assertion=0):
+        done = _fast_lock(self._sync, rank, lock_type, assertion)
+        if done is True:
+            return
         state = self._s
+        if done is not False:       # a ticket the fast path drew: wait for it here
+            held = _HELD[lock_type]
+            WindowLock(state, rank).admit(done, held)
+            _check_unexposed(state, [rank], held)
+            state.epoch.opened_lock(rank, held)
+            return
         rank = state.check_rank(rank, "Lock rank")
         _lock_type(lock_type)
         assertion = checked(assertion, "Lock")
         if rank == constants.PROC_NULL:
             return
         state.epoch.before_lock(rank)
-        held = None if assertion & MODE_NOCHECK else lock_type
-        if held is not None:
-            _locked_unexposed(state, [rank], held)
+        if assertion & MODE_NOCHECK:
+            held = HELD_NOCHECK
+        else:
+            held = _HELD[lock_type]
+            WindowLock(state, rank).acquire(held)
+            _check_unexposed(state, [rank], held)
         state.epoch.opened_lock(rank, held)
 
     def Unlock(self, rank):
+        if _fast_unlock(self._sync, rank):
+            return
         state = self._s
         rank = state.check_rank(rank, "Unlock rank")
         if rank == constants.PROC_NULL:
@@ -102,25 +121,44 @@ class PassiveTarget:
         state.epoch.before_unlock(rank)
         atomic.fence()
         held = state.epoch.closed_lock(rank)
-        if held is not None:
+        if held != HELD_NOCHECK:
             WindowLock(state, rank).release(held)
 
     def Lock_all(self, assertion=0):
+        done = _fast_lock_all(self._sync, assertion)
+        if done is True:
+            return
         state = self._s
+        if done is not False:       # ranks below `first` held; `first` drew `ticket`
+            first, ticket = done
+            WindowLock(state, first).admit(ticket, HELD_SHARED)
+            _check_unexposed(state, list(range(first + 1)), HELD_SHARED)
+            self._lock_all_from(state, first + 1)
+            return
         assertion = checked(assertion, "Lock_all")
         state.epoch.before_lock_all()
-        if not assertion & MODE_NOCHECK:
-            _locked_unexposed(state, range(len(state.sizes)), LOCK_SHARED)
-        state.epoch.lock_all = True
-        state.epoch.lock_all_nocheck = bool(assertion & MODE_NOCHECK)
+        if assertion & MODE_NOCHECK:
+            state.epoch.table.lock_all = LOCK_ALL_NOCHECK
+            return
+        self._lock_all_from(state, 0)
+
+    @staticmethod
+    def _lock_all_from(state, first):
+        """Take the shared locks of ranks ``first``.. in rank order (those below are held)."""
+        for rank in range(first, len(state.sizes)):
+            WindowLock(state, rank).acquire(HELD_SHARED)
+            _check_unexposed(state, list(range(rank + 1)), HELD_SHARED)
+        state.epoch.table.lock_all = LOCK_ALL_HELD
 
     def Unlock_all(self):
+        if _fast_unlock_all(self._sync):
+            return
         state = self._s
         state.epoch.before_unlock_all()
         atomic.fence()
-        if not state.epoch.lock_all_nocheck:
+        if state.epoch.table.lock_all == LOCK_ALL_HELD:
             for rank in range(len(state.sizes)):
-                WindowLock(state, rank).release(LOCK_SHARED)
+                WindowLock(state, rank).release(HELD_SHARED)
         state.epoch.lock_all = False
 
     def Flush(self, rank):

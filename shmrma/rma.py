@@ -13,6 +13,7 @@ the Python path below performs the call or raises its error.
 """
 import operator
 
+from .control import OFF_ACCUMULATE_LOCK
 from . import atomic, buffers, constants, errors, fastpath, job
 from . import datatype as datatypes
 from . import derived
@@ -217,7 +218,6 @@ class AccumulateLock:
     """The per-target lock every accumulate-class call takes."""
 
     def __init__(self, state, rank):
-        from .window import OFF_ACCUMULATE_LOCK
         self.cell = state.control_of(rank) + OFF_ACCUMULATE_LOCK
         self.rank = rank
 

@@ -12,7 +12,8 @@ import mmap
 import operator
 import os
 
-from . import constants, dynamic, errhandler, errors, job, memory, segments
+from . import constants, dynamic, errhandler, errors, fastpath, job, memory, segments
+from .control import CONTROL_HEADER, POST_CELL, RANK_CONTROL
 from .active import ActiveTarget
 from .group import Group, make_group
 from .info import Info, to_dict
@@ -34,15 +35,6 @@ WIN_CREATE_FLAVOR = 0x66000007
 WIN_MODEL = 0x66000009
 
 BASE_ALIGNMENT = 64
-CONTROL_HEADER = 64
-RANK_CONTROL = 256
-OFF_LOCK_TICKET = 0      # next ticket of the reader-writer lock
-OFF_LOCK_READ = 64       # wait cell: ticket allowed in as a reader
-OFF_LOCK_WRITE = 72      # wait cell: ticket allowed in as a writer
-OFF_ACCUMULATE_LOCK = 128  # wait cell: 0 free, 1 held
-OFF_COMPLETES = 192      # wait cell: Completes received from origins, ever (mod 2**32)
-OFF_EXPOSED = 200        # 1 between Post and Wait (R102: never exposed and locked)
-POST_CELL = 8            # the post matrix: one wait cell per (origin, target) pair
 
 HINT_DEFAULTS = {
     "no_locks": "false",
@@ -115,6 +107,7 @@ class Win(Communication, ActiveTarget, PassiveTarget, _buffer_exporter()):
     """``MPI.Win``; ``Win()`` is WIN_NULL."""
 
     _state = None
+    _sync = None
 
     def __bool__(self):
         return self._state is not None
@@ -218,6 +211,7 @@ class Win(Communication, ActiveTarget, PassiveTarget, _buffer_exporter()):
     def _from_state(cls, state):
         win = cls()
         win._state = state
+        win._sync = state.epoch.table   # what the synchronization calls' fast path takes
         return win
 
     # --- memory ------------------------------------------------------------------
@@ -351,6 +345,7 @@ class WindowState:
         self.control = self.share_segment(self.tables_offset + extra)
         self.control_view = self.control.buffer
         self.control_base = self.control.address + CONTROL_HEADER
+        fastpath.bind_sync(self)
 
     def update_hints(self, hints):
         """Record the honoured hints, normalised; a value shmrma cannot read is ignored."""
@@ -417,10 +412,11 @@ class WindowState:
         if not isinstance(group, Group):
             raise TypeError("%s: group must be an MPI.Group, not %s"
                             % (call, type(group).__name__))
+        handle = group._live()      # ERR_GROUP for GROUP_NULL and freed groups
         cache = self.group_ranks
-        ranks = cache.get(group._handle)
+        ranks = cache.get(handle)
         if ranks is None:
-            members = group._live().world_ranks
+            members = handle.world_ranks
             index = {world: rank for rank, world in enumerate(self.world_ranks)}
             outside = [world for world in members if world not in index]
             if outside:
@@ -429,7 +425,7 @@ class WindowState:
             ranks = tuple(index[world] for world in members)
             if len(cache) > 64:
                 cache.clear()
-            cache[group._handle] = ranks
+            cache[handle] = ranks
         return ranks
 
     def check_rank(self, rank, role, allow_null=True):

@@ -585,7 +585,7 @@ def test_contended_accumulate_lock_declines_without_touching_anything():
     accumulating calls spin briefly, then decline, leaving window, result and lock
     as they were (the Python path then waits with the job's abort checks)."""
     def body():
-        from shmrma.window import OFF_ACCUMULATE_LOCK
+        from shmrma.control import OFF_ACCUMULATE_LOCK
         win = MPI.Win.Allocate(SIZE, 8, comm=MPI.COMM_WORLD)
         mem = np.frombuffer(win.tomemory(), "i8")
         mem[:] = 5

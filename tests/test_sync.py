@@ -801,7 +801,7 @@ def test_lock_counters_wrap(seed):
     2^32 (white-box: the ticket, read and write words of its control block), mixed
     exclusive and shared locking from 3 ranks across the wrap stays exclusive and
     never hangs."""
-    from shmrma import window as window_module
+    from shmrma import control
 
     def body():
         comm = MPI.COMM_WORLD
@@ -810,8 +810,8 @@ def test_lock_counters_wrap(seed):
         if rank == 0:
             local(win)[:] = 0
             base = win._state.control_of(0)
-            for offset in (window_module.OFF_LOCK_TICKET, window_module.OFF_LOCK_READ,
-                           window_module.OFF_LOCK_WRITE):
+            for offset in (control.OFF_LOCK_TICKET, control.OFF_LOCK_READ,
+                           control.OFF_LOCK_WRITE):
                 atomic.store32(base + offset, seed)
         comm.Barrier()
         got = np.zeros(1, dtype="i8")

@@ -1,0 +1,14 @@
+"""The layout of a window's control segment, which every rank maps: one
+cache-line-padded block per rank, then the post matrix (ARCHITECTURE.md
+"Shared memory layout"). The C fast path receives these offsets once
+(fastpath.py), so Python and C read the same words."""
+
+CONTROL_HEADER = 64
+RANK_CONTROL = 256         # one block per rank, four cache lines
+OFF_LOCK_TICKET = 0        # next ticket of the reader-writer lock
+OFF_LOCK_READ = 64         # wait cell: ticket allowed in as a reader
+OFF_LOCK_WRITE = 72        # wait cell: ticket allowed in as a writer
+OFF_ACCUMULATE_LOCK = 128  # wait cell: 0 free, 1 held
+OFF_COMPLETES = 192        # wait cell: Completes received from origins, ever (mod 2**32)
+OFF_EXPOSED = 200          # 1 between Post and Wait (R102: never exposed and locked)
+POST_CELL = 8              # the post matrix: one wait cell per (origin, target) pair
