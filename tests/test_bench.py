@@ -433,7 +433,8 @@ def test_noisy_threshold():
 def test_suite_cases_are_valid_benchmark_runs():
     """compare's cases launch real benchmarks with flags that parse; -m N:N, and
     --quick adds -i."""
-    for case in compare.SUITE:
+    for case in compare.WINDOWS_SUITE + tuple(
+            c for c in compare.SYNC_SUITE if not isinstance(c, compare.SyncCase)):
         assert case.name in osu.BENCHMARKS
         bench_, opts = osu.parse(case.name, case.flags)
         assert osu.sizes(bench_, opts) == [case.size]
@@ -472,3 +473,25 @@ def test_print_table_pass_and_miss_both_directions(capsys):
     assert body["bw equal"][-1] == "PASS"
     assert body["bw slow"][-4:] == ["0.50", ">=", "0.90", "MISS"]
     assert body["no ref"][2:] == ["1.00", "-", "-", "<=", "0.25", "n/a"]
+
+
+@pytest.mark.parametrize("kind", ["fence", "pscw", "lock"])
+def test_sync_rounds_run_at_3_ranks_and_parse(kind):
+    """shmrma/bench/sync.py: every kind runs on 3 ranks (the ring wraps) and prints
+    the line SyncCase reads; compare's sync cases point at it with their rank count."""
+    run = os.path.join(BIN, "shmrma-run")
+    _, status, out, err = jobs.run_job([run, "-n", "3", "--timeout", "50", "-m",
+                                        "shmrma.bench.sync", kind, "20"],
+                                       jobs.child_env("shmrma"), 60, cwd=REPO)
+    assert status == 0, err
+    case = compare.SyncCase("t", kind, 3)
+    assert case.value(out) > 0
+    assert case.argv("shmrma", quick=True)[-3:-1] == ["shmrma.bench.sync", kind]
+    assert {c.nranks for c in compare.SYNC_SUITE if isinstance(c, compare.SyncCase)} == {
+        2, 4, 8}
+
+
+def test_sync_rounds_reject_an_unknown_kind():
+    _, status, _, err = jobs.run_job([sys.executable, "-m", "shmrma.bench.sync", "nope"],
+                                     jobs.child_env("shmrma"), 30, cwd=REPO)
+    assert status != 0 and "usage" in err

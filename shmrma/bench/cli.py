@@ -9,7 +9,7 @@ from . import options as osu
 
 USAGE = """\
 usage: shmrma-bench NAME [OMB options] [--impl shmrma|mpi4py|numpy]
-       shmrma-bench compare [--quick] [--reps N] [--json FILE]
+       shmrma-bench compare [--suite all|windows|sync] [--quick] [--reps N] [--json FILE]
        shmrma-bench list
 
 Runs the OSU Micro-Benchmarks' one-sided tests (OMB 7.x conventions and
@@ -21,9 +21,11 @@ output) on two ranks it starts itself.
   --impl      shmrma (default); mpi4py: the same program under MPICH's mpiexec
               (install with {hint}); numpy: the memory-copy reference, one
               process, put/get/acc only
-  compare     the issue targets: 8-byte latency of every call with -s flush,
-              4 MiB put/get bandwidth, 8 MiB float64 accumulate, on shmrma and
-              the references alternately, medians and ratios
+  compare     the targets, shmrma beside the references (alternating runs,
+              medians, ratios): 8-byte latency of every call with -s flush,
+              4 MiB put/get bandwidth, 8 MiB float64 accumulate (suite windows);
+              fence, PSCW and lock rounds at 2, 4 and 8 ranks and OSU's sync
+              modes (suite sync)
   list        the benchmarks and the sync modes each accepts
 """
 
@@ -87,6 +89,10 @@ def compare_command(argv):
                                  description=compare.__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true",
                     help="fewer iterations per run (latency 2000, bandwidth 5)")
+    ap.add_argument("--suite", choices=sorted(compare.SUITES), default="all",
+                    help="windows: the communication calls and bandwidth; sync: fence, "
+                         "PSCW and lock rounds at 2, 4 and 8 ranks and OSU's sync modes "
+                         "(default: all)")
     ap.add_argument("--reps", type=int, default=compare.REPS, metavar="N",
                     help="alternating rounds after the warm-up (default %(default)s)")
     ap.add_argument("--json", metavar="FILE", help="write raw numbers and machine facts")

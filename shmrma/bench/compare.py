@@ -27,6 +27,8 @@ MIB = 1 << 20
 class Case:
     """One row group: a benchmark at one size, and what it is held against."""
 
+    nranks = 2
+
     def __init__(self, title, name, size, flags=(), against_mpi4py=None, numpy_at_least=None):
         self.title, self.name, self.size = title, name, size
         self.flags = ["-m", "%d:%d" % (size, size)] + list(flags)
@@ -37,16 +39,50 @@ class Case:
         out = ["shmrma"] + (["mpi4py"] if have_reference and self.against_mpi4py else [])
         return out + (["numpy"] if self.numpy_at_least else [])
 
-    def argv(self, impl, quick):
+    def program(self, quick):
         flags = list(self.flags)
         if quick:
             flags += ["-i", str(QUICK_ITERATIONS["bw" if self.bandwidth else "latency"])]
-        return jobs.launcher_argv(impl, 2, ["-m", "shmrma.bench.osu", self.name] + flags)
+        return ["-m", "shmrma.bench.osu", self.name] + flags
+
+    def argv(self, impl, quick):
+        return jobs.launcher_argv(impl, self.nranks, self.program(quick))
+
+    def value(self, out):
+        return value_at(out, self.size)
+
+    def describe(self):
+        return {"title": self.title, "program": self.program(False), "ranks": self.nranks,
+                "against_mpi4py": self.against_mpi4py, "numpy_at_least": self.numpy_at_least}
+
+
+class SyncCase(Case):
+    """A synchronization round at N ranks (shmrma/bench/sync.py), against mpi4py."""
+
+    def __init__(self, title, kind, nranks, against_mpi4py=None):
+        self.title, self.kind, self.nranks = title, kind, nranks
+        self.against_mpi4py, self.numpy_at_least, self.bandwidth = against_mpi4py, None, False
+
+    def program(self, quick):
+        # fewer rounds where ranks outnumber the cores: each round then costs much more
+        rounds = 2000 if quick else 20000
+        return ["-m", "shmrma.bench.sync", self.kind,
+                str(rounds // max(1, self.nranks // 2))]
+
+    def impls(self, have_reference):
+        return ["shmrma"] + (["mpi4py"] if have_reference else [])
+
+    def value(self, out):
+        for line in out.splitlines():
+            key, _, number = line.partition(" ")
+            if key == self.kind + "_us":
+                return float(number)
+        raise jobs.RunFailed("no %s_us line in output:\n%s" % (self.kind, out[-800:]))
 
 
 # The targets of the windows issue: shmrma time / mpi4py time, and bandwidth
 # against numpy's copy of the same bytes in one process.
-SUITE = (
+WINDOWS_SUITE = (
     Case("Put 8 B + Flush, us", "osu_put_latency", 8, against_mpi4py=0.25),
     Case("Get 8 B + Flush, us", "osu_get_latency", 8, against_mpi4py=0.25),
     Case("Accumulate 8 B (MPI_CHAR) SUM + Flush, us", "osu_acc_latency", 8,
@@ -60,6 +96,22 @@ SUITE = (
     Case("Accumulate 8 MiB float64 SUM + Flush, us", "osu_acc_latency", 8 * MIB,
          flags=("-T", "mpi_double"), against_mpi4py=1.0),
 )
+
+# The targets of the synchronization issue: rounds at 2, 4 and 8 ranks (8 on a
+# 2-core machine oversubscribes it), and OSU's sync modes at 2 ranks.
+SYNC_SUITE = tuple(
+    SyncCase(title % n, kind, n, target)
+    for title, kind, targets in (
+        ("Fence round n=%d, us", "fence", {2: 0.3, 8: 1.0}),
+        ("PSCW ring round n=%d, us", "pscw", {2: 0.3}),
+        ("Lock/Put/Unlock n=%d, us", "lock", {2: 0.3}))
+    for n in (2, 4, 8) for target in [targets.get(n)]
+) + tuple(
+    Case("osu_put_latency -s %s 8 B, us" % sync, "osu_put_latency", 8, ("-s", sync),
+         against_mpi4py=target)
+    for sync, target in (("fence", 0.3), ("pscw", 0.3), ("lock", 0.3), ("lock_all", None)))
+
+SUITES = {"windows": WINDOWS_SUITE, "sync": SYNC_SUITE, "all": WINDOWS_SUITE + SYNC_SUITE}
 
 
 def value_at(out, size):
@@ -83,7 +135,7 @@ def measure(cases, have_reference, quick, reps, shmrma_path=None):
             for impl in (impls if rnd % 2 == 0 else impls[::-1]):
                 wall, out = jobs.run_once(case.argv(impl, quick),
                                           jobs.child_env(impl, shmrma_path), TIMEOUT_S)
-                value = value_at(out, case.size)
+                value = case.value(out)
                 done += 1
                 jobs.progress("[%3d/%d] %-7s %-7s %-44s %12.2f  (%.1f s)" % (
                     done, total, "warm-up" if rnd < 0 else "%d/%d" % (rnd + 1, reps),
@@ -135,24 +187,26 @@ def run(opts):
               % (missing, jobs.INSTALL_HINT), flush=True)
     facts = jobs.machine_facts(not missing)
     facts["shmrma_path"] = os.path.abspath(opts.shmrma_path) if opts.shmrma_path else None
-    reps = opts.reps
+    reps, suite = opts.reps, SUITES[opts.suite]
     started = time.time()
-    jobs.progress("shmrma-bench compare: %d cases, 1 warm-up round then %d alternating "
-                  "rounds%s" % (len(SUITE), reps, " (--quick: fewer iterations)"
-                                if opts.quick else ""))
-    samples = measure(SUITE, not missing, opts.quick, reps, opts.shmrma_path)
+    jobs.progress("shmrma-bench compare: %d cases (suite %s), 1 warm-up round then %d "
+                  "alternating rounds%s" % (len(suite), opts.suite, reps,
+                                            " (--quick: fewer iterations)" if opts.quick
+                                            else ""))
+    samples = measure(suite, not missing, opts.quick, reps, opts.shmrma_path)
     facts["loadavg_end"] = os.getloadavg()
     facts["elapsed_s"] = round(time.time() - started, 1)
-    rows = table(SUITE, samples)
+    rows = table(suite, samples)
 
     print()
     print(jobs.describe(facts))
-    print("OSU conventions (OMB 7.x): 2 ranks, Win.Allocate, -s flush; latency = time of op + "
-          "Flush; bandwidth = 64 ops per flush, MB = 10^6 B; median of %d alternating runs%s"
+    print("OSU conventions (OMB 7.x) unless named: 2 ranks, Win.Allocate, -s flush; latency = "
+          "time of op + sync; bandwidth = 64 ops per flush, MB = 10^6 B. Rounds at n ranks: "
+          "shmrma/bench/sync.py, the slowest rank's time. Median of %d alternating runs%s"
           % (reps, ", --quick iteration counts" if opts.quick else ""))
     jobs.print_table(rows, columns=("shmrma", "reference", "against"))
     if opts.json:
         jobs.write_report(opts.json, facts, {"quick": opts.quick, "reps": reps,
-                                             "suite": [c.__dict__ for c in SUITE]},
+                                             "suite": [c.describe() for c in suite]},
                           samples, rows)
     return 0
