@@ -621,6 +621,7 @@ typedef struct {
     Py_ssize_t bar_size;
     uint32_t completes_due;     /* Completes our Posts so far await (mod 2**32) */
     PyObject *post_group;       /* the open Post's origins (a tuple), or None */
+    PyObject *groups;           /* group handle -> window ranks (window.window_ranks) */
 } WinTable;
 
 static PyTypeObject WinTableType;
@@ -668,6 +669,11 @@ table_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     t->me = -1;
     Py_INCREF(Py_None);
     t->post_group = Py_None;
+    t->groups = PyDict_New();
+    if (t->groups == NULL) {
+        Py_DECREF(t);
+        return NULL;
+    }
     return (PyObject *)t;
 }
 
@@ -676,6 +682,7 @@ table_dealloc(WinTable *t)
 {
     PyMem_Free(t->targets);
     Py_XDECREF(t->post_group);
+    Py_XDECREF(t->groups);
     Py_TYPE(t)->tp_free((PyObject *)t);
 }
 
@@ -874,6 +881,8 @@ static PyMemberDef table_members[] = {
      "Completes the Posts so far await (mod 2**32)"},
     {"post_group", T_OBJECT, offsetof(WinTable, post_group), 0,
      "the open Post's origins (a tuple), or None"},
+    {"groups", T_OBJECT, offsetof(WinTable, groups), READONLY,
+     "group handle -> window ranks, filled by window.window_ranks"},
     {"nlocked", T_INT, offsetof(WinTable, nlocked), READONLY, "open Lock epochs"},
     {"open", T_INT, offsetof(WinTable, open), READONLY, "not yet closed"},
     {NULL, 0, 0, 0, NULL}
@@ -1769,12 +1778,35 @@ post_cell(WinTable *t, Py_ssize_t origin, Py_ssize_t target)
     return (int32_t *)(t->posts + (origin * t->n + target) * 8);
 }
 
+static PyObject *g_str_handle, *g_str_freed;
+
+/* The window ranks of a Group whose live handle window.window_ranks has seen
+ * (borrowed from the table's cache), or NULL without an error set. */
+static PyObject *
+cached_group(WinTable *t, PyObject *group)
+{
+    PyObject *handle, *freed, *ranks = NULL;
+    handle = PyObject_GetAttr(group, g_str_handle);
+    if (handle == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    freed = PyObject_GetAttr(handle, g_str_freed);
+    if (freed == Py_False)
+        ranks = PyDict_GetItemWithError(t->groups, handle);
+    if (ranks == NULL)
+        PyErr_Clear();
+    Py_XDECREF(freed);
+    Py_DECREF(handle);
+    return ranks;
+}
+
 /* Window ranks of a Start or Post group (a tuple made by window_ranks). */
 static int
 group_ranks(WinTable *t, PyObject *ranks)
 {
     Py_ssize_t i;
-    if (!PyTuple_CheckExact(ranks))
+    if (ranks == NULL || !PyTuple_CheckExact(ranks))
         return -1;
     for (i = 0; i < PyTuple_GET_SIZE(ranks); i++) {
         long r = plain_int(PyTuple_GET_ITEM(ranks, i));
@@ -1784,7 +1816,7 @@ group_ranks(WinTable *t, PyObject *ranks)
     return 0;
 }
 
-/* rma_start(table, ranks, assertion) -> bool: every Post arrived (or NOCHECK),
+/* rma_start(table, group, assertion) -> bool: every Post arrived (or NOCHECK),
  * each counted as matched, the epoch open. */
 static PyObject *
 n_rma_start(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
@@ -1796,7 +1828,7 @@ n_rma_start(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     if (check_nargs("rma_start", nargs, 3) < 0) return NULL;
     if (!(t = sync_table(args[0])))
         MISS;
-    ranks = args[1];
+    ranks = cached_group(t, args[1]);
     assertion = plain_int(args[2]);
     if ((assertion != 0 && assertion != MODE_NOCHECK) || !access_may_open(t) ||
             t->nlocked || group_ranks(t, ranks) < 0)
@@ -1838,7 +1870,7 @@ n_rma_complete(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     DONE;
 }
 
-/* rma_post(table, ranks, assertion) -> bool */
+/* rma_post(table, group, assertion) -> bool */
 static PyObject *
 n_rma_post(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1850,7 +1882,7 @@ n_rma_post(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     if (check_nargs("rma_post", nargs, 3) < 0) return NULL;
     if (!(t = sync_table(args[0])))
         MISS;
-    ranks = args[1];
+    ranks = cached_group(t, args[1]);
     assertion = plain_int(args[2]);
     if (assertion < 0 || (assertion & ~ALL_MODES) || t->post_group != Py_None ||
             (t->fence_open && t->rma_since_fence) || group_ranks(t, ranks) < 0)
@@ -1982,9 +2014,9 @@ static PyMethodDef native_methods[] = {
     FC(rma_lock_all, "rma_lock_all(table, assertion) -> True, False or (rank, ticket)."),
     FC(rma_unlock_all, "rma_unlock_all(table) -> bool."),
     FC(rma_fence, "rma_fence(table, assertion) -> True, False or the awaited generation."),
-    FC(rma_start, "rma_start(table, ranks, assertion) -> bool."),
+    FC(rma_start, "rma_start(table, group, assertion) -> bool."),
     FC(rma_complete, "rma_complete(table) -> bool."),
-    FC(rma_post, "rma_post(table, ranks, assertion) -> bool."),
+    FC(rma_post, "rma_post(table, group, assertion) -> bool."),
     FC(rma_wait, "rma_wait(table) -> bool."),
     FC(rma_test, "rma_test(table) -> True, False, or None for the Python path."),
     FC(rma_enable, "rma_enable(flag) -> previous: False makes every rma_* call miss."),
@@ -2008,6 +2040,10 @@ PyInit__native(void)
     g_spin = env_count("SHMRMA_SPIN", DEFAULT_SPIN);
     g_yields = env_count("SHMRMA_YIELDS", DEFAULT_YIELDS);
     if (PyType_Ready(&WinTableType) < 0)
+        return NULL;
+    g_str_handle = PyUnicode_InternFromString("_handle");
+    g_str_freed = PyUnicode_InternFromString("freed");
+    if (g_str_handle == NULL || g_str_freed == NULL)
         return NULL;
     mod = PyModule_Create(&native_module);
     if (mod == NULL)

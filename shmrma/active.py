@@ -53,10 +53,10 @@ class ActiveTarget:
 
     # --- access epochs: Start and Complete ---
     def Start(self, group, assertion=0):
+        if _fast_start(self._sync, group, assertion):
+            return
         state = self._s
         targets = state.window_ranks(group, "Start")
-        if _fast_start(self._sync, targets, assertion):
-            return
         assertion = checked(assertion, "Start")
         epoch = state.epoch
         epoch.before_start()
@@ -81,10 +81,10 @@ class ActiveTarget:
 
     # --- exposure epochs: Post, Wait and Test ---
     def Post(self, group, assertion=0):
+        if _fast_post(self._sync, group, assertion):
+            return
         state = self._s
         origins = state.window_ranks(group, "Post")
-        if _fast_post(self._sync, origins, assertion):
-            return
         checked(assertion, "Post")
         epoch = state.epoch
         epoch.before_post()

@@ -47,6 +47,7 @@ class _PythonTable:
         self.fence_open = self.rma_since_fence = self.lock_all = self.nlocked = 0
         self.start_open = self.completes_due = 0
         self.post_group = None
+        self.groups = {}
         self.open = 1
         self._locked = [0] * nranks
         self._started = [False] * nranks

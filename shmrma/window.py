@@ -334,7 +334,6 @@ class WindowState:
         self.name = ""
         self.errhandler = errhandler.ERRORS_RETURN
         self.epoch = Epoch(self)
-        self.group_ranks = {}       # group handle -> window ranks (window_ranks)
         self.data_segments = []
         self.targets = []
         self.regions = dynamic.RegionCache()
@@ -413,7 +412,7 @@ class WindowState:
             raise TypeError("%s: group must be an MPI.Group, not %s"
                             % (call, type(group).__name__))
         handle = group._live()      # ERR_GROUP for GROUP_NULL and freed groups
-        cache = self.group_ranks
+        cache = self.epoch.table.groups   # the C fast path of Start and Post reads it too
         ranks = cache.get(handle)
         if ranks is None:
             members = handle.world_ranks
