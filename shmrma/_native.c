@@ -1536,7 +1536,7 @@ op_name_tuple(void)
 /* Spins of a wait before it is handed to Python (which spins again, yields
  * and sleeps, with its checks): long enough for a peer that is running, a
  * few microseconds. */
-#define SYNC_SPIN 512
+#define SYNC_SPIN (g_spin * 8)   /* 512 by default; SHMRMA_SPIN scales it */
 
 static Py_ssize_t g_off_ticket, g_off_read, g_off_write, g_off_completes, g_off_exposed;
 
