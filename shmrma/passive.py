@@ -32,13 +32,17 @@ class WindowLock:
         self.read = base + OFF_LOCK_READ
         self.write = base + OFF_LOCK_WRITE
         self.rank = rank
+        # whoever holds the lock is unknown; a correct program frees the window (a
+        # collective) before any rank exits, so any member's exit ends the wait
+        self.peers = state.world_ranks
 
     def _await(self, cell, ticket, kind):
         while True:
             value = atomic.load32(cell)
             if value == ticket:
                 return
-            job.wait_cell(cell, value, lambda: "a %s lock on rank %d's window" % (kind, self.rank))
+            job.wait_cell(cell, value, lambda: "a %s lock on rank %d's window" % (kind, self.rank),
+                          self.peers)
 
     def acquire(self, held):
         self.admit(atomic.fetch_add32(self.ticket, 1), held)

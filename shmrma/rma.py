@@ -220,11 +220,12 @@ class AccumulateLock:
     def __init__(self, state, rank):
         self.cell = state.control_of(rank) + OFF_ACCUMULATE_LOCK
         self.rank = rank
+        self.peers = state.world_ranks     # a holder that died never releases it
 
     def __enter__(self):
         cell = self.cell
         while atomic.cas32(cell, 0, 1) != 0:
-            job.wait_cell(cell, 1, "the accumulate lock of rank %d" % self.rank)
+            job.wait_cell(cell, 1, "the accumulate lock of rank %d" % self.rank, self.peers)
 
     def __exit__(self, *exc):
         atomic.cell_store(self.cell, 0)

@@ -972,3 +972,51 @@ def test_oversubscribed_on_one_cpu_fence_pscw_and_locks_finish():
     results = shmrma.launch(body, 8, timeout=100)
     assert [r[:3] for r in results] == [(True, True, True)] * 8
     assert max(r[3] for r in results) < 60
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("wait", ["start", "wait", "lock", "fence", "lock_all", "accumulate"])
+def test_a_wait_for_a_dead_peer_ends_the_job(wait):
+    """Issue 4 "Waiting", lessons 24: a rank waiting in Start (for a Post), Wait (for a
+    Complete), Lock (behind an exclusive holder), Lock_all, Fence or an Accumulate
+    (behind the target's accumulate lock, white-box: held by a rank that dies) for a
+    rank that exited instead notices: the job ends at once with the dead rank named,
+    it does not hang until the timeout."""
+    def body():
+        comm = MPI.COMM_WORLD
+        rank = comm.Get_rank()
+        win = MPI.Win.Allocate(8, 8, comm=comm)
+        group = win.Get_group().Incl([1 - rank])
+        if rank == 1:
+            if wait in ("lock", "lock_all"):
+                win.Lock(1, MPI.LOCK_EXCLUSIVE)     # held until death
+            elif wait == "accumulate":
+                from shmrma.rma import AccumulateLock
+                AccumulateLock(win._state, 1).__enter__()   # held until death
+            comm.Barrier()
+            if wait == "wait":
+                win.Start(group)                     # never Completes
+            time.sleep(0.2)
+            os._exit(0)     # a clean exit: only the waiting rank's own checks can tell
+        if wait == "wait":
+            win.Post(group)
+        comm.Barrier()
+        if wait == "start":
+            win.Start(group)
+        elif wait == "wait":
+            win.Wait()
+        elif wait == "lock":
+            win.Lock(1, MPI.LOCK_SHARED)
+        elif wait == "lock_all":
+            win.Lock_all()
+        elif wait == "accumulate":
+            win.Lock_all(MPI.MODE_NOCHECK)
+            win.Accumulate(np.ones(1, dtype="i8"), 1)
+        else:
+            win.Fence()
+        return "not reached"
+    begin = time.monotonic()
+    with pytest.raises(shmrma.LaunchError, match="rank 1") as info:
+        shmrma.launch(body, 2, timeout=30)
+    assert time.monotonic() - begin < 15
+    assert info.value.rank == 0     # the waiting rank raised: it saw rank 1 was gone
