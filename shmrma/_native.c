@@ -622,6 +622,8 @@ typedef struct {
     uint32_t completes_due;     /* Completes our Posts so far await (mod 2**32) */
     PyObject *post_group;       /* the open Post's origins (a tuple), or None */
     PyObject *groups;           /* group handle -> window ranks (window.window_ranks) */
+    uint32_t barrier_seq;       /* window barriers (Ibarrier) this rank entered */
+    int barrier_pending;        /* some member may not have entered barrier_seq yet */
 } WinTable;
 
 static PyTypeObject WinTableType;
@@ -881,6 +883,10 @@ static PyMemberDef table_members[] = {
      "Completes the Posts so far await (mod 2**32)"},
     {"post_group", T_OBJECT, offsetof(WinTable, post_group), 0,
      "the open Post's origins (a tuple), or None"},
+    {"barrier_seq", T_UINT, offsetof(WinTable, barrier_seq), 0,
+     "window barriers this rank entered (mod 2**32)"},
+    {"barrier_pending", T_INT, offsetof(WinTable, barrier_pending), 0,
+     "RMA must wait until its target entered barrier_seq (A3)"},
     {"groups", T_OBJECT, offsetof(WinTable, groups), READONLY,
      "group handle -> window ranks, filled by window.window_ranks"},
     {"nlocked", T_INT, offsetof(WinTable, nlocked), READONLY, "open Lock epochs"},
@@ -936,6 +942,23 @@ static PyTypeObject BufferExporterType = {
 #define REACH_NULL 1            /* PROC_NULL inside some epoch: a no-op */
 #define REACH_TARGET 2
 
+/* Offsets of the words of a rank's control block (shmrma/control.py), given by
+ * rma_sync_setup(). */
+static Py_ssize_t g_off_ticket, g_off_read, g_off_write, g_off_completes, g_off_exposed,
+    g_off_entered;
+
+/* Has rank entered the window barrier this rank entered last (Ibarrier, A3)? */
+static int
+barrier_entered(WinTable *t, long rank)
+{
+    char *control = t->targets[rank].control;
+    uint32_t entered;
+    if (control == NULL)
+        return 0;
+    entered = (uint32_t)__atomic_load_n((int32_t *)(control + g_off_entered), SC);
+    return (int32_t)(entered - t->barrier_seq) >= 0;
+}
+
 /* May an RMA call reach rank_obj now (R65), or is it PROC_NULL (R38, A38)? */
 static int
 reach(PyObject *table, PyObject *rank_obj, WinTable **tp, FastTarget **slot)
@@ -958,6 +981,8 @@ reach(PyObject *table, PyObject *rank_obj, WinTable **tp, FastTarget **slot)
     if (!(t->lock_all || t->targets[rank].locked || t->fence_open ||
             t->targets[rank].started))
         return REACH_MISS;
+    if (t->barrier_pending && !barrier_entered(t, rank))
+        return REACH_MISS;      /* the Python path waits for the target's entry (A3) */
     *tp = t;
     *slot = &t->targets[rank];
     return REACH_TARGET;
@@ -1538,7 +1563,6 @@ op_name_tuple(void)
  * few microseconds. */
 #define SYNC_SPIN (g_spin * 8)   /* 512 by default; SHMRMA_SPIN scales it */
 
-static Py_ssize_t g_off_ticket, g_off_read, g_off_write, g_off_completes, g_off_exposed;
 
 #define WORD(control, off) ((int32_t *)((control) + (off)))
 
@@ -1957,11 +1981,11 @@ n_rma_test(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *
 n_rma_sync_setup(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
-    Py_ssize_t *dest[5] = {&g_off_ticket, &g_off_read, &g_off_write, &g_off_completes,
-                           &g_off_exposed};
+    Py_ssize_t *dest[6] = {&g_off_ticket, &g_off_read, &g_off_write, &g_off_completes,
+                           &g_off_exposed, &g_off_entered};
     int i;
-    if (check_nargs("rma_sync_setup", nargs, 5) < 0) return NULL;
-    for (i = 0; i < 5; i++) {
+    if (check_nargs("rma_sync_setup", nargs, 6) < 0) return NULL;
+    for (i = 0; i < 6; i++) {
         *dest[i] = PyLong_AsSsize_t(args[i]);
         if (*dest[i] == -1 && PyErr_Occurred()) return NULL;
     }
@@ -2007,8 +2031,8 @@ static PyMethodDef native_methods[] = {
                              "disp) -> bool."),
     FC(rma_flush, "rma_flush(table, rank or None) -> bool: memory fence done, or False."),
     FC(rma_setup, "rma_setup(proc_null, ops): PROC_NULL and the Op objects named by RMA_OPS."),
-    FC(rma_sync_setup, "rma_sync_setup(ticket, read, write, completes, exposed): offsets "
-       "of the control block words."),
+    FC(rma_sync_setup, "rma_sync_setup(ticket, read, write, completes, exposed, entered): "
+       "offsets of the control block words."),
     FC(rma_lock, "rma_lock(table, rank, lock_type, assertion) -> True, False or a ticket."),
     FC(rma_unlock, "rma_unlock(table, rank) -> bool."),
     FC(rma_lock_all, "rma_lock_all(table, assertion) -> True, False or (rank, ticket)."),

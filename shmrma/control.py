@@ -11,4 +11,5 @@ OFF_LOCK_WRITE = 72        # wait cell: ticket allowed in as a writer
 OFF_ACCUMULATE_LOCK = 128  # wait cell: 0 free, 1 held
 OFF_COMPLETES = 192        # wait cell: Completes received from origins, ever (mod 2**32)
 OFF_EXPOSED = 200          # 1 between Post and Wait (R102: never exposed and locked)
+OFF_BARRIER_ENTERED = 208  # wait cell: window barriers (Ibarrier) this rank entered, ever
 POST_CELL = 8              # the post matrix: one wait cell per (origin, target) pair

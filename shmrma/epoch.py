@@ -183,16 +183,16 @@ class Epoch:
                 else ""))
 
     # --- fence ---
-    def before_fence(self, noprecede):
+    def before_fence(self, noprecede, call="Fence"):
         if self.lock_all or self.table.nlocked:
-            sync_error("Fence inside a passive-target epoch: close it with Unlock/Unlock_all "
-                       "first")
+            sync_error("%s inside a passive-target epoch: close it with Unlock/Unlock_all "
+                       "first" % call)
         if self.start_open or self.post_group is not None:
-            sync_error("Fence inside a post/start/complete/wait epoch: close it with "
-                       "Complete/Wait first (R79)")
+            sync_error("%s inside a post/start/complete/wait epoch: close it with "
+                       "Complete/Wait first (R79)" % call)
         if noprecede and self.fence_open and self.rma_since_fence:
-            sync_error("Fence(MODE_NOPRECEDE) but this rank issued RMA since the last Fence "
-                       "(the assertion is false)")
+            sync_error("%s(MODE_NOPRECEDE) but this rank issued RMA since the last Fence "
+                       "or barrier (the assertion is false)" % call)
 
     def after_fence(self, nosucceed):
         self.fence_open = not nosucceed
@@ -214,3 +214,5 @@ class Epoch:
             sync_error("Free with an exposure epoch open: Wait() first (R22)")
         if self.fence_open and self.rma_since_fence:
             sync_error("Free with RMA not completed by a Fence: call Fence() first")
+        if self.table.barrier_pending:
+            sync_error("Free with an Ibarrier request not completed: Wait for it first")

@@ -34,8 +34,8 @@ Without the C extension (SHMRMA_NATIVE=0), ``Table`` only holds the epoch
 flags and every function returns False. ``enable(False)`` makes every call
 miss, so tests can compare both paths.
 """
-from .control import (OFF_ACCUMULATE_LOCK, OFF_COMPLETES, OFF_EXPOSED, OFF_LOCK_READ,
-                      OFF_LOCK_TICKET, OFF_LOCK_WRITE)
+from .control import (OFF_ACCUMULATE_LOCK, OFF_BARRIER_ENTERED, OFF_COMPLETES, OFF_EXPOSED,
+                      OFF_LOCK_READ, OFF_LOCK_TICKET, OFF_LOCK_WRITE)
 from . import atomic, constants
 from . import op as ops
 
@@ -48,6 +48,7 @@ class _PythonTable:
         self.start_open = self.completes_due = 0
         self.post_group = None
         self.groups = {}
+        self.barrier_seq = self.barrier_pending = 0
         self.open = 1
         self._locked = [0] * nranks
         self._started = [False] * nranks
@@ -104,7 +105,7 @@ def _native_functions():
     _native.rma_setup(constants.PROC_NULL,
                       tuple(ops.PREDEFINED[name] for name in _native.RMA_OPS))
     _native.rma_sync_setup(OFF_LOCK_TICKET, OFF_LOCK_READ, OFF_LOCK_WRITE, OFF_COMPLETES,
-                           OFF_EXPOSED)
+                           OFF_EXPOSED, OFF_BARRIER_ENTERED)
     return _native
 
 

@@ -14,7 +14,7 @@ the Python path below performs the call or raises its error.
 import operator
 
 from .control import OFF_ACCUMULATE_LOCK
-from . import atomic, buffers, constants, errors, fastpath, job
+from . import atomic, buffers, constants, errors, fastpath, job, winbarrier
 from . import datatype as datatypes
 from . import derived
 from . import op as ops
@@ -271,6 +271,8 @@ class Communication:
             return None, None
         target_rank = state.check_rank(target_rank, "target rank")
         state.epoch.check_access(target_rank, call)
+        if state.epoch.table.barrier_pending:
+            winbarrier.await_entry(state, target_rank)
         return state, target_rank
 
     def Put(self, origin, target_rank, target=None):

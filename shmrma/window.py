@@ -20,6 +20,7 @@ from .info import Info, to_dict
 from .intracomm import COMM_SELF
 from .passive import PassiveTarget
 from .rma import Communication
+from .winbarrier import WindowBarrier
 from .winmemory import MappedMemory, ProcessMemory, probe_access
 
 WIN_FLAVOR_CREATE = 1
@@ -103,7 +104,7 @@ def _buffer_exporter():
         return BufferExporter
 
 
-class Win(Communication, ActiveTarget, PassiveTarget, _buffer_exporter()):
+class Win(Communication, ActiveTarget, PassiveTarget, WindowBarrier, _buffer_exporter()):
     """``MPI.Win``; ``Win()`` is WIN_NULL."""
 
     _state = None
