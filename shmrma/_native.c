@@ -590,6 +590,9 @@ n_set_wait_params(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
  * lock_all, and which ranks a Lock epoch covers).
  */
 
+/* The kinds of RMA call, as the proposal's MODE_WIN_PUT/GET/ACCUMULATE bits. */
+enum { KIND_PUT = 1, KIND_GET = 2, KIND_ACCUMULATE = 4 };
+
 /* What a Lock epoch to a target holds (FastTarget.locked). */
 enum { HELD_NONE, HELD_NOCHECK, HELD_SHARED, HELD_EXCLUSIVE };
 
@@ -602,6 +605,7 @@ typedef struct {
     int started;                /* the open Start epoch's group holds this rank */
     char *control;              /* the rank's control block; NULL: not set */
     uint32_t posts_used;        /* Posts of this rank that our Starts matched */
+    int counter_kinds;          /* KIND_* an active Sync_ops request to the rank covers */
 } FastTarget;
 
 typedef struct {
@@ -622,6 +626,7 @@ typedef struct {
     uint32_t completes_due;     /* Completes our Posts so far await (mod 2**32) */
     PyObject *post_group;       /* the open Post's origins (a tuple), or None */
     PyObject *groups;           /* group handle -> window ranks (window.window_ranks) */
+    int ncounter;               /* targets with an active Sync_ops request (counter epochs) */
     uint32_t barrier_seq;       /* window barriers (Ibarrier) this rank entered */
     int barrier_pending;        /* some member may not have entered barrier_seq yet */
 } WinTable;
@@ -838,11 +843,26 @@ table_set_started(WinTable *t, PyObject *const *args, Py_ssize_t nargs)
 }
 
 static PyObject *
+table_set_counter_kinds(WinTable *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    FastTarget *slot;
+    long kinds;
+    if (check_nargs("set_counter_kinds", nargs, 2) < 0) return NULL;
+    if (!(slot = table_slot(t, args[0]))) return NULL;
+    kinds = PyLong_AsLong(args[1]);
+    if (kinds == -1 && PyErr_Occurred()) return NULL;
+    kinds &= KIND_PUT | KIND_GET | KIND_ACCUMULATE;
+    t->ncounter += (kinds != 0) - (slot->counter_kinds != 0);
+    slot->counter_kinds = (int)kinds;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
 table_close(WinTable *t, PyObject *unused)
 {
     t->open = 0;
     t->n = 0;                   /* every rank is out of range from now on */
-    t->fence_open = t->lock_all = t->nlocked = t->start_open = 0;
+    t->fence_open = t->lock_all = t->nlocked = t->start_open = t->ncounter = 0;
     Py_RETURN_NONE;
 }
 
@@ -854,6 +874,9 @@ static PyMethodDef table_methods[] = {
      "set_locked(rank, flag): a Lock epoch to the rank opened (True) or closed."},
     {"set_started", (PyCFunction)(void (*)(void))table_set_started, METH_FASTCALL,
      "set_started(rank, flag): a Start epoch whose group holds the rank opened or closed."},
+    {"set_counter_kinds", (PyCFunction)(void (*)(void))table_set_counter_kinds,
+     METH_FASTCALL, "set_counter_kinds(rank, kinds): the RMA kinds (MODE_WIN_* bits) "
+     "that active Sync_ops requests to the rank cover."},
     {"locked", (PyCFunction)table_locked, METH_O,
      "locked(rank) -> 0 none, 1 Lock with NOCHECK, 2 shared, 3 exclusive."},
     {"started", (PyCFunction)table_started, METH_O,
@@ -961,7 +984,7 @@ barrier_entered(WinTable *t, long rank)
 
 /* May an RMA call reach rank_obj now (R65), or is it PROC_NULL (R38, A38)? */
 static int
-reach(PyObject *table, PyObject *rank_obj, WinTable **tp, FastTarget **slot)
+reach(PyObject *table, PyObject *rank_obj, int kind, WinTable **tp, FastTarget **slot)
 {
     WinTable *t = (WinTable *)table;
     long rank;
@@ -974,12 +997,12 @@ reach(PyObject *table, PyObject *rank_obj, WinTable **tp, FastTarget **slot)
         return REACH_MISS;
     }
     if (rank == g_proc_null)
-        return t->lock_all || t->nlocked || t->fence_open || t->start_open ?
+        return t->lock_all || t->nlocked || t->fence_open || t->start_open || t->ncounter ?
             REACH_NULL : REACH_MISS;
     if (rank < 0 || rank >= t->n)
         return REACH_MISS;
     if (!(t->lock_all || t->targets[rank].locked || t->fence_open ||
-            t->targets[rank].started))
+            t->targets[rank].started || (t->targets[rank].counter_kinds & kind)))
         return REACH_MISS;
     if (t->barrier_pending && !barrier_entered(t, rank))
         return REACH_MISS;      /* the Python path waits for the target's entry (A3) */
@@ -1277,7 +1300,7 @@ transfer(PyObject *const *args, int get)
     Operand origin;
     long long disp;
     char *there;
-    int reached = reach(args[0], args[2], &t, &slot);
+    int reached = reach(args[0], args[2], get ? KIND_GET : KIND_PUT, &t, &slot);
     if (reached != REACH_TARGET) {
         if (reached == REACH_NULL) DONE;
         MISS;
@@ -1346,7 +1369,7 @@ combine(int call, PyObject *table, PyObject *origin_obj, PyObject *result_obj,
     Operand origin, result, *fetched = NULL;
     long long disp;
     char *there;
-    int op, ok, reached = reach(table, rank_obj, &t, &slot);
+    int op, ok, reached = reach(table, rank_obj, KIND_ACCUMULATE, &t, &slot);
     if (reached != REACH_TARGET) {
         if (reached == REACH_NULL) DONE;
         MISS;
@@ -1413,7 +1436,7 @@ n_rma_compare_and_swap(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     char *there, old[8];
     int i, ok, reached;
     if (check_nargs("rma_compare_and_swap", nargs, 6) < 0) return NULL;
-    reached = reach(args[0], args[4], &t, &slot);
+    reached = reach(args[0], args[4], KIND_ACCUMULATE, &t, &slot);
     if (reached != REACH_TARGET) {
         if (reached == REACH_NULL) DONE;
         MISS;
@@ -1777,7 +1800,7 @@ n_rma_fence(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         MISS;
     assertion = plain_int(args[1]);
     if (assertion < 0 || (assertion & ~ALL_MODES) || t->lock_all || t->nlocked ||
-            t->start_open || t->post_group != Py_None ||
+            t->start_open || t->post_group != Py_None || t->ncounter ||
             ((assertion & MODE_NOPRECEDE) && t->fence_open && t->rma_since_fence))
         MISS;
     __atomic_thread_fence(SC);
@@ -1855,7 +1878,7 @@ n_rma_start(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     ranks = cached_group(t, args[1]);
     assertion = plain_int(args[2]);
     if ((assertion != 0 && assertion != MODE_NOCHECK) || !access_may_open(t) ||
-            t->nlocked || group_ranks(t, ranks) < 0)
+            t->nlocked || t->ncounter || group_ranks(t, ranks) < 0)
         MISS;
     k = PyTuple_GET_SIZE(ranks);
     if (!(assertion & MODE_NOCHECK))

@@ -39,6 +39,7 @@ class Epoch:
         self.window = window
         self.nranks = len(window.sizes)
         self.table = fastpath.Table(self.nranks)
+        self.counter_epochs = {}     # target -> [sync modes of the active Sync_ops requests]
 
     # --- what is open ---
     @property
@@ -87,11 +88,38 @@ class Epoch:
         self.start_open = False
         return ranks
 
+    # --- counter epochs (Sync_ops_init, A14) ---
+    def open_counter_epoch(self, target, mode):
+        self._no_start("Start of a Sync_ops request")
+        self._leave_fence("Start of a Sync_ops request")
+        self.counter_epochs.setdefault(target, []).append(mode)
+        self._counter_kinds_changed(target)
+
+    def close_counter_epoch(self, target, mode):
+        modes = self.counter_epochs[target]
+        modes.remove(mode)
+        if not modes:
+            del self.counter_epochs[target]
+        self._counter_kinds_changed(target)
+
+    def _counter_kinds_changed(self, target):
+        kinds = 0
+        for mode in self.counter_epochs.get(target, ()):
+            kinds |= mode
+        self.table.set_counter_kinds(target, kinds)   # the C fast path covers them too
+
+    def _counter_covers(self, rank, call):
+        from .counters import kind_of
+        kind = kind_of(call.split(" ")[0])
+        return any(mode & kind for mode in self.counter_epochs.get(rank, ()))
+
     # --- communication calls ---
     def check_access(self, rank, call):
-        """An RMA call to ``rank`` needs an access epoch that covers it (R65, R82)."""
+        """An RMA call to ``rank`` needs an access epoch that covers it (R65, R82, R165)."""
         table = self.table
         if table.lock_all or table.fence_open or table.locked(rank) or table.started(rank):
+            return
+        if self.counter_epochs and self._counter_covers(rank, call):
             return
         if table.start_open:
             sync_error("%s to rank %d, which is not in the group of the open Start epoch "
@@ -107,7 +135,8 @@ class Epoch:
     def check_some_epoch(self, call):
         """RMA to PROC_NULL needs some open access epoch, whatever it covers (A38)."""
         table = self.table
-        if not (table.lock_all or table.nlocked or table.fence_open or table.start_open):
+        if not (table.lock_all or table.nlocked or table.fence_open or table.start_open
+                or self.counter_epochs):
             sync_error("%s to PROC_NULL outside any access epoch: open one first with "
                        "Fence(), Start(group), Lock() or Lock_all()" % call)
 
@@ -160,8 +189,15 @@ class Epoch:
         if self.start_open:
             sync_error("%s inside a Start epoch: call Complete() first (R66)" % call)
 
+    def _no_counter_epoch(self, call):
+        if self.counter_epochs:
+            sync_error("%s while Sync_ops requests to ranks %s are active: complete them "
+                       "first (A14: counter epochs may not overlap fence or PSCW epochs)"
+                       % (call, sorted(self.counter_epochs)))
+
     def before_start(self):
         self._no_start("Start")
+        self._no_counter_epoch("Start")
         if self.lock_all or self.table.nlocked:
             sync_error("Start inside a passive-target epoch: Unlock/Unlock_all first (R66)")
         self._leave_fence("Start")
@@ -184,6 +220,7 @@ class Epoch:
 
     # --- fence ---
     def before_fence(self, noprecede, call="Fence"):
+        self._no_counter_epoch(call)
         if self.lock_all or self.table.nlocked:
             sync_error("%s inside a passive-target epoch: close it with Unlock/Unlock_all "
                        "first" % call)
@@ -216,3 +253,6 @@ class Epoch:
             sync_error("Free with RMA not completed by a Fence: call Fence() first")
         if self.table.barrier_pending:
             sync_error("Free with an Ibarrier request not completed: Wait for it first")
+        if self.window.counters.active:
+            sync_error("Free with %d started synchronization requests not completed: "
+                       "Wait for them first (R22)" % len(self.window.counters.active))

@@ -60,6 +60,9 @@ class _PythonTable:
     def set_control(self, rank, address):
         pass
 
+    def set_counter_kinds(self, rank, kinds):
+        pass
+
     def set_sync(self, me, post_matrix, barrier_count, barrier_generation, size):
         pass
 

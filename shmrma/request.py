@@ -76,6 +76,7 @@ class Request:
 
     _null = True        # completed-and-reported requests become null, as in MPI
     _persistent = False
+    _inactive = False   # a persistent request not started: any/some calls skip it
     _done = True
     _error = None
     _status = None
@@ -197,7 +198,7 @@ class Request:
 
     @classmethod
     def Waitany(cls, requests, status=None):
-        if not any(requests):
+        if not any(map(_counts, requests)):
             return constants.UNDEFINED
         index = []
         _wait_until(lambda: _first_done(requests, index), requests)
@@ -211,7 +212,7 @@ class Request:
 
     @classmethod
     def Testany(cls, requests, status=None):
-        if not any(requests):
+        if not any(map(_counts, requests)):
             return constants.UNDEFINED, True
         index = []
         if not _first_done(requests, index):
@@ -223,17 +224,17 @@ class Request:
 
     @classmethod
     def Waitsome(cls, requests, statuses=None):
-        if not any(requests):
+        if not any(map(_counts, requests)):
             return None
         _wait_until(lambda: _first_done(requests, []), requests)
         return cls.Testsome(requests, statuses)
 
     @classmethod
     def Testsome(cls, requests, statuses=None):
-        if not any(requests):
+        if not any(map(_counts, requests)):
             return None
         _progress()
-        done = [i for i, r in enumerate(requests) if r and r._poll()]
+        done = [i for i, r in enumerate(requests) if _counts(r) and r._poll()]
         for position, index in enumerate(done):
             requests[index].Wait(_status_at(statuses, position))
         return done
@@ -247,9 +248,14 @@ def _status_at(statuses, index):
     return statuses[index]
 
 
+def _counts(request):
+    """Do Waitany/Testany/Waitsome/Testsome consider it (neither null nor inactive)?"""
+    return bool(request) and not request._inactive
+
+
 def _first_done(requests, found):
     for index, request in enumerate(requests):
-        if request and request._poll():
+        if _counts(request) and request._poll():
             found.append(index)
             return True
     return False
@@ -262,7 +268,7 @@ def _progress():
 
 def _wait_until(condition, requests):
     from . import mailbox
-    live = [r for r in requests if r]
+    live = [r for r in requests if _counts(r)]
     what = lambda: "any of %d requests (%s)" % (len(live), live[0]._describe())  # noqa: E731
     mailbox.mailbox().wait_for(condition, what)
 

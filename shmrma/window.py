@@ -21,6 +21,7 @@ from .intracomm import COMM_SELF
 from .passive import PassiveTarget
 from .rma import Communication
 from .winbarrier import WindowBarrier
+from .counters import CounterCalls, Counters
 from .winmemory import MappedMemory, ProcessMemory, probe_access
 
 WIN_FLAVOR_CREATE = 1
@@ -104,7 +105,8 @@ def _buffer_exporter():
         return BufferExporter
 
 
-class Win(Communication, ActiveTarget, PassiveTarget, WindowBarrier, _buffer_exporter()):
+class Win(Communication, ActiveTarget, PassiveTarget, WindowBarrier, CounterCalls,
+          _buffer_exporter()):
     """``MPI.Win``; ``Win()`` is WIN_NULL."""
 
     _state = None
@@ -346,6 +348,7 @@ class WindowState:
         self.control_view = self.control.buffer
         self.control_base = self.control.address + CONTROL_HEADER
         fastpath.bind_sync(self)
+        self.counters = Counters(self)
 
     def update_hints(self, hints):
         """Record the honoured hints, normalised; a value shmrma cannot read is ignored."""
@@ -442,6 +445,8 @@ class WindowState:
     def release(self):
         """Drop every mapping; memory still viewed by the program stays until its views go."""
         self.epoch.table.close()    # the RMA fast path must not reach the memory any more
+        self.counters.close()
+        self.counters = None        # a request of this window then fails with ERR_WIN
         for target in self.targets:
             target.release()
         self.targets = []

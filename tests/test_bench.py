@@ -495,3 +495,18 @@ def test_sync_rounds_reject_an_unknown_kind():
     _, status, _, err = jobs.run_job([sys.executable, "-m", "shmrma.bench.sync", "nope"],
                                      jobs.child_env("shmrma"), 30, cwd=REPO)
     assert status != 0 and "usage" in err
+
+
+@pytest.mark.parametrize("form", ["counters", "standard"])
+def test_notification_forms_run_and_parse(form):
+    """shmrma/bench/notify.py: both forms ping-pong a Put and its signal on 2 ranks and
+    print what NotifyCase reads; mpi4py's side always runs the standard form."""
+    run = os.path.join(BIN, "shmrma-run")
+    _, status, out, err = jobs.run_job([run, "-n", "2", "--timeout", "50", "-m",
+                                        "shmrma.bench.notify", form, "50"],
+                                       jobs.child_env("shmrma"), 60, cwd=REPO)
+    assert status == 0, err
+    case = compare.NotifyCase("t", form)
+    assert case.value(out) > 0
+    assert case.argv("mpi4py", quick=True)[-2] == "standard"
+    assert case.argv("shmrma", quick=True)[-2] == form

@@ -31,6 +31,8 @@ def test_constants_agree_with_the_python_side():
         MPI.MODE_NOCHECK, MPI.MODE_NOPRECEDE, MPI.MODE_NOSUCCEED)
     assert _native.ALL_MODES == (MPI.MODE_NOCHECK | MPI.MODE_NOSTORE | MPI.MODE_NOPUT
                                  | MPI.MODE_NOPRECEDE | MPI.MODE_NOSUCCEED)
+    # the C fast path's KIND_PUT/GET/ACCUMULATE are the proposal's MODE_WIN_* bits
+    assert (MPI.MODE_WIN_PUT, MPI.MODE_WIN_GET, MPI.MODE_WIN_ACCUMULATE) == (1, 2, 4)
 
 
 # --- misuse: both paths raise the same and leave the same state ---------------------------

@@ -9,7 +9,8 @@ from . import options as osu
 
 USAGE = """\
 usage: shmrma-bench NAME [OMB options] [--impl shmrma|mpi4py|numpy]
-       shmrma-bench compare [--suite all|windows|sync] [--quick] [--reps N] [--json FILE]
+       shmrma-bench compare [--suite all|windows|sync|counters] [--quick] [--reps N]
+                            [--json FILE]
        shmrma-bench list
 
 Runs the OSU Micro-Benchmarks' one-sided tests (OMB 7.x conventions and
@@ -25,7 +26,8 @@ output) on two ranks it starts itself.
               medians, ratios): 8-byte latency of every call with -s flush,
               4 MiB put/get bandwidth, 8 MiB float64 accumulate (suite windows);
               fence, PSCW and lock rounds at 2, 4 and 8 ranks and OSU's sync
-              modes (suite sync)
+              modes (suite sync); a Put plus its notification with the
+              proposal's counters and with MPI-3 calls (suite counters)
   list        the benchmarks and the sync modes each accepts
 """
 
@@ -91,8 +93,8 @@ def compare_command(argv):
                     help="fewer iterations per run (latency 2000, bandwidth 5)")
     ap.add_argument("--suite", choices=sorted(compare.SUITES), default="all",
                     help="windows: the communication calls and bandwidth; sync: fence, "
-                         "PSCW and lock rounds at 2, 4 and 8 ranks and OSU's sync modes "
-                         "(default: all)")
+                         "PSCW and lock rounds at 2, 4 and 8 ranks and OSU's sync modes; "
+                         "counters: notification latency (default: all)")
     ap.add_argument("--reps", type=int, default=compare.REPS, metavar="N",
                     help="alternating rounds after the warm-up (default %(default)s)")
     ap.add_argument("--json", metavar="FILE", help="write raw numbers and machine facts")

@@ -77,6 +77,24 @@ class SyncCase(Case):
         raise jobs.RunFailed("no %s_us line in output:\n%s" % (self.kind, out[-800:]))
 
 
+class NotifyCase(SyncCase):
+    """Notification latency (shmrma/bench/notify.py): shmrma in ``form``, mpi4py always
+    with standard MPI-3 calls (it has no counters)."""
+
+    def __init__(self, title, form, against_mpi4py=None):
+        super().__init__(title, "notify", 2, against_mpi4py)
+        self.form = form
+
+    def program(self, quick):
+        return ["-m", "shmrma.bench.notify", self.form, "2000" if quick else "20000"]
+
+    def argv(self, impl, quick):
+        program = self.program(quick)
+        if impl == "mpi4py":
+            program[2] = "standard"
+        return jobs.launcher_argv(impl, self.nranks, program)
+
+
 # The targets of the windows issue: shmrma time / mpi4py time, and bandwidth
 # against numpy's copy of the same bytes in one process.
 WINDOWS_SUITE = (
@@ -108,7 +126,15 @@ SYNC_SUITE = tuple(
          against_mpi4py=target)
     for sync, target in (("fence", 0.3), ("pscw", 0.3), ("lock", 0.3), ("lock_all", None)))
 
-SUITES = {"windows": WINDOWS_SUITE, "sync": SYNC_SUITE, "all": WINDOWS_SUITE + SYNC_SUITE}
+# The proposal's counters: a Put plus its completion signal, against the same with
+# standard MPI-3 calls (Put, Flush, Fetch_and_op on a flag, polling) on mpi4py.
+COUNTERS_SUITE = (
+    NotifyCase("Notify 8 B: shmrma counters vs MPI-3 calls, us", "counters", 0.3),
+    NotifyCase("Notify 8 B: MPI-3 calls on both, us", "standard"),
+)
+
+SUITES = {"windows": WINDOWS_SUITE, "sync": SYNC_SUITE, "counters": COUNTERS_SUITE,
+          "all": WINDOWS_SUITE + SYNC_SUITE + COUNTERS_SUITE}
 
 
 def value_at(out, size):

@@ -46,6 +46,20 @@ def reference_missing():
     return None
 
 
+def current_impl():
+    """The implementation this rank program runs on: "shmrma", "mpi4py" or "numpy"."""
+    return os.environ.get(IMPL_VARIABLE, "shmrma")
+
+
+def mpi_module():
+    """The ``MPI`` namespace of the implementation this rank program runs on."""
+    if current_impl() == "mpi4py":
+        from mpi4py import MPI
+    else:
+        from shmrma import MPI
+    return MPI
+
+
 def child_env(impl, extra_path=None):
     """The environment of a benchmark job; ``extra_path`` goes first on PYTHONPATH."""
     env = dict(os.environ)

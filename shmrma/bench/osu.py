@@ -15,13 +15,12 @@ The numpy implementation is the memory-copy reference: one process doing the
 same copies (or in-place adds, for accumulate) between two private arrays with
 numpy, with no synchronization.
 """
-import os
 import sys
 import time
 from functools import partial
 
 from . import options as osu
-from .jobs import IMPL_VARIABLE
+from .jobs import current_impl, mpi_module
 
 PAGE = 4096
 
@@ -33,14 +32,9 @@ def main(argv):
         bench, opts = osu.parse(argv[0], argv[1:])
     except osu.UsageError as exc:
         raise SystemExit("shmrma-bench: %s" % exc)
-    impl = os.environ.get(IMPL_VARIABLE, "shmrma")
-    if impl == "numpy":
+    if current_impl() == "numpy":
         return run_reference(bench, opts)
-    if impl == "mpi4py":
-        from mpi4py import MPI
-    else:
-        from shmrma import MPI
-    return Run(MPI, bench, opts).all_sizes()
+    return Run(mpi_module(), bench, opts).all_sizes()
 
 
 def aligned(nbytes, fill=0):

@@ -14,11 +14,10 @@ warm up first, then a Barrier, then the timed loop. Rank 0 prints
 ``<KIND>_us <microseconds per round>``: the slowest rank's time over the
 iterations, so a round counts when every rank has finished it.
 """
-import os
 import sys
 from functools import partial
 
-from .jobs import IMPL_VARIABLE
+from .jobs import mpi_module
 
 KINDS = ("fence", "pscw", "lock")
 
@@ -60,10 +59,7 @@ def main(argv):
                          % "|".join(KINDS))
     kind = argv[0]
     iterations = int(argv[1]) if len(argv) > 1 else 10000
-    if os.environ.get(IMPL_VARIABLE) == "mpi4py":
-        from mpi4py import MPI
-    else:
-        from shmrma import MPI
+    MPI = mpi_module()
     import numpy as np
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()

@@ -1,0 +1,118 @@
+"""Notification latency: one 8-byte Put plus a completion signal, the consumer
+waiting for it, ping-pong between 2 ranks; the result is half a round trip.
+
+    shmrma-run -n 2 -m shmrma.bench.notify FORM [ITERATIONS]
+    mpiexec -n 2 python -m shmrma.bench.notify standard [ITERATIONS]   (SHMRMA_BENCH_IMPL=mpi4py)
+
+FORM is
+  counters  the proposal's synchronization counters: Sync_ops_init(peer, MODE_WIN_PUT)
+            around the Put, the consumer waiting in Sync_object_init's request
+            (shmrma only)
+  standard  MPI-3 calls only: inside Lock_all, Put + Flush, then Fetch_and_op(+1) on
+            the peer's flag + Flush; the consumer polls its own flag with
+            Fetch_and_op(NO_OP) + Flush until it moved
+
+Rank 0 prints ``notify_us <microseconds>``.
+"""
+import sys
+
+from .jobs import mpi_module
+
+FORMS = ("counters", "standard")
+
+
+def counters(MPI, win, comm, peer, iterations):
+    import numpy as np
+    mine = win.Alloc_sync_objects(1)
+    theirs = comm.sendrecv(mine[0], dest=peer, source=peer)
+    signal = win.Sync_ops_init(peer, MPI.MODE_WIN_PUT, theirs, {"restart": "true"})
+    arrived = win.Sync_object_init(mine[0], 1, {"restart": "true"})
+    data = np.zeros(1, dtype="i8")
+    put, send, receive = win.Put, signal.Wait, arrived.Wait
+    signal.Start()
+    arrived.Start()
+    comm.Barrier()
+
+    def ping():
+        put(data, peer)
+        send()
+        receive()
+
+    def pong():
+        receive()
+        put(data, peer)
+        send()
+    one = ping if comm.Get_rank() == 0 else pong
+    start = MPI.Wtime()
+    for _ in range(iterations):
+        one()
+    elapsed = MPI.Wtime() - start
+    signal.Free()
+    arrived.Free()
+    win.Free_sync_objects(mine)
+    return elapsed
+
+
+def standard(MPI, win, comm, peer, iterations):
+    import numpy as np
+    me = comm.Get_rank()
+    data, one_, got = np.zeros(1, "i8"), np.ones(1, "i8"), np.zeros(1, "i8")
+    win.Lock_all()
+    comm.Barrier()
+    seen = [0]
+
+    def send():
+        win.Put(data, peer, 0)
+        win.Flush(peer)
+        win.Fetch_and_op(one_, got, peer, 1, MPI.SUM)
+        win.Flush(peer)
+
+    def receive():
+        while True:
+            win.Fetch_and_op(one_, got, me, 1, MPI.NO_OP)
+            win.Flush(me)
+            if got[0] > seen[0]:
+                seen[0] = int(got[0])
+                return
+
+    def ping():
+        send()
+        receive()
+
+    def pong():
+        receive()
+        send()
+    one = ping if me == 0 else pong
+    start = MPI.Wtime()
+    for _ in range(iterations):
+        one()
+    elapsed = MPI.Wtime() - start
+    win.Unlock_all()
+    return elapsed
+
+
+def main(argv):
+    if not argv or argv[0] not in FORMS:
+        raise SystemExit("usage: python -m shmrma.bench.notify {%s} [ITERATIONS]"
+                         % "|".join(FORMS))
+    form = argv[0]
+    iterations = int(argv[1]) if len(argv) > 1 else 20000
+    MPI = mpi_module()
+    comm = MPI.COMM_WORLD
+    if comm.Get_size() != 2:
+        raise SystemExit("notify runs on exactly 2 ranks")
+    win = MPI.Win.Allocate(16, 8, MPI.INFO_NULL, comm)
+    peer = 1 - comm.Get_rank()
+    run = counters if form == "counters" else standard
+    run(MPI, win, comm, peer, max(10, iterations // 10))      # warm-up
+    comm.Barrier()
+    elapsed = comm.allreduce(run(MPI, win, comm, peer, iterations), op=MPI.MAX)
+    if comm.Get_rank() == 0:
+        print("notify_us %.4f" % (elapsed / iterations / 2 * 1e6), flush=True)
+    comm.Barrier()
+    win.Free()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

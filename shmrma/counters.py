@@ -1,0 +1,342 @@
+"""Synchronization counters of the 2008 "Flexible RMA Synchronization" proposal
+(../shared/spec/000_ea068206f18ea859.txt; API.md §9; checklist §3.14, A14-A18).
+
+A counter is a signed 32-bit wait cell, one cache line apart from the next, in
+a segment that holds only counters: each rank makes its own counter segments
+when it allocates (Alloc_sync_objects is local), and other ranks map one the
+first time they use a handle pointing into it. The owner unlinks its segments
+when the window is freed, after the collective barrier of Win.Free, so no rank
+maps one later; the launcher sweeps the job's names after a crash.
+
+``Sync_object_init`` arms the counter by *adding* its count at every Start, so a
+decrement that arrives early is banked (A16); the request completes when the
+counter is back to 0. ``Sync_ops_init`` opens a counter epoch to its target
+while active (A14) and, when Wait or Test completes it, fences and decrements
+the remote counter exactly once (A15), waking its owner. Handles pickle, so
+``comm.send(sync, dest)`` carries them; the receiver validates the window.
+"""
+import operator
+
+from . import atomic, errors, info as infos, job, segments
+from .request import Prequest, Status
+
+MODE_WIN_PUT = 1
+MODE_WIN_GET = 2
+MODE_WIN_ACCUMULATE = 4
+ALL_SYNC_MODES = MODE_WIN_PUT | MODE_WIN_GET | MODE_WIN_ACCUMULATE
+COUNTER_BYTES = 64          # one cache line per counter
+COUNTERS_PER_SEGMENT = 64
+OFF_GENERATION = 8          # in a counter's line: allocations of the slot so far
+POLL_PER_SPIN = 32          # a Sync_object Wait polls 32 x SHMRMA_SPIN times, then sleeps
+
+# the RMA calls of each mode (rma.Communication names them this way)
+_KIND_OF_CALL = {"Put": MODE_WIN_PUT, "Get": MODE_WIN_GET}
+
+
+def kind_of(call):
+    return _KIND_OF_CALL.get(call, MODE_WIN_ACCUMULATE)
+
+
+class Sync:
+    """``MPI.Sync``: a handle of one counter of a window; ``Sync()`` is SYNC_NULL.
+    ``generation`` tells apart successive allocations of one slot (A25)."""
+
+    def __init__(self, window=None, owner=None, segment=None, slot=None, generation=None):
+        self.window, self.owner, self.segment, self.slot = window, owner, segment, slot
+        self.generation = generation
+
+    def _key(self):
+        return (self.window, self.owner, self.segment, self.slot, self.generation)
+
+    def __bool__(self):
+        return self.window is not None
+
+    def __eq__(self, other):
+        if not isinstance(other, Sync):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        if not self:
+            return "MPI.SYNC_NULL"
+        return "<MPI.Sync counter %d of rank %d's window %s>" % (self.slot, self.owner,
+                                                                 self.window)
+
+    def __reduce__(self):
+        if not self:
+            return "SYNC_NULL"
+        return (Sync, self._key())
+
+
+SYNC_NULL = Sync()
+
+
+class Counters:
+    """The counter segments a window's rank owns and maps (WindowState.counters)."""
+
+    def __init__(self, state):
+        self.state = state
+        self.window = state.control.name if state.control else "local"
+        self.owned = []             # segments this rank created
+        self.free_slots = []        # (segment name, slot)
+        self.mapped = {}            # segment name -> Segment
+        self.active = {}            # id -> started, uncompleted request (Win.Free checks)
+
+    def allocate(self, n):
+        while len(self.free_slots) < n:
+            segment = segments.Segment.create(job.current().job_id,
+                                              COUNTERS_PER_SEGMENT * COUNTER_BYTES)
+            self.owned.append(segment)
+            self.mapped[segment.name] = segment
+            self.free_slots += [(segment.name, slot)
+                                for slot in reversed(range(COUNTERS_PER_SEGMENT))]
+        taken = [self.free_slots.pop() for _ in range(n)]
+        syncs = []
+        for name, slot in taken:
+            address = self.address_in(name, slot)
+            atomic.cell_store(address, 0)
+            generation = atomic.fetch_add32(address + OFF_GENERATION, 1) + 1
+            syncs.append(Sync(self.window, self.state.rank, name, slot, generation))
+        return syncs
+
+    def release(self, sync):
+        atomic.fetch_add32(self.address_in(sync.segment, sync.slot) + OFF_GENERATION, 1)
+        self.free_slots.append((sync.segment, sync.slot))
+
+    def address_in(self, name, slot):
+        segment = self.mapped.get(name)
+        if segment is None:
+            segment = segments.Segment.attach(name, COUNTERS_PER_SEGMENT * COUNTER_BYTES)
+            self.mapped[name] = segment
+        return segment.address + slot * COUNTER_BYTES
+
+    def address(self, sync, call):
+        """The counter's address; ERR_ARG for a handle of another window."""
+        if not isinstance(sync, Sync):
+            raise TypeError("%s: expecting an MPI.Sync handle, not %s"
+                            % (call, type(sync).__name__))
+        if not sync:
+            errors.fail(errors.ERR_ARG, "%s: SYNC_NULL is not a counter" % call)
+        if sync.window != self.window or not 0 <= sync.owner < len(self.state.sizes):
+            errors.fail(errors.ERR_ARG, "%s: this Sync handle belongs to another window"
+                        % call)
+        address = self.address_in(sync.segment, sync.slot)
+        if atomic.load32(address + OFF_GENERATION) != sync.generation:
+            errors.fail(errors.ERR_ARG, "%s: this Sync handle's counter was freed by its "
+                        "owner (rank %d); ask it for a new handle (A25)" % (call, sync.owner))
+        return address
+
+    def close(self):
+        """At Win.Free, after its barrier: unmap everything, unlink what we made."""
+        for segment in self.owned:
+            segment.unlink()
+        for segment in self.mapped.values():
+            segment.close()
+        self.owned, self.mapped, self.free_slots = [], {}, []
+
+
+class _SyncRequest(Prequest):
+    _null = False
+    _done = True            # inactive: nothing to wait for
+    _persistent = True
+
+    def __init__(self, state):
+        self._state = state
+        self._active = False
+        self._completed = False     # completed since its last Start (A23: Free allowed)
+
+    @property
+    def _inactive(self):
+        return not self._active
+
+    def Start(self):
+        state = self._state
+        if self._null:
+            errors.fail(errors.ERR_REQUEST, "Start on a freed synchronization request")
+        if self._active:
+            errors.fail(errors.ERR_REQUEST, "Start on an active synchronization request: "
+                        "complete it with Wait or Test first (A17)")
+        if state.counters is None:
+            errors.fail(errors.ERR_WIN, "Start: the window of this request was freed")
+        self._arm()
+        self._active, self._completed = True, False
+        state.counters.active[id(self)] = self
+
+    def _deactivate(self):
+        self._active = False
+        self._state.counters.active.pop(id(self), None)
+
+    def _peers(self):
+        return self._state.world_ranks
+
+    def Cancel(self):
+        errors.fail(errors.ERR_REQUEST, "a synchronization request cannot be cancelled")
+
+    def Free(self):
+        if self._active and not (self._restart and self._completed):
+            errors.fail(errors.ERR_REQUEST, "Free of an active synchronization request: "
+                        "complete it with Wait or Test first (a restart request may be "
+                        "freed right after a Wait or Test completed it, A23)")
+        if self._active:
+            self._deactivate()
+        self._null = True
+
+    def _finish(self, status):
+        if status is not None:
+            status._copy_from(Status())
+        if self._active:
+            self._complete()
+            self._completed = True
+
+
+class SyncOpsRequest(_SyncRequest):
+    """Sync_ops_init: signals its target's counter when Wait or Test completes it."""
+
+    def __init__(self, state, target, mode, counter, generation, restart):
+        super().__init__(state)
+        self._target, self._mode, self._counter = target, mode, counter
+        self._generation = generation
+        self._restart = restart
+        self._owner_world = state.world_ranks[target]
+
+    def _arm(self):
+        self._state.epoch.open_counter_epoch(self._target, self._mode)
+
+    def _poll(self):
+        return True         # every covered RMA is complete when its call returns
+
+    def _describe(self):
+        return "a Sync_ops request to rank %d" % self._target
+
+    def _complete(self):
+        atomic.fence()      # the covered RMA reach the target before the signal (A15)
+        if atomic.load32(self._counter + OFF_GENERATION) != self._generation:
+            self._deactivate()
+            errors.fail(errors.ERR_ARG, "the counter this Sync_ops request signals was "
+                        "freed by its owner (rank %d); nothing was signalled (A25)"
+                        % self._target)
+        atomic.cell_add(self._counter, -1)
+        atomic.cell_add(job.current().doorbell(self._owner_world), 1)
+        if not self._restart:
+            self._deactivate()
+
+    def _deactivate(self):
+        super()._deactivate()
+        self._state.epoch.close_counter_epoch(self._target, self._mode)
+
+
+class SyncObjectRequest(_SyncRequest):
+    """Sync_object_init: complete when the local counter is back to 0."""
+
+    def __init__(self, state, counter, count, restart):
+        super().__init__(state)
+        self._counter, self._count, self._restart = counter, count, restart
+        self._done = True
+
+    def _arm(self):
+        before = atomic.fetch_add32(self._counter, self._count)
+        if before + self._count < 0:
+            atomic.fetch_add32(self._counter, -self._count)
+            errors.fail(errors.ERR_WIN_COUNTER, "Start: %d early signals are more than this "
+                        "request's count %d; the counter would stay negative (A16)"
+                        % (-before, self._count))
+        self._done = False
+
+    def _poll(self, value=None):
+        if not self._done:
+            if value is None:
+                value = atomic.load32(self._counter)
+            if value <= 0:
+                atomic.fence()  # the signalling origins' data is visible here (R158)
+                self._done = True
+        return self._done
+
+    def _describe(self):
+        return "a Sync_object request (counter at %d)" % atomic.load32(self._counter)
+
+    def _block(self):
+        # a signal usually comes within microseconds: poll the word first (less when
+        # ranks outnumber CPUs: job.py lowers the spin), then sleep on the word
+        # itself, testing the value waited on so a signal in between is never missed
+        counter, load = self._counter, atomic.load32
+        for _ in range(POLL_PER_SPIN * atomic.get_wait_params()[0]):
+            if load(counter) <= 0:
+                break
+        while True:
+            value = atomic.load32(self._counter)
+            if self._poll(value):
+                return
+            job.wait_cell(self._counter, value, self._describe, self._peers())
+
+    def _complete(self):
+        if self._restart:
+            self._done = True
+            self._arm()     # re-arm at once (R163); early signals stay banked
+        else:
+            self._deactivate()
+
+
+def _restart(info, call):
+    value = infos.to_dict(info).get("restart", "false").strip().lower()
+    if value not in ("true", "false"):
+        errors.fail(errors.ERR_INFO_VALUE, "%s: info restart=%r; use 'true' or 'false'"
+                    % (call, value))
+    return value == "true"
+
+
+class CounterCalls:
+    """Mixin of Win: the proposal's calls."""
+
+    def Alloc_sync_objects(self, n, info=None):
+        state = self._s
+        n = operator.index(n)
+        if n < 0:
+            errors.fail(errors.ERR_COUNT, "Alloc_sync_objects: n must be >= 0, not %d" % n)
+        return state.counters.allocate(n)
+
+    def Free_sync_objects(self, syncs):
+        state = self._s
+        waited_on = {request._counter for request in state.counters.active.values()
+                     if isinstance(request, SyncObjectRequest)}
+        for index, sync in enumerate(syncs):
+            address = state.counters.address(sync, "Free_sync_objects")
+            if sync.owner != state.rank:
+                errors.fail(errors.ERR_ARG, "Free_sync_objects: counter %d was allocated by "
+                            "rank %d, not by this rank" % (index, sync.owner))
+            if address in waited_on:
+                errors.fail(errors.ERR_RMA_SYNC, "Free_sync_objects: counter %d is waited on "
+                            "by an active Sync_object request; complete it first (A23)"
+                            % index)
+        for index, sync in enumerate(syncs):
+            state.counters.release(sync)
+            syncs[index] = SYNC_NULL
+
+    def Sync_ops_init(self, target_rank, sync_mode, sync_counter, info=None):
+        state = self._s
+        target = state.check_rank(target_rank, "Sync_ops_init target_rank", allow_null=False)
+        mode = operator.index(sync_mode)
+        if mode & ~ALL_SYNC_MODES or mode < 0:
+            errors.fail(errors.ERR_ARG, "Sync_ops_init: sync_mode %r has bits outside "
+                        "MODE_WIN_PUT, MODE_WIN_GET and MODE_WIN_ACCUMULATE" % (sync_mode,))
+        counter = state.counters.address(sync_counter, "Sync_ops_init")
+        if sync_counter.owner != target:
+            errors.fail(errors.ERR_ARG, "Sync_ops_init: the counter belongs to rank %d, not "
+                        "to target %d; pass the handle the target sent you (A18)"
+                        % (sync_counter.owner, target))
+        return SyncOpsRequest(state, target, mode, counter, sync_counter.generation,
+                              _restart(info, "Sync_ops_init"))
+
+    def Sync_object_init(self, sync_counter, count, info=None):
+        state = self._s
+        count = operator.index(count)
+        if count < 0:
+            errors.fail(errors.ERR_COUNT, "Sync_object_init: count must be >= 0, not %d"
+                        % count)
+        counter = state.counters.address(sync_counter, "Sync_object_init")
+        if sync_counter.owner != state.rank:
+            errors.fail(errors.ERR_ARG, "Sync_object_init: the counter belongs to rank %d; "
+                        "only its owner waits on it" % sync_counter.owner)
+        return SyncObjectRequest(state, counter, count, _restart(info, "Sync_object_init"))
