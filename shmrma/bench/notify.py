@@ -58,8 +58,11 @@ def standard(MPI, win, comm, peer, iterations):
     me = comm.Get_rank()
     data, one_, got = np.zeros(1, "i8"), np.ones(1, "i8"), np.zeros(1, "i8")
     win.Lock_all()
-    comm.Barrier()
-    seen = [0]
+    comm.Barrier()      # every earlier signal has landed: start from the flag's value,
+    win.Fetch_and_op(one_, got, me, 1, MPI.NO_OP)
+    win.Flush(me)
+    seen = [int(got[0])]
+    comm.Barrier()      # read by both before either signals again
 
     def send():
         win.Put(data, peer, 0)

@@ -1,0 +1,142 @@
+"""Proposal 000 §1.2.4, Example A1 (checklist P08-A1): a halo exchange whose
+"halo updated" signal is a synchronization counter and whose "halo free" signal
+is a barrier, here the amendment's window barrier (004).
+
+Each rank owns an nx x ny block of a 2-D periodic integer grid plus a one-cell
+halo; its window is that array A. The counter `my_halos_updated` (count 4) counts
+the neighbour directions whose Puts into my halos have completed; `put_req[i]`
+(Sync_ops_init, MODE_WIN_PUT) completes my Puts to `toneighbor[i]` and decrements
+that neighbour's counter (R152-R158, A15). Handles travel by pickling over
+comm.isend/irecv instead of the not yet existing MPI.HANDLE_SYNC (A25, R154).
+
+Filled in: toneighbor[] = north, south, west, east on a px x py process torus
+(4 ranks: 2 x 2, so north == south and west == east: two put_req to one target
+both signal, A30; 3 ranks: 3 x 1, west == east == self, R161 with the handle the
+rank sent itself, A18); frombuf/fromtype/totype are subarray types of A; update(A)
+is an asymmetric 5-point integer stencil; converged() is STEPS updates, and the
+first pass only fills the halos (the seed's loop assumes valid halos at its first
+update).
+
+Fixed: Waitall(put_req) and Wait(my_halos_updated_req) go at the end of the loop
+body, not after it (A19). Two phases run from the same initial grid:
+  1. the window barrier: win.Barrier(NOPRECEDE | NOSUCCEED) says "my halos are
+     free"; Startall(put_req) moves after it, because a window barrier may not
+     overlap a counter epoch (A14, R165: it is fence-like, R166), and the Puts
+     then sit in the counter epochs the put_req open (A14);
+  2. the seed's literal order with MPI_Barrier(MPI_COMM_WORLD) = comm.Barrier().
+After each phase the whole local array (interior and halos, not the unused
+corners) must equal the serial numpy stencil on the whole grid, exactly.
+    shmrma-run -n 4 scripts/proposal/halo_a1_barrier.py
+"""
+import numpy as np
+
+from shmrma import MPI
+
+comm = MPI.COMM_WORLD
+rank, size = comm.rank, comm.size
+py = max(d for d in range(1, int(size ** 0.5) + 1) if size % d == 0)
+px = size // py                         # 4 ranks: 2 x 2; 3 ranks: 3 x 1
+pi, pj = divmod(rank, py)
+nx, ny = 4, 5                           # my block; A has a one-cell halo around it
+STEPS = 6
+MOD = 1_000_003
+
+
+def stencil(c, n, s, w, e):
+    return (c + 2 * n + 3 * s + 5 * w + 7 * e) % MOD
+
+
+def update(A):
+    A[1:-1, 1:-1] = stencil(A[1:-1, 1:-1], A[:-2, 1:-1], A[2:, 1:-1],
+                            A[1:-1, :-2], A[1:-1, 2:])
+
+
+def serial(G, steps):
+    for _ in range(steps):
+        G = stencil(G, np.roll(G, 1, 0), np.roll(G, -1, 0), np.roll(G, 1, 1),
+                    np.roll(G, -1, 1))
+    return G
+
+
+def check(A, G, what):
+    """A (with halos) must match the serial grid G around my block; corners unused."""
+    expected = np.pad(G, 1, mode="wrap")[pi * nx:pi * nx + nx + 2, pj * ny:pj * ny + ny + 2]
+    mask = np.ones(A.shape, bool)
+    mask[[0, 0, -1, -1], [0, -1, 0, -1]] = False
+    if not np.array_equal(A[mask], expected[mask]):
+        raise SystemExit("rank %d: %s: mismatch\n%s\nexpected\n%s" % (rank, what, A, expected))
+
+
+G0 = np.random.default_rng(2008).integers(0, MOD, size=(px * nx, py * ny))
+expected = serial(G0, STEPS)
+
+A = np.zeros((nx + 2, ny + 2), dtype=np.int64)
+win = MPI.Win.Create(A, disp_unit=A.itemsize, comm=comm)
+toneighbor = [((pi - 1) % px) * py + pj, ((pi + 1) % px) * py + pj,    # north, south
+              pi * py + (pj - 1) % py, pi * py + (pj + 1) % py]        # west, east
+NUMBER_OF_NEIGHBOURS = len(toneighbor)
+
+
+def sub(sizes, starts):
+    return MPI.INT64_T.Create_subarray([nx + 2, ny + 2], sizes, starts).Commit()
+
+
+row, col = (1, ny), (nx, 1)
+fromtype = [sub(row, (1, 1)), sub(row, (nx, 1)), sub(col, (1, 1)), sub(col, (1, ny))]
+totype = [sub(row, (nx + 1, 1)), sub(row, (0, 1)), sub(col, (1, ny + 1)), sub(col, (1, 0))]
+todisp = [0] * NUMBER_OF_NEIGHBOURS
+
+my_counters = win.Alloc_sync_objects(1, MPI.INFO_NULL)
+my_halos_updated = my_counters[0]
+# the seed's Isend/Irecv/Waitall exchange with pickled handles (comm.isend/irecv)
+send_req = [comm.isend(my_halos_updated, toneighbor[i], 1) for i in range(NUMBER_OF_NEIGHBOURS)]
+recv_req = [comm.irecv(source=toneighbor[i], tag=1) for i in range(NUMBER_OF_NEIGHBOURS)]
+to_halos_updated = MPI.Request.waitall(recv_req)
+MPI.Request.Waitall(send_req)
+my_halos_updated_req = win.Sync_object_init(my_halos_updated, NUMBER_OF_NEIGHBOURS,
+                                            MPI.INFO_NULL)
+put_req = [win.Sync_ops_init(toneighbor[i], MPI.MODE_WIN_PUT, to_halos_updated[i],
+                             MPI.INFO_NULL) for i in range(NUMBER_OF_NEIGHBOURS)]
+
+
+def put_halos():
+    for i in range(NUMBER_OF_NEIGHBOURS):
+        win.Put([A, 1, fromtype[i]], toneighbor[i], [todisp[i], 1, totype[i]])
+
+
+# phase 1: "halo free" is the window barrier (004)
+A[1:-1, 1:-1] = G0[pi * nx:(pi + 1) * nx, pj * ny:(pj + 1) * ny]
+for step in range(STEPS + 1):
+    my_halos_updated_req.Start()
+    if step:
+        update(A)
+    win.Barrier(MPI.MODE_NOPRECEDE | MPI.MODE_NOSUCCEED)   # my halos are free
+    MPI.Prequest.Startall(put_req)                          # after it (A14)
+    put_halos()
+    MPI.Request.Waitall(put_req)         # inside the loop (A19): signals the neighbours
+    my_halos_updated_req.Wait()          # my four halos are updated (R158)
+check(A, expected, "phase 1 (window barrier)")
+
+# phase 2: the seed's order, with MPI_Barrier(MPI_COMM_WORLD)
+A[:] = 0
+A[1:-1, 1:-1] = G0[pi * nx:(pi + 1) * nx, pj * ny:(pj + 1) * ny]
+comm.Barrier()
+for step in range(STEPS + 1):
+    MPI.Prequest.Startall(put_req)
+    my_halos_updated_req.Start()
+    if step:
+        update(A)
+    comm.Barrier()                       # my halos are free
+    put_halos()
+    MPI.Request.Waitall(put_req)
+    my_halos_updated_req.Wait()
+check(A, expected, "phase 2 (comm barrier)")
+
+for request in put_req + [my_halos_updated_req]:
+    request.Free()
+win.Free_sync_objects(my_counters)
+assert my_counters == [MPI.SYNC_NULL]   # R153
+for datatype in fromtype + totype:
+    datatype.Free()
+win.Free()
+print("rank %d: proposal Example A1 (%d x %d ranks, %d steps) ok" % (rank, px, py, STEPS))

@@ -1,0 +1,172 @@
+"""Proposal 000 §1.2.4, Example A3 (checklist P08-A3): a halo exchange whose
+"halo updated" AND "halo free" signals are both synchronization counters.
+
+`my_halos_updated` (count 4) counts the neighbour directions whose Puts into my
+halos have completed (put_req[i]: Sync_ops_init MODE_WIN_PUT, R156); the counter
+`dest_halos_free` (count 4) counts the neighbour directions whose halos I fill
+that are free, signalled by their free_req: sync_mode 0 requests, a pure
+notification that covers no RMA (R157, A30). A rank Puts only after its
+dest_halos_free_req completed. Handles travel by pickling over comm.isend/irecv
+instead of the not yet existing MPI.HANDLE_SYNC (A25, R154).
+
+Fixed (A16-A19):
+  - A17: the seed Startalls free_req every iteration but never completes it, so
+    nothing is ever signalled (A15) and the second Start is erroneous
+    (ERR_REQUEST). Phase 1 Waitalls free_req right after its Startall (mode 0
+    completes at once and delivers the signals); phase 2 creates every request
+    with info restart=true (R163, A22), Starts them once and completes them with
+    Wait/Waitall each iteration, then frees them right after a completing Wait
+    (A23).
+  - A16: a neighbour one iteration ahead signals "halo free" while my
+    dest_halos_free_req is complete and not yet restarted; shmrma banks that early
+    decrement and the next Start (or automatic restart) adds the count to it
+    (R155, R160), so neither a lost signal (deadlock) nor ERR_WIN_COUNTER.
+  - A19: to_halos_updated declared (the seed declares to_halos_free twice),
+    to_neighbor -> toneighbor, &dest_halos_free_req; the two handle exchanges use
+    distinct tags (1 and 2) so a neighbour listed twice (2 x 2 torus) cannot
+    swap them.
+  - A18: Sync_ops_init gets the handle received from the target (on 3 ranks,
+    3 x 1, west == east == the rank itself, R161).
+Filled in as in halo_a1_barrier.py: 2-D periodic integer grid over a px x py
+process torus, subarray types, an asymmetric 5-point stencil, STEPS updates
+after a first halo-filling pass. After each phase the whole local array (interior
+and halos, not the unused corners) must equal the serial numpy stencil on the
+whole grid, exactly.
+    shmrma-run -n 4 scripts/proposal/halo_a3_counters.py
+"""
+import numpy as np
+
+from shmrma import MPI
+
+comm = MPI.COMM_WORLD
+rank, size = comm.rank, comm.size
+py = max(d for d in range(1, int(size ** 0.5) + 1) if size % d == 0)
+px = size // py                         # 4 ranks: 2 x 2; 3 ranks: 3 x 1
+pi, pj = divmod(rank, py)
+nx, ny = 4, 5                           # my block; A has a one-cell halo around it
+STEPS = 6
+MOD = 1_000_003
+
+
+def stencil(c, n, s, w, e):
+    return (c + 2 * n + 3 * s + 5 * w + 7 * e) % MOD
+
+
+def update(A):
+    A[1:-1, 1:-1] = stencil(A[1:-1, 1:-1], A[:-2, 1:-1], A[2:, 1:-1],
+                            A[1:-1, :-2], A[1:-1, 2:])
+
+
+def serial(G, steps):
+    for _ in range(steps):
+        G = stencil(G, np.roll(G, 1, 0), np.roll(G, -1, 0), np.roll(G, 1, 1),
+                    np.roll(G, -1, 1))
+    return G
+
+
+def check(A, G, what):
+    """A (with halos) must match the serial grid G around my block; corners unused."""
+    expected = np.pad(G, 1, mode="wrap")[pi * nx:pi * nx + nx + 2, pj * ny:pj * ny + ny + 2]
+    mask = np.ones(A.shape, bool)
+    mask[[0, 0, -1, -1], [0, -1, 0, -1]] = False
+    if not np.array_equal(A[mask], expected[mask]):
+        raise SystemExit("rank %d: %s: mismatch\n%s\nexpected\n%s" % (rank, what, A, expected))
+
+
+G0 = np.random.default_rng(2008).integers(0, MOD, size=(px * nx, py * ny))
+expected = serial(G0, STEPS)
+
+A = np.zeros((nx + 2, ny + 2), dtype=np.int64)
+win = MPI.Win.Create(A, disp_unit=A.itemsize, comm=comm)
+toneighbor = [((pi - 1) % px) * py + pj, ((pi + 1) % px) * py + pj,    # north, south
+              pi * py + (pj - 1) % py, pi * py + (pj + 1) % py]        # west, east
+NUMBER_OF_NEIGHBOURS = len(toneighbor)
+
+
+def sub(sizes, starts):
+    return MPI.INT64_T.Create_subarray([nx + 2, ny + 2], sizes, starts).Commit()
+
+
+row, col = (1, ny), (nx, 1)
+fromtype = [sub(row, (1, 1)), sub(row, (nx, 1)), sub(col, (1, 1)), sub(col, (1, ny))]
+totype = [sub(row, (nx + 1, 1)), sub(row, (0, 1)), sub(col, (1, ny + 1)), sub(col, (1, 0))]
+todisp = [0] * NUMBER_OF_NEIGHBOURS
+
+my_counters = win.Alloc_sync_objects(2, MPI.INFO_NULL)
+my_halos_updated, dest_halos_free = my_counters
+send_req, recv_req = [], []
+for i in range(NUMBER_OF_NEIGHBOURS):
+    send_req.append(comm.isend(my_halos_updated, toneighbor[i], 1))
+    send_req.append(comm.isend(dest_halos_free, toneighbor[i], 2))
+    recv_req.append(comm.irecv(source=toneighbor[i], tag=1))
+    recv_req.append(comm.irecv(source=toneighbor[i], tag=2))
+handles = MPI.Request.waitall(recv_req)
+MPI.Request.Waitall(send_req)
+to_halos_updated, to_halos_free = handles[0::2], handles[1::2]
+RESTART = MPI.Info.Create()
+RESTART.Set("restart", "true")
+
+
+def make_requests(info):
+    """my_halos_updated_req, dest_halos_free_req, put_req[], free_req[]"""
+    return (win.Sync_object_init(my_halos_updated, NUMBER_OF_NEIGHBOURS, info),
+            win.Sync_object_init(dest_halos_free, NUMBER_OF_NEIGHBOURS, info),
+            [win.Sync_ops_init(toneighbor[i], MPI.MODE_WIN_PUT, to_halos_updated[i], info)
+             for i in range(NUMBER_OF_NEIGHBOURS)],
+            [win.Sync_ops_init(toneighbor[i], 0, to_halos_free[i], info)
+             for i in range(NUMBER_OF_NEIGHBOURS)])
+
+
+def put_halos():
+    for i in range(NUMBER_OF_NEIGHBOURS):
+        win.Put([A, 1, fromtype[i]], toneighbor[i], [todisp[i], 1, totype[i]])
+
+
+def initial_grid():
+    A[:] = 0
+    A[1:-1, 1:-1] = G0[pi * nx:(pi + 1) * nx, pj * ny:(pj + 1) * ny]
+
+
+# phase 1: Start every iteration; free_req completed right after its Startall (A17)
+my_halos_updated_req, dest_halos_free_req, put_req, free_req = make_requests(MPI.INFO_NULL)
+initial_grid()
+for step in range(STEPS + 1):
+    MPI.Prequest.Startall(put_req)
+    my_halos_updated_req.Start()
+    dest_halos_free_req.Start()          # early "free" signals are banked (A16)
+    if step:
+        update(A)
+    MPI.Prequest.Startall(free_req)      # my halo regions are free to be updated
+    MPI.Request.Waitall(free_req)        # A17: this delivers the signals (A15)
+    dest_halos_free_req.Wait()           # the neighbours' halos are free
+    put_halos()
+    MPI.Request.Waitall(put_req)
+    my_halos_updated_req.Wait()          # my four halos are updated (R158)
+check(A, expected, "phase 1 (Start each iteration)")
+for request in [my_halos_updated_req, dest_halos_free_req] + put_req + free_req:
+    request.Free()
+comm.Barrier()
+
+# phase 2: every request restarts itself (R163), Started once
+my_halos_updated_req, dest_halos_free_req, put_req, free_req = make_requests(RESTART)
+initial_grid()
+MPI.Prequest.Startall(put_req + free_req + [my_halos_updated_req, dest_halos_free_req])
+for step in range(STEPS + 1):
+    if step:
+        update(A)
+    MPI.Request.Waitall(free_req)        # signals "my halos are free", re-arms (A22)
+    dest_halos_free_req.Wait()           # completes and re-arms; early signals stay banked
+    put_halos()
+    MPI.Request.Waitall(put_req)
+    my_halos_updated_req.Wait()
+check(A, expected, "phase 2 (restart=true)")
+for request in [my_halos_updated_req, dest_halos_free_req] + put_req + free_req:
+    request.Free()                       # right after a completing Wait (A23)
+
+RESTART.Free()
+win.Free_sync_objects(my_counters)
+assert my_counters == [MPI.SYNC_NULL, MPI.SYNC_NULL]   # R153
+for datatype in fromtype + totype:
+    datatype.Free()
+win.Free()
+print("rank %d: proposal Example A3 (%d x %d ranks, %d steps) ok" % (rank, px, py, STEPS))
