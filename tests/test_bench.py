@@ -510,3 +510,19 @@ def test_notification_forms_run_and_parse(form):
     assert case.value(out) > 0
     assert case.argv("mpi4py", quick=True)[-2] == "standard"
     assert case.argv("shmrma", quick=True)[-2] == form
+
+
+def test_halo_forms_compute_the_same_grid():
+    """shmrma/bench/halo.py: the A3 exchange with counters and the Fence exchange give
+    the same grid (equal checksums) on 3 ranks; HaloCase runs mpi4py with Fence."""
+    run = os.path.join(BIN, "shmrma-run")
+    sums = {}
+    for form in ("counters", "fence"):
+        _, status, out, err = jobs.run_job([run, "-n", "3", "--timeout", "50", "-m",
+                                            "shmrma.bench.halo", form, "30"],
+                                           jobs.child_env("shmrma"), 60, cwd=REPO)
+        assert status == 0, err
+        assert compare.HaloCase("t", form).value(out) > 0
+        sums[form] = [line for line in out.splitlines() if line.startswith("halo_sum")]
+    assert sums["counters"] == sums["fence"] and sums["fence"]
+    assert compare.HaloCase("t", "counters").argv("mpi4py", quick=True)[-2] == "fence"

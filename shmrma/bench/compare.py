@@ -95,6 +95,24 @@ class NotifyCase(SyncCase):
         return jobs.launcher_argv(impl, self.nranks, program)
 
 
+class HaloCase(NotifyCase):
+    """Halo exchange per iteration at 4 ranks (shmrma/bench/halo.py): shmrma in
+    ``form``, mpi4py always with Fence."""
+
+    def __init__(self, title, form, nranks=4):
+        super().__init__(title, form)
+        self.kind, self.nranks = "halo", nranks
+
+    def program(self, quick):
+        return ["-m", "shmrma.bench.halo", self.form, "200" if quick else "2000"]
+
+    def argv(self, impl, quick):
+        program = self.program(quick)
+        if impl == "mpi4py":
+            program[2] = "fence"
+        return jobs.launcher_argv(impl, self.nranks, program)
+
+
 # The targets of the windows issue: shmrma time / mpi4py time, and bandwidth
 # against numpy's copy of the same bytes in one process.
 WINDOWS_SUITE = (
@@ -131,6 +149,8 @@ SYNC_SUITE = tuple(
 COUNTERS_SUITE = (
     NotifyCase("Notify 8 B: shmrma counters vs MPI-3 calls, us", "counters", 0.3),
     NotifyCase("Notify 8 B: MPI-3 calls on both, us", "standard"),
+    HaloCase("Halo A3 n=4: shmrma counters vs mpi4py Fence, us/iter", "counters"),
+    HaloCase("Halo n=4: Fence on both, us/iter", "fence"),
 )
 
 SUITES = {"windows": WINDOWS_SUITE, "sync": SYNC_SUITE, "counters": COUNTERS_SUITE,
