@@ -79,7 +79,9 @@ class SyncCase(Case):
 
 class NotifyCase(SyncCase):
     """Notification latency (shmrma/bench/notify.py): shmrma in ``form``, mpi4py always
-    with standard MPI-3 calls (it has no counters)."""
+    in ``reference_form``, standard MPI-3 calls (it has no counters)."""
+
+    reference_form = "standard"
 
     def __init__(self, title, form, against_mpi4py=None):
         super().__init__(title, "notify", 2, against_mpi4py)
@@ -91,7 +93,7 @@ class NotifyCase(SyncCase):
     def argv(self, impl, quick):
         program = self.program(quick)
         if impl == "mpi4py":
-            program[2] = "standard"
+            program[2] = self.reference_form
         return jobs.launcher_argv(impl, self.nranks, program)
 
 
@@ -99,18 +101,14 @@ class HaloCase(NotifyCase):
     """Halo exchange per iteration at 4 ranks (shmrma/bench/halo.py): shmrma in
     ``form``, mpi4py always with Fence."""
 
+    reference_form = "fence"
+
     def __init__(self, title, form, nranks=4):
         super().__init__(title, form)
         self.kind, self.nranks = "halo", nranks
 
     def program(self, quick):
         return ["-m", "shmrma.bench.halo", self.form, "200" if quick else "2000"]
-
-    def argv(self, impl, quick):
-        program = self.program(quick)
-        if impl == "mpi4py":
-            program[2] = "fence"
-        return jobs.launcher_argv(impl, self.nranks, program)
 
 
 # The targets of the windows issue: shmrma time / mpi4py time, and bandwidth
