@@ -25,7 +25,8 @@ CASES = [(program, ranks) for program in sorted(RANKS) for ranks in RANKS[progra
 
 
 def test_every_proposal_program_is_listed():
-    assert sorted(p.name for p in PROPOSAL.glob("*.py")) == sorted(RANKS)
+    # torus.py is the grid the halo examples share, not a program
+    assert sorted(p.name for p in PROPOSAL.glob("*.py") if p.name != "torus.py") == sorted(RANKS)
 
 
 @pytest.mark.timeout(90)

@@ -28,63 +28,9 @@ After each phase the whole local array (interior and halos, not the unused
 corners) must equal the serial numpy stencil on the whole grid, exactly.
     shmrma-run -n 4 scripts/proposal/halo_a1_barrier.py
 """
-import numpy as np
-
 from shmrma import MPI
-
-comm = MPI.COMM_WORLD
-rank, size = comm.rank, comm.size
-py = max(d for d in range(1, int(size ** 0.5) + 1) if size % d == 0)
-px = size // py                         # 4 ranks: 2 x 2; 3 ranks: 3 x 1
-pi, pj = divmod(rank, py)
-nx, ny = 4, 5                           # my block; A has a one-cell halo around it
-STEPS = 6
-MOD = 1_000_003
-
-
-def stencil(c, n, s, w, e):
-    return (c + 2 * n + 3 * s + 5 * w + 7 * e) % MOD
-
-
-def update(A):
-    A[1:-1, 1:-1] = stencil(A[1:-1, 1:-1], A[:-2, 1:-1], A[2:, 1:-1],
-                            A[1:-1, :-2], A[1:-1, 2:])
-
-
-def serial(G, steps):
-    for _ in range(steps):
-        G = stencil(G, np.roll(G, 1, 0), np.roll(G, -1, 0), np.roll(G, 1, 1),
-                    np.roll(G, -1, 1))
-    return G
-
-
-def check(A, G, what):
-    """A (with halos) must match the serial grid G around my block; corners unused."""
-    expected = np.pad(G, 1, mode="wrap")[pi * nx:pi * nx + nx + 2, pj * ny:pj * ny + ny + 2]
-    mask = np.ones(A.shape, bool)
-    mask[[0, 0, -1, -1], [0, -1, 0, -1]] = False
-    if not np.array_equal(A[mask], expected[mask]):
-        raise SystemExit("rank %d: %s: mismatch\n%s\nexpected\n%s" % (rank, what, A, expected))
-
-
-G0 = np.random.default_rng(2008).integers(0, MOD, size=(px * nx, py * ny))
-expected = serial(G0, STEPS)
-
-A = np.zeros((nx + 2, ny + 2), dtype=np.int64)
-win = MPI.Win.Create(A, disp_unit=A.itemsize, comm=comm)
-toneighbor = [((pi - 1) % px) * py + pj, ((pi + 1) % px) * py + pj,    # north, south
-              pi * py + (pj - 1) % py, pi * py + (pj + 1) % py]        # west, east
-NUMBER_OF_NEIGHBOURS = len(toneighbor)
-
-
-def sub(sizes, starts):
-    return MPI.INT64_T.Create_subarray([nx + 2, ny + 2], sizes, starts).Commit()
-
-
-row, col = (1, ny), (nx, 1)
-fromtype = [sub(row, (1, 1)), sub(row, (nx, 1)), sub(col, (1, 1)), sub(col, (1, ny))]
-totype = [sub(row, (nx + 1, 1)), sub(row, (0, 1)), sub(col, (1, ny + 1)), sub(col, (1, 0))]
-todisp = [0] * NUMBER_OF_NEIGHBOURS
+from torus import (A, NUMBER_OF_NEIGHBOURS, STEPS, check, comm, expected, fromtype,
+                   initial_grid, put_halos, px, py, rank, toneighbor, totype, update, win)
 
 my_counters = win.Alloc_sync_objects(1, MPI.INFO_NULL)
 my_halos_updated = my_counters[0]
@@ -99,13 +45,9 @@ put_req = [win.Sync_ops_init(toneighbor[i], MPI.MODE_WIN_PUT, to_halos_updated[i
                              MPI.INFO_NULL) for i in range(NUMBER_OF_NEIGHBOURS)]
 
 
-def put_halos():
-    for i in range(NUMBER_OF_NEIGHBOURS):
-        win.Put([A, 1, fromtype[i]], toneighbor[i], [todisp[i], 1, totype[i]])
-
 
 # phase 1: "halo free" is the window barrier (004)
-A[1:-1, 1:-1] = G0[pi * nx:(pi + 1) * nx, pj * ny:(pj + 1) * ny]
+initial_grid()
 for step in range(STEPS + 1):
     my_halos_updated_req.Start()
     if step:
@@ -118,8 +60,7 @@ for step in range(STEPS + 1):
 check(A, expected, "phase 1 (window barrier)")
 
 # phase 2: the seed's order, with MPI_Barrier(MPI_COMM_WORLD)
-A[:] = 0
-A[1:-1, 1:-1] = G0[pi * nx:(pi + 1) * nx, pj * ny:(pj + 1) * ny]
+initial_grid()
 comm.Barrier()
 for step in range(STEPS + 1):
     MPI.Prequest.Startall(put_req)
