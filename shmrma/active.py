@@ -16,17 +16,10 @@ blocks until the cell has counted a Complete from every origin of the Post
 group (R88), Test asks the same without blocking (R89). Counts wrap at 2**32
 and are compared by difference.
 """
-from .control import OFF_COMPLETES, OFF_EXPOSED, OFF_LOCK_TICKET, OFF_LOCK_WRITE
+from .control import (COUNT_WRAP, OFF_COMPLETES, OFF_EXPOSED, OFF_LOCK_TICKET, OFF_LOCK_WRITE,
+                      count_reached)
 from . import atomic, errors, fastpath, job
 from .assertions import MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOSUCCEED, checked
-
-_WRAP = 1 << 32
-
-
-def _reached(count, goal):
-    """count >= goal for counters that wrap at 2**32 (they never drift 2**31 apart)."""
-    return (count - goal) % _WRAP < _WRAP // 2
-
 
 _fast_fence, _fast_start, _fast_complete = fastpath.fence, fastpath.start, fastpath.complete
 _fast_post, _fast_wait, _fast_test = fastpath.post, fastpath.wait, fastpath.test
@@ -90,7 +83,7 @@ class ActiveTarget:
         epoch.before_post()
         _expose(state)
         table = epoch.table
-        table.completes_due = (table.completes_due + len(origins)) % _WRAP
+        table.completes_due = (table.completes_due + len(origins)) % COUNT_WRAP
         table.post_group = origins
         atomic.fence()      # the owner's stores before the Post reach the origins (R120)
         for origin in origins:
@@ -102,13 +95,10 @@ class ActiveTarget:
         state = self._s
         epoch = state.epoch
         epoch.before_wait("Wait")
-        cell = _completes_cell(state)
-        while True:
-            count = atomic.load32(cell) % _WRAP
-            if _reached(count, epoch.table.completes_due):
-                break
-            job.wait_cell(cell, _signed(count), lambda: _waiting_for(state),
-                          [state.world_ranks[r] for r in epoch.post_group])
+        job.wait_until(_completes_cell(state),
+                       lambda count: count_reached(count, epoch.table.completes_due),
+                       lambda: _waiting_for(state),
+                       [state.world_ranks[r] for r in epoch.post_group])
         _end_exposure(state)
 
     def Test(self):
@@ -118,8 +108,7 @@ class ActiveTarget:
         state = self._s
         epoch = state.epoch
         epoch.before_wait("Test")
-        if not _reached(atomic.load32(_completes_cell(state)) % _WRAP,
-                        epoch.table.completes_due):
+        if not count_reached(atomic.load32(_completes_cell(state)), epoch.table.completes_due):
             return False
         _end_exposure(state)
         return True
@@ -138,22 +127,15 @@ def _await_barrier(state, generation):
                   "Fence on a window of %d ranks" % len(state.sizes), state.world_ranks)
 
 
-def _signed(value):
-    return value - _WRAP if value >= _WRAP // 2 else value
-
-
 def _completes_cell(state):
     return state.control_of(state.rank) + OFF_COMPLETES
 
 
 def _await_post(state, cell, used, target):
     """Wait until the post matrix cell counts more Posts than ``used``."""
-    while True:
-        value = atomic.load32(cell) % _WRAP
-        if value != used:
-            return
-        job.wait_cell(cell, _signed(value), lambda: "the Post of rank %d matching this "
-                      "rank's Start" % target, [state.world_ranks[target]])
+    job.wait_until(cell, lambda value: value % COUNT_WRAP != used,
+                   lambda: "the Post of rank %d matching this rank's Start" % target,
+                   [state.world_ranks[target]])
 
 
 def _waiting_for(state):

@@ -13,3 +13,11 @@ OFF_COMPLETES = 192        # wait cell: Completes received from origins, ever (m
 OFF_EXPOSED = 200          # 1 between Post and Wait (R102: never exposed and locked)
 OFF_BARRIER_ENTERED = 208  # wait cell: window barriers (Ibarrier) this rank entered, ever
 POST_CELL = 8              # the post matrix: one wait cell per (origin, target) pair
+
+COUNT_WRAP = 1 << 32       # the counts in these words (completes, posts, barriers) wrap
+
+
+def count_reached(count, goal):
+    """count >= goal for counts that wrap at 2**32 (never 2**31 apart); either may be a
+    signed or unsigned reading of the word."""
+    return (count - goal) % COUNT_WRAP < COUNT_WRAP // 2

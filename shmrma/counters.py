@@ -259,17 +259,12 @@ class SyncObjectRequest(_SyncRequest):
 
     def _block(self):
         # a signal usually comes within microseconds: poll the word first (less when
-        # ranks outnumber CPUs: job.py lowers the spin), then sleep on the word
-        # itself, testing the value waited on so a signal in between is never missed
+        # ranks outnumber CPUs: job.py lowers the spin), then sleep on the word itself
         counter, load = self._counter, atomic.load32
         for _ in range(POLL_PER_SPIN * atomic.get_wait_params()[0]):
             if load(counter) <= 0:
                 break
-        while True:
-            value = atomic.load32(self._counter)
-            if self._poll(value):
-                return
-            job.wait_cell(self._counter, value, self._describe, self._peers())
+        job.wait_until(counter, self._poll, self._describe, self._peers())
 
     def _complete(self):
         if self._restart:

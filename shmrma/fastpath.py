@@ -34,8 +34,8 @@ Without the C extension (SHMRMA_NATIVE=0), ``Table`` only holds the epoch
 flags and every function returns False. ``enable(False)`` makes every call
 miss, so tests can compare both paths.
 """
-from .control import (OFF_ACCUMULATE_LOCK, OFF_BARRIER_ENTERED, OFF_COMPLETES, OFF_EXPOSED,
-                      OFF_LOCK_READ, OFF_LOCK_TICKET, OFF_LOCK_WRITE)
+from .control import (COUNT_WRAP, OFF_ACCUMULATE_LOCK, OFF_BARRIER_ENTERED, OFF_COMPLETES,
+                      OFF_EXPOSED, OFF_LOCK_READ, OFF_LOCK_TICKET, OFF_LOCK_WRITE)
 from . import atomic, constants
 from . import op as ops
 
@@ -83,11 +83,11 @@ class _PythonTable:
         return self._posts_used[rank]
 
     def set_posts_used(self, rank, count):
-        self._posts_used[rank] = count % (1 << 32)
+        self._posts_used[rank] = count % COUNT_WRAP
 
     def use_post(self, rank):
         used = self._posts_used[rank]
-        self._posts_used[rank] = (used + 1) % (1 << 32)
+        self._posts_used[rank] = (used + 1) % COUNT_WRAP
         return used
 
     def close(self):

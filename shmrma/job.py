@@ -264,6 +264,18 @@ def job_problem(peers=(), what=None):
     return None
 
 
+def wait_until(address, condition, what, peers=()):
+    """Block until ``condition(value)`` holds for the 32-bit cell at ``address``.
+
+    The value tested is the value waited on, so a change in between is never missed;
+    ``what`` and ``peers`` as for wait_cell."""
+    while True:
+        value = atomic.load32(address)
+        if condition(value):
+            return
+        wait_cell(address, value, what, peers)
+
+
 def wait_cell(address, old, what, peers=()):
     """Block until the 32-bit cell at ``address`` no longer holds ``old``.
 

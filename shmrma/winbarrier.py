@@ -16,28 +16,21 @@ forms mix in one barrier (R170); the request cannot be freed or cancelled
 """
 from . import atomic, errors, job
 from .assertions import MODE_NOPRECEDE, MODE_NOSUCCEED, checked
-from .control import OFF_BARRIER_ENTERED
+from .control import COUNT_WRAP, OFF_BARRIER_ENTERED, count_reached
 from .request import Request
-
-_WRAP = 1 << 32
-
 
 def _entered(state, rank):
     """Has ``rank`` entered the barrier this rank entered last?"""
-    count = atomic.load32(state.control_of(rank) + OFF_BARRIER_ENTERED) % _WRAP
-    return (count - state.epoch.table.barrier_seq) % _WRAP < _WRAP // 2
+    return count_reached(atomic.load32(state.control_of(rank) + OFF_BARRIER_ENTERED),
+                         state.epoch.table.barrier_seq)
 
 
 def await_entry(state, rank):
     """Block until ``rank`` entered this rank's latest barrier (RMA after Ibarrier, A3)."""
-    cell = state.control_of(rank) + OFF_BARRIER_ENTERED
-    while not _entered(state, rank):
-        value = atomic.load32(cell)
-        if _entered(state, rank):
-            return
-        job.wait_cell(cell, value, lambda: "rank %d to enter the window barrier (RMA "
-                      "after Ibarrier waits for its target)" % rank,
-                      [state.world_ranks[rank]])
+    job.wait_until(state.control_of(rank) + OFF_BARRIER_ENTERED,
+                   lambda count: count_reached(count, state.epoch.table.barrier_seq),
+                   lambda: "rank %d to enter the window barrier (RMA after Ibarrier waits "
+                   "for its target)" % rank, [state.world_ranks[rank]])
 
 
 class BarrierRequest(Request):
@@ -86,7 +79,7 @@ class WindowBarrier:
         epoch.before_fence(bool(assertion & MODE_NOPRECEDE), "Ibarrier")
         table = epoch.table
         atomic.fence()
-        table.barrier_seq = (table.barrier_seq + 1) % _WRAP
+        table.barrier_seq = (table.barrier_seq + 1) % COUNT_WRAP
         table.barrier_pending = 1
         atomic.cell_add(state.control_of(state.rank) + OFF_BARRIER_ENTERED, 1)
         world = job.current()
