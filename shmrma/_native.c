@@ -732,15 +732,23 @@ table_set_target(WinTable *t, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
+/* The slot and the int of a table method taking (rank, int); -1 with an error set. */
+static int
+slot_and_int(WinTable *t, PyObject *const *args, Py_ssize_t nargs, const char *name,
+             FastTarget **slot, long *value)
+{
+    if (check_nargs(name, nargs, 2) < 0 || !(*slot = table_slot(t, args[0])))
+        return -1;
+    *value = PyLong_AsLong(args[1]);
+    return *value == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
 static PyObject *
 table_set_locked(WinTable *t, PyObject *const *args, Py_ssize_t nargs)
 {
     FastTarget *slot;
     long flag;
-    if (check_nargs("set_locked", nargs, 2) < 0) return NULL;
-    if (!(slot = table_slot(t, args[0]))) return NULL;
-    flag = PyLong_AsLong(args[1]);
-    if (flag == -1 && PyErr_Occurred()) return NULL;
+    if (slot_and_int(t, args, nargs, "set_locked", &slot, &flag) < 0) return NULL;
     if (flag < HELD_NONE || flag > HELD_EXCLUSIVE) {
         PyErr_SetString(PyExc_ValueError, "set_locked(): state must be 0..3");
         return NULL;
@@ -847,10 +855,7 @@ table_set_counter_kinds(WinTable *t, PyObject *const *args, Py_ssize_t nargs)
 {
     FastTarget *slot;
     long kinds;
-    if (check_nargs("set_counter_kinds", nargs, 2) < 0) return NULL;
-    if (!(slot = table_slot(t, args[0]))) return NULL;
-    kinds = PyLong_AsLong(args[1]);
-    if (kinds == -1 && PyErr_Occurred()) return NULL;
+    if (slot_and_int(t, args, nargs, "set_counter_kinds", &slot, &kinds) < 0) return NULL;
     kinds &= KIND_PUT | KIND_GET | KIND_ACCUMULATE;
     t->ncounter += (kinds != 0) - (slot->counter_kinds != 0);
     slot->counter_kinds = (int)kinds;

@@ -8,6 +8,7 @@ checks calls against it and opens and closes epochs in it itself, so this
 class keeps no copy of its own and the two never disagree.
 """
 from . import constants, errors, fastpath
+from .counters import kind_of
 
 # What a Lock epoch to a target holds (the table's locked(rank))
 HELD_NONE, HELD_NOCHECK, HELD_SHARED, HELD_EXCLUSIVE = range(4)
@@ -109,7 +110,6 @@ class Epoch:
         self.table.set_counter_kinds(target, kinds)   # the C fast path covers them too
 
     def _counter_covers(self, rank, call):
-        from .counters import kind_of
         kind = kind_of(call.split(" ")[0])
         return any(mode & kind for mode in self.counter_epochs.get(rank, ()))
 
