@@ -37,12 +37,8 @@ class WindowLock:
         self.peers = state.world_ranks
 
     def _await(self, cell, ticket, kind):
-        while True:
-            value = atomic.load32(cell)
-            if value == ticket:
-                return
-            job.wait_cell(cell, value, lambda: "a %s lock on rank %d's window" % (kind, self.rank),
-                          self.peers)
+        job.wait_until(cell, lambda value: value == ticket,
+                       lambda: "a %s lock on rank %d's window" % (kind, self.rank), self.peers)
 
     def acquire(self, held):
         self.admit(atomic.fetch_add32(self.ticket, 1), held)
