@@ -4,8 +4,13 @@ A message is a buffer, or ``[buf, datatype]``, ``[buf, count]``,
 ``[buf, count, datatype]``, ``[buf, (count, displ), datatype]`` or
 ``[buf, count, displ, datatype]``; the datatype defaults to the one the
 buffer's format names. The result is a byte view of exactly the data.
+With ``MPI.HANDLE_SYNC`` the buffer is a list of ``MPI.Sync`` handles, which
+travel in their wire form; only point-to-point calls and the non-reducing
+collectives accept it (checklist R154, A25).
 """
-from . import constants
+import operator
+
+from . import constants, errors, synchandle
 from . import datatype as datatypes
 
 
@@ -50,6 +55,54 @@ class Message:
     @property
     def nbytes(self):
         return len(self.data)
+
+    def finish(self, nbytes=None):
+        """Called when a receive into ``data`` is complete (see HandleMessage)."""
+
+
+class HandleMessage(Message):
+    """``total`` Sync handles of a list, from item ``displ``, as a message: ``data``
+    is their wire form, and ``finish`` turns what a receive wrote into ``data``
+    back into handles in the list."""
+
+    __slots__ = ("items", "displ")
+
+    def __init__(self, items, displ, total, count, datatype):
+        wire = synchandle.pack(items[displ:displ + total])
+        super().__init__(memoryview(wire), count, datatype)
+        self.items = items
+        self.displ = displ
+
+    def finish(self, nbytes=None):
+        received = synchandle.unpack(self.data[:nbytes])
+        self.items[self.displ:self.displ + len(received)] = received
+
+
+def _handles(items, count, displ, datatype, writable, parts):
+    """The HandleMessage of ``[list of Sync, (count, displ,) HANDLE_SYNC]``."""
+    kinds = list if writable else (list, tuple)
+    if not isinstance(items, kinds):
+        raise TypeError("a HANDLE_SYNC message is a %s of MPI.Sync handles, not %s"
+                        % ("list" if writable else "list or tuple", type(items).__name__))
+    displ = 0 if displ is None else operator.index(displ)
+    available = len(items) - displ
+    if count is None:
+        if available < 0 or available % parts:
+            raise ValueError("message: cannot infer count, %d handles after displacement %d "
+                             "are not a multiple of %d (one part per rank); give the count"
+                             % (max(available, 0), displ, parts))
+        count = available // parts
+    count = operator.index(count)
+    if displ < 0 or count < 0 or count * parts > available:
+        raise ValueError("message: %d x %d handles at displacement %d do not fit a list of "
+                         "%d" % (parts, count, displ, len(items)))
+    return HandleMessage(items, displ, count * parts, count, datatype)
+
+
+def refuse_handles(call):
+    errors.fail(errors.ERR_TYPE, "%s cannot take HANDLE_SYNC: Sync handles travel only in "
+                "point-to-point calls and Bcast/Gather/Allgather/Alltoall, never in "
+                "reductions, derived datatypes or RMA (R154)" % call)
 
 
 def item_bytes(datatype):
@@ -97,26 +150,32 @@ def _unpack(msg):
     return buf, count, displ, datatype
 
 
-def message(msg, writable, blocks=0, sparse=False):
+def message(msg, writable, blocks=0, sparse=False, handles=False):
     """Parse a message specification into a Message.
 
     ``blocks`` is the number of equal parts a collective splits the buffer
     into (one per rank); as in mpi4py, the count, given or inferred, is then
     the count of one part, and ``data`` spans all the parts. ``sparse`` admits
-    derived datatypes with gaps (RMA copies through their layout).
+    derived datatypes with gaps (RMA copies through their layout). ``handles``
+    admits HANDLE_SYNC, which everything else refuses with ERR_TYPE.
     """
     listed = isinstance(msg, (list, tuple))
     buf, count, displ, datatype = _unpack(msg)
+    datatype = None if datatype is None else datatypes.lookup(datatype)
+    if datatype is not None and datatype.type_class == datatypes.HANDLE:
+        if not handles:
+            refuse_handles("this call")
+        return _handles(buf, count, displ, datatype, writable, max(blocks, 1))
     if listed and (buf is None or buf is constants.BOTTOM):
         if count not in (None, 0):
             raise ValueError("message: a count of %r needs a buffer, got None" % (count,))
-        dtype = datatypes.lookup(datatype) if datatype is not None else datatypes.BYTE
+        dtype = datatype if datatype is not None else datatypes.BYTE
         return Message(memoryview(bytearray(0)), 0, dtype)
     if buf is None:
         raise TypeError("message: expecting a buffer or a list/tuple such as "
                         "[buf, count, datatype], got None")
     view = as_view(buf, writable)
-    datatype = _format_datatype(view) if datatype is None else datatypes.lookup(datatype)
+    datatype = _format_datatype(view) if datatype is None else datatype
     data = view.cast("B") if view.format != "B" or view.ndim != 1 else view
     if count is None and not datatype:
         raise ValueError("message: cannot infer count, datatype is null; pass a datatype "

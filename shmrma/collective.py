@@ -146,7 +146,9 @@ class Collectives:
             for rank in self._others():
                 call.send(rank, data)
         else:
-            call.take([(root, call.local(_data, buf, True))])
+            received = call.local(_message, buf, True)
+            call.take([(root, received and received.data)])
+            call.local(_finish, received)
         call.done()
 
     def Gather(self, sendbuf, recvbuf, root=0):
@@ -157,6 +159,7 @@ class Collectives:
         else:
             parts = call.local(self._parts_with_own, sendbuf, recvbuf, "Gather")
             call.take([(rank, parts and parts[rank]) for rank in self._others()])
+            call.local(_finish, parts)
         call.done()
 
     def Allgather(self, sendbuf, recvbuf):
@@ -171,6 +174,7 @@ class Collectives:
             call.take([(rank, parts and parts[rank]) for rank in self._others()])
             for rank in self._others():
                 call.send(rank, parts and parts.whole)
+        call.local(_finish, parts)
         call.done()
 
     def Alltoall(self, sendbuf, recvbuf):
@@ -183,6 +187,7 @@ class Collectives:
         if both:
             receives[me][:] = sends[me]
         call.take([(rank, receives and receives[rank]) for rank in self._others()])
+        call.local(_finish, receives)
         call.done()
 
     def Reduce(self, sendbuf, recvbuf, op=ops.SUM, root=0):
@@ -212,7 +217,7 @@ class Collectives:
     # --- buffer plumbing ---
     def _parts_with_own(self, sendbuf, recvbuf, name):
         """The receive buffer cut in one part per rank, this rank's part filled."""
-        parts = _Parts(_data(recvbuf, True, self.size), self.size)
+        parts = _Parts(_message(recvbuf, True, self.size), self.size)
         if sendbuf is not constants.IN_PLACE:
             own = _data(sendbuf, False)
             _check_part(own, len(parts[0]), name)
@@ -220,11 +225,11 @@ class Collectives:
         return parts
 
     def _alltoall_parts(self, sendbuf, recvbuf):
-        receives = _Parts(_data(recvbuf, True, self.size), self.size)
+        receives = _Parts(_message(recvbuf, True, self.size), self.size)
         source = (bytes(receives.whole) if sendbuf is constants.IN_PLACE
                   else _data(sendbuf, False, self.size))
         _check_part(source, len(receives.whole), "Alltoall")
-        return _Parts(memoryview(source), self.size), receives
+        return _Parts(buffers.Message(memoryview(source), 0, None), self.size), receives
 
     def _reduce_at_root(self, call, buffers_, op):
         """Take every other rank's contribution and fold them in rank order."""
@@ -333,18 +338,28 @@ class _Call:
 
 
 class _Parts:
-    """A byte view cut in ``count`` equal parts; ``whole`` is the view."""
+    """A message's bytes cut in ``count`` equal parts; ``whole`` is all of them."""
 
-    def __init__(self, whole, count):
-        self.whole = whole
-        self.size = len(whole) // count
+    def __init__(self, message, count):
+        self.whole = message.data
+        self.size = len(self.whole) // count
+        self.finish = message.finish
 
     def __getitem__(self, index):
         return self.whole[index * self.size:(index + 1) * self.size]
 
 
+def _message(buf, writable, blocks=0):
+    return buffers.message(buf, writable, blocks, handles=True)
+
+
 def _data(buf, writable, blocks=0):
-    return buffers.message(buf, writable, blocks).data
+    return _message(buf, writable, blocks).data
+
+
+def _finish(received):
+    """Turn what a receive wrote into the user's buffer (HANDLE_SYNC lists)."""
+    received.finish()
 
 
 def _reduce_send(sendbuf, op):

@@ -86,7 +86,7 @@ def slot_barrier(state):
 class Receive(Request):
     """A posted receive into a buffer (``target`` set) or of a pickled object."""
 
-    def __init__(self, state, subcontext, source, tag, target=None):
+    def __init__(self, state, subcontext, source, tag, target=None, finish=None):
         self._null = False
         self._done = False
         self.state = state
@@ -94,6 +94,7 @@ class Receive(Request):
         self.source = source if source == constants.ANY_SOURCE else state.ranks[source]
         self.tag = tag
         self.target = target
+        self.finish = finish        # what turns the bytes received into the user's buffer
         self._status = Status()
 
     def deliver(self, message):
@@ -112,7 +113,17 @@ class Receive(Request):
                 % (message.nbytes, source, message.tag, len(self.target)))
         else:
             message.copy_into(self.target)
+            self._convert(message.nbytes)
         self._done = True
+
+    def _convert(self, nbytes):
+        if self.finish is None:
+            return
+        try:
+            self.finish(nbytes)
+        except errors.Exception as exc:   # handles received from a non-handle send
+            self._status.error = exc.Get_error_class()
+            self._error = exc
 
     def _poll(self):
         return self._done
@@ -312,13 +323,13 @@ class Comm:
                                           data, pickled)
         return Send(outgoing, "room to send to rank %d" % dest)
 
-    def _irecv(self, source, tag, target, kind=P2P):
+    def _irecv(self, source, tag, target, kind=P2P, finish=None):
         state = self._s
         source = self._peer(source, "source", wildcard=True)
         tag = self._tag(tag, wildcard=True) if kind == P2P else tag
         if source == constants.PROC_NULL:
             return Completed(_null_status())
-        receive = Receive(state, state.subcontext(kind), source, tag, target)
+        receive = Receive(state, state.subcontext(kind), source, tag, target, finish)
         mailbox.mailbox().post(receive)
         return receive
 
@@ -327,12 +338,12 @@ class Comm:
     def _send_data(self, buf, dest):
         if self._peer(dest, "destination") == constants.PROC_NULL:
             return b""
-        return buffers.message(buf, writable=False).data
+        return buffers.message(buf, writable=False, handles=True).data
 
-    def _recv_target(self, buf, source):
+    def _recv_message(self, buf, source):
         if self._peer(source, "source", wildcard=True) == constants.PROC_NULL:
             return None
-        return buffers.message(buf, writable=True).data
+        return buffers.message(buf, writable=True, handles=True)
 
     def Isend(self, buf, dest, tag=0):
         return self._isend_bytes(self._send_data(buf, dest), dest, tag, False)
@@ -341,7 +352,10 @@ class Comm:
         self.Isend(buf, dest, tag).Wait()
 
     def Irecv(self, buf, source=constants.ANY_SOURCE, tag=constants.ANY_TAG):
-        return self._irecv(source, tag, self._recv_target(buf, source))
+        received = self._recv_message(buf, source)
+        if received is None:
+            return self._irecv(source, tag, None)
+        return self._irecv(source, tag, received.data, finish=received.finish)
 
     def Recv(self, buf, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
         self.Irecv(buf, source, tag).Wait(status)
@@ -351,7 +365,7 @@ class Comm:
         # Check the receive before sending and send before posting the receive, so
         # an error in either argument raises with nothing sent and nothing posted
         # (sends never wait for their receiver, so this order cannot deadlock).
-        self._recv_target(recvbuf, source)
+        self._recv_message(recvbuf, source)
         self._tag(recvtag, wildcard=True)
         self.Send(sendbuf, dest, sendtag)
         self.Recv(recvbuf, source, recvtag, status)

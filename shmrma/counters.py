@@ -19,6 +19,7 @@ import operator
 
 from . import atomic, errors, info as infos, job, segments
 from .request import Prequest, Status
+from .synchandle import SYNC_NULL, Sync  # noqa: F401 (SYNC_NULL re-exported)
 
 MODE_WIN_PUT = 1
 MODE_WIN_GET = 2
@@ -35,43 +36,6 @@ _KIND_OF_CALL = {"Put": MODE_WIN_PUT, "Get": MODE_WIN_GET}
 
 def kind_of(call):
     return _KIND_OF_CALL.get(call, MODE_WIN_ACCUMULATE)
-
-
-class Sync:
-    """``MPI.Sync``: a handle of one counter of a window; ``Sync()`` is SYNC_NULL.
-    ``generation`` tells apart successive allocations of one slot (A25)."""
-
-    def __init__(self, window=None, owner=None, segment=None, slot=None, generation=None):
-        self.window, self.owner, self.segment, self.slot = window, owner, segment, slot
-        self.generation = generation
-
-    def _key(self):
-        return (self.window, self.owner, self.segment, self.slot, self.generation)
-
-    def __bool__(self):
-        return self.window is not None
-
-    def __eq__(self, other):
-        if not isinstance(other, Sync):
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self):
-        return hash(self._key())
-
-    def __repr__(self):
-        if not self:
-            return "MPI.SYNC_NULL"
-        return "<MPI.Sync counter %d of rank %d's window %s>" % (self.slot, self.owner,
-                                                                 self.window)
-
-    def __reduce__(self):
-        if not self:
-            return "SYNC_NULL"
-        return (Sync, self._key())
-
-
-SYNC_NULL = Sync()
 
 
 class Counters:

@@ -30,6 +30,8 @@ LOGICAL = "logical"
 BYTE_CLASS = "byte"
 PAIR = "value-index pair"
 OPAQUE = "opaque"  # PACKED and WCHAR: no reduction op is defined on them
+HANDLE = "handle"  # HANDLE_SYNC: Sync handles, in messages only (synchandle.py)
+HANDLE_BYTES = 128  # the wire form of one Sync handle
 
 
 class TypeHandle:
@@ -375,6 +377,9 @@ for _row in _BASIC_TYPES:
 for _row in _PAIR_TYPES:
     PREDEFINED[_row[0]] = _pair_type(*_row)
 PREDEFINED.update({alias: PREDEFINED[name] for alias, name in _ALIASES.items()})
+PREDEFINED["HANDLE_SYNC"] = _predefined("HANDLE_SYNC", TypeHandle(
+    name="MPI_HANDLE_SYNC", size=HANDLE_BYTES, extent=HANDLE_BYTES,
+    dtype=lambda: np.dtype("V%d" % HANDLE_BYTES), type_class=HANDLE))
 
 DATATYPE_NULL = Datatype()
 _PAIR_OF = {(PREDEFINED[value]._handle, PREDEFINED["INT"]._handle): PREDEFINED[name]

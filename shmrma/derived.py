@@ -98,6 +98,9 @@ class Layout:
 def _old(datatype, call):
     datatype = datatypes.lookup(datatype)
     datatype._live("build a %s from" % call)
+    if datatype.type_class == datatypes.HANDLE:
+        errors.fail(errors.ERR_TYPE, "cannot build a %s from HANDLE_SYNC: Sync handles "
+                    "travel only as a list of handles typed HANDLE_SYNC (R154)" % call)
     return datatype
 
 

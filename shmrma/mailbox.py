@@ -12,7 +12,7 @@ them against posted receives in posting order.
 import struct
 from collections import deque
 
-from . import atomic, constants, errors, job, segments
+from . import atomic, constants, job, segments
 
 OFF_HEAD = 0      # bytes consumed, written by the receiver
 OFF_TAIL = 64     # bytes produced, written by the sender

@@ -147,6 +147,8 @@ def _check_committed(datatype, role):
     if not datatype.committed:
         errors.fail(errors.ERR_TYPE, "the %s datatype %r is not committed; call Commit() "
                     "before using it in RMA" % (role, datatype))
+    if datatype.type_class == datatypes.HANDLE:
+        buffers.refuse_handles("RMA")
 
 
 def parse(state, call, origin, rank, target, writable_origin, origin_moves=True):

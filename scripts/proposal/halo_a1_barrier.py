@@ -6,8 +6,8 @@ Each rank owns an nx x ny block of a 2-D periodic integer grid plus a one-cell
 halo; its window is that array A. The counter `my_halos_updated` (count 4) counts
 the neighbour directions whose Puts into my halos have completed; `put_req[i]`
 (Sync_ops_init, MODE_WIN_PUT) completes my Puts to `toneighbor[i]` and decrements
-that neighbour's counter (R152-R158, A15). Handles travel by pickling over
-comm.isend/irecv instead of the not yet existing MPI.HANDLE_SYNC (A25, R154).
+that neighbour's counter (R152-R158, A15). Handles travel as the seed
+sends them: Isend/Irecv typed MPI.HANDLE_SYNC (A25, R154).
 
 Filled in: toneighbor[] = north, south, west, east on a px x py process torus
 (4 ranks: 2 x 2, so north == south and west == east: two put_req to one target
@@ -30,15 +30,11 @@ corners) must equal the serial numpy stencil on the whole grid, exactly.
 """
 from shmrma import MPI
 from torus import (A, NUMBER_OF_NEIGHBOURS, STEPS, check, comm, expected, fromtype,
-                   initial_grid, put_halos, px, py, rank, toneighbor, totype, update, win)
+                   exchange_handle, initial_grid, put_halos, px, py, rank, toneighbor, totype, update, win)
 
 my_counters = win.Alloc_sync_objects(1, MPI.INFO_NULL)
 my_halos_updated = my_counters[0]
-# the seed's Isend/Irecv/Waitall exchange with pickled handles (comm.isend/irecv)
-send_req = [comm.isend(my_halos_updated, toneighbor[i], 1) for i in range(NUMBER_OF_NEIGHBOURS)]
-recv_req = [comm.irecv(source=toneighbor[i], tag=1) for i in range(NUMBER_OF_NEIGHBOURS)]
-to_halos_updated = MPI.Request.waitall(recv_req)
-MPI.Request.Waitall(send_req)
+to_halos_updated = exchange_handle(my_halos_updated, 1)
 my_halos_updated_req = win.Sync_object_init(my_halos_updated, NUMBER_OF_NEIGHBOURS,
                                             MPI.INFO_NULL)
 put_req = [win.Sync_ops_init(toneighbor[i], MPI.MODE_WIN_PUT, to_halos_updated[i],

@@ -8,8 +8,7 @@ As in A1, `my_halos_updated` (count 4) counts the neighbour directions whose Put
 into my halos have completed, and `put_req[i]` (Sync_ops_init, MODE_WIN_PUT)
 completes my Puts to `toneighbor[i]` and decrements its counter (R152-R158, A15);
 the Puts sit in the counter epochs the active put_req open (A14, R165). Handles
-travel by pickling over comm.isend/irecv instead of the not yet existing
-MPI.HANDLE_SYNC (A25, R154).
+travel as the seed sends them: Isend/Irecv typed MPI.HANDLE_SYNC (A25, R154).
 
 Filled in (as in halo_a1_barrier.py): toneighbor[] = north, south, west, east on a
 px x py process torus (4 ranks: 2 x 2, so a neighbour appears twice and two of its
@@ -28,15 +27,11 @@ import numpy as np
 
 from shmrma import MPI
 from torus import (A, NUMBER_OF_NEIGHBOURS, STEPS, check, comm, expected, fromtype,
-                   initial_grid, px, py, rank, todisp, toneighbor, totype, update, win)
+                   exchange_handle, initial_grid, px, py, rank, todisp, toneighbor, totype, update, win)
 
 my_counters = win.Alloc_sync_objects(1, MPI.INFO_NULL)
 my_halos_updated = my_counters[0]
-# the seed's Isend/Irecv/Waitall exchange with pickled handles (comm.isend/irecv)
-send_req = [comm.isend(my_halos_updated, toneighbor[i], 1) for i in range(NUMBER_OF_NEIGHBOURS)]
-recv_req = [comm.irecv(source=toneighbor[i], tag=1) for i in range(NUMBER_OF_NEIGHBOURS)]
-to_halos_updated = MPI.Request.waitall(recv_req)
-MPI.Request.Waitall(send_req)
+to_halos_updated = exchange_handle(my_halos_updated, 1)
 my_halos_updated_req = win.Sync_object_init(my_halos_updated, NUMBER_OF_NEIGHBOURS,
                                             MPI.INFO_NULL)
 put_req = [win.Sync_ops_init(toneighbor[i], MPI.MODE_WIN_PUT, to_halos_updated[i],
@@ -45,6 +40,8 @@ put_req = [win.Sync_ops_init(toneighbor[i], MPI.MODE_WIN_PUT, to_halos_updated[i
 
 SYNCTAG = 7
 dummy_buf = np.zeros(1, dtype=np.intc)
+recv_req = [MPI.REQUEST_NULL] * NUMBER_OF_NEIGHBOURS
+send_req = [MPI.REQUEST_NULL] * NUMBER_OF_NEIGHBOURS
 initial_grid()
 for step in range(STEPS + 1):
     MPI.Prequest.Startall(put_req)

@@ -6,8 +6,8 @@ halos have completed (put_req[i]: Sync_ops_init MODE_WIN_PUT, R156); the counter
 `dest_halos_free` (count 4) counts the neighbour directions whose halos I fill
 that are free, signalled by their free_req: sync_mode 0 requests, a pure
 notification that covers no RMA (R157, A30). A rank Puts only after its
-dest_halos_free_req completed. Handles travel by pickling over comm.isend/irecv
-instead of the not yet existing MPI.HANDLE_SYNC (A25, R154).
+dest_halos_free_req completed. Handles travel as the seed sends them:
+Isend/Irecv typed MPI.HANDLE_SYNC (A25, R154).
 
 Fixed (A16-A19):
   - A17: the seed Startalls free_req every iteration but never completes it, so
@@ -36,19 +36,12 @@ whole grid, exactly.
 """
 from shmrma import MPI
 from torus import (A, NUMBER_OF_NEIGHBOURS, STEPS, check, comm, expected, fromtype,
-                   initial_grid, put_halos, px, py, rank, toneighbor, totype, update, win)
+                   exchange_handle, initial_grid, put_halos, px, py, rank, toneighbor, totype, update, win)
 
 my_counters = win.Alloc_sync_objects(2, MPI.INFO_NULL)
 my_halos_updated, dest_halos_free = my_counters
-send_req, recv_req = [], []
-for i in range(NUMBER_OF_NEIGHBOURS):
-    send_req.append(comm.isend(my_halos_updated, toneighbor[i], 1))
-    send_req.append(comm.isend(dest_halos_free, toneighbor[i], 2))
-    recv_req.append(comm.irecv(source=toneighbor[i], tag=1))
-    recv_req.append(comm.irecv(source=toneighbor[i], tag=2))
-handles = MPI.Request.waitall(recv_req)
-MPI.Request.Waitall(send_req)
-to_halos_updated, to_halos_free = handles[0::2], handles[1::2]
+to_halos_updated = exchange_handle(my_halos_updated, 1)
+to_halos_free = exchange_handle(dest_halos_free, 2)
 RESTART = MPI.Info.Create()
 RESTART.Set("restart", "true")
 

@@ -66,6 +66,18 @@ totype = [sub(row, (nx + 1, 1)), sub(row, (0, 1)), sub(col, (1, ny + 1)), sub(co
 todisp = [0] * NUMBER_OF_NEIGHBOURS
 
 
+def exchange_handle(handle, tag):
+    """The seed's Isend/Irecv/Waitall of one counter handle with every neighbour,
+    typed MPI.HANDLE_SYNC (R154): what neighbour i sent lands in item i."""
+    received = [MPI.SYNC_NULL] * NUMBER_OF_NEIGHBOURS
+    requests = [comm.Irecv([received, (1, i), MPI.HANDLE_SYNC], toneighbor[i], tag)
+                for i in range(NUMBER_OF_NEIGHBOURS)]
+    requests += [comm.Isend([[handle], MPI.HANDLE_SYNC], toneighbor[i], tag)
+                 for i in range(NUMBER_OF_NEIGHBOURS)]
+    MPI.Request.Waitall(requests)
+    return received
+
+
 def put_halos():
     """My boundary rows and columns into the halos of my four neighbours."""
     for i in range(NUMBER_OF_NEIGHBOURS):

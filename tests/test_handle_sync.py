@@ -1,0 +1,170 @@
+"""``MPI.HANDLE_SYNC``: Sync handles in buffer messages (R154; checklist A25; API.md §9).
+
+A list of handles travels in point-to-point calls and the non-reducing
+collectives and arrives as handles that Sync_ops_init accepts; reductions,
+derived datatypes and RMA refuse the type with ERR_TYPE and change nothing.
+"""
+import numpy as np
+import pytest
+
+import shmrma
+from shmrma import MPI
+
+from mpitest import nothing_left_behind, raises_mpi
+
+
+def signal(win, target, sync):
+    """A pure notification (mode 0) through a received handle."""
+    request = win.Sync_ops_init(target, 0, sync)
+    request.Start()
+    request.Wait()
+    request.Free()
+
+
+def wait_then_free(win, counters, counts):
+    """Wait until counter i heard counts[i] signals; free the counters and the window."""
+    for sync, count in zip(counters, counts):
+        request = win.Sync_object_init(sync, count)
+        request.Start()
+        request.Wait()
+        request.Free()
+    win.Free_sync_objects(counters)
+    win.Free()
+    return "ok"
+
+
+@pytest.mark.timeout(60)
+def test_point_to_point_carries_usable_handles():
+    """R154: Send/Recv, Isend/Irecv and Sendrecv carry lists of handles; each
+    received handle signals its owner's counter."""
+    def body():
+        comm = MPI.COMM_WORLD
+        rank, size = comm.Get_rank(), comm.Get_size()
+        win = MPI.Win.Allocate(8, comm=comm)
+        mine = win.Alloc_sync_objects(2)
+        right, left = (rank + 1) % size, (rank - 1) % size
+        # blocking, whole list, with SYNC_NULL riding along
+        comm.Send([mine + [MPI.SYNC_NULL], MPI.HANDLE_SYNC], right)
+        got = [MPI.SYNC_NULL] * 3
+        status = MPI.Status()
+        comm.Recv([got, MPI.HANDLE_SYNC], left, status=status)
+        assert status.Get_count(MPI.HANDLE_SYNC) == 3
+        assert got[2] == MPI.SYNC_NULL and got[0].owner == left
+        # nonblocking, [list, (count, displ), type] forms and a receive shorter than the list
+        request = comm.Irecv([got, 1, 2, MPI.HANDLE_SYNC], right)
+        comm.Isend([mine, (1, 1), MPI.HANDLE_SYNC], left).Wait()
+        request.Wait(status)
+        assert status.Get_count(MPI.HANDLE_SYNC) == 1 and got[2].owner == right
+        # Sendrecv
+        swapped = [MPI.SYNC_NULL]
+        comm.Sendrecv([mine[:1], MPI.HANDLE_SYNC], left, 7, [swapped, MPI.HANDLE_SYNC], right, 7)
+        assert swapped[0] == got[0] if left == right else swapped[0].owner == right
+        # every received handle works: counter 0 of each rank hears from its right
+        # and its left neighbour, counter 1 from its left one
+        signal(win, left, got[0])
+        signal(win, right, got[2])
+        signal(win, right, swapped[0])
+        nothing_left_behind(comm)
+        return wait_then_free(win, mine, [2, 1])
+    assert shmrma.launch(body, 3, timeout=30) == ["ok"] * 3
+
+
+@pytest.mark.timeout(60)
+def test_non_reducing_collectives_carry_handles():
+    """R154: Bcast, Gather, Allgather (also IN_PLACE) and Alltoall carry handles."""
+    def body():
+        comm = MPI.COMM_WORLD
+        rank, size = comm.Get_rank(), comm.Get_size()
+        win = MPI.Win.Allocate(8, comm=comm)
+        mine = win.Alloc_sync_objects(1)
+        everyone = [MPI.SYNC_NULL] * size
+        comm.Allgather([mine, MPI.HANDLE_SYNC], [everyone, MPI.HANDLE_SYNC])
+        assert [sync.owner for sync in everyone] == list(range(size))
+        in_place = [MPI.SYNC_NULL] * size
+        in_place[rank] = mine[0]
+        comm.Allgather(MPI.IN_PLACE, [in_place, MPI.HANDLE_SYNC])
+        assert in_place == everyone
+        gathered = [MPI.SYNC_NULL] * size
+        comm.Gather([mine, MPI.HANDLE_SYNC], [gathered, MPI.HANDLE_SYNC], root=1)
+        assert gathered == (everyone if rank == 1 else [MPI.SYNC_NULL] * size)
+        root_handle = list(mine) if rank == 0 else [MPI.SYNC_NULL]
+        comm.Bcast([root_handle, MPI.HANDLE_SYNC], root=0)
+        assert root_handle == everyone[:1]
+        exchanged = [MPI.SYNC_NULL] * size
+        comm.Alltoall([[mine[0]] * size, MPI.HANDLE_SYNC], [exchanged, MPI.HANDLE_SYNC])
+        assert exchanged == everyone
+        # each rank signals everyone through the handles it was given
+        for owner, sync in enumerate(everyone):
+            signal(win, owner, sync)
+        return wait_then_free(win, mine, [size])
+    assert shmrma.launch(body, 3, timeout=30) == ["ok"] * 3
+
+
+@pytest.mark.timeout(60)
+def test_handle_sync_is_refused_outside_messages():
+    """R154 (D): HANDLE_SYNC in a reduction, a derived datatype or an RMA call is
+    ERR_TYPE, and neither the buffers nor the window change."""
+    def body():
+        comm = MPI.COMM_WORLD
+        win = MPI.Win.Allocate(256, comm=comm)
+        mine = win.Alloc_sync_objects(1)
+        memory = np.frombuffer(win.tomemory(), dtype="u1")
+        memory[:] = 7
+        out = [MPI.SYNC_NULL]
+        for reduction in (lambda: comm.Allreduce([mine, MPI.HANDLE_SYNC], [out, MPI.HANDLE_SYNC]),
+                          lambda: comm.Reduce([mine, MPI.HANDLE_SYNC], [out, MPI.HANDLE_SYNC])):
+            with raises_mpi(MPI.ERR_TYPE, match="HANDLE_SYNC"):
+                reduction()
+        assert out == [MPI.SYNC_NULL]
+        for build in (lambda: MPI.HANDLE_SYNC.Create_contiguous(2),
+                      lambda: MPI.HANDLE_SYNC.Create_vector(2, 1, 2),
+                      lambda: MPI.HANDLE_SYNC.Create_resized(0, 256),
+                      lambda: MPI.Datatype.Create_struct([1], [0], [MPI.HANDLE_SYNC])):
+            with raises_mpi(MPI.ERR_TYPE, match="HANDLE_SYNC"):
+                build()
+        raw = bytearray(128)
+        win.Lock_all()
+        for call in (lambda: win.Put([raw, MPI.HANDLE_SYNC], 0),
+                     lambda: win.Put([raw, MPI.BYTE], 0, [0, 1, MPI.HANDLE_SYNC]),
+                     lambda: win.Get([raw, MPI.HANDLE_SYNC], 0),
+                     lambda: win.Accumulate([raw, MPI.HANDLE_SYNC], 0, op=MPI.REPLACE),
+                     lambda: win.Put([mine, MPI.HANDLE_SYNC], 0)):
+            with raises_mpi(MPI.ERR_TYPE, match="HANDLE_SYNC"):
+                call()
+        win.Unlock_all()
+        assert raw == bytearray(128) and (memory == 7).all()
+        comm.Barrier()
+        win.Free_sync_objects(mine)
+        win.Free()
+        return "ok"
+    assert shmrma.launch(body, 2, timeout=30) == ["ok"] * 2
+
+
+def test_bad_handle_lists_and_foreign_data():
+    """What a user gets wrong with HANDLE_SYNC buffers, on one rank (mpi4py's
+    TypeError/ValueError for malformed buffers; ERR_TYPE for data that was not
+    sent as handles, at the receive, with the list untouched)."""
+    comm = MPI.COMM_SELF
+    win = MPI.Win.Allocate(8, comm=comm)
+    mine = win.Alloc_sync_objects(1)
+    with pytest.raises(TypeError, match="MPI.Sync"):
+        comm.Isend([[mine[0], 3], MPI.HANDLE_SYNC], 0)
+    with pytest.raises(TypeError, match="list"):
+        comm.Irecv([bytearray(128), MPI.HANDLE_SYNC], 0)
+    with pytest.raises(TypeError, match="list"):
+        comm.Irecv([(MPI.SYNC_NULL,), MPI.HANDLE_SYNC], 0)
+    with pytest.raises(ValueError, match="do not fit"):
+        comm.Isend([mine, 2, MPI.HANDLE_SYNC], 0)
+    comm.Send([bytearray(128), MPI.BYTE], 0)
+    out = [MPI.SYNC_NULL]
+    with raises_mpi(MPI.ERR_TYPE, match="not sent as HANDLE_SYNC"):
+        comm.Recv([out, MPI.HANDLE_SYNC], 0)
+    assert out == [MPI.SYNC_NULL]
+    # a pickled round trip and a typed one give the same handle
+    comm.Send([mine, MPI.HANDLE_SYNC], 0)
+    comm.Recv([out, MPI.HANDLE_SYNC], 0)
+    assert out == mine and comm.sendrecv(mine[0], 0) == mine[0]
+    assert repr(MPI.HANDLE_SYNC) == "MPI.HANDLE_SYNC"
+    assert MPI.HANDLE_SYNC.Get_name() == "MPI_HANDLE_SYNC"
+    win.Free_sync_objects(mine)
+    win.Free()
