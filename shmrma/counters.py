@@ -16,6 +16,7 @@ the remote counter exactly once (A15), waking its owner. Handles pickle, so
 ``comm.send(sync, dest)`` carries them; the receiver validates the window.
 """
 import operator
+import weakref
 
 from . import atomic, errors, info as infos, job, segments
 from .request import Prequest, Status
@@ -48,6 +49,8 @@ class Counters:
         self.free_slots = []        # (segment name, slot)
         self.mapped = {}            # segment name -> Segment
         self.active = {}            # id -> started, uncompleted request (Win.Free checks)
+        self.requests = weakref.WeakValueDictionary()  # id -> request not freed (Change_comm)
+        self.allocated = 0          # counters handed out and not freed
 
     def allocate(self, n):
         while len(self.free_slots) < n:
@@ -58,6 +61,7 @@ class Counters:
             self.free_slots += [(segment.name, slot)
                                 for slot in reversed(range(COUNTERS_PER_SEGMENT))]
         taken = [self.free_slots.pop() for _ in range(n)]
+        self.allocated += n
         syncs = []
         for name, slot in taken:
             address = self.address_in(name, slot)
@@ -68,6 +72,7 @@ class Counters:
 
     def release(self, sync):
         atomic.fetch_add32(self.address_in(sync.segment, sync.slot) + OFF_GENERATION, 1)
+        self.allocated -= 1
         self.free_slots.append((sync.segment, sync.slot))
 
     def address_in(self, name, slot):
@@ -109,6 +114,7 @@ class _SyncRequest(Prequest):
 
     def __init__(self, state):
         self._state = state
+        state.counters.requests[id(self)] = self
         self._active = False
         self._completed = False     # completed since its last Start (A23: Free allowed)
 
@@ -147,6 +153,8 @@ class _SyncRequest(Prequest):
         if self._active:
             self._deactivate()
         self._null = True
+        if self._state.counters is not None:
+            self._state.counters.requests.pop(id(self), None)
 
     def _finish(self, status):
         if status is not None:

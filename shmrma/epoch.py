@@ -242,17 +242,19 @@ class Epoch:
         self.fence_open = False
 
     # --- freeing ---
-    def check_free(self):
+    def check_free(self, call="Free"):
+        """ERR_RMA_SYNC unless the window is quiet: no epoch, no Ibarrier, no started
+        synchronization request (Win.Free, Win.Change_comm)."""
         if self.lock_all or self.table.nlocked:
-            sync_error("Free with a passive-target epoch open: Unlock/Unlock_all first")
+            sync_error("%s with a passive-target epoch open: Unlock/Unlock_all first" % call)
         if self.start_open:
-            sync_error("Free with a Start epoch open: Complete() first (R22)")
+            sync_error("%s with a Start epoch open: Complete() first (R22)" % call)
         if self.post_group is not None:
-            sync_error("Free with an exposure epoch open: Wait() first (R22)")
+            sync_error("%s with an exposure epoch open: Wait() first (R22)" % call)
         if self.fence_open and self.rma_since_fence:
-            sync_error("Free with RMA not completed by a Fence: call Fence() first")
+            sync_error("%s with RMA not completed by a Fence: call Fence() first" % call)
         if self.table.barrier_pending:
-            sync_error("Free with an Ibarrier request not completed: Wait for it first")
+            sync_error("%s with an Ibarrier request not completed: Wait for it first" % call)
         if self.window.counters.active:
-            sync_error("Free with %d started synchronization requests not completed: "
-                       "Wait for them first (R22)" % len(self.window.counters.active))
+            sync_error("%s with %d started synchronization requests not completed: "
+                       "Wait for them first (R22)" % (call, len(self.window.counters.active)))

@@ -14,6 +14,11 @@ import posix_ipc
 from . import atomic, errors
 
 SHM_DIR = "/dev/shm"
+_MAP_FIXED = 0x10
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                       ctypes.c_int, ctypes.c_long)
 NAME_PREFIX = "shmrma."
 CACHE_LINE = 64
 
@@ -81,6 +86,28 @@ class Segment:
     @property
     def buffer(self):
         return memoryview(self._map)
+
+    def remap(self, name):
+        """Map segment ``name`` (of this size) at this segment's address, in place of
+        its memory: every view of this segment then sees the other one. Win.Change_comm
+        moves window memory this way, so a newcomer can map it although the first
+        segment was unlinked long ago, and the program's views stay valid."""
+        try:
+            fd = posix_ipc.SharedMemory(name, 0).fd
+        except posix_ipc.ExistentialError:
+            errors.fail(errors.ERR_RMA_SHARED, "shared-memory segment %s is gone before this "
+                        "rank could map it" % name)
+        try:
+            placed = _libc.mmap(ctypes.c_void_p(self.address), ctypes.c_size_t(self.size),
+                                mmap.PROT_READ | mmap.PROT_WRITE,
+                                mmap.MAP_SHARED | _MAP_FIXED, fd, ctypes.c_long(0))
+        finally:
+            os.close(fd)
+        if placed != self.address:
+            errors.fail(errors.ERR_NO_MEM, "cannot map segment %s at the window's address: %s"
+                        % (name, os.strerror(ctypes.get_errno())))
+        self.unlink()   # the segment replaced, if still named; its memory goes with the last map
+        self.name = name
 
     def unlink(self):
         if self._named:

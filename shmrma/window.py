@@ -12,7 +12,8 @@ import mmap
 import operator
 import os
 
-from . import constants, dynamic, errhandler, errors, fastpath, job, memory, segments
+from . import (constants, dynamic, errhandler, errors, fastpath, job, memory, segments,
+               winchange)
 from .control import CONTROL_HEADER, POST_CELL, RANK_CONTROL
 from .active import ActiveTarget
 from .group import Group, make_group
@@ -176,6 +177,7 @@ class Win(Communication, ActiveTarget, PassiveTarget, WindowBarrier, CounterCall
         units = [unit for _, unit in described]
         _agree(comm, (_probe_private(places, comm.Get_rank()), None))
         state = WindowState(comm, WIN_FLAVOR_CREATE, [p[2] for p in places], units, hints)
+        state.places = places   # for processes that join later (Change_comm)
         try:
             state.reach_created_memory(places, view)
         except BaseException:
@@ -189,8 +191,7 @@ class Win(Communication, ActiveTarget, PassiveTarget, WindowBarrier, CounterCall
         size = comm.Get_size()
         _agree(comm, (None, None))
         state = WindowState(comm, WIN_FLAVOR_DYNAMIC, [0] * size, [1] * size, hints)
-        state.targets = [dynamic.DynamicMemory(state, rank, state.region_table(rank))
-                         for rank in range(size)]
+        state.targets = state.dynamic_targets()
         return cls._from_state(state)
 
     def Attach(self, memory_object):
@@ -306,14 +307,36 @@ class Win(Communication, ActiveTarget, PassiveTarget, WindowBarrier, CounterCall
         state.errhandler = handler
         self.__class__ = Win if handler is errhandler.ERRORS_RETURN else _FATAL_WIN
 
+    # --- changing the group (seed 000 §1.2.6) -------------------------------------------
+    def Change_comm(self, new_comm, peer_rank):
+        """Collective over ``new_comm`` and the window's communicator (winchange.py):
+        the window back over ``new_comm``, a new window for a process that called it on
+        WIN_NULL, WIN_NULL for a member that passed COMM_NULL and leaves."""
+        change = winchange.Change(self._state, new_comm, peer_rank)
+        change.agree()
+        state = self._state
+        if state is None:
+            return Win._from_state(WindowState.joining(change))
+        if not change.member:
+            self._drop()
+            return Win()
+        state.regroup(change)
+        self._fast = None
+        self._sync = state.epoch.table
+        return self
+
     # --- freeing ---------------------------------------------------------------------
+    def _drop(self):
+        """Drop this rank's part of the window without the collective barrier of Free."""
+        self._state.release()
+        self._state = None
+        self.__class__ = Win
+
     def Free(self):
         state = self._s
         state.epoch.check_free()
         state.comm.Barrier()
-        state.release()
-        self._state = None
-        self.__class__ = Win
+        self._drop()
 
     def free(self):
         if self._state is not None:
@@ -324,31 +347,80 @@ class WindowState:
     """Everything one rank knows about a window."""
 
     def __init__(self, comm, flavor, sizes, units, hints):
-        from .epoch import Epoch
-        self.comm = comm.Dup()
-        self.rank = self.comm.Get_rank()
-        self.world_ranks = tuple(self.comm._s.ranks)
         self.flavor = flavor
         self.dynamic = flavor == WIN_FLAVOR_DYNAMIC
-        self.sizes = list(sizes)
-        self.units = list(units)
         self.hints = dict(HINT_DEFAULTS)
         self.update_hints(hints)
         self.name = ""
         self.errhandler = errhandler.ERRORS_RETURN
-        self.epoch = Epoch(self)
         self.data_segments = []
         self.targets = []
+        self.places = None      # CREATE: where each rank's memory is (_describe_memory)
+        self.join_group(comm, sizes, units)
+
+    def join_group(self, comm, sizes, units):
+        """Bind to the group of ``comm`` (collective): a communicator of its own, the
+        control segment, the epoch table and the counters. Creation does it once;
+        Change_comm again for the new group, after leave_group."""
+        from .epoch import Epoch
+        self.comm = comm.Dup()
+        self.rank = self.comm.Get_rank()
+        self.world_ranks = tuple(self.comm._s.ranks)
+        self.sizes = list(sizes)
+        self.units = list(units)
+        self.epoch = Epoch(self)
         self.regions = dynamic.RegionCache()
         # after the per-rank blocks: the post matrix, then the dynamic region tables
         self.posts_offset = CONTROL_HEADER + len(sizes) * RANK_CONTROL
         self.tables_offset = self.posts_offset + len(sizes) ** 2 * POST_CELL
-        extra = dynamic.table_bytes(len(sizes)) if flavor == WIN_FLAVOR_DYNAMIC else 0
+        extra = dynamic.table_bytes(len(sizes)) if self.dynamic else 0
         self.control = self.share_segment(self.tables_offset + extra)
         self.control_view = self.control.buffer
         self.control_base = self.control.address + CONTROL_HEADER
         fastpath.bind_sync(self)
         self.counters = Counters(self)
+
+    @classmethod
+    def joining(cls, change):
+        """The state of a process that joins the window in ``change`` (Change_comm)."""
+        flavor, hints, segment_name, segment_size = change.leader_entry()[3:]
+        data = change.map_data(segment_name, segment_size)
+        sizes, units = change.sizes_and_units()
+        state = cls(change.new_comm, flavor, sizes, units, hints)
+        if state.dynamic:
+            state.targets = state.dynamic_targets()
+        else:
+            change.newcomer_targets(state, data)
+        if flavor == WIN_FLAVOR_CREATE:
+            state.places = change.places()
+        state.comm.Barrier()        # the members' region tables are in place (regroup)
+        return state
+
+    def regroup(self, change):
+        """Move a member that stays to the new group of ``change`` (Change_comm)."""
+        segment_name, segment_size = change.leader_entry()[5:]
+        change.map_data(segment_name, segment_size)
+        table = bytes(self.control_view[self._table_span(self.rank)]) if self.dynamic else None
+        old_targets, old_to_new = self.targets, change.old_to_new
+        self.leave_group()
+        sizes, units = change.sizes_and_units()
+        self.join_group(change.new_comm, sizes, units)
+        self.targets = [MappedMemory(memoryview(bytearray(0)), 0) for _ in sizes]
+        for old, target in enumerate(old_targets):
+            if old in old_to_new:
+                self.targets[old_to_new[old]] = target
+            else:
+                target.release()    # a member that left
+        if self.dynamic:
+            self.control_view[self._table_span(self.rank)] = table
+            self.targets = self.dynamic_targets()
+        if self.flavor == WIN_FLAVOR_CREATE:
+            self.places = change.places()
+        self.comm.Barrier()         # every region table is in place before anyone reads it
+
+    def dynamic_targets(self):
+        return [dynamic.DynamicMemory(self, rank, self.region_table(rank))
+                for rank in range(len(self.sizes))]
 
     def update_hints(self, hints):
         """Record the honoured hints, normalised; a value shmrma cannot read is ignored."""
@@ -390,6 +462,10 @@ class WindowState:
                                                  segment.address + offset))
             else:
                 self.targets.append(ProcessMemory(pid, address, rank))
+
+    def _table_span(self, rank):
+        start = self.tables_offset + rank * dynamic.TABLE_BYTES
+        return slice(start, start + dynamic.TABLE_BYTES)
 
     def region_table(self, rank):
         return dynamic.RegionTable(self.control_view,
@@ -444,23 +520,32 @@ class WindowState:
 
     def release(self):
         """Drop every mapping; memory still viewed by the program stays until its views go."""
-        self.epoch.table.close()    # the RMA fast path must not reach the memory any more
-        self.counters.close()
-        self.counters = None        # a request of this window then fails with ERR_WIN
+        self.leave_group()
         for target in self.targets:
             target.release()
         self.targets = []
+        for segment in self.data_segments:
+            _close_unless_viewed(segment)
+        self.data_segments = []
+
+    def leave_group(self):
+        """Drop what belongs to the group: epoch table, counters, region cache, control
+        segment and communicator (what join_group made)."""
+        self.epoch.table.close()    # the RMA fast path must not reach the memory any more
+        self.counters.close()
+        self.counters = None        # a request of this window then fails with ERR_WIN
         self.regions.release()
         self.control_view.release()
-        for segment in self.data_segments + [self.control]:
-            if segment is None:
-                continue
-            try:
-                segment.close()
-            except BufferError:
-                pass  # a buffer from Shared_query/tomemory still points here
-        self.data_segments = []
+        _close_unless_viewed(self.control)
         self.comm.Free()
+
+
+def _close_unless_viewed(segment):
+    if segment is not None:
+        try:
+            segment.close()
+        except BufferError:
+            pass  # a buffer from Shared_query/tomemory still points here
 
 
 ORDERINGS = ("rar", "raw", "war", "waw")
