@@ -36,7 +36,7 @@ miss, so tests can compare both paths.
 """
 from .control import (COUNT_WRAP, OFF_ACCUMULATE_LOCK, OFF_BARRIER_ENTERED, OFF_COMPLETES,
                       OFF_EXPOSED, OFF_LOCK_READ, OFF_LOCK_TICKET, OFF_LOCK_WRITE)
-from . import atomic, constants
+from . import atomic, constants, job
 from . import op as ops
 
 
@@ -154,10 +154,15 @@ def bind(state):
     return table
 
 
+FLUSH_YIELD = 16   # with more ranks than CPUs, yield at every 16th Flush (_native.c)
+
+
 def bind_sync(state):
     """Give the table what the synchronization calls use: every rank's control
     block, the post matrix and the window communicator's barrier slot."""
     from .comm import barrier_cells
+    if _impl is not None:
+        _impl.set_flush_yield(FLUSH_YIELD if job.current().oversubscribed else 0)
     table = state.epoch.table
     for rank in range(len(state.sizes)):
         table.set_control(rank, state.control_of(rank))

@@ -922,12 +922,46 @@ def test_locking_targets_in_any_order_never_deadlocks():
     assert counts == expected
 
 
+def _poll_token_ring(comm, win, right, rounds):
+    """A token passed around by polling a flag with MPI-3 calls (Fetch_and_op NO_OP +
+    Flush), as programs without counters do; returns the tokens this rank received.
+    shmrma never blocks in these calls, so with more ranks than CPUs every 16th
+    Flush yields the CPU (_native.c g_flush_yield), else each hop took a time slice."""
+    flags = MPI.Win.Allocate(8, 8, comm=comm)
+    local(flags)[:] = 0
+    comm.Barrier()
+    one, got = np.ones(1, "i8"), np.zeros(1, "i8")
+    me = comm.Get_rank()
+    flags.Lock_all()
+
+    def receive():
+        while True:
+            flags.Fetch_and_op(one, got, me, 0, MPI.NO_OP)
+            flags.Flush(me)
+            if got[0] > seen[0]:
+                seen[0] = int(got[0])
+                return
+
+    def send():
+        flags.Fetch_and_op(one, got, right, 0, MPI.SUM)
+        flags.Flush(right)
+    seen = [0]
+    for _ in range(rounds):
+        for step in ((send, receive) if me == 0 else (receive, send)):
+            step()
+    flags.Unlock_all()
+    comm.Barrier()
+    flags.Free()
+    return seen[0]
+
+
 @pytest.mark.timeout(120)
 def test_oversubscribed_on_one_cpu_fence_pscw_and_locks_finish():
     """lessons 24: 8 ranks pinned to ONE cpu (8x oversubscribed) run 300 fence rounds,
-    300 PSCW ring rounds and 300 lock/put/unlock rounds to a neighbour; waits must
-    yield and sleep rather than spin, so it all ends within a budget (60 s; a few
-    seconds here)."""
+    300 PSCW ring rounds, 300 lock/put/unlock rounds to a neighbour and 50 rounds of
+    a token passed by polling a flag; waits must yield and sleep rather than spin,
+    and polling Flushes yield now and then, so it all ends within a budget (60 s; a
+    few seconds here)."""
     if not hasattr(os, "sched_setaffinity"):
         pytest.skip("needs sched_setaffinity")
     cpu = min(os.sched_getaffinity(0))
@@ -966,9 +1000,10 @@ def test_oversubscribed_on_one_cpu_fence_pscw_and_locks_finish():
             win.Unlock(right)
         comm.Barrier()
         locks_ok = int(mine[left]) == 2299
+        polling_ok = _poll_token_ring(comm, win, right, rounds=50) == 50
         elapsed = time.monotonic() - begin
         win.Free()
-        return fence_ok, pscw_ok, locks_ok, elapsed
+        return fence_ok, pscw_ok, locks_ok and polling_ok, elapsed
     results = shmrma.launch(body, 8, timeout=100)
     assert [r[:3] for r in results] == [(True, True, True)] * 8
     assert max(r[3] for r in results) < 60
