@@ -17,6 +17,7 @@ import time
 import pytest
 
 from shmrma.bench import cli, compare, jobs
+from shmrma.bench import sync as sync_kinds
 from shmrma.bench import options as osu
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -475,10 +476,12 @@ def test_print_table_pass_and_miss_both_directions(capsys):
     assert body["no ref"][2:] == ["1.00", "-", "-", "<=", "0.25", "n/a"]
 
 
-@pytest.mark.parametrize("kind", ["fence", "pscw", "lock"])
+@pytest.mark.parametrize("kind", sync_kinds.KINDS)
 def test_sync_rounds_run_at_3_ranks_and_parse(kind):
-    """shmrma/bench/sync.py: every kind runs on 3 ranks (the ring wraps) and prints
-    the line SyncCase reads; compare's sync cases point at it with their rank count."""
+    """shmrma/bench/sync.py: every kind runs on 3 ranks (the ring wraps; the token
+    rings pass 20 tokens; the counters' restart requests and counters are freed
+    before Win.Free) and prints the line SyncCase reads; compare's sync cases point
+    at it with their rank count."""
     run = os.path.join(BIN, "shmrma-run")
     _, status, out, err = jobs.run_job([run, "-n", "3", "--timeout", "50", "-m",
                                         "shmrma.bench.sync", kind, "20"],
@@ -489,6 +492,17 @@ def test_sync_rounds_run_at_3_ranks_and_parse(kind):
     assert case.argv("shmrma", quick=True)[-3:-1] == ["shmrma.bench.sync", kind]
     assert {c.nranks for c in compare.SYNC_SUITE if isinstance(c, compare.SyncCase)} == {
         2, 4, 8}
+    assert {c.nranks for c in compare.SCALING_SUITE} == {2, 4, 8, 16}
+
+
+def test_shmrma_only_kinds_run_their_mpi3_form_on_mpi4py():
+    """Issue 6 (scaling): the window barrier and the counter ring have no MPI-3 call;
+    mpi4py runs Fence and the flag ring in their place, shmrma its own form."""
+    for case in compare.SCALING_SUITE:
+        mine, theirs = case.argv("shmrma", True), case.argv("mpi4py", True)
+        expected = {"barrier": "fence", "counters": "flags"}.get(case.kind, case.kind)
+        assert mine[mine.index("shmrma.bench.sync") + 1] == case.kind
+        assert theirs[theirs.index("shmrma.bench.sync") + 1] == expected
 
 
 def test_sync_rounds_reject_an_unknown_kind():

@@ -9,8 +9,9 @@ from . import options as osu
 
 USAGE = """\
 usage: shmrma-bench NAME [OMB options] [--impl shmrma|mpi4py|numpy]
-       shmrma-bench compare [--suite all|windows|sync|counters] [--quick] [--reps N]
-                            [--json FILE]
+       shmrma-bench compare [--suite all|windows|sync|counters|memory|sweep|scaling]
+                            [--quick] [--reps N] [--json FILE] [--plot FILE.png]
+                            [--results FILE.md]
        shmrma-bench list
 
 Runs the OSU Micro-Benchmarks' one-sided tests (OMB 7.x conventions and
@@ -27,7 +28,13 @@ output) on two ranks it starts itself.
               4 MiB put/get bandwidth, 8 MiB float64 accumulate (suite windows);
               fence, PSCW and lock rounds at 2, 4 and 8 ranks and OSU's sync
               modes (suite sync); a Put plus its notification with the
-              proposal's counters and with MPI-3 calls (suite counters)
+              proposal's counters and with MPI-3 calls, and the halo exchange
+              (suite counters); the PSS of a job with a 16 MiB window at 2, 4
+              and 8 ranks (suite memory); put/get latency and bandwidth at
+              every size from 1 B to 4 MiB (suite sweep, what --plot draws);
+              every synchronization form, the window barrier, a counter
+              token ring and accumulates to one target at 2, 4, 8 and 16
+              ranks (suite scaling)
   list        the benchmarks and the sync modes each accepts
 """
 
@@ -94,10 +101,19 @@ def compare_command(argv):
     ap.add_argument("--suite", choices=sorted(compare.SUITES), default="all",
                     help="windows: the communication calls and bandwidth; sync: fence, "
                          "PSCW and lock rounds at 2, 4 and 8 ranks and OSU's sync modes; "
-                         "counters: notification latency (default: all)")
+                         "counters: notification latency and halo exchange; memory: job "
+                         "PSS; sweep: latency and bandwidth at every size; scaling: "
+                         "synchronization at 2-16 ranks (default: all)")
     ap.add_argument("--reps", type=int, default=compare.REPS, metavar="N",
                     help="alternating rounds after the warm-up (default %(default)s)")
     ap.add_argument("--json", metavar="FILE", help="write raw numbers and machine facts")
+    ap.add_argument("--plot", metavar="FILE.png",
+                    help="draw the sweeps (latency and bandwidth against message size, "
+                         "ratio below); needs matplotlib")
+    ap.add_argument("--results", metavar="FILE.md",
+                    help="write the table, the sweeps and the machine facts as Markdown "
+                         "(benchmarks/RESULTS.md), with the plot beside it when matplotlib "
+                         "is installed")
     ap.add_argument("--shmrma-path", metavar="DIR",
                     help="run the shmrma side from this checkout (first on PYTHONPATH), "
                          "for before/after comparisons")

@@ -9,6 +9,7 @@ implementations reversed every round so none always goes first. The table
 holds medians; a case whose min-max spread exceeds NOISY of its median is
 flagged, since a shared machine drifts between runs.
 """
+import json
 import os
 import re
 import statistics
@@ -51,23 +52,33 @@ class Case:
     def value(self, out):
         return value_at(out, self.size)
 
+    def headline(self, value):
+        """The number the progress line shows."""
+        return value
+
     def describe(self):
         return {"title": self.title, "program": self.program(False), "ranks": self.nranks,
                 "against_mpi4py": self.against_mpi4py, "numpy_at_least": self.numpy_at_least}
 
 
 class SyncCase(Case):
-    """A synchronization round at N ranks (shmrma/bench/sync.py), against mpi4py."""
+    """A synchronization round at N ranks (shmrma/bench/sync.py), against mpi4py
+    running ``reference_kind`` (the MPI-3 form of a shmrma-only kind)."""
 
-    def __init__(self, title, kind, nranks, against_mpi4py=None):
+    def __init__(self, title, kind, nranks, against_mpi4py=None, reference_kind=None):
         self.title, self.kind, self.nranks = title, kind, nranks
+        self.reference_kind = reference_kind or kind
         self.against_mpi4py, self.numpy_at_least, self.bandwidth = against_mpi4py, None, False
 
-    def program(self, quick):
+    def program(self, quick, kind=None):
         # fewer rounds where ranks outnumber the cores: each round then costs much more
         rounds = 2000 if quick else 20000
-        return ["-m", "shmrma.bench.sync", self.kind,
+        return ["-m", "shmrma.bench.sync", kind or self.kind,
                 str(rounds // max(1, self.nranks // 2))]
+
+    def argv(self, impl, quick):
+        kind = self.reference_kind if impl == "mpi4py" else self.kind
+        return jobs.launcher_argv(impl, self.nranks, self.program(quick, kind))
 
     def value(self, out):
         for line in out.splitlines():
@@ -87,14 +98,12 @@ class NotifyCase(SyncCase):
         super().__init__(title, "notify", 2, against_mpi4py)
         self.form = form
 
-    def program(self, quick):
-        return ["-m", "shmrma.bench.notify", self.form, "2000" if quick else "20000"]
+    def program(self, quick, form=None):
+        return ["-m", "shmrma.bench.notify", form or self.form, "2000" if quick else "20000"]
 
     def argv(self, impl, quick):
-        program = self.program(quick)
-        if impl == "mpi4py":
-            program[2] = self.reference_form
-        return jobs.launcher_argv(impl, self.nranks, program)
+        form = self.reference_form if impl == "mpi4py" else self.form
+        return jobs.launcher_argv(impl, self.nranks, self.program(quick, form))
 
 
 class HaloCase(NotifyCase):
@@ -107,8 +116,44 @@ class HaloCase(NotifyCase):
         super().__init__(title, form)
         self.kind, self.nranks = "halo", nranks
 
-    def program(self, quick):
-        return ["-m", "shmrma.bench.halo", self.form, "200" if quick else "2000"]
+    def program(self, quick, form=None):
+        return ["-m", "shmrma.bench.halo", form or self.form, "200" if quick else "2000"]
+
+
+class MemoryCase(SyncCase):
+    """The PSS of a whole job of N ranks with a window of SIZE per rank, every byte
+    written (shmrma/bench/memory.py), in MiB, against mpi4py's for the same program."""
+
+    def __init__(self, title, nranks, size):
+        super().__init__(title, "memory", nranks, None)
+        self.size = size
+
+    def program(self, quick, kind=None):
+        return ["-m", "shmrma.bench.memory", self.size]
+
+    def value(self, out):
+        for line in out.splitlines():
+            key, _, number = line.partition(" ")
+            if key == "memory_pss_kib":
+                return float(number) / 1024
+        raise jobs.RunFailed("no memory_pss_kib line in output:\n%s" % out[-800:])
+
+
+class SweepCase(Case):
+    """One OSU benchmark over every message size of one run: a row per size, and
+    the data of ``--plot``."""
+
+    def __init__(self, name, max_size=4 * MIB):
+        super().__init__(name, name, max_size)
+        self.flags = ["-m", "1:%d" % max_size]
+        self.unit = "MB/s" if self.bandwidth else "us"
+
+    def value(self, out):
+        return {int(m.group(1)): float(m.group(2))
+                for m in map(ROW.match, out.splitlines()) if m}
+
+    def headline(self, value):
+        return value[max(value)]
 
 
 # The targets of the windows issue: shmrma time / mpi4py time, and bandwidth
@@ -151,8 +196,30 @@ COUNTERS_SUITE = (
     HaloCase("Halo n=4: Fence on both, us/iter", "fence"),
 )
 
+# Every synchronization form as ranks grow (beyond 2 the 2-core machine is
+# oversubscribed); shmrma-only forms run against their MPI-3 form on mpi4py.
+SCALING_SUITE = tuple(
+    SyncCase("%s n=%d, us" % (title, n), kind, n, reference_kind=reference)
+    for n in (2, 4, 8, 16)
+    for title, kind, reference in (
+        ("Fence round", "fence", None),
+        ("PSCW ring round", "pscw", None),
+        ("Lock/Put/Unlock", "lock", None),
+        ("Lock_all/Put/Unlock_all", "lock_all", None),
+        ("Window barrier round (mpi4py: Fence)", "barrier", "fence"),
+        ("Notify token ring round: counters (mpi4py: flags)", "counters", "flags"),
+        ("Accumulate 8 B to rank 0 + Flush, every rank", "accumulate", None)))
+
+MEMORY_SUITE = tuple(MemoryCase("Job PSS, n=%d x 16 MiB window, MiB" % n, n, "16M")
+                     for n in (2, 4, 8))
+
+SWEEP_SUITE = tuple(SweepCase(name) for name in
+                    ("osu_put_latency", "osu_get_latency", "osu_put_bw", "osu_get_bw"))
+
 SUITES = {"windows": WINDOWS_SUITE, "sync": SYNC_SUITE, "counters": COUNTERS_SUITE,
-          "all": WINDOWS_SUITE + SYNC_SUITE + COUNTERS_SUITE}
+          "scaling": SCALING_SUITE, "memory": MEMORY_SUITE, "sweep": SWEEP_SUITE,
+          "all": WINDOWS_SUITE + SYNC_SUITE + COUNTERS_SUITE + MEMORY_SUITE + SWEEP_SUITE
+          + SCALING_SUITE}
 
 
 def value_at(out, size):
@@ -168,8 +235,7 @@ def measure(cases, have_reference, quick, reps, shmrma_path=None):
     """{case title: {impl: [values]}}, warm-up round first, then alternating rounds."""
     samples = {case.title: {impl: [] for impl in case.impls(have_reference)}
                for case in cases}
-    total = sum(len(s) for s in samples.values()) * (reps + 1)
-    done = 0
+    bar = jobs.Progress(sum(len(s) for s in samples.values()) * (reps + 1))
     for rnd in range(-1, reps):
         for case in cases:
             impls = case.impls(have_reference)
@@ -177,12 +243,12 @@ def measure(cases, have_reference, quick, reps, shmrma_path=None):
                 wall, out = jobs.run_once(case.argv(impl, quick),
                                           jobs.child_env(impl, shmrma_path), TIMEOUT_S)
                 value = case.value(out)
-                done += 1
-                jobs.progress("[%3d/%d] %-7s %-7s %-44s %12.2f  (%.1f s)" % (
-                    done, total, "warm-up" if rnd < 0 else "%d/%d" % (rnd + 1, reps),
-                    impl, case.title, value, wall))
+                bar.step("%-7s %-7s %-44s %12.2f  (%.1f s)" % (
+                    "warm-up" if rnd < 0 else "%d/%d" % (rnd + 1, reps),
+                    impl, case.title, case.headline(value), wall))
                 if rnd >= 0:
                     samples[case.title][impl].append(value)
+    bar.done()
     return samples
 
 
@@ -193,9 +259,51 @@ def summarize(values):
             "noisy": spread > NOISY}
 
 
+def sweeps(cases, samples):
+    """The sweep cases' medians per size, in the form plot.draw takes."""
+    found = []
+    for case in cases:
+        if not isinstance(case, SweepCase):
+            continue
+        runs = samples[case.title]
+        sizes = sorted(set.intersection(*(set(r) for r in runs["shmrma"])))
+        series, noisy = {}, {}
+        for impl, values in runs.items():
+            per_size = [summarize([v[size] for v in values if size in v])
+                        if any(size in v for v in values) else None for size in sizes]
+            series[impl] = [p and p["median"] for p in per_size]
+            noisy[impl] = [bool(p and p["noisy"]) for p in per_size]
+        found.append({"title": case.title, "unit": case.unit, "sizes": sizes,
+                      "higher_is_better": case.bandwidth, "series": series, "noisy": noisy})
+    return found
+
+
+def print_sweep(sweep):
+    """One sweep as a table: size, every implementation, the ratio to mpi4py."""
+    impls = list(sweep["series"])
+    print("\n%s (%s, median per size)" % (sweep["title"], sweep["unit"]))
+    print("%10s" % "size" + "".join("%14s" % impl for impl in impls) + "%8s" % "ratio")
+    for i, size in enumerate(sweep["sizes"]):
+        values = [sweep["series"][impl][i] for impl in impls]
+        ratio = sweep_ratio(sweep, i)
+        print("%10d" % size + "".join("%14s" % ("-" if v is None else "%.2f" % v)
+                                      for v in values)
+              + "%8s" % ("-" if ratio is None else "%.2f" % ratio))
+
+
+def sweep_ratio(sweep, i):
+    """shmrma / mpi4py as a time ratio at size index ``i`` (None without mpi4py)."""
+    mine, other = sweep["series"]["shmrma"][i], sweep["series"].get("mpi4py", [None] * (i + 1))[i]
+    if not mine or not other:
+        return None
+    return other / mine if sweep["higher_is_better"] else mine / other
+
+
 def table(cases, samples):
     rows = []
     for case in cases:
+        if isinstance(case, SweepCase):
+            continue
         got = {impl: summarize(v) for impl, v in samples[case.title].items()}
         mine = got["shmrma"]
 
@@ -239,15 +347,76 @@ def run(opts):
     facts["elapsed_s"] = round(time.time() - started, 1)
     rows = table(suite, samples)
 
+    found = sweeps(suite, samples)
+
     print()
     print(jobs.describe(facts))
-    print("OSU conventions (OMB 7.x) unless named: 2 ranks, Win.Allocate, -s flush; latency = "
-          "time of op + sync; bandwidth = 64 ops per flush, MB = 10^6 B. Rounds at n ranks: "
-          "shmrma/bench/sync.py, the slowest rank's time. Median of %d alternating runs%s"
-          % (reps, ", --quick iteration counts" if opts.quick else ""))
+    print(CONVENTIONS % (reps, ", --quick iteration counts" if opts.quick else ""))
     jobs.print_table(rows, columns=("shmrma", "reference", "against"))
+    for sweep in found:
+        print_sweep(sweep)
+    plot_path = _plot(found, opts, facts)
     if opts.json:
         jobs.write_report(opts.json, facts, {"quick": opts.quick, "reps": reps,
                                              "suite": [c.describe() for c in suite]},
                           samples, rows)
+    if opts.results:
+        write_results(opts.results, facts, opts, rows, found, plot_path)
     return 0
+
+
+CONVENTIONS = ("OSU conventions (OMB 7.x) unless named: 2 ranks, Win.Allocate, -s flush; "
+               "latency = time of op + sync; bandwidth = 64 ops per flush, MB = 10^6 B. Rounds "
+               "at n ranks: shmrma/bench/sync.py, the slowest rank's time. Median of %d "
+               "alternating runs%s")
+
+
+def _plot(found, opts, facts):
+    """Draw the sweeps where --plot (or --results, next to it) asks; None if not drawn."""
+    path = opts.plot or (os.path.splitext(opts.results)[0] + ".png" if opts.results else None)
+    if not path or not found:
+        return None
+    from . import plot
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    try:
+        plot.draw(found, path, title=jobs.describe(facts).splitlines()[0])
+    except plot.PlotUnavailable as exc:
+        if opts.plot:
+            raise jobs.RunFailed(str(exc))
+        print("no plot in the results: %s" % exc)
+        return None
+    print("plot: %s" % path)
+    return path
+
+
+def write_results(path, facts, opts, rows, found, plot_path):
+    """benchmarks/RESULTS.md: the command, the machine, the table, the sweeps, the plot."""
+    command = "shmrma-bench compare --suite %s --reps %d%s --results %s" % (
+        opts.suite, opts.reps, " --quick" if opts.quick else "", os.path.relpath(path))
+    parts = ["# shmrma benchmark results", "",
+             "Made by `%s` on %s (%.0f s); regenerate with the same command. "
+             "Ratios are shmrma / reference as a time (below 1: shmrma is faster)."
+             % (command, time.strftime("%Y-%m-%d", time.gmtime()), facts["elapsed_s"]), "",
+             "```", jobs.describe(facts), "```", "",
+             CONVENTIONS % (opts.reps, ", --quick iteration counts" if opts.quick else "")
+             + ". (noisy): the min-max spread exceeds %d %% of the median." % (NOISY * 100)]
+    if rows:
+        parts += ["", jobs.markdown_table(*jobs.table_cells(rows, ("shmrma", "reference",
+                                                                   "against")))]
+    if plot_path:
+        parts += ["", "![latency and bandwidth against message size](%s)"
+                  % os.path.relpath(plot_path, os.path.dirname(os.path.abspath(path)))]
+    for sweep in found:
+        impls = list(sweep["series"])
+        body = [(size,) + tuple("-" if sweep["series"][impl][i] is None
+                                else "%.2f" % sweep["series"][impl][i] for impl in impls)
+                + ("-" if sweep_ratio(sweep, i) is None else "%.2f" % sweep_ratio(sweep, i),)
+                for i, size in enumerate(sweep["sizes"])]
+        parts += ["", "## %s, %s" % (sweep["title"], sweep["unit"]), "",
+                  jobs.markdown_table(("bytes",) + tuple(impls) + ("ratio",), body)]
+    parts += ["", "Machine facts (JSON):", "", "```",
+              json.dumps(facts, indent=1, default=str), "```", ""]
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        f.write("\n".join(parts))
+    print("results: %s" % path)

@@ -28,6 +28,41 @@ def progress(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
+class Progress:
+    """Where a long run is: on a terminal one bar redrawn in place, elsewhere (a log,
+    CI) one line per step; both with the time left, from the mean step so far."""
+
+    WIDTH = 24
+
+    def __init__(self, total, stream=None):
+        self.total, self.done_steps, self.started = total, 0, time.time()
+        self.stream = stream or sys.stderr
+        self.live = self.stream.isatty()
+
+    def step(self, what):
+        self.done_steps += 1
+        elapsed = time.time() - self.started
+        left = elapsed / self.done_steps * (self.total - self.done_steps)
+        filled = self.WIDTH * self.done_steps // max(self.total, 1)
+        line = "[%s%s] %d/%d, %s left  %s" % ("#" * filled, "." * (self.WIDTH - filled),
+                                             self.done_steps, self.total, _duration(left), what)
+        if self.live:
+            self.stream.write("\r\033[K" + line)
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def done(self):
+        if self.live:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _duration(seconds):
+    seconds = int(round(seconds))
+    return "%dm%02ds" % divmod(seconds, 60) if seconds >= 60 else "%ds" % seconds
+
+
 def find_tool(name):
     """The tool next to sys.executable, else on PATH, else None."""
     here = os.path.join(os.path.dirname(sys.executable), name)
@@ -192,12 +227,10 @@ def _mpi_versions():
 
 # ---------------------------------------------------------------- report
 
-def print_table(rows, columns=("shmrma", "mpi4py")):
-    """rows: dicts with metric, the columns, ratio and target (None means n/a).
-
-    A row passes when its ratio is at most its target, or, for a row whose
-    ``higher_is_better`` is set, at least its target.
-    """
+def table_cells(rows, columns=("shmrma", "mpi4py")):
+    """(head, body) of a results table. rows: dicts with metric, the columns, ratio
+    and target (None means n/a). A row passes when its ratio is at most its target,
+    or, for a row whose ``higher_is_better`` is set, at least its target."""
     head = ("measurement",) + tuple(columns) + ("ratio", "target", "")
     body = []
     for r in rows:
@@ -211,12 +244,22 @@ def print_table(rows, columns=("shmrma", "mpi4py")):
                     + ("-" if ratio is None else "%.2f" % ratio,
                        "-" if target is None else ("%s %.2f" % (">=" if better else "<=", target)),
                        status))
+    return head, body
+
+
+def print_table(rows, columns=("shmrma", "mpi4py")):
+    head, body = table_cells(rows, columns)
     widths = [max(len(str(row[i])) for row in [head] + body) for i in range(len(head))]
     fmt = "  ".join("%%-%ds" % w if i == 0 else "%%%ds" % w for i, w in enumerate(widths))
     print(fmt % head)
     print("  ".join("-" * w for w in widths))
     for row in body:
         print(fmt % row)
+
+
+def markdown_table(head, body):
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in body])
 
 
 def write_report(path, facts, options, results, rows):

@@ -53,16 +53,13 @@ def counters(MPI, win, comm, peer, iterations):
     return elapsed
 
 
-def standard(MPI, win, comm, peer, iterations):
+def flag_signals(MPI, win, me, peer, data):
+    """(send, receive) of the MPI-3 form inside Lock_all: send Puts ``data`` to the
+    peer, Flushes, adds 1 to the peer's flag (displacement 1) and Flushes; receive
+    polls my own flag with Fetch_and_op(NO_OP) + Flush until it moved. Flags must
+    start at 0 and be read by nobody else."""
     import numpy as np
-    me = comm.Get_rank()
-    data, one_, got = np.zeros(1, "i8"), np.ones(1, "i8"), np.zeros(1, "i8")
-    win.Lock_all()
-    comm.Barrier()      # every earlier signal has landed: start from the flag's value,
-    win.Fetch_and_op(one_, got, me, 1, MPI.NO_OP)
-    win.Flush(me)
-    seen = [int(got[0])]
-    comm.Barrier()      # read by both before either signals again
+    one_, got, seen = np.ones(1, "i8"), np.zeros(1, "i8"), [0]
 
     def send():
         win.Put(data, peer, 0)
@@ -77,6 +74,16 @@ def standard(MPI, win, comm, peer, iterations):
             if got[0] > seen[0]:
                 seen[0] = int(got[0])
                 return
+    return send, receive
+
+
+def standard(MPI, win, comm, peer, iterations):
+    import numpy as np
+    me = comm.Get_rank()
+    np.frombuffer(win.tomemory(), dtype="i8")[:] = 0
+    win.Lock_all()
+    comm.Barrier()      # both flags are 0 before either signals
+    send, receive = flag_signals(MPI, win, me, peer, np.zeros(1, "i8"))
 
     def ping():
         send()
