@@ -503,6 +503,7 @@ def test_shmrma_only_kinds_run_their_mpi3_form_on_mpi4py():
         expected = {"barrier": "fence", "counters": "flags"}.get(case.kind, case.kind)
         assert mine[mine.index("shmrma.bench.sync") + 1] == case.kind
         assert theirs[theirs.index("shmrma.bench.sync") + 1] == expected
+        assert case.value("%s_us 1.5\n" % expected) == 1.5    # what mpi4py's run prints
 
 
 def test_sync_rounds_reject_an_unknown_kind():

@@ -102,3 +102,12 @@ def test_memory_case_reads_the_job_pss_in_mib():
     with pytest.raises(jobs.RunFailed, match="memory_pss_kib"):
         case.value("nothing")
     assert [c.nranks for c in compare.MEMORY_SUITE] == [2, 4, 8]
+
+
+def test_every_suite_measures_a_title_once():
+    """Samples are kept by title: a case listed twice would mix two runs per round."""
+    for name, suite in compare.SUITES.items():
+        titles = [case.title for case in suite]
+        assert len(titles) == len(set(titles)), name
+    assert len(compare.SUITES["all"]) == len({c.title for c in
+                                              sum(compare.SUITES.values(), ())})
