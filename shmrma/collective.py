@@ -217,7 +217,7 @@ class Collectives:
     # --- buffer plumbing ---
     def _parts_with_own(self, sendbuf, recvbuf, name):
         """The receive buffer cut in one part per rank, this rank's part filled."""
-        parts = _Parts(_message(recvbuf, True, self.size), self.size)
+        parts = _Parts.of(_message(recvbuf, True, self.size), self.size)
         if sendbuf is not constants.IN_PLACE:
             own = _data(sendbuf, False)
             _check_part(own, len(parts[0]), name)
@@ -225,11 +225,11 @@ class Collectives:
         return parts
 
     def _alltoall_parts(self, sendbuf, recvbuf):
-        receives = _Parts(_message(recvbuf, True, self.size), self.size)
+        receives = _Parts.of(_message(recvbuf, True, self.size), self.size)
         source = (bytes(receives.whole) if sendbuf is constants.IN_PLACE
                   else _data(sendbuf, False, self.size))
         _check_part(source, len(receives.whole), "Alltoall")
-        return _Parts(buffers.Message(memoryview(source), 0, None), self.size), receives
+        return _Parts(memoryview(source), self.size), receives
 
     def _reduce_at_root(self, call, buffers_, op):
         """Take every other rank's contribution and fold them in rank order."""
@@ -338,12 +338,17 @@ class _Call:
 
 
 class _Parts:
-    """A message's bytes cut in ``count`` equal parts; ``whole`` is all of them."""
+    """A byte view cut in ``count`` equal parts; ``whole`` is the view, ``finish``
+    what completes a receive into it (a HANDLE_SYNC list's conversion)."""
 
-    def __init__(self, message, count):
-        self.whole = message.data
-        self.size = len(self.whole) // count
-        self.finish = message.finish
+    def __init__(self, whole, count, finish=None):
+        self.whole = whole
+        self.size = len(whole) // count
+        self.finish = finish or (lambda: None)
+
+    @classmethod
+    def of(cls, message, count):
+        return cls(message.data, count, message.finish)
 
     def __getitem__(self, index):
         return self.whole[index * self.size:(index + 1) * self.size]

@@ -28,7 +28,8 @@ import operator
 from . import errors, job, segments
 from .winmemory import MappedMemory
 
-ALLOCATE, DYNAMIC, SHARED = 2, 3, 4     # the flavors, as window.py numbers them
+_DIFFERENT_PEERS = (errors.ERR_ARG, "the members pass different peer_rank values; pass "
+                    "the same")
 _EMPTY = ("", 0, 0, 0, 0)               # Win.Create's description of no memory
 
 
@@ -79,30 +80,35 @@ class Change:
         state = self.state
         mine = None
         if self.problem is None and state is not None:
-            mine = (state.sizes[state.rank], state.units[state.rank], _place(state))
+            mine = {"size": state.sizes[state.rank], "unit": state.units[state.rank],
+                    "place": _place(state)}
             if self.new_comm.Get_rank() == self.peer_rank:
-                mine += (state.flavor, dict(state.hints),
-                         self.moved.name if self.moved else None,
-                         self.moved.size if self.moved else 0)
+                mine.update(flavor=state.flavor, hints=dict(state.hints),
+                            segment=self.moved.name if self.moved else None,
+                            segment_size=self.moved.size if self.moved else 0)
         self.entries = self.new_comm.allgather((self.problem, self.peer_rank, mine))
         self.problem = _first_problem(self.entries) or _members_problem(self.entries)
 
     # --- the new window ------------------------------------------------------------
     def leader_entry(self):
+        """What the leader brought: also flavor, hints, segment and segment_size."""
         return self.entries[self.peer_rank][2]
 
+    def _brought(self, key, newcomer):
+        """Each new rank's ``key`` in step B; ``newcomer`` for a process new to the window."""
+        return [entry[2][key] if entry[2] else newcomer for entry in self.entries]
+
     def sizes_and_units(self):
-        return ([entry[2][0] if entry[2] else 0 for entry in self.entries],
-                [entry[2][1] if entry[2] else 1 for entry in self.entries])
+        return self._brought("size", 0), self._brought("unit", 1)
 
     def places(self):
         """Win.Create's description of every member's memory, in the new numbering."""
-        return [entry[2][2] if entry[2] else _EMPTY for entry in self.entries]
+        return self._brought("place", _EMPTY)
 
     def _copy_data(self):
         """The leader's copy of an ALLOCATE/SHARED segment, or a problem."""
         state = self.state
-        if state.flavor not in (ALLOCATE, SHARED) or not state.data_segments:
+        if not state.one_segment or not state.data_segments:
             return None
         old = state.data_segments[0]
         try:
@@ -132,7 +138,7 @@ class Change:
 
     def newcomer_targets(self, state, data):
         """A newcomer's view of every member's memory (not DYNAMIC)."""
-        if state.flavor not in (ALLOCATE, SHARED):
+        if not state.one_segment:
             state.reach_created_memory(self.places(), None)
             return
         state.data_segments = [data] if data is not None else []
@@ -179,11 +185,7 @@ def _local_problem(state, new_comm, peer_rank):
 
 
 def _first_problem(entries):
-    for index, entry in enumerate(entries):
-        if entry[0] is not None:
-            error_class, message = entry[0]
-            return error_class, message
-    return None
+    return next((entry[0] for entry in entries if entry[0] is not None), None)
 
 
 def _staying_problem(staying):
@@ -191,7 +193,7 @@ def _staying_problem(staying):
         return errors.ERR_RANK, ("no member of the window is in new_comm, so peer_rank "
                                  "cannot name one; new_comm must keep at least one")
     if len({peer for _, _, peer in staying}) > 1:
-        return errors.ERR_ARG, "the members pass different peer_rank values; pass the same"
+        return _DIFFERENT_PEERS
     news = [new for _, new, _ in staying]
     if news != sorted(news):
         return errors.ERR_COMM, ("the members that stay must keep their relative order in "
@@ -204,14 +206,12 @@ def _staying_problem(staying):
 
 
 def _members_problem(entries):
-    if len({peer for _, peer, _ in entries}) > 1:
-        return errors.ERR_ARG, "the members pass different peer_rank values; pass the same"
-    return None
+    return _DIFFERENT_PEERS if len({peer for _, peer, _ in entries}) > 1 else None
 
 
 def _place(state):
     """Where this rank's memory is, for a newcomer to reach it."""
-    if state.flavor in (ALLOCATE, SHARED):
+    if state.one_segment:
         target = state.targets[state.rank]
         return (target.address - state.data_segments[0].address
                 if state.sizes[state.rank] else 0)

@@ -349,6 +349,8 @@ class WindowState:
     def __init__(self, comm, flavor, sizes, units, hints):
         self.flavor = flavor
         self.dynamic = flavor == WIN_FLAVOR_DYNAMIC
+        # ALLOCATE and SHARED: every rank's memory lies in one data segment
+        self.one_segment = flavor in (WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_SHARED)
         self.hints = dict(HINT_DEFAULTS)
         self.update_hints(hints)
         self.name = ""
@@ -383,23 +385,23 @@ class WindowState:
     @classmethod
     def joining(cls, change):
         """The state of a process that joins the window in ``change`` (Change_comm)."""
-        flavor, hints, segment_name, segment_size = change.leader_entry()[3:]
-        data = change.map_data(segment_name, segment_size)
+        leader = change.leader_entry()
+        data = change.map_data(leader["segment"], leader["segment_size"])
         sizes, units = change.sizes_and_units()
-        state = cls(change.new_comm, flavor, sizes, units, hints)
+        state = cls(change.new_comm, leader["flavor"], sizes, units, leader["hints"])
         if state.dynamic:
             state.targets = state.dynamic_targets()
         else:
             change.newcomer_targets(state, data)
-        if flavor == WIN_FLAVOR_CREATE:
+        if state.flavor == WIN_FLAVOR_CREATE:
             state.places = change.places()
         state.comm.Barrier()        # the members' region tables are in place (regroup)
         return state
 
     def regroup(self, change):
         """Move a member that stays to the new group of ``change`` (Change_comm)."""
-        segment_name, segment_size = change.leader_entry()[5:]
-        change.map_data(segment_name, segment_size)
+        leader = change.leader_entry()
+        change.map_data(leader["segment"], leader["segment_size"])
         table = bytes(self.control_view[self._table_span(self.rank)]) if self.dynamic else None
         old_targets, old_to_new = self.targets, change.old_to_new
         self.leave_group()

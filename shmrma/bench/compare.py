@@ -81,13 +81,7 @@ class SyncCase(Case):
         return jobs.launcher_argv(impl, self.nranks, self.program(quick, kind))
 
     def value(self, out):
-        keys = {self.kind + "_us", self.reference_kind + "_us"}
-        for line in out.splitlines():
-            key, _, number = line.partition(" ")
-            if key in keys:
-                return float(number)
-        raise jobs.RunFailed("no %s line in output:\n%s" % (" or ".join(sorted(keys)),
-                                                           out[-800:]))
+        return keyed_value(out, {self.kind + "_us", self.reference_kind + "_us"})
 
 
 class NotifyCase(SyncCase):
@@ -134,11 +128,7 @@ class MemoryCase(SyncCase):
         return ["-m", "shmrma.bench.memory", self.size]
 
     def value(self, out):
-        for line in out.splitlines():
-            key, _, number = line.partition(" ")
-            if key == "memory_pss_kib":
-                return float(number) / 1024
-        raise jobs.RunFailed("no memory_pss_kib line in output:\n%s" % out[-800:])
+        return keyed_value(out, {"memory_pss_kib"}) / 1024
 
 
 class SweepCase(Case):
@@ -229,6 +219,15 @@ SUITES = {"windows": WINDOWS_SUITE, "sync": SYNC_SUITE, "counters": COUNTERS_SUI
           "scaling": SCALING_SUITE, "memory": MEMORY_SUITE, "sweep": SWEEP_SUITE,
           "all": _unique(WINDOWS_SUITE + SYNC_SUITE + COUNTERS_SUITE + MEMORY_SUITE
                          + SWEEP_SUITE + SCALING_SUITE)}
+
+
+def keyed_value(out, keys):
+    """The number of the first ``KEY number`` line of a rank program whose key is in ``keys``."""
+    for line in out.splitlines():
+        key, _, number = line.partition(" ")
+        if key in keys:
+            return float(number)
+    raise jobs.RunFailed("no %s line in output:\n%s" % (" or ".join(sorted(keys)), out[-800:]))
 
 
 def value_at(out, size):
