@@ -275,8 +275,7 @@ class Comm:
         sys.stderr.write("shmrma: rank %d called Abort(%d); ending the job\n"
                          % (world.rank, errorcode))
         sys.stderr.flush()
-        world.set_state(world.rank, job.FAILED)
-        world.abort(world.rank)
+        world.fail(world.rank)
         os._exit(errorcode & 0xFF or 1)
 
     def Free(self):

@@ -37,8 +37,7 @@ def fatal(exc, where):
     world = job.current()
     sys.stderr.write("shmrma: fatal error on rank %d in %s: %s\n" % (world.rank, where, exc))
     sys.stderr.flush()
-    world.set_state(world.rank, job.FAILED)
-    world.abort(world.rank)
+    world.fail(world.rank)
     os._exit(1)
 
 

@@ -130,6 +130,14 @@ class World:
     def abort_rank(self):
         return atomic.load32(self.base + OFF_ABORT_RANK)
 
+    def fail(self, rank):
+        """Rank ``rank`` failed: abort the job, then publish the state.
+
+        In this order a waiter that sees the failed state also sees the abort and
+        its culprit, so it stops as a follower instead of claiming the failure."""
+        self.abort(rank)
+        self.set_state(rank, FAILED)
+
     def abort(self, culprit):
         """Mark the job aborted because of ``culprit`` (a rank, or -1); first caller wins."""
         if atomic.cas32(self.base + OFF_ABORT_RANK, -1, culprit) == -1 or culprit == -1:
@@ -261,7 +269,10 @@ def job_problem(peers=(), what=None):
                                  % (reason, world.rank, what or "another rank"))
     for peer in peers:
         state = world.state(peer)
-        if state in (EXITED, FAILED):
+        if state == FAILED:  # the job is going down; stop as a follower of that failure
+            return errors.JobAborted("the job was aborted (rank %d failed) while rank %d "
+                                     "was waiting for %s" % (peer, world.rank, what or "it"))
+        if state == EXITED:
             return errors.Exception(
                 errors.ERR_OTHER, "rank %d has %s while rank %d was waiting for %s; "
                 "it can never arrive" % (peer, STATE_NAMES[state], world.rank, what or "it"))

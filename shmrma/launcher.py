@@ -197,7 +197,12 @@ class Job:
             if self.world.state(rank) != job.EXITED:
                 self.world.set_state(rank, job.EXITED)
             return
+        self._blame(rank, status, wait_status)
+        # after the abort, so a rank waiting on this one stops as a follower
         self.world.set_state(rank, job.FAILED)
+
+    def _blame(self, rank, status, wait_status):
+        """Name ``rank`` as the job's culprit unless another rank or Ctrl-C came first."""
         if self._interrupt_pending and not self.outcome.interrupted:
             self._interrupted()  # Ctrl-C reached the ranks too: the job was interrupted
         if self.outcome.culprit is not None:
@@ -446,8 +451,7 @@ def run_rank_body(world, rank, body, print_failure=True):
     if code == 0:
         world.set_state(rank, job.EXITED)
     else:
-        world.set_state(rank, job.FAILED)
-        world.abort(rank)
+        world.fail(rank)
     return code, value, failure
 
 

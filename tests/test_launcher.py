@@ -278,6 +278,29 @@ def test_rank_raises(run_shmrma, tmp_path):
 
 
 @pytest.mark.timeout(60)
+def test_failing_rank_slow_to_abort_is_still_the_culprit(run_shmrma, tmp_path):
+    """lessons 1: a rank that fails is named even when it is descheduled while it ends
+    the job; the rank waiting on it stops with one line, without a traceback (CI saw
+    rank 0 blamed when rank 1 published its failed state before the abort)."""
+    prog = program(tmp_path, '''
+        if rank == 1:
+            real_abort = shmrma_job.World.abort
+            def slow_abort(world, culprit):
+                time.sleep(0.5)  # a waiter polls several times meanwhile
+                real_abort(world, culprit)
+            shmrma_job.World.abort = slow_abort
+            raise ValueError("boom from rank one")
+        comm.Barrier()
+    ''')
+    result = run_shmrma(["-n", "2", prog], timeout=30)
+    assert result.returncode == 1
+    assert result.stderr.count("Traceback (most recent call last)") == 1
+    assert "rank 0 stopped" in result.stderr
+    assert culprit_lines(result.stderr) == [
+        "shmrma-run: rank 1 exited with status 1; the job was ended"]
+
+
+@pytest.mark.timeout(60)
 def test_rank_sys_exit_status(run_shmrma, tmp_path):
     """API.md §1: sys.exit(3) on one rank gives status 3, named, without a traceback."""
     prog = program(tmp_path, '''
