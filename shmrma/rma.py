@@ -193,8 +193,9 @@ def parse(state, call, origin, rank, target, writable_origin, origin_moves=True)
 def _check_accumulate_types(call, op, kind, *datatypes_used):
     """The one basic type every datatype of an accumulate is built from (R45).
 
-    Types with the same representation count as one (LONG and INT64_T are both
-    8-byte signed integers on LP64), as MPICH and Open MPI treat them.
+    One type, not one representation: LONG and INT64_T are both 8-byte signed
+    integers on LP64, yet their signatures differ and MPICH 5 rejects the pair
+    (numpy's int64 arrays are LONG, so type the origin too when the target is INT64_T).
     """
     basics = [datatype.basic for datatype in datatypes_used]
     if None in basics:
@@ -202,18 +203,12 @@ def _check_accumulate_types(call, op, kind, *datatypes_used):
                     "several types); accumulate needs one basic type (R45)" % call)
     first = basics[0]
     for other in basics[1:]:
-        if _representation(other) != _representation(first):
+        if other is not first:
             errors.fail(errors.ERR_TYPE, "%s: every datatype must be built from one basic "
                         "type, got %s and %s (R45)" % (call, first.Get_name(),
                                                        other.Get_name()))
     op.check(first, kind)
     return first
-
-
-def _representation(basic):
-    if basic.type_class == datatypes.PAIR:
-        return basic
-    return basic.type_class, basic.dtype.kind, basic.extent
 
 
 class AccumulateLock:

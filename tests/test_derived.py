@@ -99,8 +99,9 @@ def _rma_through_derived_types():
     local[:] = -1
     every_third = MPI.INT64_T.Create_vector(4, 1, 3).Commit()
     win.Fence()
-    # R39: a strided target type lands the packed origin on every third element
-    win.Put(np.arange(4, dtype="i8") + 10 * rank, peer, (0, 1, every_third))
+    # R39: a strided target type lands the packed origin on every third element; the
+    # origin is typed like the target (numpy's int64 alone would be MPI.LONG)
+    win.Put([np.arange(4, dtype="i8") + 10 * rank, MPI.INT64_T], peer, (0, 1, every_third))
     every_third.Free()  # R60: the type may go as soon as the call returns
     win.Fence()
     after_put = local.tolist()
@@ -109,8 +110,8 @@ def _rma_through_derived_types():
     dense = np.zeros(4, dtype="i8")
     win.Get([dense, 4, MPI.INT64_T], peer, (0, 1, pick))
     win.Fence()
-    # accumulate through a derived target type (one basic type: R45)
-    win.Accumulate(np.ones(4, dtype="i8"), peer, (0, 1, pick), op=MPI.SUM)
+    # accumulate through a derived target type (one basic type, INT64_T on both sides: R45)
+    win.Accumulate([np.ones(4, dtype="i8"), MPI.INT64_T], peer, (0, 1, pick), op=MPI.SUM)
     win.Fence()
     result = local.tolist()
     pick.Free()

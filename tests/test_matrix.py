@@ -162,10 +162,11 @@ def shapes(types):
         Shape("derived", 7, [0, 3, 6], lambda a: [a, 1, types.origin_vector],
               lambda d: (d, 1, types.target_indexed), [0, 3, 4],
               5, [0, 2, 4], lambda a: [a, 1, types.result_vector]),
-        # strided origin with an int target: the target takes the origin's type (API.md §5)
+        # strided origin with an int target: the target takes the origin's type (API.md §5);
+        # the dense result is typed INT64_T too (a bare int64 array is MPI.LONG: R45)
         Shape("derived_same", 7, [0, 3, 6], lambda a: [a, 1, types.origin_vector],
               lambda d: d, [0, 3, 6],
-              N, [0, 1, 2], lambda a: a),
+              N, [0, 1, 2], lambda a: [a, MPI.INT64_T]),
     ]
 
 
@@ -476,8 +477,8 @@ def _big_accesses(win, unit):
     win.Flush_local(1)
     fetched["get"] = got.tolist() + last.tolist()
     win.Accumulate(np.array([1, 2, 3], dtype=np.int64), 1, d(ACROSS), MPI.SUM)
-    win.Accumulate(np.array([7, 9], dtype=np.int64), 1, (d(ACROSS - 8), 1, across_vector),
-                   MPI.SUM)
+    win.Accumulate([np.array([7, 9], dtype=np.int64), i8], 1,                 # R45: INT64_T
+                   (d(ACROSS - 8), 1, across_vector), MPI.SUM)
     one = np.zeros(1, dtype=np.int64)
     win.Fetch_and_op(np.array([100], dtype=np.int64), one, 1, d(LAST), MPI.SUM)
     win.Flush(1)
@@ -490,7 +491,8 @@ def _big_accesses(win, unit):
     win.Flush(1)
     fetched["cas_above"] = int(one[0])
     two = np.zeros(2, dtype=np.int64)
-    win.Get_accumulate(np.array([1, 1], dtype=np.int64), two, 1, (d(ACROSS), 2, i8), MPI.SUM)
+    win.Get_accumulate([np.array([1, 1], dtype=np.int64), i8], [two, i8], 1,
+                       (d(ACROSS), 2, i8), MPI.SUM)
     win.Flush(1)
     fetched["get_accumulate"] = two.tolist()
     win.Unlock(1)

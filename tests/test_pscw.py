@@ -981,8 +981,8 @@ def test_accumulate_class_and_get_inside_pscw(flavor):
             win.Fetch_and_op(ONE, fop, target, 1, MPI.SUM)
             win.Compare_and_swap(value(rank), value(-1), cas, target, 2)
             win.Get(got, target, 3)
-            win.Get_accumulate([None, 0, MPI.INT64_T], noop, target, (3, 1, MPI.INT64_T),
-                               MPI.NO_OP)
+            win.Get_accumulate([None, 0, MPI.INT64_T], [noop, MPI.INT64_T], target,
+                               (3, 1, MPI.INT64_T), MPI.NO_OP)
             win.Accumulate(value(rank), target, 4, MPI.REPLACE)
             win.Accumulate(value(10 * rank), target, 5, MPI.MAX)
             win.Get_accumulate(value(rank + 1), gacc, target, 6, MPI.SUM)

@@ -721,6 +721,52 @@ def test_mismatched_basic_types_are_err_type():
     assert shmrma.launch(body, 2, timeout=30) == [([7] * 16, [0.0, 0.0])] * 2
 
 
+@pytest.mark.timeout(60)
+def test_long_and_int64_t_are_different_basic_types():
+    """R45: one basic type, not one representation. A bare int64 numpy array is MPI.LONG
+    (as in mpi4py); Accumulate or Get_accumulate of it into an MPI.INT64_T target is
+    ERR_TYPE naming both types, and so is a LONG result of an INT64_T Get_accumulate:
+    the target memory and the result buffer keep their bytes. Fetch_and_op has one
+    datatype for origin, result and target, so its LONG origin with an INT64_T result
+    is mpi4py's ValueError, again writing nothing. Typed MPI.INT64_T throughout, the
+    same three calls succeed."""
+    def body():
+        comm = MPI.COMM_WORLD
+        peer = 1 - comm.Get_rank()
+        win = MPI.Win.Allocate(4 * 8, 8, comm=comm)
+        local(win, "i8")[:] = 7
+        comm.Barrier()
+        i64 = MPI.INT64_T
+        result = np.full(1, -5, dtype="i8")
+        named_both = []
+        win.Lock(peer)
+        for call in (
+            lambda: win.Accumulate(np.ones(1, "i8"), peer, (0, 1, i64)),
+            lambda: win.Get_accumulate(np.ones(1, "i8"), [result, i64], peer, (1, 1, i64)),
+            lambda: win.Get_accumulate([np.ones(1, "i8"), i64], result, peer, (1, 1, i64)),
+        ):
+            exc = expect(MPI.ERR_TYPE, call)
+            named_both.append("MPI_LONG" in str(exc) and "MPI_INT64_T" in str(exc))
+        expect_python(ValueError, win.Fetch_and_op, np.ones(1, "i8"), [result, i64], peer, 2)
+        win.Unlock(peer)
+        comm.Barrier()
+        after_rejected = local(win, "i8").tolist()
+        comm.Barrier()
+        # the same calls with the origin (and result) typed like the target
+        fetched = np.zeros(2, dtype="i8")
+        win.Lock(peer)
+        win.Accumulate([np.array([1], "i8"), i64], peer, (0, 1, i64))
+        win.Get_accumulate([np.array([10], "i8"), i64], [fetched[:1], i64], peer, (1, 1, i64))
+        win.Fetch_and_op([np.array([100], "i8"), i64], [fetched[1:], i64], peer, 2)
+        win.Unlock(peer)
+        comm.Barrier()
+        final = local(win, "i8").tolist()
+        win.Free()
+        return named_both, result.tolist(), after_rejected, fetched.tolist(), final
+    assert shmrma.launch(body, 2, timeout=30) == [
+        ([True] * 3, [-5], [7] * 4, [7, 7], [8, 17, 107, 7])] * 2
+
+
 # --- Fetch_and_op and Compare_and_swap -----------------------------------------------------------
 
 @pytest.mark.timeout(60)

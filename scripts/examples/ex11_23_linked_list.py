@@ -16,7 +16,7 @@ rank, size = comm.rank, comm.size
 NUM_ELEMS = 10
 NIL = -1
 VALUE, NEXT_RANK, NEXT_ADDRESS = 0, 8, 16          # byte offsets in an element
-I64 = MPI.INT64_T
+I64 = MPI.INT64_T     # every buffer typed I64 like the target (R45): numpy int64 alone is LONG
 win = MPI.Win.Create_dynamic(comm=comm)
 memories = []
 
@@ -31,7 +31,7 @@ def new_element(value):
 
 def read(owner, address):
     value = np.zeros(1, "i8")
-    win.Get_accumulate([None, 0, I64], value, owner, (address, 1, I64), op=MPI.NO_OP)
+    win.Get_accumulate([None, 0, I64], [value, I64], owner, (address, 1, I64), op=MPI.NO_OP)
     win.Flush(owner)
     return int(value[0])
 
@@ -43,11 +43,11 @@ for k in range(NUM_ELEMS):
     mine = new_element(rank * 1000 + k)
     while True:
         previous = np.zeros(1, "i8")
-        win.Compare_and_swap(np.array([rank], "i8"), np.array([NIL], "i8"), previous,
-                             tail_rank, MPI.Aint_add(tail_address, NEXT_RANK))
+        win.Compare_and_swap([np.array([rank], "i8"), I64], [np.array([NIL], "i8"), I64],
+                             [previous, I64], tail_rank, MPI.Aint_add(tail_address, NEXT_RANK))
         win.Flush(tail_rank)
         if previous[0] == NIL:                          # we own the tail's next pointer
-            win.Accumulate(np.array([mine], "i8"), tail_rank,
+            win.Accumulate([np.array([mine], "i8"), I64], tail_rank,
                            (MPI.Aint_add(tail_address, NEXT_ADDRESS), 1, I64),
                            op=MPI.REPLACE)
             win.Flush(tail_rank)

@@ -5,7 +5,9 @@ blocks over a px x py process torus (4 ranks: 2 x 2, so a neighbour appears twic
 rank's block with a one-cell halo is the window memory A; frombuf/fromtype/totype
 of the seed are subarray types of A; update(A) is an asymmetric 5-point integer
 stencil, checked against the same stencil computed serially on the whole grid.
-Not a program: the examples import it.
+Not a program: the examples import it, and they free the window and the datatypes
+made here. Run directly, it frees them itself (a correct MPI program frees its
+windows before MPI finalizes) and prints nothing.
 """
 import numpy as np
 
@@ -87,3 +89,9 @@ def put_halos():
 def initial_grid():
     A[:] = 0
     A[1:-1, 1:-1] = G0[pi * nx:(pi + 1) * nx, pj * ny:(pj + 1) * ny]
+
+
+if __name__ == "__main__":            # run directly: free what this module created
+    for datatype in fromtype + totype:
+        datatype.Free()
+    win.Free()
