@@ -24,11 +24,10 @@ win.Lock(0, MPI.LOCK_EXCLUSIVE)
 win.Fetch_and_op(np.ones(1, dtype="i8"), ticket, 0, target_disp=1, op=MPI.SUM)
 win.Unlock(0)
 
-comm.Barrier()
-print(f"rank {rank}: greeting {mine[0]} from rank {(rank - 1) % size}, ticket {ticket[0]}",
-      flush=True)
-comm.Barrier()
+print(f"rank {rank}: greeting {mine[0]} from rank {(rank - 1) % size}", flush=True)
+tickets = comm.gather(int(ticket[0]), root=0)   # drawn in whatever order ranks came
+win.Fence()     # every rank's Fetch_and_op is visible in rank 0's memory after it
 if rank == 0:
-    print(f"rank 0: the counter reached {mine[1]} (one ticket per rank)", flush=True)
+    print(f"rank 0: the counter reached {mine[1]}, tickets {sorted(tickets)}", flush=True)
 del mine
 win.Free()

@@ -1,37 +1,45 @@
 """The mpi4py-shaped namespace: ``from shmrma import MPI``. Names only, no logic."""
 # flake8: noqa: F401
-from .constants import *  # noqa: F403
-from .errors import *  # noqa: F403
-from .errors import Exception
-from .environment import (Aint_add, Aint_diff, Finalize, Get_error_class, Get_error_string,
-                          Get_library_version, Get_processor_name, Get_version, Init,
-                          Init_thread, Is_finalized, Is_initialized, Is_thread_main,
-                          Query_thread, VERSION, SUBVERSION, Wtick, Wtime, get_vendor)
-from .memory import Alloc_mem, Free_mem, get_address as Get_address
-from .request import REQUEST_NULL, Grequest, Prequest, Request, Status
-from .comm import Comm
-from .intracomm import COMM_NULL, COMM_SELF, COMM_WORLD, Intracomm
-from .group import GROUP_EMPTY, GROUP_NULL, Group
-from .info import INFO_ENV, INFO_NULL, Info
-from .datatype import *  # noqa: F403
-from .datatype import Datatype
-from .op import *  # noqa: F403
-from .op import Op
-from .derived import ORDER_C, ORDER_F, ORDER_FORTRAN
-from .errhandler import (ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL, ERRORS_RETURN,
-                         Errhandler)
-from .assertions import (MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOPUT, MODE_NOSTORE,
-                         MODE_NOSUCCEED)
-from .passive import LOCK_EXCLUSIVE, LOCK_SHARED
-from .counters import MODE_WIN_ACCUMULATE, MODE_WIN_GET, MODE_WIN_PUT, SYNC_NULL, Sync
-from .window import (WIN_BASE, WIN_CREATE_FLAVOR, WIN_DISP_UNIT, WIN_FLAVOR_ALLOCATE,
-                     WIN_FLAVOR_CREATE, WIN_FLAVOR_DYNAMIC, WIN_FLAVOR_SHARED, WIN_MODEL,
-                     WIN_NULL, WIN_SEPARATE, WIN_SIZE, WIN_UNIFIED, Win)
+from . import backend as _backend
+
+if _backend.selected() == "mpi":
+    # mpi4py's namespace with shmrma's extensions; this module gives way to it
+    import sys as _sys
+    from .onmpi import namespace as _namespace
+    _sys.modules[__name__] = _namespace
+else:
+    from .constants import *  # noqa: F403
+    from .errors import *  # noqa: F403
+    from .errors import Exception
+    from .environment import (Aint_add, Aint_diff, Finalize, Get_error_class, Get_error_string,
+                              Get_library_version, Get_processor_name, Get_version, Init,
+                              Init_thread, Is_finalized, Is_initialized, Is_thread_main,
+                              Query_thread, VERSION, SUBVERSION, Wtick, Wtime, get_vendor)
+    from .memory import Alloc_mem, Free_mem, get_address as Get_address
+    from .request import REQUEST_NULL, Grequest, Prequest, Request, Status
+    from .comm import Comm
+    from .intracomm import COMM_NULL, COMM_SELF, COMM_WORLD, Intracomm
+    from .group import GROUP_EMPTY, GROUP_NULL, Group
+    from .info import INFO_ENV, INFO_NULL, Info
+    from .datatype import *  # noqa: F403
+    from .datatype import Datatype
+    from .op import *  # noqa: F403
+    from .op import Op
+    from .derived import ORDER_C, ORDER_F, ORDER_FORTRAN
+    from .errhandler import (ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL, ERRORS_RETURN,
+                             Errhandler)
+    from .assertions import (MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOPUT, MODE_NOSTORE,
+                             MODE_NOSUCCEED)
+    from .passive import LOCK_EXCLUSIVE, LOCK_SHARED
+    from .counters import MODE_WIN_ACCUMULATE, MODE_WIN_GET, MODE_WIN_PUT, SYNC_NULL, Sync
+    from .window import (WIN_BASE, WIN_CREATE_FLAVOR, WIN_DISP_UNIT, WIN_FLAVOR_ALLOCATE,
+                         WIN_FLAVOR_CREATE, WIN_FLAVOR_DYNAMIC, WIN_FLAVOR_SHARED, WIN_MODEL,
+                         WIN_NULL, WIN_SEPARATE, WIN_SIZE, WIN_UNIFIED, Win)
 
 
-def __getattr__(name):
-    # MPI.buffer / MPI.memory are numpy-backed; build them only when asked for.
-    if name in ("buffer", "memory"):
-        from .memory import buffer_class
-        return buffer_class()
-    raise AttributeError("module 'shmrma.MPI' has no attribute %r" % name)
+    def __getattr__(name):
+        # MPI.buffer / MPI.memory are numpy-backed; build them only when asked for.
+        if name in ("buffer", "memory"):
+            from .memory import buffer_class
+            return buffer_class()
+        raise AttributeError("module 'shmrma.MPI' has no attribute %r" % name)

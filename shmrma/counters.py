@@ -84,18 +84,10 @@ class Counters:
 
     def address(self, sync, call):
         """The counter's address; ERR_ARG for a handle of another window."""
-        if not isinstance(sync, Sync):
-            raise TypeError("%s: expecting an MPI.Sync handle, not %s"
-                            % (call, type(sync).__name__))
-        if not sync:
-            errors.fail(errors.ERR_ARG, "%s: SYNC_NULL is not a counter" % call)
-        if sync.window != self.window or not 0 <= sync.owner < len(self.state.sizes):
-            errors.fail(errors.ERR_ARG, "%s: this Sync handle belongs to another window"
-                        % call)
+        check_handle(sync, self.window, len(self.state.sizes), call)
         address = self.address_in(sync.segment, sync.slot)
         if atomic.load32(address + OFF_GENERATION) != sync.generation:
-            errors.fail(errors.ERR_ARG, "%s: this Sync handle's counter was freed by its "
-                        "owner (rank %d); ask it for a new handle (A25)" % (call, sync.owner))
+            fail_freed(call, sync.owner)
         return address
 
     def close(self):
@@ -246,7 +238,8 @@ class SyncObjectRequest(_SyncRequest):
             self._deactivate()
 
 
-def _restart(info, call):
+def restart_of(info, call):
+    """Whether info asks for a self re-arming request (key ``restart``, R163)."""
     value = infos.to_dict(info).get("restart", "false").strip().lower()
     if value not in ("true", "false"):
         errors.fail(errors.ERR_INFO_VALUE, "%s: info restart=%r; use 'true' or 'false'"
@@ -254,15 +247,55 @@ def _restart(info, call):
     return value == "true"
 
 
+def checked_number(n, call, what):
+    """``n`` as an int, ERR_COUNT when negative."""
+    n = operator.index(n)
+    if n < 0:
+        errors.fail(errors.ERR_COUNT, "%s: %s must be >= 0, not %d" % (call, what, n))
+    return n
+
+
+def checked_mode(sync_mode):
+    mode = operator.index(sync_mode)
+    if mode & ~ALL_SYNC_MODES or mode < 0:
+        errors.fail(errors.ERR_ARG, "Sync_ops_init: sync_mode %r has bits outside "
+                    "MODE_WIN_PUT, MODE_WIN_GET and MODE_WIN_ACCUMULATE" % (sync_mode,))
+    return mode
+
+
+def check_owner(sync, owner, call):
+    """The handle must be ``owner``'s counter (A18): a Sync_ops target's, or ours."""
+    if sync.owner == owner:
+        return
+    if call == "Sync_ops_init":
+        errors.fail(errors.ERR_ARG, "Sync_ops_init: the counter belongs to rank %d, not "
+                    "to target %d; pass the handle the target sent you (A18)"
+                    % (sync.owner, owner))
+    errors.fail(errors.ERR_ARG, "%s: the counter belongs to rank %d; only its owner "
+                "waits on it" % (call, sync.owner))
+
+
+def check_handle(sync, window, size, call):
+    """ERR_ARG unless ``sync`` is a live-looking handle of ``window`` (``size`` ranks)."""
+    if not isinstance(sync, Sync):
+        raise TypeError("%s: expecting an MPI.Sync handle, not %s"
+                        % (call, type(sync).__name__))
+    if not sync:
+        errors.fail(errors.ERR_ARG, "%s: SYNC_NULL is not a counter" % call)
+    if sync.window != window or not 0 <= sync.owner < size:
+        errors.fail(errors.ERR_ARG, "%s: this Sync handle belongs to another window" % call)
+
+
+def fail_freed(call, owner):
+    errors.fail(errors.ERR_ARG, "%s: this Sync handle's counter was freed by its owner "
+                "(rank %d); ask it for a new handle (A25)" % (call, owner))
+
+
 class CounterCalls:
     """Mixin of Win: the proposal's calls."""
 
     def Alloc_sync_objects(self, n, info=None):
-        state = self._s
-        n = operator.index(n)
-        if n < 0:
-            errors.fail(errors.ERR_COUNT, "Alloc_sync_objects: n must be >= 0, not %d" % n)
-        return state.counters.allocate(n)
+        return self._s.counters.allocate(checked_number(n, "Alloc_sync_objects", "n"))
 
     def Free_sync_objects(self, syncs):
         state = self._s
@@ -284,26 +317,15 @@ class CounterCalls:
     def Sync_ops_init(self, target_rank, sync_mode, sync_counter, info=None):
         state = self._s
         target = state.check_rank(target_rank, "Sync_ops_init target_rank", allow_null=False)
-        mode = operator.index(sync_mode)
-        if mode & ~ALL_SYNC_MODES or mode < 0:
-            errors.fail(errors.ERR_ARG, "Sync_ops_init: sync_mode %r has bits outside "
-                        "MODE_WIN_PUT, MODE_WIN_GET and MODE_WIN_ACCUMULATE" % (sync_mode,))
+        mode = checked_mode(sync_mode)
         counter = state.counters.address(sync_counter, "Sync_ops_init")
-        if sync_counter.owner != target:
-            errors.fail(errors.ERR_ARG, "Sync_ops_init: the counter belongs to rank %d, not "
-                        "to target %d; pass the handle the target sent you (A18)"
-                        % (sync_counter.owner, target))
+        check_owner(sync_counter, target, "Sync_ops_init")
         return SyncOpsRequest(state, target, mode, counter, sync_counter.generation,
-                              _restart(info, "Sync_ops_init"))
+                              restart_of(info, "Sync_ops_init"))
 
     def Sync_object_init(self, sync_counter, count, info=None):
         state = self._s
-        count = operator.index(count)
-        if count < 0:
-            errors.fail(errors.ERR_COUNT, "Sync_object_init: count must be >= 0, not %d"
-                        % count)
+        count = checked_number(count, "Sync_object_init", "count")
         counter = state.counters.address(sync_counter, "Sync_object_init")
-        if sync_counter.owner != state.rank:
-            errors.fail(errors.ERR_ARG, "Sync_object_init: the counter belongs to rank %d; "
-                        "only its owner waits on it" % sync_counter.owner)
-        return SyncObjectRequest(state, counter, count, _restart(info, "Sync_object_init"))
+        check_owner(sync_counter, state.rank, "Sync_object_init")
+        return SyncObjectRequest(state, counter, count, restart_of(info, "Sync_object_init"))

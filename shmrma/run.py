@@ -20,6 +20,9 @@ options:
   --timeout SEC      end the job after SEC seconds, printing every rank's Python
                      stack and what it waits for; exit status 124
   -l, --tag-output   prefix every output line with the rank: [0] ...
+  --backend NAME     shm (default: processes sharing memory) or mpi (the
+                     installed MPI's mpiexec with mpi4py; see "Running on a
+                     cluster" in the README); SHMRMA_BACKEND sets the default
   --version          print shmrma's version and exit
   -h, --help         show this help and exit
 
@@ -40,6 +43,7 @@ class Options:
         self.mode = None      # "script", "module" or "code"
         self.target = None
         self.args = []
+        self.backend = None   # "shm" or "mpi"; None: SHMRMA_BACKEND's
 
 
 def parse(argv):
@@ -64,6 +68,8 @@ def parse(argv):
                 options.nranks = _positive(options_value, name, int)
         elif item == "--timeout":
             options.timeout = _positive(_next(items, item), item, float)
+        elif item == "--backend" or item.startswith("--backend="):
+            options.backend = _backend_name(item.partition("=")[2] or _next(items, item))
         elif item in ("-m", "-c"):
             options.mode = "module" if item == "-m" else "code"
             options.target = _next(items, item)
@@ -81,6 +87,15 @@ def _next(items, name):
     if not items:
         raise UsageError("%s needs a value" % name)
     return items.pop(0)
+
+
+def _backend_name(text=None):
+    """The backend --backend names (``text``), else SHMRMA_BACKEND's."""
+    from . import backend
+    try:
+        return backend.selected() if text is None else backend.checked(text, "--backend")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _positive(text, name, kind):
@@ -124,8 +139,10 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     try:
         options = parse(argv)
+        if options.backend is None:
+            options.backend = _backend_name()
         from .job import MAX_RANKS
-        if options.nranks > MAX_RANKS:
+        if options.nranks > MAX_RANKS and options.backend == "shm":
             raise UsageError("-n must be at most %d, not %d" % (MAX_RANKS, options.nranks))
     except UsageError as exc:
         sys.stderr.write("shmrma-run: %s\n%s" % (exc, USAGE.split("\n\n")[0] + "\n"))
@@ -133,6 +150,9 @@ def main(argv=None):
     if options.mode == "script" and not os.path.isfile(options.target):
         sys.stderr.write("shmrma-run: can't open file %r: no such file\n" % options.target)
         return 2
+    if options.backend == "mpi":
+        from .onmpi import launch as mpi_launch
+        return mpi_launch.run(options)
     # Import the runtime once here, before the fork, so no rank pays for it again;
     # it loads no numpy and starts no thread (forking after a thread is unsafe).
     from . import MPI, launcher  # noqa: F401

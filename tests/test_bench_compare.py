@@ -3,11 +3,14 @@
 bar on long runs", "Memory", "benchmarks/RESULTS.md is produced by one documented
 command"). Synthetic samples only: arithmetic and format, never timings."""
 import io
+import os
 import types
 
 import pytest
 
 from shmrma.bench import compare, jobs
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 OSU_OUT = """# OSU MPI_Put Latency Test v7.4
 # Window creation: MPI_Win_allocate
@@ -111,3 +114,119 @@ def test_every_suite_measures_a_title_once():
         assert len(titles) == len(set(titles)), name
     assert len(compare.SUITES["all"]) == len({c.title for c in
                                               sum(compare.SUITES.values(), ())})
+
+
+# ---------------------------------------------------------------- counters on the mpi backend
+# Issue: "The notification and halo benchmarks run on both backends side by side, so a
+# user can see what the counters cost on each". The counters cases also run as
+# "shmrma-mpi": shmrma's rank program (counters included) under shmrma-run --backend mpi.
+
+def test_shmrma_mpi_launches_shmrma_run_with_the_mpi_backend():
+    program = ["-m", "shmrma.bench.notify", "counters", "20"]
+    shm, mpi = jobs.launcher_argv("shmrma", 2, program), jobs.launcher_argv(
+        "shmrma-mpi", 2, program)
+    assert mpi[-8:] == ["--backend", "mpi", "-n", "2"] + program
+    assert mpi[:-8] == shm[:-6]                      # the same shmrma-run
+    assert "--backend" not in shm and shm[-6:] == ["-n", "2"] + program
+    assert "--backend" not in jobs.launcher_argv("mpi4py", 2, program)
+
+
+def test_child_env_names_the_implementation_and_pins_the_backend(monkeypatch):
+    monkeypatch.setenv("SHMRMA_BACKEND", "mpi")       # a user's default is not the job's
+    assert jobs.child_env("shmrma")["SHMRMA_BACKEND"] == "shm"
+    env = jobs.child_env("shmrma-mpi")
+    assert env["SHMRMA_BENCH_IMPL"] == "shmrma-mpi" and env["SHMRMA_BACKEND"] == "mpi"
+    for impl in ("mpi4py", "numpy"):
+        assert "SHMRMA_BACKEND" not in jobs.child_env(impl)
+
+
+def test_shmrma_mpi_rank_programs_take_shmrmas_namespace(monkeypatch):
+    """The rank program under "shmrma-mpi" runs shmrma's code path: ``from shmrma
+    import MPI`` (the backend picks mpi4py underneath), never mpi4py's bare one."""
+    import shmrma.MPI
+    monkeypatch.setenv("SHMRMA_BENCH_IMPL", "shmrma-mpi")
+    assert jobs.current_impl() == "shmrma-mpi"
+    assert jobs.mpi_module() is shmrma.MPI
+
+
+def counters_cases():
+    notify, _, halo, _ = compare.COUNTERS_SUITE
+    return notify, halo
+
+
+def test_counters_cases_run_on_both_backends_and_mpi4py():
+    notify, halo = counters_cases()
+    for case, form, reference in ((notify, "counters", "standard"), (halo, "counters",
+                                                                      "fence")):
+        assert case.impls(True) == ["shmrma", "shmrma-mpi", "mpi4py"]
+        assert case.impls(False) == ["shmrma"]       # no mpi4py: no mpi backend either
+        on_mpi = case.argv("shmrma-mpi", quick=True)
+        assert on_mpi[on_mpi.index("--backend") + 1] == "mpi"
+        assert on_mpi[-2] == form and case.argv("shmrma", True)[-2] == form
+        assert case.argv("mpi4py", True)[-2] == reference
+        assert len(case.on_mpi_backend) == 2
+    assert halo.nranks == 4 and on_mpi[on_mpi.index("-n") + 1] == "4"
+    # the MPI-3 forms stay shmrma against mpi4py
+    for case in compare.COUNTERS_SUITE[1::2]:
+        assert case.impls(True) == ["shmrma", "mpi4py"] and not case.on_mpi_backend
+
+
+def test_counters_table_adds_mpi_backend_rows_and_keeps_the_old_ones(capsys):
+    notify, halo = counters_cases()
+    samples = {notify.title: {"shmrma": [1.0, 1.0], "shmrma-mpi": [12.0, 12.0],
+                              "mpi4py": [4.0, 4.0]},
+               halo.title: {"shmrma": [100.0, 100.0], "shmrma-mpi": [300.0, 300.0],
+                            "mpi4py": [200.0, 200.0]}}
+    rows = compare.table([notify, halo], samples)
+    assert [(r["metric"], r["against"]) for r in rows] == [
+        (notify.title, "mpi4py"),
+        (notify.on_mpi_backend[0], "shmrma on shm"), (notify.on_mpi_backend[1], "mpi4py"),
+        (halo.title, "mpi4py"),
+        (halo.on_mpi_backend[0], "shmrma on shm"), (halo.on_mpi_backend[1], "mpi4py")]
+    # the existing rows: shm counters against mpi4py, the target unchanged
+    assert rows[0]["shmrma"] == "1.00" and rows[0]["ratio"] == 0.25
+    assert rows[0]["target"] == 0.3 and rows[3]["target"] is None
+    # mpi backend / shm, and mpi backend / mpi4py's MPI-3 form: informative rows
+    assert (rows[1]["shmrma"], rows[1]["reference"], rows[1]["ratio"]) == ("12.00", "1.00",
+                                                                           12.0)
+    assert (rows[2]["shmrma"], rows[2]["reference"], rows[2]["ratio"]) == ("12.00", "4.00",
+                                                                           3.0)
+    assert rows[4]["ratio"] == 3.0 and rows[5]["ratio"] == 1.5
+    assert all(r["target"] is None for r in rows[1:3] + rows[4:])
+    jobs.print_table(rows, columns=("shmrma", "reference", "against"))
+    out = capsys.readouterr().out
+    line = [x for x in out.splitlines() if x.startswith(notify.on_mpi_backend[0])][0]
+    assert line.split()[-8:] == ["12.00", "1.00", "shmrma", "on", "shm", "12.00", "-", "n/a"]
+
+
+def test_counters_table_without_the_mpi_backend_keeps_the_old_rows():
+    """Without mpi4py only shmrma ran: no mpi backend rows."""
+    notify, halo = counters_cases()
+    rows = compare.table([notify, halo], {notify.title: {"shmrma": [1.0]},
+                                          halo.title: {"shmrma": [2.0]}})
+    assert [r["metric"] for r in rows] == [notify.title]     # the one with a target
+
+
+@pytest.mark.skipif(jobs.reference_missing() is not None,
+                    reason="mpi4py/mpiexec not installed: %s" % jobs.reference_missing())
+@pytest.mark.parametrize("bench,nranks", [("notify", 2), ("halo", 3)])
+def test_counters_forms_run_on_the_mpi_backend(bench, nranks):
+    """The counters forms run as "shmrma-mpi" (shmrma-run --backend mpi) and print what
+    the cases read; halo's grid equals the one on shm."""
+    program = ["-m", "shmrma.bench." + bench, "counters", "30"]
+    outs = {}
+    for impl in ("shmrma", "shmrma-mpi"):
+        _, status, out, err = jobs.run_job(jobs.launcher_argv(impl, nranks, program),
+                                           jobs.child_env(impl), 60, cwd=REPO)
+        assert status == 0, err
+        case = compare.NotifyCase("t", "counters") if bench == "notify" else \
+            compare.HaloCase("t", "counters")
+        assert case.value(out) > 0
+        outs[impl] = [line for line in out.splitlines() if line.startswith("halo_sum")]
+    assert outs["shmrma"] == outs["shmrma-mpi"]
+
+
+def test_single_benchmarks_take_impl_shmrma_mpi():
+    from shmrma.bench import cli
+    assert cli.take_impl(["-m", "8:8", "--impl=shmrma-mpi"]) == ("shmrma-mpi", ["-m", "8:8"])
+    assert "shmrma-mpi" in cli.USAGE

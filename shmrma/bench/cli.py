@@ -8,7 +8,7 @@ from . import jobs
 from . import options as osu
 
 USAGE = """\
-usage: shmrma-bench NAME [OMB options] [--impl shmrma|mpi4py|numpy]
+usage: shmrma-bench NAME [OMB options] [--impl shmrma|shmrma-mpi|mpi4py|numpy]
        shmrma-bench compare [--suite all|windows|sync|counters|memory|sweep|scaling]
                             [--quick] [--reps N] [--json FILE] [--plot FILE.png]
                             [--results FILE.md]
@@ -20,18 +20,20 @@ output) on two ranks it starts itself.
   NAME        one of: {names}
               `shmrma-bench NAME --help` lists its OMB options (-w, -s, -m, -i,
               -x, -T, -W).
-  --impl      shmrma (default); mpi4py: the same program under MPICH's mpiexec
-              (install with {hint}); numpy: the memory-copy reference, one
-              process, put/get/acc only
+  --impl      shmrma (default); shmrma-mpi: shmrma's code path on the mpi
+              backend (shmrma-run --backend mpi); mpi4py: the same program
+              under MPICH's mpiexec (both need {hint}); numpy: the
+              memory-copy reference, one process, put/get/acc only
   compare     the targets, shmrma beside the references (alternating runs,
               medians, ratios): 8-byte latency of every call with -s flush,
               4 MiB put/get bandwidth, 8 MiB float64 accumulate (suite windows);
               fence, PSCW and lock rounds at 2, 4 and 8 ranks and OSU's sync
               modes (suite sync); a Put plus its notification with the
-              proposal's counters and with MPI-3 calls, and the halo exchange
-              (suite counters); the PSS of a job with a 16 MiB window at 2, 4
-              and 8 ranks (suite memory); put/get latency and bandwidth at
-              every size from 1 B to 4 MiB (suite sweep, what --plot draws);
+              proposal's counters and with MPI-3 calls, and the halo exchange,
+              the counters on both backends (suite counters); the PSS of a
+              job with a 16 MiB window at 2, 4 and 8 ranks (suite memory);
+              put/get latency and bandwidth at every size from 1 B to 4 MiB
+              (suite sweep, what --plot draws);
               every synchronization form, the window barrier, a counter
               token ring and accumulates to one target at 2, 4, 8 and 16
               ranks (suite scaling)
@@ -65,7 +67,7 @@ def benchmark_command(name, argv):
     except osu.UsageError as exc:
         print("shmrma-bench: %s" % exc, file=sys.stderr)
         return 2
-    if impl == "mpi4py":
+    if impl in ("mpi4py", "shmrma-mpi"):
         missing = jobs.reference_missing()
         if missing:
             print("shmrma-bench: %s; install it with `%s`" % (missing, jobs.INSTALL_HINT),
@@ -78,6 +80,9 @@ def benchmark_command(name, argv):
         return 130
 
 
+IMPLS = ("shmrma", "shmrma-mpi", "mpi4py", "numpy")
+
+
 def take_impl(argv):
     """(impl, the other arguments): --impl X or --impl=X anywhere in argv."""
     impl, rest, items = "shmrma", [], list(argv)
@@ -85,8 +90,9 @@ def take_impl(argv):
         item = items.pop(0)
         if item == "--impl" or item.startswith("--impl="):
             impl = item.partition("=")[2] or (items.pop(0) if items else "")
-            if impl not in ("shmrma", "mpi4py", "numpy"):
-                raise osu.UsageError("--impl takes shmrma, mpi4py or numpy, not %r" % impl)
+            if impl not in IMPLS:
+                raise osu.UsageError("--impl takes %s or %s, not %r"
+                                     % (", ".join(IMPLS[:-1]), IMPLS[-1], impl))
         else:
             rest.append(item)
     return impl, rest

@@ -3,7 +3,8 @@ in one invocation, alternating, with ratios against the targets.
 
 Every case is one OSU benchmark at one message size. Each implementation runs
 it as its own job (``shmrma-run -n 2``, ``mpiexec -n 2``, or one process for
-the numpy copy reference); one warm-up round of every job first (it also
+the numpy copy reference; the counters cases also ``shmrma-run --backend mpi
+-n N``, shmrma's counters on mpi4py); one warm-up round of every job first (it also
 writes the bytecode caches), then REPS rounds, the order of the
 implementations reversed every round so none always goes first. The table
 holds medians; a case whose min-max spread exceeds NOISY of its median is
@@ -86,13 +87,22 @@ class SyncCase(Case):
 
 class NotifyCase(SyncCase):
     """Notification latency (shmrma/bench/notify.py): shmrma in ``form``, mpi4py always
-    in ``reference_form``, standard MPI-3 calls (it has no counters)."""
+    in ``reference_form``, standard MPI-3 calls (it has no counters).
+
+    ``on_mpi_backend`` (two row titles: against shmrma on shm, against mpi4py) also
+    runs shmrma's form on the mpi backend ("shmrma-mpi": ``shmrma-run --backend
+    mpi``, shmrma's extensions in MPI-3 calls on mpi4py), when mpi4py is there."""
 
     reference_form = "standard"
 
-    def __init__(self, title, form, against_mpi4py=None):
+    def __init__(self, title, form, against_mpi4py=None, on_mpi_backend=None):
         super().__init__(title, "notify", 2, against_mpi4py)
-        self.form = form
+        self.form, self.on_mpi_backend = form, on_mpi_backend
+
+    def impls(self, have_reference):
+        if self.on_mpi_backend and have_reference:
+            return ["shmrma", "shmrma-mpi", "mpi4py"]
+        return super().impls(have_reference)
 
     def program(self, quick, form=None):
         return ["-m", "shmrma.bench.notify", form or self.form, "2000" if quick else "20000"]
@@ -101,6 +111,9 @@ class NotifyCase(SyncCase):
         form = self.reference_form if impl == "mpi4py" else self.form
         return jobs.launcher_argv(impl, self.nranks, self.program(quick, form))
 
+    def describe(self):
+        return dict(super().describe(), on_mpi_backend=self.on_mpi_backend)
+
 
 class HaloCase(NotifyCase):
     """Halo exchange per iteration at 4 ranks (shmrma/bench/halo.py): shmrma in
@@ -108,8 +121,8 @@ class HaloCase(NotifyCase):
 
     reference_form = "fence"
 
-    def __init__(self, title, form, nranks=4):
-        super().__init__(title, form)
+    def __init__(self, title, form, nranks=4, on_mpi_backend=None):
+        super().__init__(title, form, on_mpi_backend=on_mpi_backend)
         self.kind, self.nranks = "halo", nranks
 
     def program(self, quick, form=None):
@@ -181,10 +194,18 @@ SYNC_SUITE = tuple(
 
 # The proposal's counters: a Put plus its completion signal, against the same with
 # standard MPI-3 calls (Put, Flush, Fetch_and_op on a flag, polling) on mpi4py.
+# The counters cases also run on the mpi backend (shmrma's counters written in
+# MPI-3 calls, on mpi4py): what the counters cost on each backend, side by side.
 COUNTERS_SUITE = (
-    NotifyCase("Notify 8 B: shmrma counters vs MPI-3 calls, us", "counters", 0.3),
+    NotifyCase("Notify 8 B: shmrma counters vs MPI-3 calls, us", "counters", 0.3,
+               on_mpi_backend=(
+                   "Notify 8 B: counters on the mpi backend vs counters on shm, us",
+                   "Notify 8 B: counters on the mpi backend vs MPI-3 calls, us")),
     NotifyCase("Notify 8 B: MPI-3 calls on both, us", "standard"),
-    HaloCase("Halo A3 n=4: shmrma counters vs mpi4py Fence, us/iter", "counters"),
+    HaloCase("Halo A3 n=4: shmrma counters vs mpi4py Fence, us/iter", "counters",
+             on_mpi_backend=(
+                 "Halo A3 n=4: counters on the mpi backend vs counters on shm, us/iter",
+                 "Halo A3 n=4: counters on the mpi backend vs mpi4py Fence, us/iter")),
     HaloCase("Halo n=4: Fence on both, us/iter", "fence"),
 )
 
@@ -251,7 +272,7 @@ def measure(cases, have_reference, quick, reps, shmrma_path=None):
                 wall, out = jobs.run_once(case.argv(impl, quick),
                                           jobs.child_env(impl, shmrma_path), TIMEOUT_S)
                 value = case.value(out)
-                bar.step("%-7s %-7s %-44s %12.2f  (%.1f s)" % (
+                bar.step("%-7s %-10s %-44s %12.2f  (%.1f s)" % (
                     "warm-up" if rnd < 0 else "%d/%d" % (rnd + 1, reps),
                     impl, case.title, case.headline(value), wall))
                 if rnd >= 0:
@@ -327,6 +348,17 @@ def table(cases, samples):
             rows.append({"metric": case.title, "shmrma": shown(mine),
                          "reference": shown(other) if other else None, "against": "mpi4py",
                          "ratio": ratio, "target": case.against_mpi4py})
+        if getattr(case, "on_mpi_backend", None) and "shmrma-mpi" in got:
+            # shmrma's counters on the mpi backend, against the same on shm and
+            # against mpi4py's MPI-3 form; informative rows, no target
+            on_mpi = got["shmrma-mpi"]
+            for title, against, ref in zip(case.on_mpi_backend,
+                                           ("shmrma on shm", "mpi4py"),
+                                           (mine, got.get("mpi4py"))):
+                rows.append({"metric": title, "shmrma": shown(on_mpi),
+                             "reference": shown(ref) if ref else None, "against": against,
+                             "ratio": on_mpi["median"] / ref["median"] if ref else None,
+                             "target": None})
         if case.numpy_at_least:
             ref = got["numpy"]
             rows.append({"metric": case.title, "shmrma": shown(mine),

@@ -3,6 +3,8 @@
 the same exchange written with Fence.
 
     shmrma-run -n N -m shmrma.bench.halo FORM [ITERATIONS]
+    shmrma-run --backend mpi -n N -m shmrma.bench.halo FORM [ITERATIONS]
+                              (SHMRMA_BENCH_IMPL=shmrma-mpi: shmrma's counters on mpi4py)
     mpiexec -n N python -m shmrma.bench.halo fence [ITERATIONS]   (SHMRMA_BENCH_IMPL=mpi4py)
 
 A 2-D periodic grid of float64, ROWS x COLS per rank, split by rows over a ring

@@ -1,8 +1,10 @@
 """Running benchmark jobs side by side: launch commands, child environments,
 machine facts, tables and the JSON report.
 
-Both implementations run as separate jobs started from here: shmrma under
-``shmrma-run`` and the reference, mpi4py on MPICH, under ``mpiexec``. Children
+Every implementation runs as a separate job started from here: shmrma under
+``shmrma-run``, shmrma's extensions on the mpi backend (the same rank program,
+counters included, on mpi4py) under ``shmrma-run --backend mpi``, and the
+reference, mpi4py on MPICH, under ``mpiexec``. Children
 run without PYTHONDONTWRITEBYTECODE: real users have bytecode caches, and
 without them every start recompiles shmrma.
 """
@@ -18,6 +20,9 @@ import time
 INSTALL_HINT = 'pip install -e ".[bench]"'
 KILL_GRACE_S = 5
 IMPL_VARIABLE = "SHMRMA_BENCH_IMPL"
+BACKEND_VARIABLE = "SHMRMA_BACKEND"     # shmrma/backend.py's
+# shmrma's backend under each implementation that runs shmrma's code path
+BACKEND_OF = {"shmrma": "shm", "shmrma-mpi": "mpi"}
 
 
 class RunFailed(RuntimeError):
@@ -82,12 +87,17 @@ def reference_missing():
 
 
 def current_impl():
-    """The implementation this rank program runs on: "shmrma", "mpi4py" or "numpy"."""
+    """The implementation this rank program runs on: "shmrma", "shmrma-mpi" (shmrma's
+    extensions on the mpi backend), "mpi4py" or "numpy"."""
     return os.environ.get(IMPL_VARIABLE, "shmrma")
 
 
 def mpi_module():
-    """The ``MPI`` namespace of the implementation this rank program runs on."""
+    """The ``MPI`` namespace of the implementation this rank program runs on.
+
+    "shmrma" and "shmrma-mpi" both take ``from shmrma import MPI`` (SHMRMA_BACKEND,
+    set by the launcher, picks the backend), so their rank programs run shmrma's
+    code path, counters included; "mpi4py" takes mpi4py's own namespace."""
     if current_impl() == "mpi4py":
         from mpi4py import MPI
     else:
@@ -100,6 +110,11 @@ def child_env(impl, extra_path=None):
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env[IMPL_VARIABLE] = impl
+    # shmrma's jobs run on their own backend whatever SHMRMA_BACKEND the caller set
+    if impl in BACKEND_OF:
+        env[BACKEND_VARIABLE] = BACKEND_OF[impl]
+    else:
+        env.pop(BACKEND_VARIABLE, None)
     if extra_path:
         env["PYTHONPATH"] = os.pathsep.join(
             [os.path.abspath(extra_path)] + [p for p in [env.get("PYTHONPATH")] if p])
@@ -109,14 +124,17 @@ def child_env(impl, extra_path=None):
 def launcher_argv(impl, nranks, program):
     """The command running ``program`` (argv after ``python``) on ``nranks`` ranks.
 
-    ``impl`` "shmrma" uses shmrma-run, "mpi4py" MPICH's mpiexec; "numpy" (a
-    single-process reference) runs the program once with plain Python.
+    ``impl`` "shmrma" uses shmrma-run, "shmrma-mpi" ``shmrma-run --backend mpi``
+    (which runs MPICH's mpiexec with ``python -m mpi4py``), "mpi4py" MPICH's
+    mpiexec; "numpy" (a single-process reference) runs the program once with
+    plain Python.
     """
     program = [str(a) for a in program]
-    if impl == "shmrma":
+    if impl in BACKEND_OF:
         run = find_tool("shmrma-run")
         head = [run] if run else [sys.executable, "-m", "shmrma.run"]
-        return head + ["-n", str(nranks)] + program
+        backend = ["--backend", "mpi"] if impl == "shmrma-mpi" else []
+        return head + backend + ["-n", str(nranks)] + program
     if impl == "mpi4py":
         return [find_tool("mpiexec"), "-n", str(nranks), sys.executable] + program
     return [sys.executable] + program

@@ -2,12 +2,14 @@
 waiting for it, ping-pong between 2 ranks; the result is half a round trip.
 
     shmrma-run -n 2 -m shmrma.bench.notify FORM [ITERATIONS]
+    shmrma-run --backend mpi -n 2 -m shmrma.bench.notify FORM [ITERATIONS]
+                              (SHMRMA_BENCH_IMPL=shmrma-mpi: shmrma's counters on mpi4py)
     mpiexec -n 2 python -m shmrma.bench.notify standard [ITERATIONS]   (SHMRMA_BENCH_IMPL=mpi4py)
 
 FORM is
   counters  the proposal's synchronization counters: Sync_ops_init(peer, MODE_WIN_PUT)
             around the Put, the consumer waiting in Sync_object_init's request
-            (shmrma only)
+            (shmrma, on either backend)
   standard  MPI-3 calls only: inside Lock_all, Put + Flush, then Fetch_and_op(+1) on
             the peer's flag + Flush; the consumer polls its own flag with
             Fetch_and_op(NO_OP) + Flush until it moved

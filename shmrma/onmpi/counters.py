@@ -1,0 +1,313 @@
+"""Synchronization counters on the mpi backend, in standard MPI-3 calls only.
+
+Each window made through this namespace has a counter window beside it: every rank
+allocates ``SHMRMA_SYNC_OBJECTS`` 64-bit words (default 256) with
+MPI_Win_allocate, and the counter window stays in a Lock_all epoch from creation
+to Free. A word holds a counter and its slot's generation:
+``generation * 2**32 + value``, the value a signed 32-bit number, so a handle of
+a freed counter is refused (A25) by the same atomic update that would change it.
+Every change is a compare-and-swap loop (Fetch_and_op NO_OP to read, then
+Compare_and_swap, each flushed), so a refused change changes nothing.
+
+Semantics as on shared memory (checklist A14-A18, A23): Start of a Sync_object
+request adds its count (early decrements stay banked; ERR_WIN_COUNTER when they
+outnumber it); the request completes when the counter is back to <= 0. While a
+Sync_ops request covering RMA is active, the user window is in a Lock_all epoch
+(the counter epoch, A14); its completion flushes that target, then decrements
+the target's counter exactly once (A15). Waiting polls with backoff.
+"""
+import os
+
+import numpy as np
+from mpi4py import MPI as _mpi
+
+from .. import counters as rules
+from .. import errors as shm
+from ..synchandle import SYNC_NULL, Sync
+from . import errors
+from .extends import info_hints
+from .requests import PyRequest, empty
+
+CAPACITY_VARIABLE = "SHMRMA_SYNC_OBJECTS"
+DEFAULT_CAPACITY = 256
+_WORD = _mpi.INT64_T
+
+
+def capacity():
+    text = os.environ.get(CAPACITY_VARIABLE, str(DEFAULT_CAPACITY))
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        errors.fail(shm.ERR_ARG, "%s=%r: give the number of counters a rank may hold per "
+                    "window, a positive integer" % (CAPACITY_VARIABLE, text))
+    return value
+
+
+def _split(word):
+    value = ((word + 2**31) % 2**32) - 2**31       # the signed low 32 bits
+    return value, (word - value) >> 32
+
+
+def _join(value, generation):
+    return (generation << 32) + value
+
+
+class CounterWindow:
+    """The counters of one user window (see the module's docstring)."""
+
+    def __init__(self, comm, window_id):
+        self.id = window_id
+        self.rank, self.size = comm.Get_rank(), comm.Get_size()
+        self.slots = capacity()
+        self.phase_slot = self.slots    # one more word: the window barrier's phase
+        self.win = _mpi.Win.Allocate((self.slots + 1) * 8, 8, comm=comm)
+        np.frombuffer(self.win.tomemory(), dtype="i8")[:] = 0
+        comm.Barrier()
+        self.win.Lock_all(_mpi.MODE_NOCHECK)
+        self.free_slots = list(reversed(range(self.slots)))
+        self.active = {}        # id -> started, uncompleted request (Win.Free checks)
+        self.allocated = 0
+        self._old = np.zeros(1, dtype="i8")
+        self._new = np.zeros(1, dtype="i8")
+        self._seen = np.zeros(1, dtype="i8")
+
+    def read(self, rank, slot):
+        """(value, generation) of a counter, read atomically."""
+        self.win.Fetch_and_op([self._new, _WORD], [self._old, _WORD], rank, slot, _mpi.NO_OP)
+        self.win.Flush(rank)
+        return _split(int(self._old[0]))
+
+    def publish_phase(self, phase):
+        """This rank entered window barrier ``phase`` (winbarrier.py)."""
+        self._new[0] = phase
+        self.win.Accumulate([self._new, _WORD], self.rank, self.phase_slot, _mpi.REPLACE)
+        self.win.Flush(self.rank)
+
+    def phase_of(self, rank):
+        return self.read(rank, self.phase_slot)[0]
+
+    def update(self, rank, slot, change):
+        """Replace (value, generation) by ``change(value, generation)`` atomically.
+
+        ``change`` may raise: then nothing was changed."""
+        self.win.Fetch_and_op([self._new, _WORD], [self._old, _WORD], rank, slot, _mpi.NO_OP)
+        self.win.Flush(rank)
+        while True:
+            self._new[0] = _join(*change(*_split(int(self._old[0]))))
+            self.win.Compare_and_swap([self._new, _WORD], [self._old, _WORD],
+                                      [self._seen, _WORD], rank, slot)
+            self.win.Flush(rank)
+            if self._seen[0] == self._old[0]:
+                return
+            self._old[0] = self._seen[0]
+
+    def check(self, sync, call):
+        """ERR_ARG unless ``sync`` names a counter of this window that is still allocated."""
+        rules.check_handle(sync, self.id, self.size, call)
+        if not 0 <= sync.slot < self.slots or self.read(sync.owner, sync.slot)[1] != \
+                sync.generation:
+            rules.fail_freed(call, sync.owner)
+
+    def allocate(self, n):
+        if n > len(self.free_slots):
+            shm.fail(shm.ERR_NO_MEM, "Alloc_sync_objects: %d counters asked, %d of this "
+                     "rank's %d left on this window; set %s higher before creating the "
+                     "window" % (n, len(self.free_slots), self.slots, CAPACITY_VARIABLE))
+        syncs = []
+        for _ in range(n):
+            slot = self.free_slots.pop()
+            generations = []
+            self.update(self.rank, slot,
+                        lambda value, generation: generations.append(generation + 1)
+                        or (0, generation + 1))
+            syncs.append(Sync(self.id, self.rank, "mpi", slot, generations[-1]))
+        self.allocated += n
+        return syncs
+
+    def release(self, syncs):
+        waited_on = {request.sync.slot for request in self.active.values()
+                     if isinstance(request, SyncObjectRequest)}
+        for index, sync in enumerate(syncs):
+            self.check(sync, "Free_sync_objects")
+            if sync.owner != self.rank:
+                shm.fail(shm.ERR_ARG, "Free_sync_objects: counter %d was allocated by rank "
+                         "%d, not by this rank" % (index, sync.owner))
+            if sync.slot in waited_on:
+                shm.fail(shm.ERR_RMA_SYNC, "Free_sync_objects: counter %d is waited on by "
+                         "an active Sync_object request; complete it first (A23)" % index)
+        for index, sync in enumerate(syncs):
+            self.update(self.rank, sync.slot, lambda value, generation: (0, generation + 1))
+            self.free_slots.append(sync.slot)
+            self.allocated -= 1
+            syncs[index] = SYNC_NULL
+
+    def close(self):
+        self.win.Unlock_all()
+        self.win.Free()
+
+
+class _SyncRequest(PyRequest):
+    def __init__(self, owner, sync, restart):
+        self._owner, self.sync, self._restart = owner, sync, restart
+        self._completed = False
+
+    @errors.translated
+    def Start(self):
+        if self._freed:
+            shm.fail(shm.ERR_REQUEST, "Start on a freed synchronization request")
+        if self._active:
+            shm.fail(shm.ERR_REQUEST, "Start on an active synchronization request: complete "
+                     "it with Wait or Test first (A17)")
+        counters = self._owner._counters
+        if counters is None:
+            shm.fail(shm.ERR_WIN, "Start: the window of this request was freed")
+        self._arm()
+        self._active, self._completed = True, False
+        counters.active[id(self)] = self
+
+    def _deactivate(self):
+        self._active = False
+        self._owner._counters.active.pop(id(self), None)
+
+    @errors.translated
+    def Cancel(self):
+        shm.fail(shm.ERR_REQUEST, "a synchronization request cannot be cancelled")
+
+    @errors.translated
+    def Free(self):
+        if self._active and not (self._restart and self._completed):
+            shm.fail(shm.ERR_REQUEST, "Free of an active synchronization request: complete "
+                     "it with Wait or Test first (a restart request may be freed right "
+                     "after a Wait or Test completed it, A23)")
+        if self._active:
+            self._deactivate()
+        self._freed = True
+
+    Test = errors.translated(PyRequest.Test)
+    Wait = errors.translated(PyRequest.Wait)
+
+    def _complete(self, status):
+        empty(status)
+        self._signal()
+        self._completed = True
+
+
+class SyncOpsRequest(_SyncRequest):
+    """Sync_ops_init: flush the covered RMA to the target, then decrement its counter."""
+
+    def __init__(self, owner, target, mode, sync, restart):
+        super().__init__(owner, sync, restart)
+        self._target, self._mode = target, mode
+
+    def _arm(self):
+        if self._mode:
+            self._owner._open_counter_epoch()
+
+    def _ready(self):
+        return True
+
+    def _signal(self):
+        counters, expected = self._owner._counters, self.sync.generation
+
+        def decrement(value, generation):
+            if generation != expected:
+                self._deactivate()
+                rules.fail_freed("the counter this Sync_ops request signals; nothing was "
+                                 "signalled", self._target)
+            return value - 1, generation
+        if self._mode:
+            self._owner.Flush(self._target)     # the covered RMA are complete (A15)
+        counters.update(self._target, self.sync.slot, decrement)
+        if not self._restart:
+            self._deactivate()
+
+    def _deactivate(self):
+        super()._deactivate()
+        if self._mode:
+            self._owner._close_counter_epoch()
+
+
+class SyncObjectRequest(_SyncRequest):
+    """Sync_object_init: complete when the local counter is back to <= 0."""
+
+    def __init__(self, owner, sync, count, restart):
+        super().__init__(owner, sync, restart)
+        self._count = count
+
+    def _arm(self):
+        count = self._count
+
+        def add(value, generation):
+            if value + count < 0:
+                shm.fail(shm.ERR_WIN_COUNTER, "Start: %d early signals are more than this "
+                         "request's count %d; the counter would stay negative (A16)"
+                         % (-value, count))
+            return value + count, generation
+        self._owner._counters.update(self._owner._counters.rank, self.sync.slot, add)
+
+    def _ready(self):
+        counters = self._owner._counters
+        return counters.read(counters.rank, self.sync.slot)[0] <= 0
+
+    def _signal(self):
+        if self._restart:
+            self._arm()     # re-arm at once (R163); early signals stay banked
+        else:
+            self._deactivate()
+
+
+class CounterCalls:
+    """Mixin of the backend's Win: the proposal's calls."""
+
+    _counters = None
+    _counter_epochs = 0
+
+    def _extension(self, call):
+        if self._counters is None:
+            shm.fail(shm.ERR_WIN, "%s: this window has no counters; on the mpi backend "
+                     "only windows made with shmrma's MPI.Win (Create, Allocate, "
+                     "Allocate_shared, Create_dynamic) have them" % call)
+        return self._counters
+
+    def _open_counter_epoch(self):
+        if not self._counter_epochs:
+            self.Lock_all(_mpi.MODE_NOCHECK)
+        self._counter_epochs += 1
+
+    def _close_counter_epoch(self):
+        self._counter_epochs -= 1
+        if not self._counter_epochs:
+            self.Unlock_all()
+
+    @errors.translated
+    def Alloc_sync_objects(self, n, info=None):
+        counters = self._extension("Alloc_sync_objects")
+        return counters.allocate(rules.checked_number(n, "Alloc_sync_objects", "n"))
+
+    @errors.translated
+    def Free_sync_objects(self, syncs):
+        self._extension("Free_sync_objects").release(syncs)
+
+    @errors.translated
+    def Sync_ops_init(self, target_rank, sync_mode, sync_counter, info=None):
+        counters = self._extension("Sync_ops_init")
+        target = int(target_rank)
+        if not 0 <= target < counters.size:
+            shm.fail(shm.ERR_RANK, "Sync_ops_init target_rank: %r is not a rank of the "
+                     "window (0..%d)" % (target_rank, counters.size - 1))
+        mode = rules.checked_mode(sync_mode)
+        counters.check(sync_counter, "Sync_ops_init")
+        rules.check_owner(sync_counter, target, "Sync_ops_init")
+        return SyncOpsRequest(self, target, mode, sync_counter,
+                              rules.restart_of(info_hints(info), "Sync_ops_init"))
+
+    @errors.translated
+    def Sync_object_init(self, sync_counter, count, info=None):
+        counters = self._extension("Sync_object_init")
+        count = rules.checked_number(count, "Sync_object_init", "count")
+        counters.check(sync_counter, "Sync_object_init")
+        rules.check_owner(sync_counter, counters.rank, "Sync_object_init")
+        return SyncObjectRequest(self, sync_counter, count,
+                                 rules.restart_of(info_hints(info), "Sync_object_init"))

@@ -1,0 +1,56 @@
+"""Errors of the extensions on the mpi backend: mpi4py's ``MPI.Exception`` with the
+MPI's own error classes, plus a message saying what to fix.
+
+The checks themselves are shmrma's (synchandle, buffers, counters argument rules);
+``translated`` turns the shmrma exception they raise into this one, class by name.
+ERR_WIN_COUNTER is not an MPI class: it is added with MPI_Add_error_class.
+"""
+import functools
+
+from mpi4py import MPI as _mpi
+
+from .. import errors as shm
+
+ERR_WIN_COUNTER = _mpi.Add_error_class()
+_mpi.Add_error_string(ERR_WIN_COUNTER, shm.error_string(shm.ERR_WIN_COUNTER))
+
+_NAME_OF_CLASS = {value: name for name, value in vars(shm).items()
+                  if name.startswith("ERR_") and isinstance(value, int)}
+
+
+class Exception(_mpi.Exception):  # noqa: A001 - it is an MPI.Exception
+    """An MPI.Exception of the MPI's error class, carrying what to fix."""
+
+    def __init__(self, ierr, message=None):
+        super().__init__(ierr)
+        self.message = message
+
+    def __str__(self):
+        text = self.Get_error_string().strip()
+        return "%s: %s" % (text, self.message) if self.message else text
+
+    def __reduce__(self):
+        return (type(self), (int(self.Get_error_code()), self.message))
+
+
+def mpi_class(shm_class):
+    """The MPI's error class of the same name as shmrma's ``shm_class``."""
+    name = _NAME_OF_CLASS.get(shm_class, "ERR_OTHER")
+    if name == "ERR_WIN_COUNTER":
+        return ERR_WIN_COUNTER
+    return getattr(_mpi, name, _mpi.ERR_OTHER)
+
+
+def fail(shm_class, message):
+    raise Exception(mpi_class(shm_class), message)
+
+
+def translated(function):
+    """``function`` raising this backend's exception where shmrma's would be raised."""
+    @functools.wraps(function)
+    def call(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except shm.Exception as exc:
+            raise Exception(mpi_class(exc.ierr), exc.message) from None
+    return call

@@ -1,0 +1,126 @@
+"""``shmrma-run --backend mpi``: the same program under the MPI's ``mpiexec``.
+
+The ranks run ``python -m mpi4py``, so an exception in one rank aborts the whole
+job instead of leaving the others in a collective forever. This process never
+initializes MPI itself.
+"""
+import importlib.util
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+from .. import backend
+
+TIMEOUT_STATUS = 124
+KILL_GRACE = 3.0        # seconds between SIGTERM and SIGKILL of a timed-out job
+INSTALL_HINT = 'python -m pip install mpich mpi4py (or pip install "shmrma[mpi]")'
+
+
+class Unavailable(Exception):
+    """The mpi backend cannot run here; the message says what to install or set."""
+
+
+def find_mpiexec():
+    """SHMRMA_MPIEXEC, else the mpiexec beside this Python (the mpich wheel), else PATH."""
+    chosen = os.environ.get("SHMRMA_MPIEXEC")
+    if chosen:
+        found = shutil.which(chosen)
+        if found is None:
+            raise Unavailable("SHMRMA_MPIEXEC=%r is not an executable" % chosen)
+        return found
+    beside = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    if os.access(beside, os.X_OK):
+        return beside
+    found = shutil.which("mpiexec")
+    if found is None:
+        raise Unavailable("no mpiexec found beside %s or on PATH; install one with %s, "
+                          "or set SHMRMA_MPIEXEC" % (sys.executable, INSTALL_HINT))
+    return found
+
+
+def check_mpi4py():
+    if importlib.util.find_spec("mpi4py") is None:
+        raise Unavailable("mpi4py is not installed in %s; install it with %s"
+                          % (sys.prefix, INSTALL_HINT))
+
+
+def tag_output_flag(mpiexec):
+    """mpiexec's own option that prefixes output lines with the rank."""
+    version = subprocess.run([mpiexec, "--version"], capture_output=True, text=True,
+                             timeout=30)
+    text = version.stdout + version.stderr
+    if "HYDRA" in text:
+        return ["-prepend-rank"]
+    if "Open MPI" in text or "OpenRTE" in text or "PRRTE" in text:
+        return ["--tag-output"]
+    raise Unavailable("--tag-output: %s is neither MPICH's nor Open MPI's mpiexec; use "
+                      "its own option" % mpiexec)
+
+
+def command(options, mpiexec):
+    """The mpiexec command line for the parsed shmrma-run options."""
+    argv = [mpiexec, "-n", str(options.nranks)]
+    if options.tag_output:
+        argv += tag_output_flag(mpiexec)
+    argv += [sys.executable, "-m", "mpi4py"]
+    if options.mode == "module":
+        argv += ["-m", options.target]
+    elif options.mode == "code":
+        argv += ["-c", options.target]
+    else:
+        argv.append(options.target)
+    return argv + list(options.args)
+
+
+def run(options):
+    """Run the job; returns the exit status shmrma-run should end with."""
+    try:
+        check_mpi4py()
+        argv = command(options, find_mpiexec())
+    except Unavailable as exc:
+        sys.stderr.write("shmrma-run: --backend mpi: %s\n" % exc)
+        return 1
+    env = dict(os.environ)
+    env[backend.VARIABLE] = "mpi"
+    job = subprocess.Popen(argv, env=env, start_new_session=True)
+    forwarded = {sig: signal.signal(sig, lambda signum, frame: _signal_job(job, signum))
+                 for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return _supervise(job, options.timeout)
+    finally:
+        for sig, handler in forwarded.items():
+            signal.signal(sig, handler)
+
+
+def _supervise(job, timeout):
+    try:
+        status = job.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        sys.stderr.write("shmrma-run: the job timed out after %g s; the job was ended "
+                         "(the mpi backend cannot show what each rank was doing)\n" % timeout)
+        _end(job)
+        return TIMEOUT_STATUS
+    if status < 0:
+        status = 128 - status
+    if status:
+        sys.stderr.write("shmrma-run: mpiexec exited with status %d; the job was ended\n"
+                         % status)
+    return status
+
+
+def _signal_job(job, signum):
+    try:
+        os.killpg(job.pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def _end(job):
+    _signal_job(job, signal.SIGTERM)
+    try:
+        job.wait(timeout=KILL_GRACE)
+    except subprocess.TimeoutExpired:
+        _signal_job(job, signal.SIGKILL)
+        job.wait()
