@@ -22,6 +22,10 @@ CASES = [pytest.param(script, ranks, id="%s-%d" % (script.relative_to(ROOT / "sc
 LINES = {"PYTHONUNBUFFERED": ""}
 
 
+def mpich_segments():
+    return {name for name in os.listdir("/dev/shm") if name.startswith("mpich_shm_")}
+
+
 def _mpi_missing():
     if importlib.util.find_spec("mpi4py") is None:
         return "mpi4py is not installed"
@@ -106,7 +110,9 @@ def test_mpi_backend_modes_and_tagged_output(run_shmrma, tmp_path, mode):
 @needs_mpi
 @pytest.mark.timeout(60)
 def test_mpi_backend_failing_rank_ends_the_job(run_shmrma, tmp_path):
-    """A rank that raises aborts the whole job (python -m mpi4py), named on one line."""
+    """A rank that raises aborts the whole job (python -m mpi4py), named on one line;
+    the segments MPICH leaves after MPI_Abort are swept."""
+    before = mpich_segments()
     prog = tmp_path / "prog.py"
     prog.write_text("from shmrma import MPI\ncomm = MPI.COMM_WORLD\n"
                     "if comm.rank == 1:\n    raise ValueError('boom on one')\n"
@@ -115,17 +121,20 @@ def test_mpi_backend_failing_rank_ends_the_job(run_shmrma, tmp_path):
     assert result.returncode != 0
     assert "ValueError: boom on one" in result.stderr
     assert "shmrma-run: mpiexec exited with status" in result.stderr
+    assert mpich_segments() <= before
 
 
 @needs_mpi
 @pytest.mark.timeout(60)
 def test_mpi_backend_timeout(run_shmrma, tmp_path):
-    """--timeout ends an mpi-backend job with status 124 and says so."""
+    """--timeout ends an mpi-backend job with status 124 and says so; no segment left."""
+    before = mpich_segments()
     prog = tmp_path / "prog.py"
     prog.write_text("import time\nfrom shmrma import MPI\ntime.sleep(60)\n")
     result = run_shmrma(["--backend", "mpi", "-n", 2, "--timeout", 2, prog], timeout=50)
     assert result.returncode == 124
     assert "timed out after 2 s" in result.stderr
+    assert mpich_segments() <= before
 
 
 @pytest.mark.timeout(30)

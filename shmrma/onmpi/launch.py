@@ -10,11 +10,14 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 
 from .. import backend
 
 TIMEOUT_STATUS = 124
 KILL_GRACE = 3.0        # seconds between SIGTERM and SIGKILL of a timed-out job
+SHM_DIR = "/dev/shm"
+FRESH = 0.1             # seconds: a segment younger than this may not be mapped yet
 INSTALL_HINT = 'python -m pip install mpich mpi4py (or pip install "shmrma[mpi]")'
 
 
@@ -84,6 +87,7 @@ def run(options):
         return 1
     env = dict(os.environ)
     env[backend.VARIABLE] = "mpi"
+    before = _mpich_segments()
     job = subprocess.Popen(argv, env=env, start_new_session=True)
     forwarded = {sig: signal.signal(sig, lambda signum, frame: _signal_job(job, signum))
                  for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -92,6 +96,7 @@ def run(options):
     finally:
         for sig, handler in forwarded.items():
             signal.signal(sig, handler)
+        _sweep(_mpich_segments() - before)
 
 
 def _supervise(job, timeout):
@@ -108,6 +113,35 @@ def _supervise(job, timeout):
         sys.stderr.write("shmrma-run: mpiexec exited with status %d; the job was ended\n"
                          % status)
     return status
+
+
+def _mpich_segments():
+    try:
+        return {name for name in os.listdir(SHM_DIR) if name.startswith("mpich_shm_")}
+    except OSError:
+        return set()
+
+
+def _sweep(names):
+    """Unlink the MPICH segments this job left (MPI_Abort and killed ranks leak them),
+    unless a live process maps one: it may belong to another job started meanwhile."""
+    if not names:
+        return
+    mapped = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/maps" % pid) as maps:
+                mapped.update(name for name in names if name in maps.read())
+        except OSError:
+            continue
+    for name in names - mapped:
+        path = os.path.join(SHM_DIR, name)
+        try:
+            if time.time() - os.stat(path).st_ctime < FRESH:
+                continue    # just made by another job, which maps it at once
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 def _signal_job(job, signum):
