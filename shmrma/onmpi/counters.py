@@ -25,12 +25,20 @@ from .. import counters as rules
 from .. import errors as shm
 from ..synchandle import SYNC_NULL, Sync
 from . import errors
-from .extends import info_hints
 from .requests import PyRequest, empty
 
 CAPACITY_VARIABLE = "SHMRMA_SYNC_OBJECTS"
 DEFAULT_CAPACITY = 256
 _WORD = _mpi.INT64_T
+
+
+def info_hints(info):
+    """A dict of an mpi4py Info (None and INFO_NULL give {}), or the mapping given."""
+    if info is None or (isinstance(info, _mpi.Info) and info == _mpi.INFO_NULL):
+        return {}
+    if isinstance(info, _mpi.Info):
+        return dict(info.items())
+    return info
 
 
 def capacity():
@@ -91,16 +99,17 @@ class CounterWindow:
     def update(self, rank, slot, change):
         """Replace (value, generation) by ``change(value, generation)`` atomically.
 
-        ``change`` may raise: then nothing was changed."""
+        ``change`` may raise: then nothing was changed. Returns the new pair."""
         self.win.Fetch_and_op([self._new, _WORD], [self._old, _WORD], rank, slot, _mpi.NO_OP)
         self.win.Flush(rank)
         while True:
-            self._new[0] = _join(*change(*_split(int(self._old[0]))))
+            new = change(*_split(int(self._old[0])))
+            self._new[0] = _join(*new)
             self.win.Compare_and_swap([self._new, _WORD], [self._old, _WORD],
                                       [self._seen, _WORD], rank, slot)
             self.win.Flush(rank)
             if self._seen[0] == self._old[0]:
-                return
+                return new
             self._old[0] = self._seen[0]
 
     def check(self, sync, call):
@@ -118,11 +127,8 @@ class CounterWindow:
         syncs = []
         for _ in range(n):
             slot = self.free_slots.pop()
-            generations = []
-            self.update(self.rank, slot,
-                        lambda value, generation: generations.append(generation + 1)
-                        or (0, generation + 1))
-            syncs.append(Sync(self.id, self.rank, "mpi", slot, generations[-1]))
+            _, generation = self.update(self.rank, slot, lambda value, old: (0, old + 1))
+            syncs.append(Sync(self.id, self.rank, "mpi", slot, generation))
         self.allocated += n
         return syncs
 

@@ -35,9 +35,10 @@ def poll_until(ready):
 
 
 class PyRequest(_mpi.Prequest):
-    """A request whose completion is Python code: ``_ready()`` says whether it can
-    complete without blocking (and makes progress), ``_complete()`` does what
-    completing it does. Inactive and freed requests complete at once, empty."""
+    """A request whose completion is Python code. Subclasses give ``_ready()``:
+    whether it can complete without blocking (it also makes progress), and
+    ``_complete(status)``: what completing it does, filling ``status`` (None or an
+    MPI.Status). Inactive and freed requests complete at once, empty."""
 
     _active = False
     _freed = False
@@ -47,13 +48,6 @@ class PyRequest(_mpi.Prequest):
 
     def __bool__(self):
         return not self._freed
-
-    def _ready(self):
-        raise NotImplementedError
-
-    def _complete(self, status):
-        """Complete the request, filling ``status`` (None or an MPI.Status)."""
-        raise NotImplementedError
 
     def Test(self, status=None):
         if not self._active:
