@@ -18,6 +18,7 @@ TIMEOUT_STATUS = 124
 KILL_GRACE = 3.0        # seconds between SIGTERM and SIGKILL of a timed-out job
 SHM_DIR = "/dev/shm"
 FRESH = 0.1             # seconds: a segment younger than this may not be mapped yet
+SWEEP_WAIT = 2.0        # seconds the sweep waits for exiting ranks to unmap
 INSTALL_HINT = 'python -m pip install mpich mpi4py (or pip install "shmrma[mpi]")'
 
 
@@ -123,25 +124,42 @@ def _mpich_segments():
 
 
 def _sweep(names):
-    """Unlink the MPICH segments this job left (MPI_Abort and killed ranks leak them),
-    unless a live process maps one: it may belong to another job started meanwhile."""
-    if not names:
-        return
+    """Unlink the MPICH segments this job left (MPI_Abort and killed ranks leak them).
+
+    A segment still mapped may belong to a rank that is still exiting after
+    mpiexec returned, or to another job started meanwhile: wait a little for the
+    first kind, never unlink one that stays mapped."""
+    deadline = time.monotonic() + SWEEP_WAIT
+    while names:
+        mapped = _mapped(names)
+        names = {name for name in names if not _unlink_if_unmapped(name, mapped)}
+        if not names or time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
+
+
+def _mapped(names):
     mapped = set()
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open("/proc/%s/maps" % pid) as maps:
-                mapped.update(name for name in names if name in maps.read())
+                text = maps.read()
         except OSError:
             continue
-    for name in names - mapped:
-        path = os.path.join(SHM_DIR, name)
-        try:
-            if time.time() - os.stat(path).st_ctime < FRESH:
-                continue    # just made by another job, which maps it at once
-            os.unlink(path)
-        except OSError:
-            pass
+        mapped.update(name for name in names if name in text)
+    return mapped
+
+
+def _unlink_if_unmapped(name, mapped):
+    """True when ``name`` is gone (unlinked now, or already)."""
+    path = os.path.join(SHM_DIR, name)
+    try:
+        if name in mapped or time.time() - os.stat(path).st_ctime < FRESH:
+            return False    # in use, or just made by another job, which maps it at once
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    return True
 
 
 def _signal_job(job, signum):
