@@ -60,17 +60,18 @@ ok("HANDLE_SYNC")
 # R156, R158: a Put and its signal, mixed in Waitall/Testall/Waitany with MPI requests
 arrived = win.Sync_object_init(mine[0], 1)
 signal = win.Sync_ops_init(right, MPI.MODE_WIN_PUT, theirs[0])
-memory[0] = -1
+memory[:] = -1
 comm.Barrier()
 for step in range(4):
     MPI.Prequest.Startall([arrived, signal])
-    win.Put([np.array([10 * step + rank], "i8"), MPI.INT64_T], right)
+    # two words: the neighbour, one step ahead at most, writes the other one
+    win.Put([np.array([10 * step + rank], "i8"), MPI.INT64_T], right, step % 2)
     note = comm.Isend(b"x", left, 3)
     box = bytearray(1)
     MPI.Request.Waitall([signal, comm.Irecv(box, right, 3), note])
     while not MPI.Request.Testall([arrived]):
         pass
-    assert memory[0] == 10 * step + left, (step, memory[0])
+    assert memory[step % 2] == 10 * step + left, (step, memory)
 ok("Sync_ops + Sync_object")
 
 # A17: Start on an active request, Cancel, Free of an active request: ERR_REQUEST
