@@ -106,6 +106,7 @@ assert error_class(win.Sync_object_init, theirs[0], 1) == MPI.ERR_ARG
 assert error_class(win.Sync_ops_init, right, 0, MPI.SYNC_NULL) == MPI.ERR_ARG
 assert error_class(win.Alloc_sync_objects, -1) == MPI.ERR_COUNT
 assert error_class(win.Alloc_sync_objects, 10 ** 6) == MPI.ERR_NO_MEM
+stale = win.Sync_ops_init(right, 0, theirs[1])
 comm.Barrier()
 for request in (arrived, signal, pure, one, two):
     request.Free()
@@ -114,6 +115,22 @@ win.Free_sync_objects(spare)
 assert spare == [MPI.SYNC_NULL]
 comm.Barrier()
 assert error_class(win.Sync_ops_init, right, 0, theirs[1]) == MPI.ERR_ARG   # freed (A25)
+stale.Start()
+assert error_class(stale.Wait) == MPI.ERR_ARG      # made before the free: signals nothing
+# the slot again, under a new generation: its new handle signals once, exactly
+again = win.Alloc_sync_objects(1)
+fresh = comm.sendrecv(again[0], left, source=right)
+assert fresh.slot == theirs[1].slot and fresh != theirs[1]
+waiting = win.Sync_object_init(again[0], 1)
+waiting.Start()
+comm.Barrier()
+assert not waiting.Test()
+comm.Barrier()
+signal_again = win.Sync_ops_init(right, 0, fresh)
+signal_again.Start()
+signal_again.Wait()
+waiting.Wait()
+win.Free_sync_objects(again)
 ok("argument errors")
 
 # the window barrier (A1-A3) and its assertion check
