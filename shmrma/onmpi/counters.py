@@ -28,7 +28,7 @@ from .. import counters as rules
 from .. import errors as shm
 from ..synchandle import SYNC_NULL, Sync
 from . import errors
-from .requests import PyRequest, empty
+from .requests import PyRequest, empty, make_progress
 
 CAPACITY_VARIABLE = "SHMRMA_SYNC_OBJECTS"
 DEFAULT_CAPACITY = 256
@@ -90,6 +90,7 @@ class CounterWindow:
         return _split(self._read_word(rank, slot))
 
     def _read_word(self, rank, slot):
+        make_progress()     # every wait polls here: peers' Flushes may need this rank
         self.win.Fetch_and_op([self._new, _WORD], [self._old, _WORD], rank, slot, _mpi.NO_OP)
         self.win.Flush(rank)
         word = self._guess[rank, slot] = int(self._old[0])

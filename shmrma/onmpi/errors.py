@@ -3,7 +3,10 @@ MPI's own error classes, plus a message saying what to fix.
 
 The checks themselves are shmrma's (synchandle, buffers, counters argument rules);
 ``translated`` turns the shmrma exception they raise into this one, class by name.
-ERR_WIN_COUNTER is not an MPI class: it is added with MPI_Add_error_class.
+ERR_WIN_COUNTER is not an MPI class: it is added with MPI_Add_error_class, and
+raised as an error code of that class (MPI_Add_error_code), because Open MPI 5's
+MPI_Error_class does not map an added class to itself (it says ERR_UNKNOWN),
+while it maps the code to the class, as MPICH does for both.
 """
 import functools
 
@@ -12,7 +15,9 @@ from mpi4py import MPI as _mpi
 from .. import errors as shm
 
 ERR_WIN_COUNTER = _mpi.Add_error_class()
-_mpi.Add_error_string(ERR_WIN_COUNTER, shm.error_string(shm.ERR_WIN_COUNTER))
+_WIN_COUNTER_CODE = _mpi.Add_error_code(ERR_WIN_COUNTER)
+for _added in (ERR_WIN_COUNTER, _WIN_COUNTER_CODE):
+    _mpi.Add_error_string(_added, shm.error_string(shm.ERR_WIN_COUNTER))
 
 _NAME_OF_CLASS = {value: name for name, value in vars(shm).items()
                   if name.startswith("ERR_") and isinstance(value, int)}
@@ -33,16 +38,16 @@ class Exception(_mpi.Exception):  # noqa: A001 - it is an MPI.Exception
         return (type(self), (int(self.Get_error_code()), self.message))
 
 
-def mpi_class(shm_class):
-    """The MPI's error class of the same name as shmrma's ``shm_class``."""
+def mpi_code(shm_class):
+    """An MPI error code of the MPI's class named as shmrma's ``shm_class``."""
     name = _NAME_OF_CLASS.get(shm_class, "ERR_OTHER")
     if name == "ERR_WIN_COUNTER":
-        return ERR_WIN_COUNTER
+        return _WIN_COUNTER_CODE
     return getattr(_mpi, name, _mpi.ERR_OTHER)
 
 
 def fail(shm_class, message):
-    raise Exception(mpi_class(shm_class), message)
+    raise Exception(mpi_code(shm_class), message)
 
 
 def translated(function):
@@ -52,5 +57,5 @@ def translated(function):
         try:
             return function(*args, **kwargs)
         except shm.Exception as exc:
-            raise Exception(mpi_class(exc.ierr), exc.message) from None
+            raise Exception(mpi_code(exc.ierr), exc.message) from None
     return call

@@ -4,6 +4,7 @@ The ranks run ``python -m mpi4py``, so an exception in one rank aborts the whole
 job instead of leaving the others in a collective forever. This process never
 initializes MPI itself.
 """
+import functools
 import importlib.util
 import os
 import shutil
@@ -17,6 +18,8 @@ from .. import backend
 TIMEOUT_STATUS = 124
 KILL_GRACE = 3.0        # seconds between SIGTERM and SIGKILL of a timed-out job
 SHM_DIR = "/dev/shm"
+# what MPICH (ch4:shm) and Open MPI (btl/sm) name their segments in SHM_DIR
+SEGMENT_PREFIXES = ("mpich_shm_", "sm_segment.")
 FRESH = 0.1             # seconds: a segment younger than this may not be mapped yet
 SWEEP_WAIT = 2.0        # seconds the sweep waits for exiting ranks to unmap
 INSTALL_HINT = 'python -m pip install mpich mpi4py (or pip install "shmrma[mpi]")'
@@ -50,22 +53,40 @@ def check_mpi4py():
                           % (sys.prefix, INSTALL_HINT))
 
 
-def tag_output_flag(mpiexec):
-    """mpiexec's own option that prefixes output lines with the rank."""
+@functools.lru_cache(maxsize=None)
+def flavor(mpiexec):
+    """"mpich", "openmpi", or None for an mpiexec this launcher does not know."""
     version = subprocess.run([mpiexec, "--version"], capture_output=True, text=True,
                              timeout=30)
     text = version.stdout + version.stderr
     if "HYDRA" in text:
-        return ["-prepend-rank"]
+        return "mpich"
     if "Open MPI" in text or "OpenRTE" in text or "PRRTE" in text:
-        return ["--tag-output"]
-    raise Unavailable("--tag-output: %s is neither MPICH's nor Open MPI's mpiexec; use "
-                      "its own option" % mpiexec)
+        return "openmpi"
+    return None
+
+
+def tag_output_flag(mpiexec):
+    """mpiexec's own option that prefixes output lines with the rank."""
+    known = {"mpich": ["-prepend-rank"], "openmpi": ["--tag-output"]}
+    try:
+        return known[flavor(mpiexec)]
+    except KeyError:
+        raise Unavailable("--tag-output: %s is neither MPICH's nor Open MPI's mpiexec; "
+                          "use its own option" % mpiexec) from None
+
+
+def oversubscribe_flag(mpiexec, nranks):
+    """Open MPI refuses more ranks than cores unless told; shmrma-run never does."""
+    if nranks > (os.cpu_count() or 1) and flavor(mpiexec) == "openmpi":
+        return ["--oversubscribe"]
+    return []
 
 
 def command(options, mpiexec):
     """The mpiexec command line for the parsed shmrma-run options."""
     argv = [mpiexec, "-n", str(options.nranks)]
+    argv += oversubscribe_flag(mpiexec, options.nranks)
     if options.tag_output:
         argv += tag_output_flag(mpiexec)
     argv += [sys.executable, "-m", "mpi4py"]
@@ -88,7 +109,7 @@ def run(options):
         return 1
     env = dict(os.environ)
     env[backend.VARIABLE] = "mpi"
-    before = _mpich_segments()
+    before = mpi_segments()
     job = subprocess.Popen(argv, env=env, start_new_session=True)
     forwarded = {sig: signal.signal(sig, lambda signum, frame: _signal_job(job, signum))
                  for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -97,7 +118,7 @@ def run(options):
     finally:
         for sig, handler in forwarded.items():
             signal.signal(sig, handler)
-        _sweep(_mpich_segments() - before)
+        sweep(mpi_segments() - before)
 
 
 def _supervise(job, timeout):
@@ -116,15 +137,16 @@ def _supervise(job, timeout):
     return status
 
 
-def _mpich_segments():
+def mpi_segments():
+    """The MPI's shared-memory segments now in SHM_DIR, of every job."""
     try:
-        return {name for name in os.listdir(SHM_DIR) if name.startswith("mpich_shm_")}
+        return {name for name in os.listdir(SHM_DIR) if name.startswith(SEGMENT_PREFIXES)}
     except OSError:
         return set()
 
 
-def _sweep(names):
-    """Unlink the MPICH segments this job left (MPI_Abort and killed ranks leak them).
+def sweep(names):
+    """Unlink the MPI segments this job left (MPI_Abort and killed ranks leak them).
 
     A segment still mapped may belong to a rank that is still exiting after
     mpiexec returned, or to another job started meanwhile: wait a little for the

@@ -20,6 +20,22 @@ FIRST_SLEEP = 20e-6      # seconds; doubles up to MAX_SLEEP
 MAX_SLEEP = 1e-3
 
 
+_progress_comm = []     # a private communicator nobody sends on, made on first use
+
+
+def make_progress():
+    """Enter the MPI's progress engine once, for operations that target this rank.
+
+    Open MPI's shared-memory windows (osc/sm) read and write memory without
+    entering it, so a rank that polls a counter in such a window would starve a
+    peer's Flush on a window of another component (osc/rdma serves Win.Create):
+    the job hangs. An Iprobe on a communicator nobody sends on does enter it and
+    takes no message."""
+    if not _progress_comm:
+        _progress_comm.append(_mpi.COMM_SELF.Dup())
+    _progress_comm[0].Iprobe(_mpi.ANY_SOURCE, _mpi.ANY_TAG)
+
+
 def poll_until(ready):
     """Call ``ready()`` until it returns true, backing off as the wait grows."""
     polls, pause = 0, FIRST_SLEEP
