@@ -208,8 +208,12 @@ class _SyncRequest(PyRequest):
                      "it with Wait or Test first (a restart request may be freed right "
                      "after a Wait or Test completed it, A23)")
         if self._active:
-            self._deactivate()
+            self._stop()
         self._freed = True
+
+    def _stop(self):
+        """Free of an active request (a restart one, between completions)."""
+        self._deactivate()
 
     Test = errors.translated(PyRequest.Test)
     Wait = errors.translated(PyRequest.Wait)
@@ -276,15 +280,26 @@ class SyncObjectRequest(_SyncRequest):
             return value + count, generation
         self._owner._counters.update(self._owner._counters.rank, self.sync.slot, add)
 
+    def _stop(self):
+        """Take back the re-arming of the last completion; banked signals stay."""
+        count = self._count
+        self._owner._counters.update(self._owner._counters.rank, self.sync.slot,
+                                     lambda value, generation: (value - count, generation))
+        self._deactivate()
+
     def _ready(self):
         counters = self._owner._counters
         return counters.read(counters.rank, self.sync.slot)[0] <= 0
 
     def _signal(self):
-        if self._restart:
-            self._arm()     # re-arm at once (R163); early signals stay banked
-        else:
+        if not self._restart:
             self._deactivate()
+            return
+        try:
+            self._arm()     # re-arm at once (R163); early signals stay banked
+        except shm.Exception:
+            self._deactivate()      # more signals than count came: the request ends
+            raise
 
 
 class CounterCalls:

@@ -98,6 +98,39 @@ assert error_class(one.Start) == MPI.ERR_WIN_COUNTER    # counter at -2, count 1
 two = win.Sync_object_init(mine[1], 2)
 two.Start()
 assert two.Test()       # the two early signals complete it at once
+
+# A23: Free of a restart request between completions takes back its re-arming;
+# a restart request whose re-arm finds too many signals ends with ERR_WIN_COUNTER
+fresh_mine = win.Alloc_sync_objects(2)
+fresh_theirs = comm.sendrecv(fresh_mine, left, source=right)
+signals = [win.Sync_ops_init(right, 0, handle) for handle in fresh_theirs]
+
+
+def signal_times(which, times):
+    for _ in range(times):
+        signals[which].Start()
+        signals[which].Wait()
+    comm.Barrier()      # every signal is at its counter
+
+
+looping = win.Sync_object_init(fresh_mine[0], 1, {"restart": "true"})
+looping.Start()
+signal_times(0, 1)
+looping.Wait()      # completed, and armed again
+looping.Free()
+after = win.Sync_object_init(fresh_mine[0], 1)
+after.Start()
+signal_times(0, 1)
+assert after.Test()     # one signal is enough: the restart arming was taken back
+flooded = win.Sync_object_init(fresh_mine[1], 1, {"restart": "true"})
+flooded.Start()
+signal_times(1, 3)
+assert error_class(flooded.Wait) == MPI.ERR_WIN_COUNTER
+assert flooded.Test()   # inactive now: completes empty, and may be freed
+for request in (flooded, after, *signals):
+    request.Free()
+comm.Barrier()
+win.Free_sync_objects(fresh_mine)
 ok("banking and ERR_WIN_COUNTER")
 
 # argument errors (A18, A25) and SHMRMA_SYNC_OBJECTS
