@@ -13,11 +13,12 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 PROPOSAL = ROOT / "scripts" / "proposal"
 
 # program -> rank counts to run it at (the first is its own; halos: 4 = 2 x 2 torus
-# with repeated neighbours, 3 = 3 x 1 torus where a rank is its own west/east)
+# with repeated neighbours, 3 = 3 x 1 torus where a rank is its own west/east,
+# 9 = 3 x 3 torus where all four neighbours are distinct ranks)
 RANKS = {
-    "halo_a1_barrier.py": [4, 3],    # P08-A1: R152-R158, R165, R166, A14, A19, A30
-    "halo_a2_messages.py": [3, 4],   # P08-A2: R152-R158, R57, R162, A19
-    "halo_a3_counters.py": [4, 3],   # P08-A3: R155-R157, R160, R163, A16-A19, A22, A23
+    "halo_a1_barrier.py": [4, 3, 9],    # P08-A1: R152-R158, R165, R166, A14, A19, A30
+    "halo_a2_messages.py": [3, 4, 9],   # P08-A2: R152-R158, R57, R162, A19
+    "halo_a3_counters.py": [4, 3, 9],   # P08-A3: R155-R157, R160, R163, A16-A19, A22, A23
     "ibarrier_loop.py": [3, 4],      # AM-IB1: R166-R170, R172, A1, A3
     "counter_pipeline.py": [4, 3],   # R155-R158, R163, R165, A14-A16, A22, A23
 }
