@@ -14,9 +14,15 @@ counter is back to 0. ``Sync_ops_init`` opens a counter epoch to its target
 while active (A14) and, when Wait or Test completes it, fences and decrements
 the remote counter exactly once (A15), waking its owner. Handles pickle, so
 ``comm.send(sync, dest)`` carries them; the receiver validates the window.
+
+A received handle is checked before any of its memory is touched (A25): the
+slot must lie in the segment, the segment must be one of this job's, and the
+slot's line must hold the handle's generation (odd while allocated) and owner.
 """
 import operator
 import weakref
+
+import posix_ipc
 
 from . import atomic, errors, info as infos, job, segments
 from .request import Prequest, Status
@@ -28,7 +34,9 @@ MODE_WIN_ACCUMULATE = 4
 ALL_SYNC_MODES = MODE_WIN_PUT | MODE_WIN_GET | MODE_WIN_ACCUMULATE
 COUNTER_BYTES = 64          # one cache line per counter
 COUNTERS_PER_SEGMENT = 64
-OFF_GENERATION = 8          # in a counter's line: allocations of the slot so far
+SEGMENT_BYTES = COUNTERS_PER_SEGMENT * COUNTER_BYTES
+OFF_GENERATION = 8          # in a counter's line: allocations + frees (odd while allocated)
+OFF_OWNER = 12              # in a counter's line: the rank that allocated it (A25)
 POLL_PER_SPIN = 32          # a Sync_object Wait polls 32 x SHMRMA_SPIN times, then sleeps
 
 # the RMA calls of each mode (rma.Communication names them this way)
@@ -54,8 +62,7 @@ class Counters:
 
     def allocate(self, n):
         while len(self.free_slots) < n:
-            segment = segments.Segment.create(job.current().job_id,
-                                              COUNTERS_PER_SEGMENT * COUNTER_BYTES)
+            segment = segments.Segment.create(job.current().job_id, SEGMENT_BYTES)
             self.owned.append(segment)
             self.mapped[segment.name] = segment
             self.free_slots += [(segment.name, slot)
@@ -66,6 +73,7 @@ class Counters:
         for name, slot in taken:
             address = self.address_in(name, slot)
             atomic.cell_store(address, 0)
+            atomic.store32(address + OFF_OWNER, self.state.rank)  # before the handle exists
             generation = atomic.fetch_add32(address + OFF_GENERATION, 1) + 1
             syncs.append(Sync(self.window, self.state.rank, name, slot, generation))
         return syncs
@@ -76,19 +84,32 @@ class Counters:
         self.free_slots.append((sync.segment, sync.slot))
 
     def address_in(self, name, slot):
-        segment = self.mapped.get(name)
-        if segment is None:
-            segment = segments.Segment.attach(name, COUNTERS_PER_SEGMENT * COUNTER_BYTES)
-            self.mapped[name] = segment
-        return segment.address + slot * COUNTER_BYTES
+        """A slot of one of our own segments (allocate, release: always mapped)."""
+        return self.mapped[name].address + slot * COUNTER_BYTES
 
     def address(self, sync, call):
-        """The counter's address; ERR_ARG for a handle of another window."""
+        """The counter's address; ERR_ARG for a handle of another window, a stale
+        one, or one whose fields name no counter of its owner (garbled or forged)."""
+        check_fields(sync, call)
         check_handle(sync, self.window, len(self.state.sizes), call)
-        address = self.address_in(sync.segment, sync.slot)
-        if atomic.load32(address + OFF_GENERATION) != sync.generation:
-            fail_freed(call, sync.owner)
+        address = self._segment(sync.segment, call).address + sync.slot * COUNTER_BYTES
+        check_line(address, sync, call)
         return address
+
+    def _segment(self, name, call):
+        """Counter segment ``name``, mapped on first use; ERR_ARG if it cannot be."""
+        segment = self.mapped.get(name)
+        if segment is not None:
+            return segment
+        if not name.startswith("/" + segments.job_prefix(job.current().job_id)):
+            fail_segment(call, name, "it is not a segment of this job")
+        try:
+            segment = segments.Segment.attach(name, SEGMENT_BYTES)
+        except (errors.Exception, posix_ipc.Error, ValueError, OSError) as exc:
+            # its owner has it until Win.Free, so a live handle never gets here
+            fail_segment(call, name, "it cannot be mapped (%s)" % exc)
+        self.mapped[name] = segment
+        return segment
 
     def close(self):
         """At Win.Free, after its barrier: unmap everything, unlink what we made."""
@@ -143,16 +164,25 @@ class _SyncRequest(Prequest):
                         "complete it with Wait or Test first (a restart request may be "
                         "freed right after a Wait or Test completed it, A23)")
         if self._active:
+            self._disarm()
             self._deactivate()
         self._null = True
         if self._state.counters is not None:
             self._state.counters.requests.pop(id(self), None)
 
+    def _disarm(self):
+        """Undo what the automatic restart armed (Free of a completed restart request)."""
+
     def _finish(self, status):
         if status is not None:
             status._copy_from(Status())
         if self._active:
-            self._complete()
+            try:
+                self._complete()
+            except errors.Exception as exc:
+                if status is not None:
+                    status.error = exc.Get_error_class()   # A24: the error field is set
+                raise
             self._completed = True
 
 
@@ -200,14 +230,18 @@ class SyncObjectRequest(_SyncRequest):
         self._counter, self._count, self._restart = counter, count, restart
         self._done = True
 
-    def _arm(self):
+    def _arm(self, call="Start"):
         before = atomic.fetch_add32(self._counter, self._count)
         if before + self._count < 0:
             atomic.fetch_add32(self._counter, -self._count)
-            errors.fail(errors.ERR_WIN_COUNTER, "Start: %d early signals are more than this "
+            errors.fail(errors.ERR_WIN_COUNTER, "%s: %d early signals are more than this "
                         "request's count %d; the counter would stay negative (A16)"
-                        % (-before, self._count))
+                        % (call, -before, self._count))
         self._done = False
+
+    def _disarm(self):
+        # subtract rather than store: signals banked since the re-arm stay (A16)
+        atomic.fetch_add32(self._counter, -self._count)
 
     def _poll(self, value=None):
         if not self._done:
@@ -231,11 +265,15 @@ class SyncObjectRequest(_SyncRequest):
         job.wait_until(counter, self._poll, self._describe, self._peers())
 
     def _complete(self):
-        if self._restart:
-            self._done = True
-            self._arm()     # re-arm at once (R163); early signals stay banked
-        else:
+        if not self._restart:
             self._deactivate()
+            return
+        self._done = True
+        try:
+            self._arm("the automatic restart of Wait/Test (R163)")  # early signals stay banked
+        except errors.Exception:
+            self._deactivate()  # inactive, as without restart: Free, Start, Win.Free work
+            raise
 
 
 def restart_of(info, call):
@@ -291,6 +329,54 @@ def fail_freed(call, owner):
                 "(rank %d); ask it for a new handle (A25)" % (call, owner))
 
 
+def check_fields(sync, call):
+    """ERR_ARG for a shm handle with a field of the wrong type or a slot outside its
+    segment: ``address`` reads the slot's line straight from memory."""
+    if not (isinstance(sync, Sync) and sync):
+        return                  # check_handle says what is wrong
+    if not (all(type(n) is int for n in (sync.owner, sync.slot, sync.generation))
+            and isinstance(sync.segment, str)):
+        errors.fail(errors.ERR_ARG, "%s: this Sync handle is garbled: owner, slot and "
+                    "generation must be ints and segment a name, not %r" % (call, sync._key()))
+    if not 0 <= sync.slot < COUNTERS_PER_SEGMENT:
+        errors.fail(errors.ERR_ARG, "%s: this Sync handle names slot %d, outside the %d "
+                    "counters of a segment; the handle is garbled (A25)"
+                    % (call, sync.slot, COUNTERS_PER_SEGMENT))
+
+
+def check_line(address, sync, call):
+    """The slot's line must show the handle's counter: same generation, odd (allocated),
+    and allocated by the handle's owner (else Sync_ops would signal another rank's)."""
+    generation = atomic.load32(address + OFF_GENERATION)
+    if generation != sync.generation:
+        fail_freed(call, sync.owner)
+    if generation % 2 == 0:
+        errors.fail(errors.ERR_ARG, "%s: this Sync handle names slot %d of segment %s, which "
+                    "holds no allocated counter; the handle is garbled (A25)"
+                    % (call, sync.slot, sync.segment))
+    owner = atomic.load32(address + OFF_OWNER)
+    if owner != sync.owner:
+        errors.fail(errors.ERR_ARG, "%s: this Sync handle names rank %d as owner, but its "
+                    "counter was allocated by rank %d; the handle is garbled (A25)"
+                    % (call, sync.owner, owner))
+
+
+def check_listed_once(syncs):
+    """ERR_ARG when Free_sync_objects lists one counter twice: freed twice, its slot
+    would later be handed out twice."""
+    first = {}
+    for index, sync in enumerate(syncs):
+        if sync in first:
+            errors.fail(errors.ERR_ARG, "Free_sync_objects: entries %d and %d are the same "
+                        "counter; list each counter once" % (first[sync], index))
+        first[sync] = index
+
+
+def fail_segment(call, name, why):
+    errors.fail(errors.ERR_ARG, "%s: this Sync handle names counter segment %r, but %s; "
+                "the handle is garbled or its window was freed (A25)" % (call, name, why))
+
+
 class CounterCalls:
     """Mixin of Win: the proposal's calls."""
 
@@ -310,6 +396,7 @@ class CounterCalls:
                 errors.fail(errors.ERR_RMA_SYNC, "Free_sync_objects: counter %d is waited on "
                             "by an active Sync_object request; complete it first (A23)"
                             % index)
+        check_listed_once(syncs)
         for index, sync in enumerate(syncs):
             state.counters.release(sync)
             syncs[index] = SYNC_NULL

@@ -2,9 +2,10 @@
 (shmrma/counters.py; API.md §9; checklist §3.14 R152-R165, A14-A18, A22, A24, A31, A32).
 
 Every multi-rank body runs under ``shmrma.launch`` with a timeout. Ranks are
-ordered by messages, never by sleeps; the only sleep gives a dying rank a head
-start. A counter's value is read white-box through the window state (the
-counter is a signed 32-bit cell: negative means banked early signals, A16).
+ordered by messages, never by sleeps; one sleep gives a dying rank a head start,
+another is the wait whose CPU cost a test measures. A counter's value is read
+white-box through the window state (the counter is a signed 32-bit cell: negative
+means banked early signals, A16).
 """
 import faulthandler
 import os
@@ -69,8 +70,9 @@ def test_alloc_and_free_sync_objects():
     """R152, R153, A22: Alloc_sync_objects(n) returns n distinct local MPI.Sync handles
     (owner, truthy, repr), n=0 gives [], n<0 is ERR_COUNT and a float TypeError.
     Free_sync_objects replaces every entry of the very list with SYNC_NULL; a list
-    holding a handle of another rank is ERR_ARG and frees nothing (not even the valid
-    entries before it); SYNC_NULL in it is ERR_ARG, a non-Sync TypeError. A freed
+    holding a handle of another rank, or one counter twice, is ERR_ARG and frees
+    nothing (not even the valid entries before it); SYNC_NULL in it is ERR_ARG, a
+    non-Sync TypeError. A freed
     counter is reused and starts at 0 again, though it held a banked signal. 200
     counters (more than one 64-counter segment) all work from the other rank."""
     def body():
@@ -100,9 +102,12 @@ def test_alloc_and_free_sync_objects():
         out["free_remote_untouched"] = attempt == [syncs[0], theirs[1]]
         out["free_null"] = error_of(win.Free_sync_objects, [syncs[1], MPI.SYNC_NULL])
         out["free_not_sync"] = error_of(win.Free_sync_objects, [syncs[1], "sync"])
-        # nothing was freed by the failed calls: a new counter is none of the three
-        extra = win.Alloc_sync_objects(1)
-        out["not_reused_after_failure"] = extra[0] not in syncs
+        out["free_twice"] = error_of(win.Free_sync_objects, [syncs[1], syncs[2], syncs[1]])
+        # nothing was freed by the failed calls: new counters are none of the three
+        extra = win.Alloc_sync_objects(2)
+        slots = {(s.segment, s.slot) for s in syncs}
+        out["not_reused_after_failure"] = not {(s.segment, s.slot) for s in extra} & slots \
+            and (extra[0].segment, extra[0].slot) != (extra[1].segment, extra[1].slot)
         win.Free_sync_objects(extra)
 
         # bank a signal on syncs[2] (self-signal, R161), then free and reallocate it
@@ -152,6 +157,7 @@ def test_alloc_and_free_sync_objects():
         assert out["counters_start_at_0"] == [0, 0, 0]
         assert out["free_remote"] == MPI.ERR_ARG and out["free_remote_untouched"]
         assert out["free_null"] == MPI.ERR_ARG and out["free_not_sync"] == "TypeError"
+        assert out["free_twice"] == MPI.ERR_ARG
         assert out["not_reused_after_failure"]
         assert out["banked_before_free"] == -1
         assert out["freed_in_place"]
@@ -640,6 +646,88 @@ def test_sync_requests_mix_with_other_requests():
         assert out["testall"] == (70 + other, 80 + other, 60 + other, 90 + other)
 
 
+@pytest.mark.timeout(60)
+def test_some_and_any_calls_complete_active_sync_requests_among_others():
+    """R162, A15: Testany, Waitsome and Testsome handle *active* Sync requests mixed
+    with receives and sends. Testany([recv, ops, obj]) completes the mode-0 ops request
+    (index 1, it signals at once) while the receive cannot match yet; Waitsome then
+    skips the now inactive ops request and returns the object request the peer's
+    signal completed ([2]); Testsome after the sends returns the receive only ([0]).
+    With everything active again, repeated Testsome and Waitsome return each of four
+    requests exactly once and every datum arrives."""
+    def body():
+        comm = MPI.COMM_WORLD
+        rank, other = comm.Get_rank(), 1 - comm.Get_rank()
+        win = MPI.Win.Allocate(8, 8, comm=comm)
+        mine = win.Alloc_sync_objects(1)
+        theirs = comm.sendrecv(mine, dest=other, source=other)
+        obj = win.Sync_object_init(mine[0], 1)
+        ops = win.Sync_ops_init(other, 0, theirs[0])
+        out = {}
+        box = np.zeros(2, "i8")
+        recv = comm.Irecv(box[:1], source=other, tag=1)
+        MPI.Prequest.Startall([obj, ops])
+        comm.Barrier()                      # no signal yet: ops signals in its completion
+        requests = [recv, ops, obj]
+        out["testany"] = MPI.Request.Testany(requests)
+        out["waitsome"] = MPI.Request.Waitsome(requests)
+        comm.Barrier()                      # both Waitsome calls returned: now send
+        comm.Send(value(10 + rank), dest=other, tag=1)
+        out["testsome"] = None
+        while not out["testsome"]:
+            out["testsome"] = MPI.Request.Testsome(requests)
+
+        recv = comm.Irecv(box[1:], source=other, tag=2)
+        MPI.Prequest.Startall([obj, ops])
+        send = comm.Isend(value(20 + rank), dest=other, tag=2)
+        requests, done = [obj, recv, ops, send], []
+        while len(done) < 2:
+            done += MPI.Request.Testsome(requests) or []
+        while len(done) < 4:
+            done += MPI.Request.Waitsome(requests)
+        out["all_once"] = sorted(done)
+        out["data"] = box.tolist()
+        out["left"] = MPI.Request.Waitsome(requests)     # all inactive or null
+        nothing_left_behind(comm)
+        win.Free()
+        return out
+    for rank, out in enumerate(shmrma.launch(body, 2, timeout=30)):
+        other = 1 - rank
+        assert out["testany"] == (1, True)
+        assert out["waitsome"] == [2] and out["testsome"] == [0]
+        assert out["all_once"] == [0, 1, 2, 3]
+        assert out["data"] == [10 + other, 20 + other]
+        assert out["left"] is None
+
+
+@pytest.mark.timeout(60)
+def test_a_rank_waiting_on_a_counter_sleeps():
+    """R155, R162 (counters.POLL_PER_SPIN): a Sync_object Wait polls the counter only
+    briefly, then sleeps on it: waiting some 0.5 s for a signal costs < 0.1 s of CPU."""
+    def body():
+        comm = MPI.COMM_WORLD
+        rank = comm.Get_rank()
+        win = MPI.Win.Allocate(8, 8, comm=comm)
+        c = comm.bcast(win.Alloc_sync_objects(1)[0] if rank == 0 else None)
+        out = None
+        request = win.Sync_object_init(c, 1) if rank == 0 else None
+        if rank == 0:
+            request.Start()
+        comm.Barrier()
+        if rank == 0:
+            wall, cpu = time.monotonic(), time.process_time()
+            request.Wait()
+            out = (time.monotonic() - wall, time.process_time() - cpu)
+        else:
+            time.sleep(0.5)             # the wait to measure, not an ordering
+            signal(win, 0, c)
+        comm.Barrier()
+        win.Free()
+        return out
+    wall, cpu = shmrma.launch(body, 2, timeout=20)[0]
+    assert wall > 0.3 and cpu < 0.1, (wall, cpu)
+
+
 # --- counter epochs ---------------------------------------------------------------------------
 
 @pytest.mark.timeout(60)
@@ -1013,3 +1101,80 @@ def test_a_stale_handle_of_a_freed_counter_is_err_arg():
     results = shmrma.launch(body, 2, timeout=20)
     assert results[1]["wait"] == MPI.ERR_ARG
     assert results[0]["fresh_counter"] == 0
+
+
+@pytest.mark.timeout(60)
+def test_free_of_a_completed_restart_object_request_undoes_its_rearm():
+    """A23, A16, R163: Free of a restart Sync_object request straight after a completing
+    Wait takes back the count its automatic re-arm added, and keeps the signals banked
+    since: a later count-1 request on the counter completes with one signal (not two),
+    and one that finds a banked signal completes at its Start."""
+    def body():
+        win = MPI.Win.Allocate(8, 8, comm=MPI.COMM_WORLD)
+        c = win.Alloc_sync_objects(1)[0]
+        out = {}
+        looping = win.Sync_object_init(c, 2, RESTART)
+        looping.Start()
+        signal(win, 0, c)
+        signal(win, 0, c)
+        looping.Wait()                          # re-armed: counter back at 2
+        looping.Free()
+        out["after_free"] = counter(win, c)
+        once = win.Sync_object_init(c, 1)
+        once.Start()
+        signal(win, 0, c)
+        out["one_signal"] = (once.Test(), counter(win, c))
+        looping = win.Sync_object_init(c, 2, RESTART)
+        looping.Start()
+        for _ in range(3):                      # a full cycle and one signal early
+            signal(win, 0, c)
+        looping.Wait()
+        looping.Free()
+        out["banked_kept"] = counter(win, c)
+        once.Start()
+        out["banked_used"] = (once.Test(), counter(win, c))
+        once.Free()
+        win.Free()
+        return out
+    out = shmrma.launch(body, 1, timeout=20)[0]
+    assert out["after_free"] == 0
+    assert out["one_signal"] == (True, 0)
+    assert out["banked_kept"] == -1
+    assert out["banked_used"] == (True, 0)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("complete", ["Wait", "Test", "Waitall"])
+def test_a_failed_automatic_rearm_makes_the_request_inactive(complete):
+    """A16, R160, A22, A23, A24: when a restart Sync_object request completes and more
+    signals than its count arrived beyond that cycle, the automatic re-arm fails: that
+    Wait/Test/Waitall raises ERR_WIN_COUNTER once (status error field ERR_WIN_COUNTER)
+    and the request is inactive, as a non-restart one after completing: the next Wait
+    returns at once, Start raises ERR_WIN_COUNTER again (the counter stays as it was),
+    Free and Win.Free work, and a count-2 request absorbs the signals."""
+    def body():
+        win = MPI.Win.Allocate(8, 8, comm=MPI.COMM_WORLD)
+        c = win.Alloc_sync_objects(1)[0]
+        request = win.Sync_object_init(c, 1, RESTART)
+        request.Start()
+        for _ in range(3):                      # a cycle of 1, then 2 more
+            signal(win, 0, c)
+        status = MPI.Status()
+        completing = {"Wait": lambda: request.Wait(status),
+                      "Test": lambda: request.Test(status),
+                      "Waitall": lambda: MPI.Request.Waitall([request], [status])}
+        out = {"complete": error_of(completing[complete]), "status": status.Get_error(),
+               "counter": counter(win, c), "wait_again": error_of(request.Wait),
+               "start": error_of(request.Start), "counter_after_start": counter(win, c),
+               "free": error_of(request.Free)}
+        absorb = win.Sync_object_init(c, 2)
+        absorb.Start()
+        out["absorbed"] = (absorb.Test(), counter(win, c))
+        out["win_free"] = error_of(win.Free)
+        return out
+    out = shmrma.launch(body, 1, timeout=20)[0]
+    assert out["complete"] == MPI.ERR_WIN_COUNTER and out["status"] == MPI.ERR_WIN_COUNTER
+    assert out["counter"] == -2 and out["wait_again"] is None
+    assert out["start"] == MPI.ERR_WIN_COUNTER and out["counter_after_start"] == -2
+    assert out["free"] is None
+    assert out["absorbed"] == (True, 0) and out["win_free"] is None

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import shmrma
-from shmrma import MPI
+from shmrma import MPI, atomic
 
 from mpitest import nothing_left_behind, raises_mpi
 
@@ -168,3 +168,72 @@ def test_bad_handle_lists_and_foreign_data():
     assert MPI.HANDLE_SYNC.Get_name() == "MPI_HANDLE_SYNC"
     win.Free_sync_objects(mine)
     win.Free()
+
+
+def error_and_message(fn, *args):
+    """(MPI error class or exception name, message) of ``fn(*args)``; (None, '') if it works."""
+    try:
+        fn(*args)
+    except MPI.Exception as exc:
+        return exc.Get_error_class(), str(exc)
+    except Exception as exc:  # noqa: BLE001 - reported by name, compared by the test
+        return type(exc).__name__, str(exc)
+    return None, ""
+
+
+def forged_handles(rank, mine, theirs):
+    """{case: (handle, word its error message must contain)}: received handles with one
+    field garbled, or stitched together from two real ones."""
+    def like(handle, **fields):
+        names = ("window", "owner", "segment", "slot", "generation")
+        return MPI.Sync(*[fields.get(name, getattr(handle, name)) for name in names])
+    last = theirs.segment[-1]
+    return {
+        "slot 64": (like(theirs, slot=64), "slot 64"),
+        "slot -1": (like(theirs, slot=-1), "slot -1"),
+        "slot far": (like(theirs, slot=10 ** 6), "slot 1000000"),
+        "slot str": (like(theirs, slot="0"), "garbled"),
+        "never allocated": (like(theirs, slot=5, generation=0), "no allocated counter"),
+        "claims theirs": (like(mine, owner=1 - rank), "allocated by rank %d" % rank),
+        "claims mine": (like(theirs, owner=rank), "allocated by rank %d" % (1 - rank)),
+        "no such segment": (like(theirs, segment=theirs.segment[:-1] + ("1" if last == "0"
+                                                                        else "0")), "segment"),
+        "not this job's": (like(theirs, segment="/etc"), "segment"),
+    }
+
+
+@pytest.mark.timeout(60)
+def test_forged_or_garbled_handles_are_err_arg_and_change_nothing():
+    """A25, A18, R153: a handle whose fields do not name a live counter of its owner is
+    ERR_ARG with a message saying what is wrong, in Sync_ops_init, Sync_object_init and
+    Free_sync_objects, never a crash or another class: a slot outside the counter
+    segment (64, -1, 10**6) or not an int, a slot never allocated (generation 0), an
+    owner other than the rank that allocated the counter (which would wait on, signal
+    or free another rank's counter), a segment the job does not have. Nothing changes:
+    no counter moves, none is freed, and both counters work afterwards."""
+    def body():
+        comm = MPI.COMM_WORLD
+        rank, other = comm.Get_rank(), 1 - comm.Get_rank()
+        win = MPI.Win.Allocate(8, comm=comm)
+        mine = win.Alloc_sync_objects(1)[0]
+        theirs = comm.sendrecv(mine, dest=other, source=other)
+        counters = win._state.counters
+        before = (len(counters.free_slots), counters.allocated)
+        wrong = {}
+        for case, (handle, word) in forged_handles(rank, mine, theirs).items():
+            target = handle.owner if handle.owner in (0, 1) else other
+            kept = [handle]
+            for call in (lambda: win.Sync_ops_init(target, 0, handle),
+                         lambda: win.Sync_object_init(handle, 1),
+                         lambda: win.Free_sync_objects(kept)):
+                error, message = error_and_message(call)
+                if error != MPI.ERR_ARG or word not in message or kept != [handle]:
+                    wrong[case] = (error, message)
+        out = {"wrong": wrong, "unchanged": (len(counters.free_slots), counters.allocated)
+               == before, "counter": atomic.load32(counters.address(mine, "test"))}
+        comm.Barrier()                          # both read their counter untouched
+        signal(win, other, theirs)              # and both counters still work
+        return out, wait_then_free(win, [mine], [1])
+    for out, end in shmrma.launch(body, 2, timeout=30):
+        assert out["wrong"] == {} and end == "ok"
+        assert out["unchanged"] and out["counter"] == 0

@@ -163,6 +163,7 @@ class CounterWindow:
             if sync.slot in waited_on:
                 shm.fail(shm.ERR_RMA_SYNC, "Free_sync_objects: counter %d is waited on by "
                          "an active Sync_object request; complete it first (A23)" % index)
+        rules.check_listed_once(syncs)
         for index, sync in enumerate(syncs):
             self.update(self.rank, sync.slot, lambda value, generation: (0, generation + 1))
             self.free_slots.append(sync.slot)

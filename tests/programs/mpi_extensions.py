@@ -139,6 +139,7 @@ assert error_class(win.Sync_object_init, theirs[0], 1) == MPI.ERR_ARG
 assert error_class(win.Sync_ops_init, right, 0, MPI.SYNC_NULL) == MPI.ERR_ARG
 assert error_class(win.Alloc_sync_objects, -1) == MPI.ERR_COUNT
 assert error_class(win.Alloc_sync_objects, 10 ** 6) == MPI.ERR_NO_MEM
+assert error_class(win.Free_sync_objects, [mine[1], mine[1]]) == MPI.ERR_ARG  # listed twice
 stale = win.Sync_ops_init(right, 0, theirs[1])
 comm.Barrier()
 for request in (arrived, signal, pure, one, two):
