@@ -13,10 +13,11 @@ import re
 import subprocess
 import sys
 import time
+import types
 
 import pytest
 
-from shmrma.bench import cli, compare, jobs
+from shmrma.bench import cli, compare, jobs, osu as rank_program
 from shmrma.bench import sync as sync_kinds
 from shmrma.bench import options as osu
 
@@ -29,7 +30,15 @@ SHM_DIR = "/dev/shm"
 LATENCY = "Latency (us)"
 BANDWIDTH = "Bandwidth (MB/s)"
 
-# OMB-style regular expressions for the output of one run.
+# OMB's row and column-header layout. The value column is FIELD_WIDTH = 18 wide,
+# not osu_util.h's fallback of 20: configure.ac's AC_DEFINE([FIELD_WIDTH], [18])
+# reaches every compile line (OMB 6.1-7.4), and published outputs have 28-character
+# rows ("1                       0.30", OMB 5.8 osu_put_latency; OMB 7.x the same).
+OMB_ROW = "%-10d%18.2f"
+OMB_COLUMNS = "%-10s%18s"
+
+# Our own regular expressions for the output of one run (third-party parsers'
+# are applied in test_third_party_osu_parsers_read_the_output).
 TITLE_RE = re.compile(r"^# OSU (.+) Test v(\d+\.\d+)$")
 WINDOW_RE = re.compile(r"^# Window creation: (MPI_Win_\w+)$")
 SYNC_RE = re.compile(r"^# Synchronization: (MPI_Win_[\w/]+)$")
@@ -136,7 +145,7 @@ def ok(*args):
 def parse(out, reference=False):
     """The header fields and rows of one OMB-style output, checking the layout:
     four header lines (and # Reference: for numpy), the column header, then
-    one row per size formatted "%-10d%20.2f" and nothing else."""
+    one row per size formatted OMB_ROW and nothing else."""
     lines = out.splitlines()
     head = 6 if reference else 5
     assert len(lines) >= head, out
@@ -155,7 +164,7 @@ def parse(out, reference=False):
         match = ROW_RE.match(line)
         assert match, "row %r does not match %s" % (line, ROW_RE.pattern)
         size, value = int(match.group(1)), float(match.group(2))
-        assert line == "%-10d%20.2f" % (size, value), "row %r not in OMB's layout" % line
+        assert line == OMB_ROW % (size, value), "row %r not in OMB's layout" % line
         rows.append((size, value))
     fields["sizes"] = [size for size, _ in rows]
     return fields
@@ -170,7 +179,7 @@ def check(out, name, sizes, window=None, sync=None, datatype=None, reference=Fal
     assert got["window"] == (window or d_window)
     assert got["sync"] == (sync or d_sync)
     assert got["datatype"] == (datatype or d_datatype)
-    assert got["columns"] == "%-10s%20s" % ("# Size", unit)
+    assert got["columns"] == OMB_COLUMNS % ("# Size", unit)
     assert got["sizes"] == sizes
     return got
 
@@ -224,24 +233,104 @@ def test_get_bw_window_modes(window):
 
 # ---------------------------------------------------------------- output format
 
-def test_put_latency_output_is_omb_layout():
+@pytest.fixture(scope="module")
+def put_latency_out():
+    """One tiny run of ``shmrma-bench osu_put_latency -m 1:8``, read by several tests."""
+    return ok("osu_put_latency", "-m", "1:8", *TINY)
+
+
+def test_put_latency_output_is_omb_layout(put_latency_out):
     """§1.2 output layout, line by line, for -m 1:8."""
-    out = ok("osu_put_latency", "-m", "1:8", *TINY)
+    out = put_latency_out
     lines = out.splitlines()
     assert lines[:5] == ["# OSU MPI_Put Latency Test v7.4",
                          "# Window creation: MPI_Win_allocate",
                          "# Synchronization: MPI_Win_flush",
                          "# Datatype: MPI_CHAR.",
-                         "%-10s%20s" % ("# Size", "Latency (us)")]
-    assert lines[4] == "# Size            Latency (us)"
+                         OMB_COLUMNS % ("# Size", "Latency (us)")]
+    assert lines[4] == "# Size          Latency (us)"        # as OMB 5.8-7.x print it
     rows = lines[5:]
     assert [int(ROW_RE.match(r).group(1)) for r in rows] == [1, 2, 4, 8], out
     for row in rows:
         size, value = ROW_RE.match(row).groups()
-        assert row == "%-10d%20.2f" % (int(size), float(value))
-        assert len(row) == 30
+        assert row == OMB_ROW % (int(size), float(value))
+        assert len(row) == 28
     # compare.py reads the same rows
     assert compare.value_at(out, 8) == float(ROW_RE.match(rows[-1]).group(2))
+
+
+# ---------------------------------------------------------------- third-party parsers
+# Regular expressions of real OSU output parsers, copied verbatim.
+#
+# GoogleCloudPlatform/PerfKitBenchmarker, perfkitbenchmarker/linux_packages/omb.py
+# (commit 023f4466a03e): _HEADERS and _LATENCY_RE.
+PKB_HEADERS = [
+    re.compile(r'^# Window creation: (?P<window_creation>.*)'),
+    re.compile(r'^# Synchronization: (?P<sync>.*)'),
+    re.compile(r'^# Number of Sender threads: (?P<sender_threads>\d+)'),
+    re.compile(r'^# Number of Receiver threads: (?P<receiver_threads>\d+)'),
+    re.compile(r'# \[ pairs: (?P<pairs>\d+) \] '
+               r'\[ window size: (?P<window_size>\d+) \]'),
+]
+PKB_LATENCY_RE = re.compile(r'^(?P<size>\d+)\s+'
+                            r'(?P<value>[\d\.]+)\s*$', re.X | re.MULTILINE)
+
+
+# reframe-hpc/reframe, hpctestlib/microbenchmarks/mpi/osu.py (commit 0af197f1321a):
+# the patterns of osu_benchmark.validate_test and _extract_metric. ReFrame's
+# sn.assert_found and sn.extractsingle search with re.MULTILINE
+# (reframe/utility/sanity.py, finditer and extractiter).
+def reframe_sanity_pattern(message_size):
+    return rf'^{message_size}'
+
+
+def reframe_metric_pattern(message_size):
+    return rf'^{message_size}\s+(\S+)'
+
+
+def pkb_parse(txt):
+    """(metadata, rows) the way PKB's _ParseBenchmarkMetadata and _ParseBenchmarkData
+    read OMB output: every header regex on every line; the lines not starting with
+    '#' split on white space into floats."""
+    metadata = {}
+    for line in txt.splitlines():
+        for header in PKB_HEADERS:
+            match = header.match(line)
+            if match:
+                metadata.update(match.groupdict())
+                break
+    rows = [[float(item) for item in line.split()] for line in txt.splitlines()
+            if line and not line.startswith('#')]
+    return metadata, rows
+
+
+def test_third_party_osu_parsers_read_the_output(put_latency_out):
+    """PerfKitBenchmarker's and ReFrame's OSU regular expressions, verbatim, read
+    shmrma's osu_put_latency output as they read OMB's."""
+    out = put_latency_out
+    metadata, rows = pkb_parse(out)
+    assert metadata == {"window_creation": "MPI_Win_allocate", "sync": "MPI_Win_flush"}
+    assert [row[0] for row in rows] == [1, 2, 4, 8] and {len(row) for row in rows} == {2}
+    matches = [m.groupdict() for m in PKB_LATENCY_RE.finditer(out)]
+    assert [(int(m["size"]), float(m["value"])) for m in matches] == [tuple(r) for r in rows]
+    assert "MB/s" not in out                       # PKB's units: usec
+    for size in (1, 2, 4, 8):
+        assert re.search(reframe_sanity_pattern(size), out, re.MULTILINE)
+        found = [float(m.group(1)) for m in
+                 re.finditer(reframe_metric_pattern(size), out, re.MULTILINE)]
+        assert found == [compare.value_at(out, size)]
+
+
+def test_third_party_parsers_read_a_bandwidth_output():
+    """The same on a bandwidth output (the numpy reference: one process), whose
+    "# Reference:" line both parsers pass over."""
+    out = ok("osu_put_bw", "--impl", "numpy", "-W", "2", "-m", "1:4", *TINY)
+    metadata, rows = pkb_parse(out)
+    assert metadata == {"window_creation": "MPI_Win_allocate", "sync": "MPI_Win_flush"}
+    assert [row[0] for row in rows] == [1, 2, 4] and {len(row) for row in rows} == {2}
+    assert "MB/s" in out                           # PKB's units: MB/s
+    assert re.search(reframe_metric_pattern(4), out, re.MULTILINE).group(1) == \
+        "%.2f" % rows[-1][1]
 
 
 def test_fop_and_cas_one_row_of_one_element():
@@ -287,6 +376,9 @@ USAGE_ERRORS = [
     (["osu_put_latency", "-T", "mpi_bogus"], "mpi_bogus"),
     (["osu_put_latency", "-i", "0"], "-i"),
     (["osu_put_latency", "-x", "-1"], "-x"),
+    (["osu_put_latency", "--max-iterations", "0"], "--max-iterations"),
+    (["osu_put_latency", "-m", "8:x"], "-m"),
+    (["osu_put_latency", "-m", "8388608:"], "-m"),         # MIN above the default MAX
     (["osu_put_latency", "-T", "mpi_int"], "-T"),          # put/get move MPI_CHAR
     (["osu_fop_latency", "--impl", "numpy"], "numpy"),     # numpy: put, get, acc only
     (["osu_put_latency", "--impl", "bogus"], "--impl"),
@@ -378,8 +470,8 @@ OUT = "\n".join(["# OSU MPI_Put Latency Test v7.4",
                  "# Window creation: MPI_Win_allocate",
                  "# Synchronization: MPI_Win_flush",
                  "# Datatype: MPI_CHAR.",
-                 "%-10s%20s" % ("# Size", "Latency (us)")]
-                + ["%-10d%20.2f" % row for row in ((1, 0.5), (16, 1.25), (1024, 12.0))])
+                 OMB_COLUMNS % ("# Size", "Latency (us)")]
+                + [OMB_ROW % row for row in ((1, 0.5), (16, 1.25), (1024, 12.0))])
 
 
 def test_value_at_picks_the_row_of_the_size():
@@ -433,7 +525,7 @@ def test_noisy_threshold():
 
 def test_suite_cases_are_valid_benchmark_runs():
     """compare's cases launch real benchmarks with flags that parse; -m N:N, and
-    --quick adds -i."""
+    --quick adds --max-iterations (a cap per size, not OMB's -i)."""
     for case in compare.WINDOWS_SUITE + tuple(
             c for c in compare.SYNC_SUITE if not isinstance(c, compare.SyncCase)):
         assert case.name in osu.BENCHMARKS
@@ -442,7 +534,7 @@ def test_suite_cases_are_valid_benchmark_runs():
         argv = case.argv("shmrma", quick=True)
         assert argv[argv.index(case.name) - 2:argv.index(case.name)] == [
             "-m", "shmrma.bench.osu"]
-        assert "-i" in argv
+        assert "--max-iterations" in argv and "-i" not in argv
         assert "numpy" in case.impls(True) or not case.numpy_at_least
 
 
@@ -541,3 +633,211 @@ def test_halo_forms_compute_the_same_grid():
         sums[form] = [line for line in out.splitlines() if line.startswith("halo_sum")]
     assert sums["counters"] == sums["fence"] and sums["fence"]
     assert compare.HaloCase("t", "counters").argv("mpi4py", quick=True)[-2] == "fence"
+
+
+# ---------------------------------------------------------------- -m and --max-iterations
+
+MIB4 = 1 << 22
+
+
+@pytest.mark.parametrize("flag, sizes", [
+    ("8", [1, 2, 4, 8]),                                   # MAX
+    ("8:", [8 << k for k in range(20)]),                   # OMB's MIN: up to 4 MiB
+    ("1:8", [1, 2, 4, 8]),                                 # MIN:MAX
+    ("4194304:", [MIB4])])
+def test_message_size_forms(flag, sizes):
+    """§1.2: -m takes MAX, MIN:MAX, and MIN: (the default MAX, 4 MiB)."""
+    bench_, opts = osu.parse("osu_put_latency", ["-m", flag])
+    assert osu.sizes(bench_, opts) == sizes
+
+
+def test_message_size_min_only_runs(monkeypatch):
+    """-m MIN: is accepted by the command line (nothing launched here) and runs:
+    the numpy reference, one process, prints 2 MiB and 4 MiB."""
+    status, launched = call_main(["osu_put_latency", "-m", "8:"], monkeypatch)
+    assert status == 0 and len(launched) == 1 and launched[0][0][-2:] == ["-m", "8:"]
+    out = ok("osu_put_latency", "--impl", "numpy", "-m", "2097152:", "-i", "1", "-x", "0")
+    check(out, "osu_put_latency", [1 << 21, MIB4], reference=True)
+
+
+@pytest.mark.parametrize("name, size, counts", [
+    ("osu_put_latency", 8192, (100, 10000)), ("osu_put_latency", 8193, (10, 1000)),
+    ("osu_get_acc_latency", 1, (100, 10000)), ("osu_fop_latency", 8, (100, 10000)),
+    ("osu_put_bw", 8192, (10, 100)), ("osu_get_bw", 8193, (2, 20)),
+    ("osu_put_bibw", MIB4, (2, 20))])
+def test_omb_default_loop_counts(name, size, counts):
+    """§1.2: (warm-up, timed) iterations; "large" is over 8192 bytes."""
+    bench_, opts = osu.parse(name, [])
+    assert osu.loop_counts(bench_, opts, size) == counts
+    # -i and -x set the small and the large counts alike
+    bench_, opts = osu.parse(name, ["-i", "7", "-x", "3"])
+    assert osu.loop_counts(bench_, opts, size) == (3, 7)
+
+
+def test_max_iterations_caps_each_size_at_omb_default():
+    """--max-iterations N (compare --quick) is min(OMB's count for the size, N)."""
+    def timed(name, argv, sizes):
+        bench_, opts = osu.parse(name, argv)
+        return [osu.loop_counts(bench_, opts, size) for size in sizes]
+    assert timed("osu_put_latency", ["--max-iterations", "2000"], [8, 8192, 8193, MIB4]) == [
+        (100, 2000), (100, 2000), (10, 1000), (10, 1000)]
+    assert timed("osu_put_bw", ["--max-iterations", "5"], [8, MIB4]) == [(10, 5), (2, 5)]
+    assert timed("osu_put_latency", ["--max-iterations", "2000", "-i", "50"], [8, MIB4]) == [
+        (100, 50), (10, 50)]
+
+
+@pytest.mark.parametrize("case", [compare.SweepCase("osu_put_latency"),
+                                  compare.SweepCase("osu_get_bw"), compare.WINDOWS_SUITE[-1]],
+                         ids=lambda case: case.title)
+def test_quick_never_runs_more_than_omb_default(case):
+    """compare --quick: no size runs more timed iterations than OMB's default, and
+    none more than the quick count (latency 2000, bandwidth 5)."""
+    program = case.program(True)
+    name = program[2]
+    bench_, quick = osu.parse(name, program[3:])
+    _, default = osu.parse(name, case.flags)
+    cap = compare.QUICK_ITERATIONS["bw" if case.bandwidth else "latency"]
+    for size in osu.sizes(bench_, quick):
+        got = osu.loop_counts(bench_, quick, size)[1]
+        assert got == min(osu.loop_counts(bench_, default, size)[1], cap), size
+    assert osu.loop_counts(bench_, quick, 8 * compare.MIB)[1] == (
+        1000 if bench_.kind == "latency" else 5)
+
+
+# ---------------------------------------------------------------- OMB arithmetic
+# osu.py's functions called directly; its loops driven by a stub MPI that logs the
+# calls and whose clock moves one second per Wtime. No rank is started.
+
+class StubGroup:
+    def Incl(self, ranks):
+        return StubGroup()
+
+    def Free(self):
+        pass
+
+
+class StubWin:
+    """A window whose every call (Put, Flush, Fence, Start, ...) is logged by name."""
+
+    def __init__(self, log, nbytes):
+        self.log, self.memory = log, bytearray(max(nbytes, 1))
+
+    def tomemory(self):
+        return memoryview(self.memory)
+
+    def Get_group(self):
+        return StubGroup()
+
+    def __getattr__(self, name):
+        def call(*args):
+            self.log.append(name)
+        return call
+
+
+class StubMPI:
+    """Just enough of an MPI namespace for osu.Run on one rank of two."""
+    INFO_NULL = LOCK_SHARED = LOCK_EXCLUSIVE = SUM = None
+
+    def __init__(self, rank):
+        self.log, self.clock = [], 0.0
+        self.COMM_WORLD = types.SimpleNamespace(
+            Get_rank=lambda: rank, Get_size=lambda: 2,
+            Barrier=lambda: self.log.append("Barrier"))
+        self.Win = types.SimpleNamespace(Allocate=self.allocate)
+
+    def allocate(self, nbytes, *args):
+        self.log.append("Win.Allocate")
+        return StubWin(self.log, nbytes)
+
+    def Wtime(self):
+        self.log.append("Wtime")
+        self.clock += 1.0
+        return self.clock
+
+
+def stub_run(name, argv, rank=0):
+    bench_, opts = osu.parse(name, argv)
+    return rank_program.Run(StubMPI(rank), bench_, opts)
+
+
+def timed_calls(log):
+    """The calls between the last two Wtime readings: the timed loop."""
+    marks = [i for i, call in enumerate(log) if call == "Wtime"]
+    return log[marks[-2] + 1:marks[-1]]
+
+
+def test_a_window_per_size_made_and_freed_outside_the_timing(capsys):
+    """§1.2: every size gets its own window, created before and freed after its two
+    timed loops (warm-up, then timed), with a Barrier between sizes; rank 0 prints
+    µs per iteration: 1 s (the stub clock) over 3 iterations."""
+    run = stub_run("osu_put_latency", ["-m", "1:4", "-i", "3", "-x", "2"])
+    assert run.all_sizes() == 0
+    log = run.MPI.log
+    starts = [i for i, call in enumerate(log) if call == "Win.Allocate"]
+    assert len(starts) == 3
+    for begin, end in zip(starts, starts[1:] + [len(log)]):
+        size_log = log[begin:end]
+        assert size_log[-1] == "Free" and size_log.count("Free") == 1
+        assert size_log.count("Wtime") == 4 and size_log.count("Barrier") == 2
+        assert size_log.index("Barrier") < size_log.index("Wtime")
+        assert timed_calls(size_log) == ["Put", "Flush"] * 3
+    rows = capsys.readouterr().out.splitlines()[5:]
+    assert rows == [OMB_ROW % (size, 1e6 / 3) for size in (1, 2, 4)]
+
+
+@pytest.mark.parametrize("sync, halve", [("flush", 1), ("flush_local", 1), ("lock", 1),
+                                         ("lock_all", 1), ("fence", 2), ("pscw", 2)])
+def test_latency_is_halved_for_fence_and_pscw(sync, halve):
+    """§1.2/1.4: µs = elapsed x 1e6 / iterations, halved for fence and PSCW (one
+    iteration is a transfer each way)."""
+    bench_, opts = osu.parse("osu_put_latency", ["-s", sync])
+    assert rank_program.result(bench_, opts, 8, 0.5, 1000) == pytest.approx(500 / halve)
+
+
+def test_bandwidth_counts_decimal_megabytes_and_doubles_bibw():
+    """§1.2: MB/s = size x iterations x window_size / 1e6 / elapsed (MB = 10^6 B,
+    so 1 MiB a second is 1.048576 MB/s); bi-directional is twice that; neither is
+    halved under fence or PSCW."""
+    bw, opts = osu.parse("osu_put_bw", ["-W", "64"])
+    assert rank_program.result(bw, opts, 1000, 0.5, 10) == pytest.approx(1.28)
+    bw, opts = osu.parse("osu_put_bw", ["-W", "1", "-s", "fence"])
+    assert rank_program.result(bw, opts, 1 << 20, 1.0, 1) == pytest.approx(1.048576)
+    bibw, opts = osu.parse("osu_put_bibw", ["-W", "64"])
+    assert rank_program.result(bibw, opts, 1000, 0.5, 10) == pytest.approx(2.56)
+
+
+W = 2      # -W for the bandwidth tests below
+# §1.4, written out independently of osu.py: the calls of one iteration, on rank 0
+# and on rank 1 (passive modes: rank 1 makes none).
+OMB_STEPS = {
+    ("osu_put_latency", "fence"): (["Fence", "Put", "Fence", "Fence"],
+                                   ["Fence", "Fence", "Put", "Fence"]),
+    ("osu_put_latency", "pscw"): (["Start", "Put", "Complete", "Post", "Wait"],
+                                  ["Post", "Wait", "Start", "Put", "Complete"]),
+    ("osu_put_bw", "fence"): (["Fence"] + ["Put"] * W + ["Fence"], ["Fence", "Fence"]),
+    ("osu_put_bw", "pscw"): (["Start"] + ["Put"] * W + ["Complete"], ["Post", "Wait"]),
+    ("osu_put_bibw", "fence"): (["Fence"] + ["Put"] * W + ["Fence"],) * 2,
+    ("osu_put_bibw", "pscw"): (["Post", "Start"] + ["Put"] * W + ["Complete", "Wait"],) * 2,
+    ("osu_put_latency", "flush"): (["Put", "Flush"], []),
+    ("osu_put_latency", "flush_local"): (["Put", "Flush_local"], []),
+    ("osu_put_latency", "lock"): (["Lock", "Put", "Unlock"], []),
+    ("osu_put_latency", "lock_all"): (["Lock_all", "Put", "Unlock_all"], []),
+    ("osu_put_bw", "flush"): (["Put"] * W + ["Flush"], []),
+}
+
+
+@pytest.mark.parametrize("name, sync", sorted(OMB_STEPS))
+@pytest.mark.parametrize("rank", [0, 1])
+def test_step_order_of_each_sync_mode(name, sync, rank):
+    """§1.4: inside the timed loop each rank calls exactly OMB's steps, in order,
+    once per iteration; the window is made before the clock starts."""
+    argv = ["-s", sync] + (["-W", str(W)] if name != "osu_put_latency" else [])
+    run = stub_run(name, argv, rank)
+    run.open_window(8)
+    made = len(run.MPI.log)
+    run.timed(3)
+    log, steps = run.MPI.log[made:], OMB_STEPS[name, sync][rank]
+    if steps:
+        assert timed_calls(log) == steps * 3
+    else:
+        assert log == []       # the target of a passive mode sits in the Barrier

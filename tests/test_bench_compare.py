@@ -3,6 +3,7 @@
 bar on long runs", "Memory", "benchmarks/RESULTS.md is produced by one documented
 command"). Synthetic samples only: arithmetic and format, never timings."""
 import io
+import json
 import os
 import types
 
@@ -16,9 +17,9 @@ OSU_OUT = """# OSU MPI_Put Latency Test v7.4
 # Window creation: MPI_Win_allocate
 # Synchronization: MPI_Win_flush
 # Size          Latency (us)
-1                         0.50
-2                         0.40
-4                         0.30
+1                       0.50
+2                       0.40
+4                       0.30
 """
 
 
@@ -97,10 +98,12 @@ def test_progress_is_a_bar_on_a_terminal_and_lines_elsewhere():
     assert tty.getvalue().count("\r\033[K") == 2 and tty.getvalue().endswith("y\n")
 
 
-def test_memory_case_reads_the_job_pss_in_mib():
+def test_memory_case_reads_the_job_pss_rss_and_shared_in_mib():
     case = compare.MemoryCase("t", 4, "16M")
-    out = "memory_ranks 4\nmemory_pss_kib 2048\nmemory_window_pss_kib 1024\n"
-    assert case.value(out) == 2.0
+    out = ("memory_ranks 4\nmemory_pss_kib 2048\nmemory_window_pss_kib 1024\n"
+           "memory_rss_kib 4096\nmemory_shared_kib 3072\nmemory_private_kib 1024\n")
+    assert case.value(out) == {"pss": 2.0, "rss": 4.0, "shared": 3.0}
+    assert case.headline(case.value(out)) == 2.0
     assert case.argv("mpi4py", True)[-2:] == ["shmrma.bench.memory", "16M"]
     with pytest.raises(jobs.RunFailed, match="memory_pss_kib"):
         case.value("nothing")
@@ -230,3 +233,87 @@ def test_single_benchmarks_take_impl_shmrma_mpi():
     from shmrma.bench import cli
     assert cli.take_impl(["-m", "8:8", "--impl=shmrma-mpi"]) == ("shmrma-mpi", ["-m", "8:8"])
     assert "shmrma-mpi" in cli.USAGE
+
+
+# ---------------------------------------------------------------- rows from the same runs
+
+def test_memory_rows_show_pss_rss_and_shared():
+    """The memory suite: a PSS row, then RSS and shared memory from the same runs,
+    each a ratio shmrma / mpi4py."""
+    case = compare.MEMORY_SUITE[0]
+    samples = {case.title: {
+        "shmrma": [{"pss": 20.0, "rss": 60.0, "shared": 40.0}] * 2,
+        "mpi4py": [{"pss": 40.0, "rss": 80.0, "shared": 30.0}] * 2}}
+    rows = compare.table([case], samples)
+    assert [r["metric"] for r in rows] == [
+        case.title, "Job RSS (shared pages counted by every rank), n=2 x 16 MiB window, MiB",
+        "Job shared memory (Shared_Clean + Shared_Dirty), n=2 x 16 MiB window, MiB"]
+    assert [(r["shmrma"], r["reference"]) for r in rows] == [
+        ("20.00", "40.00"), ("60.00", "80.00"), ("40.00", "30.00")]
+    assert [r["ratio"] for r in rows] == pytest.approx([0.5, 0.75, 4 / 3])
+    assert all(r["target"] is None for r in rows)
+
+
+def test_scaling_accumulate_adds_the_rate_of_all_ranks():
+    """Accumulates to one target: besides us per call and rank, n / us Mops/s of the
+    n ranks together (n x iterations / elapsed), its ratio a time ratio too."""
+    case, = [c for c in compare.SCALING_SUITE if c.kind == "accumulate" and c.nranks == 4]
+    rows = compare.table([case], {case.title: {"shmrma": [2.0, 2.0], "mpi4py": [8.0, 8.0]}})
+    assert [r["metric"] for r in rows] == [
+        case.title, "Accumulate 8 B to rank 0, all 4 ranks together, Mops/s"]
+    us, rate = rows
+    assert (rate["shmrma"], rate["reference"]) == ("2.00", "0.50")
+    assert rate["ratio"] == us["ratio"] == 0.25 and rate["target"] is None
+    assert rate["stats"]["shmrma"] == {"median": 2.0, "min": 2.0, "max": 2.0, "noisy": False}
+    rates = [c for c in compare.SCALING_SUITE if c.extras]
+    assert [(c.kind, c.nranks) for c in rates] == [("accumulate", n) for n in (2, 4, 8, 16)]
+
+
+# ---------------------------------------------------------------- --json
+
+def fake_samples(cases):
+    """What measure() would return, two runs per implementation, no job started."""
+    def runs(case, i):
+        if isinstance(case, compare.SweepCase):
+            return [{1: 1.0 + i, 2: 2.0 + i}, {1: 1.2 + i, 2: 2.0 + i}]
+        if isinstance(case, compare.MemoryCase):
+            return [{"pss": 10.0 + i, "rss": 30.0 + i, "shared": 20.0 + i}] * 2
+        return [1.0 + i, 1.2 + i]
+    return {case.title: {impl: runs(case, i) for i, impl in enumerate(case.impls(True))}
+            for case in cases}
+
+
+def test_json_holds_numbers_sweeps_and_machine_facts(tmp_path, monkeypatch, capsys):
+    """--json: each row's median, min, max, noisy and ratio as numbers, the sweeps
+    per size, and the machine facts; measurement stubbed, nothing launched."""
+    monkeypatch.setattr(jobs, "reference_missing", lambda: None)
+    monkeypatch.setattr(jobs, "_mpi_versions", lambda: ("4.1.2", "MPICH 5.0.2"))
+    monkeypatch.setattr(compare, "measure", lambda cases, *args: fake_samples(cases))
+    path = tmp_path / "run.json"
+    opts = types.SimpleNamespace(suite="all", reps=2, quick=True, json=str(path), plot=None,
+                                 results=None, shmrma_path=None)
+    assert compare.run(opts) == 0
+    doc = json.loads(path.read_text())
+    facts = doc["facts"]
+    for key in ("nproc", "cpu_model", "python", "numpy", "mpi_library", "mpi4py"):
+        assert facts[key] is not None, key
+    assert (facts["mpi4py"], facts["mpi_library"]) == ("4.1.2", "MPICH 5.0.2")
+    first = doc["table"][0]
+    assert first["metric"] == compare.WINDOWS_SUITE[0].title
+    assert first["stats"] == {"shmrma": {"median": 1.1, "min": 1.0, "max": 1.2, "noisy": False},
+                              "reference": {"median": 2.1, "min": 2.0, "max": 2.2,
+                                            "noisy": False}}
+    assert first["ratio"] == pytest.approx(1.1 / 2.1)
+    for row in doc["table"]:
+        assert isinstance(row["stats"]["shmrma"]["median"], float), row["metric"]
+        assert isinstance(row["stats"]["shmrma"]["noisy"], bool)
+        assert row["ratio"] is None or isinstance(row["ratio"], float)
+    metrics = [row["metric"] for row in doc["table"]]
+    assert any(m.startswith("Job RSS") for m in metrics)
+    assert any(m.endswith("Mops/s") for m in metrics)
+    sweep = doc["sweeps"][0]
+    assert (sweep["title"], sweep["sizes"]) == ("osu_put_latency", [1, 2])
+    assert sweep["stats"]["shmrma"][0] == {"median": 1.1, "min": 1.0, "max": 1.2,
+                                           "noisy": False}
+    assert sweep["series"]["mpi4py"] == [2.1, 3.0]
+    assert "raw numbers: %s" % path in capsys.readouterr().out

@@ -1,11 +1,12 @@
 """shmrma-bench compare --plot: shmrma/bench/plot.py draws a PNG, and says what
 to install when matplotlib is missing."""
+import os
 import struct
 import sys
 
 import pytest
 
-from shmrma.bench import plot
+from shmrma.bench import cli, compare, jobs, plot
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -68,14 +69,64 @@ def test_byte_labels():
         ["1", "8", "512", "4K", "256K", "2M", "1.5K"]
 
 
-def test_missing_matplotlib_says_what_to_install(tmp_path, monkeypatch):
+def hide_matplotlib(monkeypatch):
     # None in sys.modules makes an import fail; the submodules too, since a
     # cached "matplotlib.figure" would otherwise be found without its parent.
     for name in [n for n in sys.modules if n == "matplotlib" or n.startswith("matplotlib.")]:
         monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.setitem(sys.modules, "matplotlib", None)
+
+
+def test_missing_matplotlib_says_what_to_install(tmp_path, monkeypatch):
+    hide_matplotlib(monkeypatch)
     path = tmp_path / "compare.png"
     with pytest.raises(plot.PlotUnavailable, match="pip install matplotlib"):
         plot.draw(fake_sweeps(), path)
     assert issubclass(plot.PlotUnavailable, RuntimeError)
     assert not path.exists()
+    assert '.[plot]' in plot.unavailable()
+
+
+class Measured(Exception):
+    """Raised by the stubbed measurement: the command got as far as measuring."""
+
+
+def stub_compare(monkeypatch):
+    """compare with nothing launched: no references, and measuring raises Measured."""
+    def measure(*args):
+        raise Measured()
+    monkeypatch.setattr(jobs, "reference_missing", lambda: "stubbed")
+    monkeypatch.setattr(compare, "measure", measure)
+
+
+def test_compare_plot_without_matplotlib_stops_before_measuring(
+        tmp_path, monkeypatch, capsys):
+    """--plot without matplotlib: exit 2 at once, saying to install the plot extra,
+    rather than failing after the whole run and losing its numbers."""
+    hide_matplotlib(monkeypatch)
+    stub_compare(monkeypatch)
+    status = cli.main(["compare", "--suite", "sweep", "--plot", str(tmp_path / "s.png"),
+                       "--json", str(tmp_path / "s.json")])
+    err = capsys.readouterr().err
+    assert status == 2 and "matplotlib" in err and 'pip install -e ".[plot]"' in err, err
+    assert "nothing was run" in err and not os.listdir(tmp_path)
+
+
+@pytest.mark.parametrize("suite", ["memory", "windows"])
+def test_compare_plot_with_a_suite_that_draws_nothing_says_so(
+        suite, tmp_path, monkeypatch, capsys):
+    """--plot with a suite without sweeps: a note that nothing will be drawn, and the
+    run goes on (matplotlib is not needed for it)."""
+    hide_matplotlib(monkeypatch)
+    stub_compare(monkeypatch)
+    with pytest.raises(Measured):
+        cli.main(["compare", "--suite", suite, "--plot", str(tmp_path / "s.png")])
+    err = capsys.readouterr().err
+    assert "suite %s has no sweep to draw" % suite in err, err
+
+
+def test_compare_plot_with_matplotlib_goes_on_to_measure(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    stub_compare(monkeypatch)
+    with pytest.raises(Measured):
+        cli.main(["compare", "--suite", "all", "--plot", str(tmp_path / "s.png")])

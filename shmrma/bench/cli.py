@@ -30,13 +30,17 @@ output) on two ranks it starts itself.
               fence, PSCW and lock rounds at 2, 4 and 8 ranks and OSU's sync
               modes (suite sync); a Put plus its notification with the
               proposal's counters and with MPI-3 calls, and the halo exchange,
-              the counters on both backends (suite counters); the PSS of a
-              job with a 16 MiB window at 2, 4 and 8 ranks (suite memory);
+              the counters on both backends (suite counters); the PSS, RSS
+              and shared memory of a job with a 16 MiB window at 2, 4 and 8
+              ranks (suite memory);
               put/get latency and bandwidth at every size from 1 B to 4 MiB
               (suite sweep, what --plot draws);
               every synchronization form, the window barrier, a counter
               token ring and accumulates to one target at 2, 4, 8 and 16
-              ranks (suite scaling)
+              ranks, the accumulates also as Mops/s of all ranks together
+              (suite scaling); --json FILE: every row's median, min, max,
+              noisy flag and ratio as numbers, the sweeps per size and the
+              machine facts
   list        the benchmarks and the sync modes each accepts
 """
 
@@ -103,19 +107,24 @@ def compare_command(argv):
     ap = argparse.ArgumentParser(prog="shmrma-bench compare",
                                  description=compare.__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true",
-                    help="fewer iterations per run (latency 2000, bandwidth 5)")
+                    help="fewer iterations per run: at most 2000 (latency) or 5 "
+                         "(bandwidth) per size, or OMB's default where it is lower")
     ap.add_argument("--suite", choices=sorted(compare.SUITES), default="all",
                     help="windows: the communication calls and bandwidth; sync: fence, "
                          "PSCW and lock rounds at 2, 4 and 8 ranks and OSU's sync modes; "
                          "counters: notification latency and halo exchange; memory: job "
-                         "PSS; sweep: latency and bandwidth at every size; scaling: "
-                         "synchronization at 2-16 ranks (default: all)")
+                         "PSS, RSS and shared memory; sweep: latency and bandwidth at "
+                         "every size; scaling: synchronization at 2-16 ranks, accumulate "
+                         "rate in Mops/s (default: all)")
     ap.add_argument("--reps", type=int, default=compare.REPS, metavar="N",
                     help="alternating rounds after the warm-up (default %(default)s)")
-    ap.add_argument("--json", metavar="FILE", help="write raw numbers and machine facts")
+    ap.add_argument("--json", metavar="FILE",
+                    help="write the raw numbers, every row's median, min, max, noisy flag "
+                         "and ratio, the sweeps per size, and the machine facts")
     ap.add_argument("--plot", metavar="FILE.png",
                     help="draw the sweeps (latency and bandwidth against message size, "
-                         "ratio below); needs matplotlib")
+                         "ratio below); needs matplotlib, the plot extra "
+                         "(pip install -e \".[plot]\"), checked before anything runs")
     ap.add_argument("--results", metavar="FILE.md",
                     help="write the table, the sweeps and the machine facts as Markdown "
                          "(benchmarks/RESULTS.md), with the plot beside it when matplotlib "

@@ -8,13 +8,19 @@ the numpy copy reference; the counters cases also ``shmrma-run --backend mpi
 writes the bytecode caches), then REPS rounds, the order of the
 implementations reversed every round so none always goes first. The table
 holds medians; a case whose min-max spread exceeds NOISY of its median is
-flagged, since a shared machine drifts between runs.
+flagged, since a shared machine drifts between runs. Some cases add rows computed
+from the same runs (``Case.extras``: a job's RSS and shared memory, the rate of
+accumulates from all ranks). ``--json`` keeps every row's median, min, max,
+noisy flag and ratio as numbers, the sweeps per size and the machine facts.
 """
 import json
 import os
 import re
 import statistics
+import sys
 import time
+from collections import namedtuple
+from operator import itemgetter
 
 from . import jobs
 
@@ -25,11 +31,17 @@ TIMEOUT_S = 600
 ROW = re.compile(r"^(\d+)\s+(\d+\.\d+)\s*$")
 MIB = 1 << 20
 
+# A further row from the same runs as its case's: ``of`` turns one run's value into
+# the row's number; ``higher_is_better`` makes its ratio a time ratio (reference /
+# shmrma) like a bandwidth's. No runs of its own, no target.
+Extra = namedtuple("Extra", "title of higher_is_better")
+
 
 class Case:
     """One row group: a benchmark at one size, and what it is held against."""
 
     nranks = 2
+    extras = ()
 
     def __init__(self, title, name, size, flags=(), against_mpi4py=None, numpy_at_least=None):
         self.title, self.name, self.size = title, name, size
@@ -44,7 +56,9 @@ class Case:
     def program(self, quick):
         flags = list(self.flags)
         if quick:
-            flags += ["-i", str(QUICK_ITERATIONS["bw" if self.bandwidth else "latency"])]
+            # a cap, not OMB's -i: no size runs more iterations than OMB's default
+            flags += ["--max-iterations",
+                      str(QUICK_ITERATIONS["bw" if self.bandwidth else "latency"])]
         return ["-m", "shmrma.bench.osu", self.name] + flags
 
     def argv(self, impl, quick):
@@ -54,7 +68,7 @@ class Case:
         return value_at(out, self.size)
 
     def headline(self, value):
-        """The number the progress line shows."""
+        """The number of one run that the progress line shows and the main row holds."""
         return value
 
     def describe(self):
@@ -131,17 +145,31 @@ class HaloCase(NotifyCase):
 
 class MemoryCase(SyncCase):
     """The PSS of a whole job of N ranks with a window of SIZE per rank, every byte
-    written (shmrma/bench/memory.py), in MiB, against mpi4py's for the same program."""
+    written (shmrma/bench/memory.py), in MiB, against mpi4py's for the same program;
+    its RSS and shared memory in rows of their own from the same runs."""
+
+    QUANTITIES = {"pss": "memory_pss_kib", "rss": "memory_rss_kib",
+                  "shared": "memory_shared_kib"}
 
     def __init__(self, title, nranks, size):
         super().__init__(title, "memory", nranks, None)
         self.size = size
+        window = title.partition(", ")[2]
+        self.extras = (
+            Extra("Job RSS (shared pages counted by every rank), " + window,
+                  itemgetter("rss"), False),
+            Extra("Job shared memory (Shared_Clean + Shared_Dirty), " + window,
+                  itemgetter("shared"), False))
 
     def program(self, quick, kind=None):
         return ["-m", "shmrma.bench.memory", self.size]
 
     def value(self, out):
-        return keyed_value(out, {"memory_pss_kib"}) / 1024
+        """{quantity: MiB} of one run."""
+        return {name: keyed_value(out, {key}) / 1024 for name, key in self.QUANTITIES.items()}
+
+    def headline(self, value):
+        return value["pss"]
 
 
 class SweepCase(Case):
@@ -209,6 +237,7 @@ COUNTERS_SUITE = (
     HaloCase("Halo n=4: Fence on both, us/iter", "fence"),
 )
 
+
 def _unique(cases):
     """The cases in order, a title measured once (scaling repeats sync's rounds at 2, 4
     and 8 ranks; the first, with its target, stays): samples are kept by title."""
@@ -216,10 +245,20 @@ def _unique(cases):
     return tuple(case for case in cases if not (case.title in seen or seen.add(case.title)))
 
 
+def _scaling_case(title, kind, reference, n):
+    """A round at n ranks; the accumulates also as the rate of all n ranks together:
+    every rank makes one call a round, so n * iterations / elapsed = n / us Mops/s."""
+    case = SyncCase("%s n=%d, us" % (title, n), kind, n, reference_kind=reference)
+    if kind == "accumulate":
+        case.extras = (Extra("Accumulate 8 B to rank 0, all %d ranks together, Mops/s" % n,
+                             lambda us: n / us, True),)
+    return case
+
+
 # Every synchronization form as ranks grow (beyond 2 the 2-core machine is
 # oversubscribed); shmrma-only forms run against their MPI-3 form on mpi4py.
 SCALING_SUITE = tuple(
-    SyncCase("%s n=%d, us" % (title, n), kind, n, reference_kind=reference)
+    _scaling_case(title, kind, reference, n)
     for n in (2, 4, 8, 16)
     for title, kind, reference in (
         ("Fence round", "fence", None),
@@ -288,6 +327,16 @@ def summarize(values):
             "noisy": spread > NOISY}
 
 
+def numbers(summary):
+    """What --json keeps of a summary besides the raw values: median, min, max, noisy."""
+    return summary and {key: summary[key] for key in ("median", "min", "max", "noisy")}
+
+
+def summarize_runs(runs, of):
+    """{impl: summary of of(value) over its runs}."""
+    return {impl: summarize([of(v) for v in values]) for impl, values in runs.items()}
+
+
 def sweeps(cases, samples):
     """The sweep cases' medians per size, in the form plot.draw takes."""
     found = []
@@ -296,14 +345,16 @@ def sweeps(cases, samples):
             continue
         runs = samples[case.title]
         sizes = sorted(set.intersection(*(set(r) for r in runs["shmrma"])))
-        series, noisy = {}, {}
+        series, noisy, stats = {}, {}, {}
         for impl, values in runs.items():
             per_size = [summarize([v[size] for v in values if size in v])
                         if any(size in v for v in values) else None for size in sizes]
             series[impl] = [p and p["median"] for p in per_size]
             noisy[impl] = [bool(p and p["noisy"]) for p in per_size]
+            stats[impl] = [numbers(p) for p in per_size]
         found.append({"title": case.title, "unit": case.unit, "sizes": sizes,
-                      "higher_is_better": case.bandwidth, "series": series, "noisy": noisy})
+                      "higher_is_better": case.bandwidth, "series": series, "noisy": noisy,
+                      "stats": stats})
     return found
 
 
@@ -329,54 +380,70 @@ def sweep_ratio(sweep, i):
 
 
 def table(cases, samples):
+    """The rows of the table, sweeps aside: each with its medians as text (flagged
+    noisy) and, for --json, the numbers."""
     rows = []
     for case in cases:
-        if isinstance(case, SweepCase):
-            continue
-        got = {impl: summarize(v) for impl, v in samples[case.title].items()}
-        mine = got["shmrma"]
-
-        def shown(s):
-            return "%.2f%s" % (s["median"], " (noisy)" if s["noisy"] else "")
-        if "mpi4py" in got or case.against_mpi4py:   # a row without a target informs
-            other = got.get("mpi4py")
-            ratio = None
-            if other:
-                # a time ratio: bandwidth is inverse to time
-                ratio = (other["median"] / mine["median"] if case.bandwidth
-                         else mine["median"] / other["median"])
-            rows.append({"metric": case.title, "shmrma": shown(mine),
-                         "reference": shown(other) if other else None, "against": "mpi4py",
-                         "ratio": ratio, "target": case.against_mpi4py})
-        if getattr(case, "on_mpi_backend", None) and "shmrma-mpi" in got:
-            # shmrma's counters on the mpi backend, against the same on shm and
-            # against mpi4py's MPI-3 form; informative rows, no target
-            on_mpi = got["shmrma-mpi"]
-            for title, against, ref in zip(case.on_mpi_backend,
-                                           ("shmrma on shm", "mpi4py"),
-                                           (mine, got.get("mpi4py"))):
-                rows.append({"metric": title, "shmrma": shown(on_mpi),
-                             "reference": shown(ref) if ref else None, "against": against,
-                             "ratio": on_mpi["median"] / ref["median"] if ref else None,
-                             "target": None})
-        if case.numpy_at_least:
-            ref = got["numpy"]
-            rows.append({"metric": case.title, "shmrma": shown(mine),
-                         "reference": shown(ref), "against": "numpy copy",
-                         "ratio": mine["median"] / ref["median"],
-                         "target": case.numpy_at_least, "higher_is_better": True})
+        if not isinstance(case, SweepCase):
+            rows += case_rows(case, samples[case.title])
     return rows
+
+
+def case_rows(case, runs):
+    """The rows of one case: against mpi4py (a time ratio: bandwidth is inverse to
+    time) with its extras, the mpi backend's rows, the numpy copy's."""
+    got = summarize_runs(runs, case.headline)
+    mine, other, rows = got["shmrma"], got.get("mpi4py"), []
+    if other or case.against_mpi4py:   # a row without a target informs
+        rows.append(row(case.title, mine, other, "mpi4py", case.against_mpi4py,
+                        invert=case.bandwidth))
+        for extra in case.extras:
+            theirs = summarize_runs(runs, extra.of)
+            rows.append(row(extra.title, theirs["shmrma"], theirs.get("mpi4py"), "mpi4py",
+                            None, invert=extra.higher_is_better))
+    if getattr(case, "on_mpi_backend", None) and "shmrma-mpi" in got:
+        # shmrma's counters on the mpi backend, against the same on shm and
+        # against mpi4py's MPI-3 form; informative rows, no target
+        for title, against, ref in zip(case.on_mpi_backend, ("shmrma on shm", "mpi4py"),
+                                       (mine, other)):
+            rows.append(row(title, got["shmrma-mpi"], ref, against, None))
+    if case.numpy_at_least:
+        rows.append(row(case.title, mine, got["numpy"], "numpy copy", case.numpy_at_least,
+                        higher_is_better=True))
+    return rows
+
+
+def row(metric, mine, ref, against, target, invert=False, higher_is_better=False):
+    """One row: the medians as text, the ratio mine / ref (ref / mine if ``invert``),
+    and under "stats" median, min, max and noisy of both sides."""
+    ratio = None
+    if ref and mine["median"] and ref["median"]:
+        ratio = ref["median"] / mine["median"] if invert else mine["median"] / ref["median"]
+    out = {"metric": metric, "shmrma": shown(mine), "reference": shown(ref),
+           "against": against, "ratio": ratio, "target": target,
+           "stats": {"shmrma": numbers(mine), "reference": numbers(ref)}}
+    if higher_is_better:
+        out["higher_is_better"] = True
+    return out
+
+
+def shown(summary):
+    """A median as the table shows it, "(noisy)" when its spread is wide; None for none."""
+    return summary and "%.2f%s" % (summary["median"], " (noisy)" if summary["noisy"] else "")
 
 
 def run(opts):
     """The compare command; returns the exit status."""
+    suite = SUITES[opts.suite]
+    if not plot_ready(opts, suite):
+        return 2
     missing = jobs.reference_missing()
     if missing:
         print("%s: measuring shmrma against numpy only; install the references with `%s`"
               % (missing, jobs.INSTALL_HINT), flush=True)
     facts = jobs.machine_facts(not missing)
     facts["shmrma_path"] = os.path.abspath(opts.shmrma_path) if opts.shmrma_path else None
-    reps, suite = opts.reps, SUITES[opts.suite]
+    reps = opts.reps
     started = time.time()
     jobs.progress("shmrma-bench compare: %d cases (suite %s), 1 warm-up round then %d "
                   "alternating rounds%s" % (len(suite), opts.suite, reps,
@@ -385,9 +452,7 @@ def run(opts):
     samples = measure(suite, not missing, opts.quick, reps, opts.shmrma_path)
     facts["loadavg_end"] = os.getloadavg()
     facts["elapsed_s"] = round(time.time() - started, 1)
-    rows = table(suite, samples)
-
-    found = sweeps(suite, samples)
+    rows, found = table(suite, samples), sweeps(suite, samples)
 
     print()
     print(jobs.describe(facts))
@@ -395,11 +460,11 @@ def run(opts):
     jobs.print_table(rows, columns=("shmrma", "reference", "against"))
     for sweep in found:
         print_sweep(sweep)
-    plot_path = _plot(found, opts, facts)
-    if opts.json:
+    if opts.json:       # before the plot: a failure there must not lose the numbers
         jobs.write_report(opts.json, facts, {"quick": opts.quick, "reps": reps,
                                              "suite": [c.describe() for c in suite]},
-                          samples, rows)
+                          samples, rows, found)
+    plot_path = _plot(found, opts, facts)
     if opts.results:
         write_results(opts.results, facts, opts, rows, found, plot_path)
     return 0
@@ -409,6 +474,24 @@ CONVENTIONS = ("OSU conventions (OMB 7.x) unless named: 2 ranks, Win.Allocate, -
                "latency = time of op + sync; bandwidth = 64 ops per flush, MB = 10^6 B. Rounds "
                "at n ranks: shmrma/bench/sync.py, the slowest rank's time. Median of %d "
                "alternating runs%s")
+
+
+def plot_ready(opts, suite):
+    """Before anything runs: False (with the reason on stderr) when --plot cannot be
+    drawn for want of matplotlib, so a long run is not lost at its end; a note when
+    the suite has no sweep to draw."""
+    if not opts.plot:
+        return True
+    if not any(isinstance(case, SweepCase) for case in suite):
+        print("shmrma-bench compare: --plot %s: suite %s has no sweep to draw, so no plot "
+              "is written (suites sweep and all draw one)" % (opts.plot, opts.suite),
+              file=sys.stderr, flush=True)
+        return True
+    from . import plot
+    problem = plot.unavailable()
+    if problem:
+        print("shmrma-bench compare: %s; nothing was run" % problem, file=sys.stderr)
+    return not problem
 
 
 def _plot(found, opts, facts):

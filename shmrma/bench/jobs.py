@@ -280,9 +280,11 @@ def markdown_table(head, body):
     return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in body])
 
 
-def write_report(path, facts, options, results, rows):
-    """The JSON of a benchmark run: machine facts, options, raw results, the table."""
-    doc = {"facts": facts, "options": options, "results": results, "table": rows}
+def write_report(path, facts, options, results, rows, sweeps=()):
+    """The JSON of a benchmark run: machine facts, options, raw results, the table
+    (each row's numbers under "stats"), the sweeps per size."""
+    doc = {"facts": facts, "options": options, "results": results, "table": rows,
+           "sweeps": list(sweeps)}
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
         json.dump(doc, f, indent=2)

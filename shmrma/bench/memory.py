@@ -28,9 +28,9 @@ prints one line per quantity, sums over the ranks, in KiB:
 PSS (proportional set size) is the honest total of a job: a page that several
 ranks map counts once, split among them, where RSS counts it once per rank and
 overstates a job that shares its libraries or its window segment. compare.py
-therefore reads memory_pss_kib and memory_window_pss_kib; RSS, shared and
-private are there to explain them. The launcher's own processes (shmrma-run,
-or mpiexec and its hydra proxy) are not counted, only the ranks.
+therefore holds memory_pss_kib against mpi4py's, with memory_rss_kib and
+memory_shared_kib in rows beside it to explain it. The launcher's own processes
+(shmrma-run, or mpiexec and its hydra proxy) are not counted, only the ranks.
 
 PSS depends on who else maps the same files: other Python jobs on the machine
 lower the ranks' share of libpython and numpy, so the baseline moves from run to

@@ -7,6 +7,8 @@ two ranks, sizes 1 B to 4 MiB in powers of two, 10,000 timed iterations after
 bandwidth (20 after 2 above 8 KiB), 64 operations per bandwidth iteration.
 One deliberate difference: fop and cas use one 8-byte integer by default
 (OMB 5.x's MPI_LONG_LONG, as most published tables), not OMB 7.x's MPI_CHAR.
+One addition: --max-iterations N caps the timed iterations of every size
+(compare --quick), where OMB's -i would set them all to N.
 """
 import argparse
 
@@ -74,12 +76,17 @@ def parser(bench):
     ap.add_argument("-s", "--sync-option", dest="sync", choices=bench.syncs,
                     default=bench.sync, help="synchronization (default %(default)s)")
     ap.add_argument("-m", "--message-size", dest="sizes", metavar="[MIN:]MAX",
-                    help="message sizes in bytes, powers of two between MIN and MAX "
+                    help="message sizes in bytes, doubling from MIN up to MAX: MAX, "
+                         "MIN:MAX, or MIN: for MIN up to the default MAX "
                          "(default 1:%d)" % MAX_MESSAGE_SIZE)
     ap.add_argument("-i", "--iterations", type=int, metavar="N",
                     help="timed iterations for every size")
     ap.add_argument("-x", "--warmup", type=int, metavar="N",
                     help="warm-up iterations for every size")
+    ap.add_argument("--max-iterations", type=int, metavar="N",
+                    help="not in OMB: at most N timed iterations at any size, fewer where "
+                         "OMB's count for that size (or -i) is lower; compare --quick "
+                         "uses it")
     ap.add_argument("-T", "--type", dest="datatype", choices=sorted(DATATYPES),
                     default=bench.datatype,
                     help="element type of accumulate, fop and cas (default %(default)s); "
@@ -98,9 +105,10 @@ def parse(name, argv):
     bench = BENCHMARKS[name]
     opts = parser(bench).parse_args(argv)
     opts.min_size, opts.max_size = _size_range(opts.sizes)
-    for flag, letter, least in (("iterations", "i", 1), ("warmup", "x", 0)):
+    for flag, option, least in (("iterations", "-i", 1), ("warmup", "-x", 0),
+                                ("max_iterations", "--max-iterations", 1)):
         if getattr(opts, flag) is not None and getattr(opts, flag) < least:
-            raise UsageError("-%s must be at least %d" % (letter, least))
+            raise UsageError("%s must be at least %d" % (option, least))
     if bench.op in ("put", "get") and opts.datatype != "mpi_char":
         raise UsageError("-T applies to acc, get_acc, fop and cas; put and get move "
                          "MPI_CHAR bytes, as in OMB")
@@ -110,13 +118,15 @@ def parse(name, argv):
 
 
 def _size_range(text):
+    """(MIN, MAX) of -m: "MAX", "MIN:MAX" or OMB's "MIN:" (MAX stays the default)."""
     if text is None:
         return 1, MAX_MESSAGE_SIZE
     low, sep, high = text.rpartition(":")
     try:
-        low, high = (int(low) if sep and low else 1), int(high)
+        low = int(low) if low else 1
+        high = int(high) if high or not sep else MAX_MESSAGE_SIZE
     except ValueError:
-        raise UsageError("-m takes MAX or MIN:MAX in bytes, not %r" % text) from None
+        raise UsageError("-m takes MAX, MIN:MAX or MIN: in bytes, not %r" % text) from None
     if not 1 <= low <= high:
         raise UsageError("-m needs 1 <= MIN <= MAX, got %r" % text)
     return low, high
@@ -147,11 +157,14 @@ def element_size(opts):
 
 
 def loop_counts(bench, opts, size):
-    """(warm-up, timed) iterations for one message size, as OMB chooses them."""
+    """(warm-up, timed) iterations for one message size, as OMB chooses them;
+    --max-iterations (not OMB's) then caps the timed count."""
     large = size > LARGE_MESSAGE_SIZE
     if bench.kind == "latency":
         skip, iters = (10, 1000) if large else (100, 10000)
     else:
         skip, iters = (2, 20) if large else (10, 100)
-    return (skip if opts.warmup is None else opts.warmup,
-            iters if opts.iterations is None else opts.iterations)
+    iters = iters if opts.iterations is None else opts.iterations
+    if opts.max_iterations is not None:
+        iters = min(iters, opts.max_iterations)
+    return skip if opts.warmup is None else opts.warmup, iters

@@ -23,6 +23,10 @@ from . import options as osu
 from .jobs import current_impl, mpi_module
 
 PAGE = 4096
+# OMB's column width: osu_util.h says 20 under #ifndef FIELD_WIDTH, but OMB's
+# configure.ac (6.x-7.4) has AC_DEFINE([FIELD_WIDTH], [18]), which every compile
+# line carries as -DFIELD_WIDTH=18, so real rows are "%-10d%18.2f", 28 characters.
+FIELD_WIDTH = 18
 
 
 def main(argv):
@@ -63,7 +67,7 @@ def print_header(bench, opts, reference=None):
     if reference:
         print("# Reference: %s" % reference)
     unit = "Latency (us)" if bench.kind == "latency" else "Bandwidth (MB/s)"
-    print("%-10s%20s" % ("# Size", unit), flush=True)
+    print("%-10s%*s" % ("# Size", FIELD_WIDTH, unit), flush=True)
 
 
 def result(bench, opts, size, seconds, iterations):
@@ -76,7 +80,7 @@ def result(bench, opts, size, seconds, iterations):
 
 
 def print_row(size, value):
-    print("%-10d%20.2f" % (size, value), flush=True)
+    print("%-10d%*.2f" % (size, FIELD_WIDTH, value), flush=True)
 
 
 class Run:

@@ -12,8 +12,9 @@ message sizes::
 and draws one column per sweep (at most COLUMNS a row): on top the values,
 log-log, one line per implementation, noisy points hollow; below, the time
 ratio of shmrma to each reference, so that below 1 always means shmrma is
-better. matplotlib is optional: it is imported only here, and its absence is
-a PlotUnavailable that says what to install.
+better. matplotlib is optional (the ``plot`` extra): it is imported only here,
+and its absence is a PlotUnavailable that says what to install; compare asks
+``unavailable()`` before it measures anything.
 """
 import math
 
@@ -23,7 +24,7 @@ SHMRMA = "shmrma"
 # shmrma keeps one colour in every figure; references take the others in turn.
 SHMRMA_COLOUR = "tab:blue"
 REFERENCE_COLOURS = ("tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink")
-INSTALL_HINT = "pip install matplotlib"
+INSTALL_HINT = 'pip install -e ".[plot]"'          # the plot extra: matplotlib
 QUANTITY = {"us": "latency", "MB/s": "bandwidth"}
 
 
@@ -58,14 +59,24 @@ def draw(sweeps, path, title=None):
     return path
 
 
+def unavailable():
+    """None when draw() can work, else why not and what to install."""
+    try:
+        _matplotlib()
+    except PlotUnavailable as exc:
+        return str(exc)
+    return None
+
+
 def _matplotlib():
     """The two matplotlib classes draw() needs, or PlotUnavailable."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError as exc:
-        raise PlotUnavailable("--plot needs matplotlib, which is not installed: run `%s` "
-                              "(or `pip install 'shmrma[bench]'`)" % INSTALL_HINT) from exc
+        raise PlotUnavailable("--plot needs matplotlib, which is not installed: install "
+                              "shmrma's plot extra, `%s` (or `pip install matplotlib`)"
+                              % INSTALL_HINT) from exc
     return Figure, FigureCanvasAgg
 
 

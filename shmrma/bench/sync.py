@@ -20,6 +20,7 @@ KIND is one of
              polls its flag with Fetch_and_op(NO_OP) + Flush until it moved
   accumulate inside Lock_all, every rank Accumulates 8 B (SUM) into rank 0 and
              Flushes: one target as ranks grow; the time is per call and rank
+             (compare also shows N / time as the Mops/s of all N ranks together)
 
 The window comes from Win.Allocate; a tenth of the iterations (at least 10)
 warm up first, then a Barrier, then the timed loop. Rank 0 prints
