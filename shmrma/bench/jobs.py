@@ -253,16 +253,24 @@ def table_cells(rows, columns=("shmrma", "mpi4py")):
     body = []
     for r in rows:
         ratio, target = r["ratio"], r["target"]
-        better = r.get("higher_is_better")
-        if ratio is None or target is None:
-            status = "n/a"
-        else:
-            status = "PASS" if (ratio >= target if better else ratio <= target) else "MISS"
         body.append((r["metric"],) + tuple(r.get(c) or "-" for c in columns)
                     + ("-" if ratio is None else "%.2f" % ratio,
-                       "-" if target is None else ("%s %.2f" % (">=" if better else "<=", target)),
-                       status))
+                       "-" if target is None else ("%s %.2f" % (target_sign(r), target)),
+                       status(r)))
     return head, body
+
+
+def target_sign(row):
+    return ">=" if row.get("higher_is_better") else "<="
+
+
+def status(row):
+    """PASS, MISS, or n/a (no ratio or no target) for one table row."""
+    ratio, target = row["ratio"], row["target"]
+    if ratio is None or target is None:
+        return "n/a"
+    better = row.get("higher_is_better")
+    return "PASS" if (ratio >= target if better else ratio <= target) else "MISS"
 
 
 def print_table(rows, columns=("shmrma", "mpi4py")):
