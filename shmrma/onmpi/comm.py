@@ -7,6 +7,9 @@ handle) typed MPI_BYTE, and a receive turns the bytes back into handles in the
 program's list when it completes. Communicators made from these ones (Dup,
 Split, Create, ...) are of this class too, so handles travel on them as well.
 """
+import functools
+import itertools
+
 from mpi4py import MPI as _mpi
 
 from .. import buffers
@@ -60,6 +63,47 @@ class HandleReceive(PyRequest):
         self._inner.Cancel()
 
 
+@errors.translated
+def _refuse(call):
+    buffers.refuse_handles(call)
+
+
+def _typed_handles(arg):
+    return isinstance(arg, (list, tuple)) and any(item is HANDLE_SYNC for item in arg)
+
+
+def refusing_handles(method):
+    """``method`` raising ERR_TYPE for a buffer typed HANDLE_SYNC (R154), as on
+    shared memory, where mpi4py would raise TypeError for a datatype it does not
+    know: handles travel only in point-to-point calls and Bcast, Gather,
+    Allgather, Alltoall."""
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        if any(map(_typed_handles, itertools.chain(args, kwargs.values()))):
+            _refuse(method.__name__)
+        return method(self, *args, **kwargs)
+    return call
+
+
+def _sending(method):
+    """A send of the (buf, dest, tag) family whose buffer may hold handles."""
+    @functools.wraps(method)
+    def send(self, buf, dest, tag=0):
+        return method(self, _wire(buf, False)[0], dest, tag)
+    return send
+
+
+# buffer-taking calls that cannot carry handles (reductions, vector and
+# nonblocking collectives)
+REFUSING = ("Reduce", "Allreduce", "Scan", "Exscan", "Reduce_scatter",
+            "Reduce_scatter_block", "Ireduce", "Iallreduce", "Iscan", "Iexscan",
+            "Ireduce_scatter", "Ireduce_scatter_block", "Scatter", "Scatterv", "Gatherv",
+            "Allgatherv", "Alltoallv", "Alltoallw", "Ibcast", "Igather", "Igatherv",
+            "Iscatter", "Iscatterv", "Iallgather", "Iallgatherv", "Ialltoall",
+            "Ialltoallv", "Ialltoallw", "Send_init", "Ssend_init", "Bsend_init",
+            "Rsend_init", "Recv_init", "Sendrecv_replace")
+
+
 def _derived(method):
     """A method making a new communicator that returns one of this class."""
     def make(self, *args, **kwargs):
@@ -74,17 +118,7 @@ class Intracomm(_mpi.Intracomm, metaclass=Extends):
 
     _widens = _mpi.Intracomm
 
-    Dup = _derived(_mpi.Intracomm.Dup)
-    Split = _derived(_mpi.Intracomm.Split)
-    Split_type = _derived(_mpi.Intracomm.Split_type)
-    Create = _derived(_mpi.Intracomm.Create)
-    Create_group = _derived(_mpi.Intracomm.Create_group)
-
-    def Send(self, buf, dest, tag=0):
-        super().Send(_wire(buf, False)[0], dest, tag)
-
-    def Isend(self, buf, dest, tag=0):
-        return super().Isend(_wire(buf, False)[0], dest, tag)
+    # more methods: mpi4py's, wrapped as WRAPPED (below the class) says
 
     def Recv(self, buf, source=_mpi.ANY_SOURCE, tag=_mpi.ANY_TAG, status=None):
         wire, message = _wire(buf, True)
@@ -127,3 +161,13 @@ class Intracomm(_mpi.Intracomm, metaclass=Extends):
         wire, message = _wire(recvbuf, True, self.Get_size())
         super().Alltoall(_wire(sendbuf, False, self.Get_size())[0], wire)
         _finish(message)
+
+
+WRAPPED = {
+    _derived: ("Dup", "Split", "Split_type", "Create", "Create_group"),
+    _sending: ("Send", "Isend", "Ssend", "Issend", "Bsend", "Ibsend", "Rsend", "Irsend"),
+    refusing_handles: REFUSING,
+}
+for _wrap, _names in WRAPPED.items():
+    for _name in _names:
+        setattr(Intracomm, _name, _wrap(getattr(_mpi.Intracomm, _name)))

@@ -10,6 +10,7 @@ from mpi4py import MPI as _mpi
 
 from .. import errors as shm
 from . import errors
+from .comm import refusing_handles
 from .counters import CounterCalls, CounterWindow
 from .extends import Extends
 from .winbarrier import BarrierCalls
@@ -64,5 +65,9 @@ class Win(BarrierCalls, CounterCalls, _mpi.Win, metaclass=Extends):
             "the window and create one over the new communicator, or run on the "
             "shared-memory backend")
 
+
+for _name in ("Put", "Get", "Accumulate", "Get_accumulate", "Fetch_and_op",
+              "Compare_and_swap", "Rput", "Rget", "Raccumulate", "Rget_accumulate"):
+    setattr(Win, _name, refusing_handles(getattr(_mpi.Win, _name)))     # R154
 
 WIN_NULL = Win()

@@ -55,6 +55,23 @@ received = [MPI.SYNC_NULL]
 request = comm.Irecv([received, MPI.HANDLE_SYNC], right, 2)
 comm.Send([np.zeros(16, "i8"), MPI.BYTE], left, 2)     # 128 bytes that are no handle
 assert error_class(request.Wait) == MPI.ERR_TYPE and received == [MPI.SYNC_NULL]
+# R154: typed HANDLE_SYNC in the other sends too; in reductions, other collectives
+# and RMA it is ERR_TYPE, as on shared memory, and nothing moves
+got = [MPI.SYNC_NULL]
+pending = comm.Irecv([got, MPI.HANDLE_SYNC], right, 4)
+comm.Ssend([mine[:1], MPI.HANDLE_SYNC], left, 4)
+pending.Wait()
+assert got[0].owner == right
+out = [MPI.SYNC_NULL]
+for misuse in (lambda: comm.Allreduce([mine, MPI.HANDLE_SYNC], [out, MPI.HANDLE_SYNC]),
+               lambda: comm.Reduce([mine, MPI.HANDLE_SYNC], [out, MPI.HANDLE_SYNC]),
+               lambda: comm.Scatter([mine, MPI.HANDLE_SYNC], [out, MPI.HANDLE_SYNC]),
+               lambda: comm.Ibcast([mine, MPI.HANDLE_SYNC]),
+               lambda: win.Put([bytearray(128), MPI.HANDLE_SYNC], right),
+               lambda: win.Get([bytearray(128), MPI.BYTE], right, [0, 1, MPI.HANDLE_SYNC]),
+               lambda: win.Accumulate([mine, MPI.HANDLE_SYNC], right, op=MPI.REPLACE)):
+    assert error_class(misuse) == MPI.ERR_TYPE
+assert out == [MPI.SYNC_NULL]
 ok("HANDLE_SYNC")
 
 # R156, R158: a Put and its signal, mixed in Waitall/Testall/Waitany with MPI requests
