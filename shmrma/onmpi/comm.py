@@ -68,19 +68,22 @@ def _refuse(call):
     buffers.refuse_handles(call)
 
 
-def _typed_handles(arg):
-    return isinstance(arg, (list, tuple)) and any(item is HANDLE_SYNC for item in arg)
+def refuse_typed_handles(call, args, kwargs):
+    """ERR_TYPE when an argument is a buffer or target spec typed HANDLE_SYNC (R154),
+    as on shared memory, where mpi4py would raise TypeError for a datatype it does
+    not know. Quick, as it runs on every RMA call: a spec's datatype is its last
+    item ([buf, type], [buf, count, type], [disp, count, type])."""
+    for arg in itertools.chain(args, kwargs.values()) if kwargs else args:
+        if type(arg) in (list, tuple) and len(arg) > 1 and arg[-1] is HANDLE_SYNC:
+            _refuse(call)
 
 
 def refusing_handles(method):
-    """``method`` raising ERR_TYPE for a buffer typed HANDLE_SYNC (R154), as on
-    shared memory, where mpi4py would raise TypeError for a datatype it does not
-    know: handles travel only in point-to-point calls and Bcast, Gather,
-    Allgather, Alltoall."""
+    """``method`` refusing HANDLE_SYNC: handles travel only in point-to-point calls
+    and Bcast, Gather, Allgather, Alltoall."""
     @functools.wraps(method)
     def call(self, *args, **kwargs):
-        if any(map(_typed_handles, itertools.chain(args, kwargs.values()))):
-            _refuse(method.__name__)
+        refuse_typed_handles(method.__name__, args, kwargs)
         return method(self, *args, **kwargs)
     return call
 

@@ -234,7 +234,7 @@ class SyncOpsRequest(_SyncRequest):
 
     def _arm(self):
         if self._mode:
-            self._owner._open_counter_epoch()
+            self._owner._open_counter_epoch(self._target, self._mode)
 
     def _ready(self):
         return True
@@ -260,7 +260,7 @@ class SyncOpsRequest(_SyncRequest):
     def _deactivate(self):
         super()._deactivate()
         if self._mode:
-            self._owner._close_counter_epoch()
+            self._owner._close_counter_epoch(self._target, self._mode)
 
 
 class SyncObjectRequest(_SyncRequest):
@@ -316,15 +316,35 @@ class CounterCalls:
                      "Allocate_shared, Create_dynamic) have them" % call)
         return self._counters
 
-    def _open_counter_epoch(self):
+    def _open_counter_epoch(self, target=None, mode=0):
+        """Into the Lock_all epoch: a Sync_ops request's (target, RMA kinds), or the
+        window barrier's (no target: it covers every RMA)."""
         if not self._counter_epochs:
             self.Lock_all(_mpi.MODE_NOCHECK)
+            self._covering = {}
         self._counter_epochs += 1
+        if target is not None:
+            self._covering.setdefault(target, []).append(mode)
+        if self._counter_epochs == 1:
+            self._update_rma_guard()
 
-    def _close_counter_epoch(self):
+    def _close_counter_epoch(self, target=None, mode=0):
+        if target is not None:
+            self._covering[target].remove(mode)
         self._counter_epochs -= 1
         if not self._counter_epochs:
             self.Unlock_all()
+            self._update_rma_guard()
+
+    def _check_covered(self, call, target):
+        """ERR_RMA_SYNC for RMA in the counter epoch that no active Sync_ops request to
+        its target covers (A14), as on shared memory; MPI's Lock_all would admit it."""
+        kind = rules.kind_of({"Rput": "Put", "Rget": "Get"}.get(call, call))
+        if not any(mode & kind for mode in self._covering.get(target, ())):
+            errors.fail(shm.ERR_RMA_SYNC, "%s to rank %d: the window's epoch is the counter "
+                        "epoch of Sync_ops requests, and none active to rank %d has this "
+                        "kind of RMA in its sync_mode; start one whose mode includes it "
+                        "(A14)" % (call, target, target))
 
     @errors.translated
     def Alloc_sync_objects(self, n, info=None):

@@ -22,7 +22,7 @@ from .requests import PyRequest, empty, poll_until
 _KNOWN = (_mpi.MODE_NOCHECK | _mpi.MODE_NOSTORE | _mpi.MODE_NOPUT | _mpi.MODE_NOPRECEDE
           | _mpi.MODE_NOSUCCEED)
 # the position of target_rank among each RMA call's arguments
-_TARGET_AT = {"Put": 1, "Get": 1, "Accumulate": 1, "Rput": 1, "Rget": 1, "Raccumulate": 1,
+TARGET_AT = {"Put": 1, "Get": 1, "Accumulate": 1, "Rput": 1, "Rget": 1, "Raccumulate": 1,
               "Get_accumulate": 2, "Rget_accumulate": 2, "Fetch_and_op": 2,
               "Compare_and_swap": 3}
 
@@ -54,6 +54,7 @@ class BarrierCalls:
 
     _pending_barrier = None
     _barrier_epoch = False
+    _barrier_guard = False      # RMA waits for its target to enter the phase (A3)
     _phase = 0
 
     @errors.translated
@@ -73,7 +74,8 @@ class BarrierCalls:
         self._phase += 1
         counters.publish_phase(self._phase)
         succeed = not assertion & _mpi.MODE_NOSUCCEED
-        self._guard_rma(succeed)
+        self._entered, self._barrier_guard = {}, succeed
+        self._update_rma_guard()
         request = BarrierRequest(self, self._barrier_comm.Ibarrier(), succeed)
         self._pending_barrier = request
         return request
@@ -92,23 +94,9 @@ class BarrierCalls:
         if self._barrier_epoch:
             self._leave_barrier_epoch()
 
-    def _guard_rma(self, on):
-        """While on, the first RMA to each target in a phase waits for it to enter (A3)."""
-        self._entered = {}
-        for name, position in _TARGET_AT.items():
-            if on:
-                setattr(self, name, self._guarded(name, position))
-            else:
-                self.__dict__.pop(name, None)
-
-    def _guarded(self, name, position):
-        call = getattr(type(self), name).__get__(self)
-
-        def guarded(*args, **kwargs):
-            target = kwargs["target_rank"] if "target_rank" in kwargs else args[position]
-            if self._entered.get(target) != self._phase:
-                counters, phase = self._counters, self._phase
-                poll_until(lambda: counters.phase_of(target) >= phase)
-                self._entered[target] = phase
-            return call(*args, **kwargs)
-        return guarded
+    def _wait_entered(self, target):
+        """The first RMA to ``target`` in a phase waits until it entered (A3)."""
+        if self._entered.get(target) != self._phase:
+            counters, phase = self._counters, self._phase
+            poll_until(lambda: counters.phase_of(target) >= phase)
+            self._entered[target] = phase

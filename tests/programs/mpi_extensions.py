@@ -66,10 +66,7 @@ out = [MPI.SYNC_NULL]
 for misuse in (lambda: comm.Allreduce([mine, MPI.HANDLE_SYNC], [out, MPI.HANDLE_SYNC]),
                lambda: comm.Reduce([mine, MPI.HANDLE_SYNC], [out, MPI.HANDLE_SYNC]),
                lambda: comm.Scatter([mine, MPI.HANDLE_SYNC], [out, MPI.HANDLE_SYNC]),
-               lambda: comm.Ibcast([mine, MPI.HANDLE_SYNC]),
-               lambda: win.Put([bytearray(128), MPI.HANDLE_SYNC], right),
-               lambda: win.Get([bytearray(128), MPI.BYTE], right, [0, 1, MPI.HANDLE_SYNC]),
-               lambda: win.Accumulate([mine, MPI.HANDLE_SYNC], right, op=MPI.REPLACE)):
+               lambda: comm.Ibcast([mine, MPI.HANDLE_SYNC])):
     assert error_class(misuse) == MPI.ERR_TYPE
 assert out == [MPI.SYNC_NULL]
 ok("HANDLE_SYNC")
@@ -89,6 +86,21 @@ for step in range(4):
     while not MPI.Request.Testall([arrived]):
         pass
     assert memory[step % 2] == 10 * step + left, (step, memory)
+# A14: the counter epoch admits only the RMA kinds of its active Sync_ops requests;
+# R154: RMA typed HANDLE_SYNC is ERR_TYPE there (outside, mpi4py's TypeError)
+MPI.Prequest.Startall([arrived, signal])
+for misuse in (lambda: win.Put([bytearray(128), MPI.HANDLE_SYNC], right),
+               lambda: win.Put([bytearray(8), MPI.BYTE], right, [0, 1, MPI.HANDLE_SYNC]),
+               lambda: win.Accumulate([mine, MPI.HANDLE_SYNC], right, op=MPI.REPLACE)):
+    assert error_class(misuse) == MPI.ERR_TYPE
+scratch = np.array([5], "i8")
+assert error_class(win.Get, [scratch, MPI.INT64_T], right, 1) == MPI.ERR_RMA_SYNC
+assert error_class(win.Raccumulate, [scratch, MPI.INT64_T], right, 1, MPI.SUM) == \
+    MPI.ERR_RMA_SYNC
+assert scratch[0] == 5
+win.Put([np.array([77], "i8"), MPI.INT64_T], right, 0)
+MPI.Request.Waitall([signal, arrived])
+assert memory[0] == 77
 ok("Sync_ops + Sync_object")
 
 # A17: Start on an active request, Cancel, Free of an active request: ERR_REQUEST
