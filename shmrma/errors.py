@@ -170,3 +170,8 @@ class JobAborted(Exception):
 def fail(error_class, message):
     """Raise ``MPI.Exception(error_class)`` with a message that says what to fix."""
     raise Exception(error_class, message)
+
+
+# what ``from .errors import *`` gives the MPI namespace: the error classes and
+# Exception, not the helpers above (mpi4py's namespace has no such names)
+__all__ = ["Exception", "SUCCESS"] + [name for name in dict(globals()) if name.startswith("ERR_")]

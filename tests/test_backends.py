@@ -77,24 +77,41 @@ def test_extensions_on_the_mpi_backend(run_shmrma):
         "rank %d: %s ok" % (rank, check) for rank in range(2) for check in checks)
 
 
-@needs_mpi
-@pytest.mark.timeout(60)
-def test_program_started_by_mpiexec_directly(tmp_path):
-    """SHMRMA_BACKEND=mpi: `from shmrma import MPI` is mpi4py's namespace, also in a
-    singleton run without any launcher."""
-    prog = tmp_path / "prog.py"
-    prog.write_text("from shmrma import MPI\nimport mpi4py.MPI\n"
-                    "assert MPI.COMM_WORLD.Get_size() == 1\n"
-                    "assert MPI.Get_library_version() == mpi4py.MPI.Get_library_version()\n"
-                    "print(MPI.Win.__module__)\n")
-    env = dict(os.environ, SHMRMA_BACKEND="mpi")
+def run_alone(code, backend):
+    """``python -c code`` with SHMRMA_BACKEND=backend, no launcher (a singleton)."""
     before = mpi_segments()
-    result = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True,
-                            timeout=50, env=env)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=50, env=dict(os.environ, SHMRMA_BACKEND=backend))
     from shmrma.onmpi import launch
     launch.sweep(mpi_segments() - before)   # Open MPI 5's singletons leave their segment
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "shmrma.onmpi.win"
+    return result.stdout
+
+
+@needs_mpi
+@pytest.mark.timeout(60)
+def test_program_started_by_mpiexec_directly():
+    """SHMRMA_BACKEND=mpi: `from shmrma import MPI` is mpi4py's namespace, also in a
+    singleton run without any launcher."""
+    out = run_alone("from shmrma import MPI\nimport mpi4py.MPI\n"
+                    "assert MPI.COMM_WORLD.Get_size() == 1\n"
+                    "assert MPI.Get_library_version() == mpi4py.MPI.Get_library_version()\n"
+                    "print(MPI.Win.__module__)\n", "mpi")
+    assert out.strip() == "shmrma.onmpi.win"
+
+
+@needs_mpi
+@pytest.mark.timeout(60)
+def test_every_name_of_the_shm_namespace_is_on_the_mpi_backend():
+    """Issue 7: a program written against `from shmrma import MPI` finds every name
+    on the mpi backend too (the extensions included), so none needs a rewrite."""
+    names = {backend: set(run_alone(
+        "from shmrma import MPI\n"
+        "print(' '.join(n for n in dir(MPI) if not n.startswith('_')))", backend).split())
+        for backend in ("shm", "mpi")}
+    assert {"Sync", "SYNC_NULL", "HANDLE_SYNC", "ERR_WIN_COUNTER", "MODE_WIN_PUT"} <= \
+        names["shm"]
+    assert names["shm"] - names["mpi"] == set()
 
 
 @needs_mpi
