@@ -3,7 +3,9 @@
 A message is a buffer, or ``[buf, datatype]``, ``[buf, count]``,
 ``[buf, count, datatype]``, ``[buf, (count, displ), datatype]`` or
 ``[buf, count, displ, datatype]``; the datatype defaults to the one the
-buffer's format names. The result is a byte view of exactly the data.
+buffer's format names. The result is a byte view of exactly the data. The
+vector collectives (Scatterv, Gatherv, ...) take the same forms with a count
+and a displacement per rank (``vector_message``).
 With ``MPI.HANDLE_SYNC`` the buffer is a list of ``MPI.Sync`` handles, which
 travel in their wire form; only point-to-point calls and the non-reducing
 collectives accept it (checklist R154, A25).
@@ -126,8 +128,10 @@ def _spread(data, start, count, datatype):
     return Message(data, count, datatype, first=start)
 
 
-def _unpack(msg):
-    """(buffer, count, displ, datatype) from the list forms; None where not given."""
+def _unpack(msg, pairs=(list, tuple)):
+    """(buffer, count, displ, datatype) from the list forms; None where not given.
+    A count of one of the ``pairs`` types is (count, displ); the vector forms pass
+    only tuple, as a list there is the counts."""
     if not isinstance(msg, (list, tuple)):
         return msg, None, None, None
     count = displ = datatype = None
@@ -135,13 +139,13 @@ def _unpack(msg):
         buf, second = msg
         if isinstance(second, (datatypes.Datatype, str)):
             datatype = second
-        elif isinstance(second, (list, tuple)):
+        elif isinstance(second, pairs):
             count, displ = second
         else:
             count = second
     elif len(msg) == 3:
         buf, count, datatype = msg
-        if isinstance(count, (list, tuple)):
+        if isinstance(count, pairs):
             count, displ = count
     elif len(msg) == 4:
         buf, count, displ, datatype = msg
@@ -215,3 +219,97 @@ def message(msg, writable, blocks=0, sparse=False, handles=False):
                          "only contiguous datatypes travel in messages"
                          % (datatype.Get_name(), size, extent))
     return Message(data[start:end], count, datatype)
+
+
+class VectorMessage:
+    """A buffer cut in one part per rank: ``part(i)`` is the bytes of rank i's
+    ``counts[i]`` items from item ``displs[i]`` on."""
+
+    __slots__ = ("data", "counts", "displs", "extent")
+
+    def __init__(self, data, counts, displs, extent):
+        self.data, self.counts, self.displs, self.extent = data, counts, displs, extent
+
+    def part(self, index):
+        start = self.displs[index] * self.extent
+        return self.data[start:start + self.counts[index] * self.extent]
+
+
+def vector_message(msg, writable, blocks):
+    """Parse the message of a vector collective as mpi4py does: ``[buf, counts,
+    displs, datatype]``, ``[buf, (counts, displs), datatype]``, ``[buf, counts,
+    datatype]``, ``[buf, counts]``, ``[buf, datatype]`` or a buffer. Counts left
+    out split the buffer as evenly as it goes (the first ranks get one more item),
+    an int is every rank's count; displacements (in items) left out pack the
+    parts, an int strides them."""
+    buf, counts, displs, datatype = _unpack(msg, pairs=tuple)
+    datatype = None if datatype is None else datatypes.lookup(datatype)
+    if datatype is not None and datatype.type_class == datatypes.HANDLE:
+        refuse_handles("a vector collective")
+    if buf is None or buf is constants.BOTTOM:
+        if datatype is None:
+            raise ValueError("message: a buffer of None needs a datatype")
+        data = memoryview(bytearray(0))
+    else:
+        view = as_view(buf, writable)
+        datatype = _format_datatype(view) if datatype is None else datatype
+        data = view.cast("B") if view.format != "B" or view.ndim != 1 else view
+    extent = datatype.Get_extent()[1]
+    if item_bytes(datatype) != extent or extent <= 0:
+        raise ValueError("message: datatype %s is not contiguous (size %d, extent %d); "
+                         "only contiguous datatypes travel in messages"
+                         % (datatype.Get_name(), datatype.Get_size(), extent))
+    counts = _counts_of(counts, len(data), extent, blocks)
+    displs = _displs_of(displs, counts, blocks)
+    for rank, (count, displ) in enumerate(zip(counts, displs)):
+        if count < 0 or displ < 0:
+            raise ValueError("message: rank %d's count %d or displacement %d is negative"
+                             % (rank, count, displ))
+        if (displ + count) * extent > len(data):
+            raise ValueError("message: rank %d's %d items from item %d reach byte %d, "
+                             "outside the buffer of %d bytes"
+                             % (rank, count, displ, (displ + count) * extent, len(data)))
+    return VectorMessage(data, counts, displs, extent)
+
+
+def is_integral(value):
+    """An int (or numpy integer) rather than a sequence, as mpi4py tells them apart."""
+    if isinstance(value, (list, tuple, str, bytes)):
+        return False
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _per_rank(values, blocks, what):
+    values = [operator.index(value) for value in values]
+    if len(values) != blocks:
+        raise ValueError("message: expecting %d %s (one per rank), got %d"
+                         % (blocks, what, len(values)))
+    return values
+
+
+def _counts_of(counts, nbytes, extent, blocks):
+    if counts is None:
+        if nbytes % extent:
+            raise ValueError("message: cannot infer counts, buffer length %d is not a "
+                             "multiple of the datatype extent %d" % (nbytes, extent))
+        items = nbytes // extent
+        return [items // blocks + (items % blocks > rank) for rank in range(blocks)]
+    if is_integral(counts):
+        return [operator.index(counts)] * blocks
+    return _per_rank(counts, blocks, "counts")
+
+
+def _displs_of(displs, counts, blocks):
+    if displs is None:
+        starts, start = [], 0
+        for count in counts:
+            starts.append(start)
+            start += count
+        return starts
+    if is_integral(displs):
+        return [operator.index(displs) * rank for rank in range(blocks)]
+    return _per_rank(displs, blocks, "displacements")

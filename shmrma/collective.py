@@ -190,6 +190,41 @@ class Collectives:
         call.local(_finish, receives)
         call.done()
 
+    def Scatter(self, sendbuf, recvbuf, root=0):
+        self._scatter("Scatter", sendbuf, recvbuf, root, self._parts_of)
+
+    def Scatterv(self, sendbuf, recvbuf, root=0):
+        self._scatter("Scatterv", sendbuf, recvbuf, root, self._vector_parts)
+
+    def Gatherv(self, sendbuf, recvbuf, root=0):
+        root = self._root(root)
+        call = _Call(self, "Gatherv")
+        if self._s.rank != root:
+            call.send(root, call.local(_plain, sendbuf, False))
+        else:
+            parts = call.local(self._vector_with_own, sendbuf, recvbuf, "Gatherv")
+            call.take([(rank, parts and parts.part(rank)) for rank in self._others()])
+        call.done()
+
+    def Allgatherv(self, sendbuf, recvbuf):
+        # every rank sends its part to every other: sends never wait for the receiver
+        call = _Call(self, "Allgatherv")
+        parts = call.local(self._vector_with_own, sendbuf, recvbuf, "Allgatherv")
+        mine = parts and parts.part(self._s.rank)
+        for rank in self._others():
+            call.send(rank, mine)
+        call.take([(rank, parts and parts.part(rank)) for rank in self._others()])
+        call.done()
+
+    def Alltoallv(self, sendbuf, recvbuf):
+        call = _Call(self, "Alltoallv")
+        both = call.local(self._alltoallv_parts, sendbuf, recvbuf)
+        sends, receives = both if both else (None, None)
+        for rank in self._others():
+            call.send(rank, sends and sends.part(rank))
+        call.take([(rank, receives and receives.part(rank)) for rank in self._others()])
+        call.done()
+
     def Reduce(self, sendbuf, recvbuf, op=ops.SUM, root=0):
         root = self._root(root)
         call = _Call(self, "Reduce")
@@ -215,6 +250,55 @@ class Collectives:
         call.done()
 
     # --- buffer plumbing ---
+    def _scatter(self, name, sendbuf, recvbuf, root, parts_of):
+        """Scatter and Scatterv: the root sends each rank its part of ``sendbuf``
+        (cut by ``parts_of``) and copies its own, unless ``recvbuf`` is IN_PLACE."""
+        root = self._root(root)
+        call = _Call(self, name)
+        if self._s.rank == root:
+            parts = call.local(parts_of, sendbuf, False)
+            for rank in self._others():
+                call.send(rank, parts and parts.part(rank))
+            if recvbuf is not constants.IN_PLACE:
+                call.local(self._copy_own, parts, recvbuf, name)
+        else:
+            received = call.local(_plain, recvbuf, True)
+            call.take([(root, received)])
+        call.done()
+
+    def _parts_of(self, buf, writable):
+        return _Parts(_plain(buf, writable, self.size), self.size)
+
+    def _vector_parts(self, buf, writable):
+        return buffers.vector_message(buf, writable, self.size)
+
+    def _copy_own(self, parts, recvbuf, name):
+        if parts is not None:
+            own, into = parts.part(self._s.rank), _plain(recvbuf, True)
+            _check_part(own, len(into), name)
+            into[:] = own
+
+    def _vector_with_own(self, sendbuf, recvbuf, name):
+        """The receive buffer's parts, this rank's filled from ``sendbuf``."""
+        parts = buffers.vector_message(recvbuf, True, self.size)
+        if sendbuf is not constants.IN_PLACE:
+            own, into = _plain(sendbuf, False), parts.part(self._s.rank)
+            _check_part(own, len(into), name)
+            into[:] = own
+        return parts
+
+    def _alltoallv_parts(self, sendbuf, recvbuf):
+        receives = buffers.vector_message(recvbuf, True, self.size)
+        if sendbuf is constants.IN_PLACE:   # send what recvbuf holds, as laid out there
+            sends = buffers.VectorMessage(memoryview(bytes(receives.data)), receives.counts,
+                                          receives.displs, receives.extent)
+        else:
+            sends = buffers.vector_message(sendbuf, False, self.size)
+        own, into = sends.part(self._s.rank), receives.part(self._s.rank)
+        _check_part(own, len(into), "Alltoallv")
+        into[:] = own
+        return sends, receives
+
     def _parts_with_own(self, sendbuf, recvbuf, name):
         """The receive buffer cut in one part per rank, this rank's part filled."""
         parts = _Parts.of(_message(recvbuf, True, self.size), self.size)
@@ -353,6 +437,8 @@ class _Parts:
     def __getitem__(self, index):
         return self.whole[index * self.size:(index + 1) * self.size]
 
+    part = __getitem__      # as buffers.VectorMessage's parts
+
 
 def _message(buf, writable, blocks=0):
     return buffers.message(buf, writable, blocks, handles=True)
@@ -360,6 +446,11 @@ def _message(buf, writable, blocks=0):
 
 def _data(buf, writable, blocks=0):
     return _message(buf, writable, blocks).data
+
+
+def _plain(buf, writable, blocks=0):
+    """The data of a message that cannot be Sync handles (HANDLE_SYNC: ERR_TYPE)."""
+    return buffers.message(buf, writable, blocks).data
 
 
 def _finish(received):

@@ -113,21 +113,11 @@ class Transfer:
         return self.origin.pack(self.data, self.first)
 
 
-def _integral(value):
-    if isinstance(value, (list, tuple, str, bytes)):
-        return False
-    try:
-        operator.index(value)
-    except TypeError:
-        return False
-    return True
-
-
 def _target_spec(target, count, datatype):
     """(disp, count, datatype) from mpi4py's target forms."""
     if target is None:
         return 0, count, datatype
-    if _integral(target):
+    if buffers.is_integral(target):
         return operator.index(target), count, datatype
     if isinstance(target, (list, tuple)):
         if len(target) > 3:
