@@ -159,7 +159,12 @@ class Mailbox:
         RECORD.pack_into(self.mem, ring + position, need, out.flags, out.context, out.tag,
                          out.nbytes)
         start = ring + position + RECORD.size
-        self.mem[start:start + len(out.inline)] = out.inline
+        end = start + len(out.inline)
+        self.mem[start:end] = out.inline
+        if out.flags & FLAG_IN_SEGMENT:
+            # the receiver takes the name up to the padding's zeros; the ring there
+            # still holds earlier records' bytes
+            self.mem[end:ring + position + need] = bytes(ring + position + need - end)
         tail = (tail + skip + need) & MASK32
         self.tails[out.dest] = tail
         atomic.store32(base + OFF_TAIL, tail)

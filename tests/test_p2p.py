@@ -106,6 +106,36 @@ def test_every_message_size_arrives_whole_and_leaves_no_segment():
 
 
 @pytest.mark.timeout(60)
+def test_large_messages_after_the_ring_wrapped_around():
+    """Issue 2: a large message's segment name, sent where small messages were
+    before, arrives intact. The name's padding used to keep the bytes of what
+    lay there (here 1.0 doubles), so the receiver mapped a name with garbage."""
+    def body():
+        comm = MPI.COMM_WORLD
+        box = mailbox.mailbox()
+        small = box.ring_bytes // (mailbox.RECORD.size + 8) + 64    # more than one turn
+        large = np.arange(box.inline_max // 8 + 1, dtype=np.float64)
+        for turn in range(3):
+            if comm.rank == 0:
+                for _ in range(small):
+                    comm.Send(np.ones(1), dest=1, tag=1)
+                for _ in range(4):
+                    comm.Send(large, dest=1, tag=2)
+            else:
+                one = np.empty(1)
+                for _ in range(small):
+                    comm.Recv(one, source=0, tag=1)
+                for _ in range(4):
+                    got = np.empty_like(large)
+                    comm.Recv(got, source=0, tag=2)
+                    assert np.array_equal(got, large)
+        comm.Barrier()
+        return job_segments()
+
+    assert shmrma.launch(body, 2, timeout=50) == [[], []]
+
+
+@pytest.mark.timeout(60)
 def test_non_overtaking_per_sender_tag_and_communicator():
     """Issue 2 (MPI non-overtaking): messages from one sender with one tag on one
     communicator are received in send order, whatever their sizes (inline and
