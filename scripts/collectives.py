@@ -1,6 +1,8 @@
 """Buffer collectives that cut a buffer in one part per rank, equal (Scatter) or
 each its own size and place (the vector forms Scatterv, Gatherv, Allgatherv,
-Alltoallv), with MPI.IN_PLACE; every rank checks what it got.
+Alltoallv), with MPI.IN_PLACE; then the prefix reductions (scan, exscan, Scan,
+Exscan) and the reductions whose result is scattered (Reduce_scatter_block,
+Reduce_scatter). Every rank checks what it got.
 
     shmrma-run -n 4 scripts/collectives.py
 """
@@ -56,5 +58,31 @@ received = np.empty((rank + 1) * size, "i8")
 comm.Alltoallv([sent, [d + 1 for d in range(size)]], [received, rank + 1])
 assert received.tolist() == [100 * s + rank for s in range(size) for _ in range(rank + 1)]
 
+# prefix reductions in rank order: rank r gets ranks 0..r folded (Exscan: 0..r-1)
+assert comm.scan(rank + 1) == sum(range(1, rank + 2))
+assert comm.exscan(rank + 1) == (None if rank == 0 else sum(range(1, rank + 1)))
+assert comm.scan([rank]) == list(range(rank + 1))        # list + list keeps the order
+prefix = np.zeros(3, "i8")
+comm.Scan(np.full(3, rank + 1, "i8"), prefix)
+assert (prefix == sum(range(1, rank + 2))).all(), prefix
+powers = np.full(2, -7.0)            # Exscan leaves rank 0's buffer as it was
+comm.Exscan(np.full(2, 2.0), powers, op=MPI.PROD)
+assert (powers == (-7.0 if rank == 0 else 2.0 ** rank)).all(), powers
+highest = np.full(2, rank + 1, "i4")
+comm.Scan(MPI.IN_PLACE, highest, op=MPI.MAX)
+assert (highest == rank + 1).all(), highest
+
+# the sum of every rank's vector, rank r keeping block r: equal blocks, then r + 1
+# items each, the counts given or gathered from the receive buffers
+block = np.empty(2, "i8")
+comm.Reduce_scatter_block(np.arange(2 * size, dtype="i8"), block)
+assert block.tolist() == [size * 2 * rank, size * (2 * rank + 1)], block
+start = displs[rank]
+for counts_given in (counts, None):
+    summed = np.empty(rank + 1)
+    comm.Reduce_scatter(np.arange(sum(counts), dtype="f8"), summed, counts_given)
+    assert summed.tolist() == [size * v for v in range(start, start + rank + 1)], summed
+
 comm.Barrier()
-print("rank %d: Scatter, Scatterv, Gatherv, Allgatherv, Alltoallv ok" % rank, flush=True)
+print("rank %d: Scatter(v), Gatherv, Allgatherv, Alltoallv, scans, Reduce_scatter ok"
+      % rank, flush=True)

@@ -123,17 +123,32 @@ class Collectives:
 
     def allreduce(self, sendobj, op=ops.SUM):
         # a reduce to rank 0 and a bcast from it, as one call
-        call = _Call(self, "allreduce")
+        return self._folded_objects("allreduce", sendobj, op, _total)
+
+    def scan(self, sendobj, op=ops.SUM):
+        return self._folded_objects("scan", sendobj, op, _inclusive)
+
+    def exscan(self, sendobj, op=ops.SUM):
+        return self._folded_objects("exscan", sendobj, op, _exclusive)
+
+    def _folded_objects(self, name, sendobj, op, pick):
+        """Every rank's object to rank 0, which folds them in rank order and sends
+        rank r ``pick(folds, r)``, folds[k] being ranks 0..k folded."""
+        call = _Call(self, name)
         data = call.local(_dumps, sendobj)
         if self._s.rank != 0:
             call.send(0, data, pickled=True)
             result, = call.take_objects([0])
         else:
             values = [sendobj] + call.take_objects(self._others())
-            result = call.local(_fold, values, op)
-            whole = call.local(_dumps, result)
+            folds = call.local(_prefix_folds, values, op, pick in _PREFIXES)
+            pickled = {}        # one pickle per distinct result (allreduce: one)
             for rank in self._others():
-                call.send(rank, whole, pickled=True)
+                value = folds and pick(folds, rank)
+                if folds and id(value) not in pickled:
+                    pickled[id(value)] = call.local(_dumps, value)
+                call.send(rank, folds and pickled[id(value)], pickled=True)
+            result = folds and pick(folds, 0)
         call.done()
         return result
 
@@ -225,6 +240,81 @@ class Collectives:
         call.take([(rank, receives and receives.part(rank)) for rank in self._others()])
         call.done()
 
+    def Scan(self, sendbuf, recvbuf, op=ops.SUM):
+        self._prefix_buffers("Scan", sendbuf, recvbuf, op, _inclusive)
+
+    def Exscan(self, sendbuf, recvbuf, op=ops.SUM):
+        self._prefix_buffers("Exscan", sendbuf, recvbuf, op, _exclusive)
+
+    def _prefix_buffers(self, name, sendbuf, recvbuf, op, pick):
+        call = _Call(self, name)
+        send, receive = call.local(_reduce_buffers, sendbuf, recvbuf, op) or (None, None)
+        self._folded_buffers(call, send, receive, op, pick)
+
+    def Reduce_scatter_block(self, sendbuf, recvbuf, op=ops.SUM):
+        self._reduce_and_scatter("Reduce_scatter_block", sendbuf, recvbuf, op, None)
+
+    def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=ops.SUM):
+        if recvcounts is None:  # every rank's receive count, as mpi4py gathers them
+            recvcounts = self.allgather(_count_or_none(recvbuf))
+        self._reduce_and_scatter("Reduce_scatter", sendbuf, recvbuf, op, recvcounts)
+
+    def _reduce_and_scatter(self, name, sendbuf, recvbuf, op, counts):
+        """The folded vector cut in blocks, rank r getting block r."""
+        call = _Call(self, name)
+        send, receive, offsets = (call.local(self._scatter_buffers, sendbuf, recvbuf, op,
+                                             counts) or (None, None, None))
+        self._folded_buffers(call, send, receive, op,
+                             lambda folds, rank: folds[-1][offsets[rank]:offsets[rank + 1]])
+
+    def _folded_buffers(self, call, send, receive, op, pick):
+        """Every rank's contribution to rank 0, which folds them in rank order and
+        sends rank r ``pick(folds, r)`` (bytes; None leaves rank 0's buffer as it
+        is), folds[k] being ranks 0..k folded."""
+        if self._s.rank != 0:
+            call.send(0, send and send.data)
+            call.take([(0, receive and receive.data)])
+        else:
+            folds = self._folds_at_root(call, send, op, pick in _PREFIXES)
+            for rank in self._others():
+                call.send(rank, folds and pick(folds, rank))
+            own = folds and pick(folds, 0)
+            if own is not None:
+                receive.data[:len(own)] = own
+        call.done()
+
+    def _scatter_buffers(self, sendbuf, recvbuf, op, counts):
+        """(send, receive, byte offsets of every rank's block) of Reduce_scatter
+        (``counts`` items per rank) and Reduce_scatter_block (None: blocks of the
+        receive count)."""
+        receive = buffers.message(recvbuf, writable=True)
+        if counts is None:
+            counts = [receive.count] * self.size
+        if None in counts:
+            raise ValueError("rank %d's receive buffer is not valid (its own error says "
+                             "why)" % counts.index(None))
+        counts = [operator.index(count) for count in counts]
+        if len(counts) != self.size:
+            raise ValueError("recvcounts: expecting %d counts (one per rank), got %d"
+                             % (self.size, len(counts)))
+        if counts[self._s.rank] != receive.count and sendbuf is not constants.IN_PLACE:
+            raise ValueError("recvcounts[%d] is %d but the receive buffer holds %d items"
+                             % (self._s.rank, counts[self._s.rank], receive.count))
+        if sendbuf is constants.IN_PLACE:
+            send = buffers.Message(memoryview(bytes(receive.data)), receive.count,
+                                   receive.datatype)
+        else:
+            send = buffers.message(sendbuf, writable=False)
+        if send.count != sum(counts):
+            raise ValueError("the send buffer holds %d items, the blocks of all ranks %d; "
+                             "make them equal" % (send.count, sum(counts)))
+        op.check(send.datatype, "reduction")
+        item = buffers.item_bytes(send.datatype)
+        offsets = [0]
+        for count in counts:
+            offsets.append(offsets[-1] + count * item)
+        return send, receive, offsets
+
     def Reduce(self, sendbuf, recvbuf, op=ops.SUM, root=0):
         root = self._root(root)
         call = _Call(self, "Reduce")
@@ -239,15 +329,8 @@ class Collectives:
         # a Reduce to rank 0 and a Bcast from it, as one call; every rank checks
         # its buffers first, as mpi4py does
         call = _Call(self, "Allreduce")
-        buffers_ = call.local(_reduce_buffers, sendbuf, recvbuf, op)
-        if self._s.rank != 0:
-            call.send(0, buffers_ and buffers_[0].data)
-            call.take([(0, buffers_ and buffers_[1].data)])
-        else:
-            self._reduce_at_root(call, buffers_, op)
-            for rank in self._others():
-                call.send(rank, buffers_ and buffers_[1].data)
-        call.done()
+        send, receive = call.local(_reduce_buffers, sendbuf, recvbuf, op) or (None, None)
+        self._folded_buffers(call, send, receive, op, _total)
 
     # --- buffer plumbing ---
     def _scatter(self, name, sendbuf, recvbuf, root, parts_of):
@@ -317,20 +400,27 @@ class Collectives:
 
     def _reduce_at_root(self, call, buffers_, op):
         """Take every other rank's contribution and fold them in rank order."""
-        import numpy
         send, receive = buffers_ or (None, None)
+        folds = self._folds_at_root(call, send, op, every=False)
+        if folds:
+            receive.data[:send.nbytes] = folds[-1]
+
+    def _folds_at_root(self, call, send, op, every):
+        """Every rank's contribution taken; the folds of ranks 0..k in rank order as
+        bytes (only the last unless ``every``); None once this call failed."""
+        import numpy
         scratch = {rank: send and memoryview(bytearray(send.nbytes)) for rank in self._others()}
         call.take(list(scratch.items()))
         if call.error is not None:
-            return
+            return None
         dtype = send.datatype.dtype
         scratch[self._s.rank] = send.data
-        parts = [numpy.frombuffer(bytes(scratch[rank]), dtype=dtype)
-                 for rank in range(self.size)]
-        result = parts[0]
-        for part in parts[1:]:
-            result = op.apply(result, part, send.datatype)
-        receive.data[:send.nbytes] = numpy.ascontiguousarray(result, dtype=dtype).tobytes()
+        parts = [numpy.frombuffer(bytes(scratch[rank]), dtype=dtype) for rank in range(self.size)]
+        folds = call.local(_prefix_folds, parts, lambda a, b: op.apply(a, b, send.datatype),
+                           every)
+        return folds and [fold if fold is None
+                          else numpy.ascontiguousarray(fold, dtype=dtype).tobytes()
+                          for fold in folds]
 
 
 class _Call:
@@ -490,12 +580,43 @@ def _dump_each(items, size, call):
     return [_dumps(item) for item in _sequence_of_size(items, size, call)]
 
 
+def _count_or_none(recvbuf):
+    try:
+        return buffers.message(recvbuf, writable=True).count
+    except (ValueError, BufferError, TypeError, errors.Exception):
+        return None     # the call itself raises it, and tells the others
+
+
+def _prefix_folds(values, op, every=True):
+    """[v0, v0 op v1, v0 op v1 op v2, ...]: MPI's rank order. Unless ``every``,
+    only the last is kept (the others are None): a reduction needs no more."""
+    folds = [values[0]]
+    for value in values[1:]:
+        folds.append(op(folds[-1], value))
+        if not every:
+            folds[-2] = None
+    return folds
+
+
+# what rank r gets of the folds (folds[k]: ranks 0..k folded)
+def _total(folds, rank):
+    return folds[-1]
+
+
+def _inclusive(folds, rank):
+    return folds[rank]
+
+
+def _exclusive(folds, rank):
+    return folds[rank - 1] if rank else None
+
+
+_PREFIXES = (_inclusive, _exclusive)    # the picks that need every fold
+
+
 def _fold(values, op):
     """values[0] op values[1] op ... in rank order, as MPI reduces."""
-    result = values[0]
-    for value in values[1:]:
-        result = op(result, value)
-    return result
+    return _prefix_folds(values, op, every=False)[-1]
 
 
 def _sequence_of_size(items, size, call):

@@ -396,6 +396,19 @@ def test_collective_errors_raise_and_change_nothing():
         expect("Alltoallv mismatch", {MPI.ERR_TRUNCATE},
                lambda: comm.Alltoallv([np.zeros(2 * size), 2 if rank == 1 else 1],
                                       [np.zeros(size), 1]))
+        # prefix reductions and Reduce_scatter
+        expect("Scan mismatch", {MPI.ERR_COUNT, MPI.ERR_TRUNCATE},
+               lambda: comm.Scan(np.zeros(part), np.zeros(part)))
+        expect("Exscan REPLACE", {MPI.ERR_OP},
+               lambda: comm.Exscan(np.ones(2), np.zeros(2), op=MPI.REPLACE))
+        expect("Reduce_scatter counts", {ValueError},
+               lambda: comm.Reduce_scatter(np.zeros(size), np.zeros(1), [1] * (size + 1)))
+        expect("Reduce_scatter_block split", {ValueError},
+               lambda: comm.Reduce_scatter_block(np.zeros(size + 1), np.zeros(1)))
+        expect("Reduce_scatter gathered", {ValueError},    # every rank sees 1 + 1 + 3 != 3
+               lambda: comm.Reduce_scatter(np.zeros(size), np.zeros(1 if rank != 2 else 3)))
+        expect("scan op raises", {ZeroDivisionError} if rank == 0 else {MPI.ERR_ARG},
+               lambda: comm.scan(rank, op=lambda a, b: a / 0))
         # a rank with a bad argument makes the others raise instead of hang
         expect("Reduce IN_PLACE", {MPI.ERR_BUFFER},
                lambda: comm.Reduce(MPI.IN_PLACE, np.zeros(1), root=0))
@@ -435,9 +448,11 @@ def test_failing_rank_is_named_in_the_others_errors():
 @pytest.mark.timeout(60)
 def test_scatter_and_vector_collectives(run_shmrma):
     """Scatter, Scatterv, Gatherv, Allgatherv and Alltoallv with mpi4py's buffer
-    forms (counts and displacements given, inferred, strided) and IN_PLACE, at an
-    odd number of ranks; scripts/collectives.py checks every rank's data (and
-    tests/test_backends.py compares it with mpi4py on MPICH at 2 and 4 ranks)."""
+    forms (counts and displacements given, inferred, strided) and IN_PLACE; scan,
+    exscan, Scan, Exscan in rank order; Reduce_scatter_block and Reduce_scatter
+    (counts given or gathered), at an odd number of ranks: scripts/collectives.py
+    checks every rank's data (and tests/test_backends.py compares it with mpi4py
+    on MPICH at 2 and 4 ranks)."""
     result = run_shmrma(["-n", 3, "--timeout", 40, ROOT / "scripts" / "collectives.py"],
                         timeout=50)
     assert result.returncode == 0, result.stderr
