@@ -1,8 +1,8 @@
 """Buffer collectives that cut a buffer in one part per rank, equal (Scatter) or
 each its own size and place (the vector forms Scatterv, Gatherv, Allgatherv,
 Alltoallv), with MPI.IN_PLACE; then the prefix reductions (scan, exscan, Scan,
-Exscan) and the reductions whose result is scattered (Reduce_scatter_block,
-Reduce_scatter). Every rank checks what it got.
+Exscan), the reductions whose result is scattered (Reduce_scatter_block,
+Reduce_scatter) and the nonblocking Ibarrier. Every rank checks what it got.
 
     shmrma-run -n 4 scripts/collectives.py
 """
@@ -83,6 +83,10 @@ for counts_given in (counts, None):
     comm.Reduce_scatter(np.arange(sum(counts), dtype="f8"), summed, counts_given)
     assert summed.tolist() == [size * v for v in range(start, start + rank + 1)], summed
 
-comm.Barrier()
-print("rank %d: Scatter(v), Gatherv, Allgatherv, Alltoallv, scans, Reduce_scatter ok"
-      % rank, flush=True)
+# a barrier that does not wait, overlapping a collective
+entered = comm.Ibarrier()
+comm.Allgatherv(part, [got, counts, MPI.INT])
+entered.Wait()
+
+print("rank %d: Scatter(v), Gatherv, Allgatherv, Alltoallv, scans, Reduce_scatter, "
+      "Ibarrier ok" % rank, flush=True)

@@ -13,7 +13,7 @@ from . import atomic, buffers, constants, errors, job, mailbox
 from .group import make_group
 from .request import Request, Status
 
-P2P, COLLECTIVE, HANDSHAKE = 0, 1, 2
+P2P, COLLECTIVE, HANDSHAKE, NONBLOCKING = 0, 1, 2, 3    # NONBLOCKING: Ibarrier
 SUBCONTEXTS = 4
 
 

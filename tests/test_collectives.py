@@ -457,3 +457,44 @@ def test_scatter_and_vector_collectives(run_shmrma):
                         timeout=50)
     assert result.returncode == 0, result.stderr
     assert result.stdout.count(" ok") == 3, result.stdout
+
+
+@pytest.mark.timeout(60)
+def test_ibarrier_completes_once_every_rank_entered():
+    """comm.Ibarrier: the request stays incomplete while a rank has not entered;
+    several may be outstanding and complete in any order of Wait; it works on
+    derived communicators, next to blocking Barriers and collectives."""
+    def body():
+        comm = MPI.COMM_WORLD
+        rank, size = comm.rank, comm.size
+        if rank == size - 1:
+            time.sleep(0.3)
+        first, second = comm.Ibarrier(), comm.Ibarrier()
+        early = first.Test() if rank == 0 else None
+        MPI.Request.Waitall([second, first])
+        comm.Barrier()
+        total = np.zeros(1)
+        request = comm.Ibarrier()
+        comm.Allreduce(np.ones(1), total)
+        request.Wait()
+        half = comm.Split(rank % 2, rank)
+        half.Ibarrier().Wait()
+        half.Free()
+        nothing_left_behind(comm)
+        return early, total[0], bool(first), bool(second)
+
+    results = shmrma.launch(body, 3, timeout=50)
+    assert results[0][0] is False       # rank 2 was still asleep
+    assert all(result[1:] == (3.0, False, False) for result in results), results
+
+
+@pytest.mark.timeout(60)
+def test_ibarrier_notices_a_dead_rank(run_shmrma, tmp_path):
+    """An Ibarrier that waits for a rank that died ends the job instead of hanging."""
+    program = tmp_path / "prog.py"
+    program.write_text("import os\nfrom shmrma import MPI\ncomm = MPI.COMM_WORLD\n"
+                       "if comm.rank == 1:\n    os._exit(3)\ncomm.Ibarrier().Wait()\n")
+    started = time.monotonic()
+    result = run_shmrma(["-n", 2, "--timeout", 30, program], timeout=50)
+    assert result.returncode == 3, result.stderr
+    assert time.monotonic() - started < 20
