@@ -19,6 +19,7 @@ else:
     from .request import REQUEST_NULL, Grequest, Prequest, Request, Status
     from .comm import Comm
     from .intracomm import COMM_NULL, COMM_SELF, COMM_WORLD, Intracomm
+    from .topology import Cartcomm, Compute_dims
     from .group import GROUP_EMPTY, GROUP_NULL, Group
     from .info import INFO_ENV, INFO_NULL, Info
     from .datatype import *  # noqa: F403

@@ -20,7 +20,8 @@ SUBCONTEXTS = 4
 class CommState:
     """What a communicator is, shared by its handle and its duplicates by reference."""
 
-    __slots__ = ("context", "ranks", "rank", "slot", "name", "world_to_rank", "freed", "info")
+    __slots__ = ("context", "ranks", "rank", "slot", "name", "world_to_rank", "freed", "info",
+                 "topology")
 
     def __init__(self, context, ranks, slot, name=""):
         self.context = context
@@ -32,6 +33,7 @@ class CommState:
         self.world_to_rank = {w: i for i, w in enumerate(self.ranks)}
         self.freed = False
         self.info = {}
+        self.topology = None    # a topology.CartTopology for a Cartcomm
 
     def subcontext(self, kind):
         return self.context * SUBCONTEXTS + kind
@@ -240,6 +242,17 @@ class Comm:
         self._s.name = str(name)
 
     name = property(Get_name, Set_name)
+
+    def Get_topology(self):
+        """MPI.CART for a Cartcomm, else MPI.UNDEFINED."""
+        topology = self._s.topology
+        return constants.UNDEFINED if topology is None else topology.kind
+
+    topology = property(Get_topology)
+
+    @property
+    def is_topo(self):
+        return self._s.topology is not None
 
     def Is_inter(self):
         return False

@@ -59,3 +59,8 @@ class InPlaceType(int):
 
 BOTTOM = BottomType()
 IN_PLACE = InPlaceType()
+
+# kinds of process topology, as MPICH numbers them (Comm.Get_topology)
+GRAPH = 1
+CART = 2
+DIST_GRAPH = 3

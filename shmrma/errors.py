@@ -16,6 +16,8 @@ ERR_RANK = 6
 ERR_ROOT = 7
 ERR_GROUP = 8
 ERR_OP = 9
+ERR_TOPOLOGY = 10
+ERR_DIMS = 11
 ERR_ARG = 12
 ERR_UNKNOWN = 13
 ERR_TRUNCATE = 14
@@ -55,6 +57,8 @@ _CLASS_TEXT = {
     ERR_ROOT: "invalid root",
     ERR_GROUP: "invalid group",
     ERR_OP: "invalid reduce operation",
+    ERR_TOPOLOGY: "invalid topology",
+    ERR_DIMS: "invalid dimension argument",
     ERR_ARG: "invalid argument of some other kind",
     ERR_UNKNOWN: "unknown error",
     ERR_TRUNCATE: "message truncated",

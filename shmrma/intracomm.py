@@ -41,6 +41,10 @@ class Intracomm(Collectives, Comm):
         ranks = [state.ranks[r] for _, r in members[color]]
         return Intracomm(CommState(base + index, ranks, slots[index]))
 
+    def Create_cart(self, dims, periods=None, reorder=False):
+        from .topology import create_cart   # topology.py builds on this module
+        return create_cart(self, dims, periods, reorder)
+
     def Split_type(self, split_type, key=0, info=None):
         if split_type == constants.UNDEFINED:
             return self.Split(constants.UNDEFINED, key)
