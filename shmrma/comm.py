@@ -13,8 +13,8 @@ from . import atomic, buffers, constants, errors, job, mailbox
 from .group import make_group
 from .request import Request, Status
 
-P2P, COLLECTIVE, HANDSHAKE, NONBLOCKING = 0, 1, 2, 3    # NONBLOCKING: Ibarrier
-SUBCONTEXTS = 4
+P2P, COLLECTIVE, HANDSHAKE, NONBLOCKING, SYNC_ACK = 0, 1, 2, 3, 4   # NONBLOCKING: Ibarrier
+SUBCONTEXTS = 8
 
 
 class CommState:
@@ -85,6 +85,56 @@ def slot_barrier(state):
 
 # --- receive requests -----------------------------------------------------------
 
+# --- the buffer of the buffered send mode ---------------------------------------
+BSEND_OVERHEAD = 96     # MPICH's: what each Bsend takes of the attached buffer
+_attached = []
+
+
+def Attach_buffer(buf):  # noqa: N802 - MPI's name
+    """Bsend takes no room (every send is buffered in shared memory), but programs
+    attach a buffer first, and one attached buffer at a time is the rule."""
+    if _attached:
+        errors.fail(errors.ERR_OTHER, "Attach_buffer: a buffer is attached already; "
+                    "Detach_buffer it first")
+    _attached.append(buf)
+
+
+def Detach_buffer():  # noqa: N802 - MPI's name
+    """The buffer Attach_buffer attached (None when there is none)."""
+    return _attached.pop() if _attached else None
+
+
+def _acknowledge(message):
+    context = message.context - message.context % SUBCONTEXTS + SYNC_ACK
+    mailbox.mailbox().send(message.source, context, message.sync_id, b"")
+
+
+_sync_ids = [0]
+_NO_BYTES = memoryview(bytearray(0))   # where an acknowledgement is received
+
+
+def _next_sync_id():
+    _sync_ids[0] = (_sync_ids[0] + 1) % mailbox.SYNC_IDS
+    return _sync_ids[0]
+
+
+class SyncSend(Request):
+    """Issend: complete once the message is out and its receiver matched it."""
+
+    def __init__(self, send, acknowledged, dest):
+        self._null = False
+        self._send, self._acknowledged, self._dest = send, acknowledged, dest
+
+    def _poll(self):
+        return self._send._poll() and self._acknowledged._poll()
+
+    def _describe(self):
+        return "rank %d to start receiving a synchronous send (Ssend/Issend)" % self._dest
+
+    def _peers(self):
+        return self._acknowledged._peers()
+
+
 class Receive(Request):
     """A posted receive into a buffer (``target`` set) or of a pickled object."""
 
@@ -100,6 +150,8 @@ class Receive(Request):
         self._status = Status()
 
     def deliver(self, message):
+        if message.sync_id is not None:     # Ssend/Issend: the receive has started
+            _acknowledge(message)
         source = self.state.world_to_rank[message.source]
         self._status._fill(source, message.tag, message.nbytes)
         if self.target is None:
@@ -325,15 +377,19 @@ class Comm:
         return tag
 
     # --- point-to-point core ---
-    def _isend_bytes(self, data, dest, tag, pickled, kind=P2P):
+    def _isend_bytes(self, data, dest, tag, pickled, kind=P2P, synchronous=False):
         state = self._s
         dest = self._peer(dest, "destination")
         tag = self._tag(tag) if kind == P2P else tag
         if dest == constants.PROC_NULL:
             return Completed()
+        sync_id = _next_sync_id() if synchronous else None
         outgoing = mailbox.mailbox().send(state.ranks[dest], state.subcontext(kind), tag,
-                                          data, pickled)
-        return Send(outgoing, "room to send to rank %d" % dest)
+                                          data, pickled, sync_id)
+        sent = Send(outgoing, "room to send to rank %d" % dest)
+        if not synchronous:
+            return sent
+        return SyncSend(sent, self._irecv(dest, sync_id, _NO_BYTES, SYNC_ACK), dest)
 
     def _irecv(self, source, tag, target, kind=P2P, finish=None):
         state = self._s
@@ -362,6 +418,18 @@ class Comm:
 
     def Send(self, buf, dest, tag=0):
         self.Isend(buf, dest, tag).Wait()
+
+    def Issend(self, buf, dest, tag=0):
+        return self._isend_bytes(self._send_data(buf, dest), dest, tag, False,
+                                 synchronous=True)
+
+    def Ssend(self, buf, dest, tag=0):
+        self.Issend(buf, dest, tag).Wait()
+
+    # every send is buffered and never waits for its receiver, so the buffered
+    # and ready modes are the standard one
+    Bsend = Rsend = Send
+    Ibsend = Irsend = Isend
 
     def Irecv(self, buf, source=constants.ANY_SOURCE, tag=constants.ANY_TAG):
         received = self._recv_message(buf, source)
@@ -403,6 +471,15 @@ class Comm:
 
     def send(self, obj, dest, tag=0):
         self.isend(obj, dest, tag).Wait()
+
+    def issend(self, obj, dest, tag=0):
+        return self._isend_bytes(_dumps(obj), dest, tag, True, synchronous=True)
+
+    def ssend(self, obj, dest, tag=0):
+        self.issend(obj, dest, tag).Wait()
+
+    bsend = send
+    ibsend = isend
 
     def irecv(self, buf=None, source=constants.ANY_SOURCE, tag=constants.ANY_TAG):
         return self._irecv(source, tag, None)

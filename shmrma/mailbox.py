@@ -22,6 +22,9 @@ RECORD = struct.Struct("<IiiiQ")  # record length, flags, context, tag, payload 
 PAD_FLAG = -1
 FLAG_PICKLED = 1
 FLAG_IN_SEGMENT = 2
+FLAG_SYNC = 4       # synchronous send: the receiver acknowledges the match
+SYNC_SHIFT = 8      # the flags above it carry the acknowledgement's id
+SYNC_IDS = 1 << 23  # ids wrap below 2**31 (the flags are an int32)
 MASK32 = 0xFFFFFFFF
 
 
@@ -45,6 +48,11 @@ class Message:
     @property
     def pickled(self):
         return bool(self.flags & FLAG_PICKLED)
+
+    @property
+    def sync_id(self):
+        """The id a synchronous send awaits its acknowledgement under, else None."""
+        return self.flags >> SYNC_SHIFT if self.flags & FLAG_SYNC else None
 
     def matches(self, context, source, tag):
         return (self.context == context
@@ -114,11 +122,14 @@ class Mailbox:
         self.seen_bell = None
 
     # --- sending -------------------------------------------------------------
-    def send(self, dest, context, tag, data, pickled=False):
-        """Hand ``data`` (bytes-like) to the transport; returns an Outgoing."""
+    def send(self, dest, context, tag, data, pickled=False, sync_id=None):
+        """Hand ``data`` (bytes-like) to the transport; returns an Outgoing. With a
+        ``sync_id`` the receiver acknowledges the match (comm.Receive.deliver)."""
         data = memoryview(data).cast("B") if not isinstance(data, bytes) else data
         nbytes = len(data)
         flags = FLAG_PICKLED if pickled else 0
+        if sync_id is not None:
+            flags |= FLAG_SYNC | sync_id << SYNC_SHIFT
         if nbytes > self.inline_max:
             data = self._stage_in_segment(data)
             flags |= FLAG_IN_SEGMENT

@@ -17,7 +17,7 @@ import pytest
 
 import shmrma
 from shmrma import MPI
-from mpitest import nothing_left_behind
+from mpitest import dead_rank_ends_the_job, nothing_left_behind
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -491,10 +491,4 @@ def test_ibarrier_completes_once_every_rank_entered():
 @pytest.mark.timeout(60)
 def test_ibarrier_notices_a_dead_rank(run_shmrma, tmp_path):
     """An Ibarrier that waits for a rank that died ends the job instead of hanging."""
-    program = tmp_path / "prog.py"
-    program.write_text("import os\nfrom shmrma import MPI\ncomm = MPI.COMM_WORLD\n"
-                       "if comm.rank == 1:\n    os._exit(3)\ncomm.Ibarrier().Wait()\n")
-    started = time.monotonic()
-    result = run_shmrma(["-n", 2, "--timeout", 30, program], timeout=50)
-    assert result.returncode == 3, result.stderr
-    assert time.monotonic() - started < 20
+    dead_rank_ends_the_job(run_shmrma, tmp_path, "comm.Ibarrier().Wait()")

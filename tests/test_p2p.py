@@ -8,13 +8,14 @@ mpi4py's buffer specifications, and errors that say what to fix and change
 nothing. Edge cases were compared with mpi4py 4.1 + MPICH 5.0.
 """
 import os
+import time
 
 import numpy as np
 import pytest
 
 import shmrma
 from shmrma import MPI, job, mailbox
-from mpitest import raises_mpi, nothing_left_behind
+from mpitest import dead_rank_ends_the_job, nothing_left_behind, raises_mpi
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -490,3 +491,67 @@ def test_singleton_sends_to_self():
         return bool(np.array_equal(got, pattern(3 * MIB, 1))), comm.recv(source=0, tag=2), same
 
     assert shmrma.launch(body, 1, timeout=20) == [(True, list(range(10)), "me")]
+
+
+@pytest.mark.timeout(60)
+def test_send_modes():
+    """Ssend/Issend (and ssend/issend) complete only once the receiver started the
+    matching receive; Bsend, Rsend and their I-forms are the standard send (every
+    send is buffered); one buffer may be attached at a time (ERR_OTHER, as MPICH);
+    Issend to PROC_NULL completes at once."""
+    def body():
+        comm = MPI.COMM_WORLD
+        out = {}
+        if comm.rank == 0:
+            started = time.monotonic()
+            comm.Ssend(b"sync", 1, tag=1)
+            out["waited"] = time.monotonic() - started
+            pending = comm.issend({"obj": 1}, 1, tag=2)
+            out["early"] = pending.Test()
+            comm.Barrier()
+            pending.Wait()
+            for name in ("Bsend", "Rsend"):
+                getattr(comm, name)(name.encode(), 1, tag=3)
+            MPI.Request.Waitall([comm.Ibsend(b"Ibsend", 1, tag=3),
+                                 comm.Irsend(b"Irsend", 1, tag=3)])
+            comm.bsend("bsend", 1, tag=4)
+            out["null"] = comm.Issend(b"x", MPI.PROC_NULL).Test()
+            mine = comm.Issend(b"self", 0, tag=5)
+            out["self early"] = mine.Test()
+            box = bytearray(4)
+            comm.Recv(box, 0, tag=5)
+            out["self"] = (mine.Test(), bytes(box))
+            buf = bytearray(100 + MPI.BSEND_OVERHEAD)
+            MPI.Attach_buffer(buf)
+            try:
+                MPI.Attach_buffer(bytearray(10))
+            except MPI.Exception as exc:
+                out["attach twice"] = exc.Get_error_class()
+            out["detach"] = (MPI.Detach_buffer() is buf, MPI.Detach_buffer())
+        else:
+            time.sleep(0.3)
+            box = bytearray(4)
+            comm.Recv(box, 0, tag=1)
+            comm.Barrier()
+            out["got"] = [bytes(box), comm.recv(source=0, tag=2)]
+            for size in (5, 5, 6, 6):
+                box = bytearray(size)
+                comm.Recv(box, 0, tag=3)
+                out["got"].append(bytes(box))
+            out["got"].append(comm.recv(source=0, tag=4))
+        comm.Barrier()
+        return out
+
+    sender, receiver = shmrma.launch(body, 2, timeout=50)
+    assert sender["waited"] > 0.2 and sender["early"] is False
+    assert sender["null"] is True and sender["self early"] is False
+    assert sender["self"] == (True, b"self")
+    assert sender["attach twice"] == MPI.ERR_OTHER and sender["detach"] == (True, None)
+    assert receiver["got"] == [b"sync", {"obj": 1}, b"Bsend", b"Rsend", b"Ibsend", b"Irsend",
+                               "bsend"]
+
+
+@pytest.mark.timeout(60)
+def test_ssend_to_a_dead_rank_ends_the_job(run_shmrma, tmp_path):
+    """A synchronous send whose receiver died ends the job instead of hanging."""
+    dead_rank_ends_the_job(run_shmrma, tmp_path, "comm.Ssend(b'x', 1)")
