@@ -11,7 +11,7 @@ import sys
 
 from . import atomic, buffers, constants, errors, job, mailbox
 from .group import make_group
-from .request import Request, Status
+from .request import Prequest, Request, Status
 
 P2P, COLLECTIVE, HANDSHAKE, NONBLOCKING, SYNC_ACK = 0, 1, 2, 3, 4   # NONBLOCKING: Ibarrier
 SUBCONTEXTS = 8
@@ -209,6 +209,53 @@ class Send(Request):
 
     def _describe(self):
         return self.what
+
+
+class Persistent(Prequest):
+    """Send_init, Recv_init and the other ``*_init``: inactive until Start, which
+    makes the operation anew from the same arguments (a send reads its buffer
+    then); Wait or Test completes it and leaves it inactive, to be started again."""
+
+    _persistent = True
+
+    def __init__(self, operation):
+        self._null = False
+        self._operation = operation     # makes one nonblocking operation
+        self._inner = None
+
+    @property
+    def _inactive(self):
+        return self._inner is None
+
+    def Start(self):
+        if self._null:
+            errors.fail(errors.ERR_REQUEST, "Start on a freed persistent request")
+        if self._inner is not None:
+            errors.fail(errors.ERR_REQUEST, "Start on an active persistent request: "
+                        "complete it with Wait or Test first")
+        self._inner = self._operation()
+
+    def _poll(self):
+        return self._inner is None or self._inner._poll()
+
+    def _describe(self):
+        return self._inner._describe() if self._inner is not None else "nothing"
+
+    def _peers(self):
+        return self._inner._peers() if self._inner is not None else ()
+
+    def _finish(self, status):
+        inner, self._inner = self._inner, None
+        if inner is None:
+            if status is not None:
+                status._copy_from(Status())
+            return
+        inner._finish(status)
+        self._result = inner._result
+
+    def Cancel(self):
+        if self._inner is not None:
+            self._inner.Cancel()
 
 
 class Completed(Request):
@@ -430,6 +477,23 @@ class Comm:
     # and ready modes are the standard one
     Bsend = Rsend = Send
     Ibsend = Irsend = Isend
+
+    def Send_init(self, buf, dest, tag=0):
+        self._send_data(buf, dest)      # arguments checked now, as MPI does
+        self._tag(tag)
+        return Persistent(lambda: self.Isend(buf, dest, tag))
+
+    Bsend_init = Rsend_init = Send_init
+
+    def Ssend_init(self, buf, dest, tag=0):
+        self._send_data(buf, dest)
+        self._tag(tag)
+        return Persistent(lambda: self.Issend(buf, dest, tag))
+
+    def Recv_init(self, buf, source=constants.ANY_SOURCE, tag=constants.ANY_TAG):
+        self._recv_message(buf, source)
+        self._tag(tag, wildcard=True)
+        return Persistent(lambda: self.Irecv(buf, source, tag))
 
     def Irecv(self, buf, source=constants.ANY_SOURCE, tag=constants.ANY_TAG):
         received = self._recv_message(buf, source)

@@ -552,6 +552,55 @@ def test_send_modes():
 
 
 @pytest.mark.timeout(60)
+def test_persistent_requests():
+    """Send_init/Recv_init (and Ssend_init) are MPI.Prequest: Start makes the operation
+    anew, reading the send buffer then; Wait completes it and leaves it inactive (a
+    Test of an inactive one is true at once, Waitany skips it); Start on an active
+    one or a freed one is ERR_REQUEST; bad arguments raise at init."""
+    def body():
+        comm = MPI.COMM_WORLD
+        rank, size = comm.rank, comm.size
+        right, left = (rank + 1) % size, (rank - 1) % size
+        out, got = np.zeros(2, "i8"), np.zeros(2, "i8")
+        send = comm.Send_init(out, right, tag=7)
+        receive = comm.Recv_init(got, left, tag=7)
+        seen = []
+        for step in range(4):
+            out[:] = [rank, step]
+            MPI.Prequest.Startall([receive, send])
+            MPI.Request.Waitall([send, receive])
+            seen.append(got.tolist())
+        synchronous = comm.Ssend_init(out, right, tag=8)
+        synchronous.Start()
+        comm.Recv(got, left, tag=8)
+        synchronous.Wait()
+        idle = (send.Test(), MPI.Request.Waitany([send, receive]) == MPI.UNDEFINED)
+        errors = []
+        receive.Start()
+        for call in (receive.Start, lambda: comm.Send_init(out, size),
+                     lambda: comm.Recv_init(got, left, tag=-5)):
+            try:
+                call()
+            except MPI.Exception as exc:
+                errors.append(exc.Get_error_class())
+        send.Start()
+        MPI.Request.Waitall([send, receive])
+        for request in (send, receive, synchronous):
+            request.Free()
+        try:
+            send.Start()
+        except MPI.Exception as exc:
+            errors.append(exc.Get_error_class())
+        nothing_left_behind(comm)
+        return isinstance(send, MPI.Prequest), seen, idle, errors
+
+    for rank, (prequest, seen, idle, errors) in enumerate(shmrma.launch(body, 3, timeout=50)):
+        assert prequest and seen == [[(rank - 1) % 3, step] for step in range(4)]
+        assert idle == (True, True)
+        assert errors == [MPI.ERR_REQUEST, MPI.ERR_RANK, MPI.ERR_TAG, MPI.ERR_REQUEST]
+
+
+@pytest.mark.timeout(60)
 def test_ssend_to_a_dead_rank_ends_the_job(run_shmrma, tmp_path):
     """A synchronous send whose receiver died ends the job instead of hanging."""
     dead_rank_ends_the_job(run_shmrma, tmp_path, "comm.Ssend(b'x', 1)")
