@@ -10,8 +10,8 @@ import operator
 
 from . import buffers, constants, errors
 from . import op as ops
-from .comm import COLLECTIVE, NONBLOCKING, _dumps, slot_barrier
-from .request import Request, Status
+from .comm import COLLECTIVE, _dumps, slot_barrier
+from .request import Status
 
 TAG = 0            # a rank's contribution
 NOTICE = 1         # and above: an empty failure notice, NOTICE + class + NOTICE_RANKS * rank
@@ -38,17 +38,6 @@ class Collectives:
     # --- synchronization ------------------------------------------------------------
     def Barrier(self):
         slot_barrier(self._s)
-
-    def Ibarrier(self):
-        """A barrier that does not wait: this rank sends every other an empty message
-        on a subcontext of its own and the request completes once one came from each.
-        Messages between two ranks keep their order, so several Ibarriers may be
-        outstanding; the blocking Barrier uses the slot, so the two never mix up."""
-        others = self._others()
-        for rank in others:
-            self._isend_bytes(b"", rank, TAG, False, NONBLOCKING)
-        return _AllArrived(self, [self._irecv(rank, TAG, _NOWHERE, NONBLOCKING)
-                                  for rank in others])
 
     barrier = Barrier
 
@@ -520,29 +509,6 @@ class _Call:
     def done(self):
         if self.error is not None:
             raise self.error
-
-
-class _AllArrived(Request):
-    """Ibarrier's request: done when every other rank's message arrived."""
-
-    def __init__(self, comm, receives):
-        self._null = False
-        self._done = not receives
-        self._state, self._receives = comm._s, receives
-
-    def _poll(self):
-        if not self._done:
-            self._receives = [receive for receive in self._receives if not receive._poll()]
-            self._done = not self._receives
-        return self._done
-
-    def _describe(self):
-        state = self._state
-        return "Ibarrier on %s: %d ranks not entered yet" % (state.name or "a communicator",
-                                                             len(self._receives))
-
-    def _peers(self):
-        return self._state.ranks
 
 
 class _Parts:

@@ -13,7 +13,7 @@ from . import atomic, buffers, constants, errors, job, mailbox
 from .group import make_group
 from .request import Prequest, Request, Status
 
-P2P, COLLECTIVE, HANDSHAKE, NONBLOCKING, SYNC_ACK = 0, 1, 2, 3, 4   # NONBLOCKING: Ibarrier
+P2P, COLLECTIVE, HANDSHAKE, NONBLOCKING, SYNC_ACK = 0, 1, 2, 3, 4   # NONBLOCKING: I-collectives
 SUBCONTEXTS = 8
 
 

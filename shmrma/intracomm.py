@@ -5,9 +5,10 @@ import operator
 from . import constants, errors, job
 from .collective import Collectives
 from .comm import HANDSHAKE, Comm, CommState, claim_slot, release_slot
+from .nonblocking import NonblockingCollectives
 
 
-class Intracomm(Collectives, Comm):
+class Intracomm(NonblockingCollectives, Collectives, Comm):
     """``MPI.Intracomm``."""
 
     def Dup(self, info=None):

@@ -489,6 +489,51 @@ def test_ibarrier_completes_once_every_rank_entered():
 
 
 @pytest.mark.timeout(60)
+def test_nonblocking_collectives_and_their_errors(run_shmrma):
+    """scripts/nonblocking_collectives.py: eight kinds outstanding at once, checked
+    on every rank. A rank whose arguments are wrong raises at the call, and the
+    ranks that awaited its data raise at Wait, naming it; a size that does not
+    match raises at Wait; afterwards every rank goes on."""
+    result = run_shmrma(["-n", 3, "--timeout", 40,
+                         ROOT / "scripts" / "nonblocking_collectives.py"], timeout=50)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count(" ok") == 3
+
+    def body():
+        comm = MPI.COMM_WORLD
+        rank = comm.rank
+        outcomes = []
+
+        def attempt(start):
+            try:
+                start().Wait()
+                outcomes.append(None)
+            except MPI.Exception as exc:
+                outcomes.append((exc.Get_error_class(), "rank 0 failed" in str(exc)))
+            except (ValueError, TypeError) as exc:
+                outcomes.append(type(exc).__name__)
+            nothing_left_behind(comm)
+
+        # the root's buffer is no buffer: it raises, the others learn of it
+        attempt(lambda: comm.Ibcast(None if rank == 0 else bytearray(4), root=0))
+        # rank 0 sends Sync handles to the root of a gather: ERR_TYPE on both
+        attempt(lambda: comm.Igather([[MPI.SYNC_NULL], MPI.HANDLE_SYNC] if rank == 0
+                                     else np.zeros(1), np.zeros(3) if rank == 2 else None,
+                                     root=2))
+        # rank 1 contributes 2 doubles where the others take 1
+        attempt(lambda: comm.Iallreduce(np.ones(2 if rank == 1 else 1),
+                                        np.zeros(2 if rank == 1 else 1)))
+        return outcomes
+
+    outcomes = shmrma.launch(body, 3, timeout=50)
+    assert outcomes[0][:2] == ["TypeError", (MPI.ERR_TYPE, False)]
+    assert outcomes[1][:2] == [(MPI.ERR_ARG, True), None]
+    assert outcomes[2][:2] == [(MPI.ERR_ARG, True), (MPI.ERR_TYPE, True)]
+    assert outcomes[0][2] in {(MPI.ERR_TRUNCATE, False), (MPI.ERR_COUNT, False)}
+    assert outcomes[1][2] in {(MPI.ERR_TRUNCATE, False), (MPI.ERR_COUNT, False)}
+
+
+@pytest.mark.timeout(60)
 def test_ibarrier_notices_a_dead_rank(run_shmrma, tmp_path):
     """An Ibarrier that waits for a rank that died ends the job instead of hanging."""
     dead_rank_ends_the_job(run_shmrma, tmp_path, "comm.Ibarrier().Wait()")
