@@ -529,6 +529,24 @@ class Comm:
             return True
         return False
 
+    def Mprobe(self, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
+        """Probe, and take the message out of matching: only the Message's Recv
+        receives it (a receive posted meanwhile cannot)."""
+        probe = _Probe(self, source, tag)
+        if not probe.found():
+            mailbox.mailbox().wait_for(probe.found, probe.describe, probe.peers)
+        probe.report(status)
+        return _claimed(probe)
+
+    def Improbe(self, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
+        """A Message when one matches now, else None."""
+        probe = _Probe(self, source, tag)
+        mailbox.mailbox().progress()
+        if not probe.found():
+            return None
+        probe.report(status)
+        return _claimed(probe)
+
     # --- pickled objects ---
     def isend(self, obj, dest, tag=0):
         return self._isend_bytes(_dumps(obj), dest, tag, True)
@@ -563,6 +581,65 @@ class Comm:
 
     def iprobe(self, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
         return self.Iprobe(source, tag, status)
+
+    mprobe = Mprobe
+    improbe = Improbe
+
+
+def _claimed(probe):
+    if probe.message is None:
+        return MESSAGE_NO_PROC
+    mailbox.mailbox().claim(probe.message)
+    return Message(probe.state, probe.message)
+
+
+class Message:
+    """``MPI.Message``: a message Mprobe took out of matching; Recv or recv (and
+    their I-forms) receive it once, then it is MESSAGE_NULL."""
+
+    def __init__(self, state=None, message=None, no_proc=False):
+        self._state, self._message, self._no_proc = state, message, no_proc
+
+    def __bool__(self):
+        return self._message is not None or self._no_proc
+
+    def __eq__(self, other):
+        if not isinstance(other, Message):
+            return NotImplemented
+        return self is other or (not self and not other)
+
+    __hash__ = None
+
+    def _receive(self, target=None, finish=None):
+        if self._no_proc:
+            return Completed(_null_status())
+        if self._message is None:
+            errors.fail(errors.ERR_REQUEST, "the message was received already (or is "
+                        "MESSAGE_NULL); Mprobe for a new one")
+        message, self._message = self._message, None
+        receive = Receive(self._state, message.context, constants.ANY_SOURCE,
+                          constants.ANY_TAG, target, finish)
+        receive.deliver(message)
+        return receive
+
+    def Irecv(self, buf):
+        if self._no_proc or buf is None:
+            return self._receive()
+        received = buffers.message(buf, writable=True, handles=True)
+        return self._receive(received.data, received.finish)
+
+    def Recv(self, buf, status=None):
+        self.Irecv(buf).Wait(status)
+
+    def irecv(self):
+        return self._receive()
+
+    def recv(self, status=None):
+        return self._receive().wait(status)
+
+
+MESSAGE_NULL = Message()
+MESSAGE_NO_PROC = Message(no_proc=True)
 
 
 class _Probe:

@@ -248,6 +248,10 @@ class Mailbox:
                 return
         self.unexpected[message.source].append(message)
 
+    def claim(self, message):
+        """Take ``message`` (found by ``find``) out of the unexpected ones: Mprobe."""
+        self.unexpected[message.source].remove(message)
+
     def find(self, context, source, tag, remove):
         """The first unexpected message matching, per source in arrival order."""
         sources = range(len(self.unexpected)) if source == constants.ANY_SOURCE else (source,)

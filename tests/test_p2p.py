@@ -601,6 +601,55 @@ def test_persistent_requests():
 
 
 @pytest.mark.timeout(60)
+def test_matched_probe():
+    """Mprobe/Improbe (mprobe/improbe) take the message out of matching: a receive
+    posted afterwards does not get it, the Message's Recv/recv does, once (then it
+    is MESSAGE_NULL and another Recv is ERR_REQUEST); Improbe gives None when
+    nothing matches; a PROC_NULL source gives MESSAGE_NO_PROC, whose Recv is empty."""
+    def body():
+        comm = MPI.COMM_WORLD
+        out = {}
+        if comm.rank == 0:
+            comm.Send(np.arange(5, dtype="i4"), 1, tag=3)
+            comm.send({"x": 1}, 1, tag=4)
+            comm.Ssend(b"sync", 1, tag=5)
+        else:
+            status = MPI.Status()
+            message = comm.Mprobe(0, 3, status)
+            bystander = comm.Irecv(bytearray(100), 0, tag=3)
+            got = np.empty(status.Get_count(MPI.INT), "i4")
+            message.Recv(got)
+            out["buffer"] = (got.tolist(), message == MPI.MESSAGE_NULL, bool(message),
+                             bystander.Test())
+            bystander.Cancel()
+            bystander.Wait()
+            out["object"] = comm.mprobe(0, 4).recv()
+            synchronous = None
+            while synchronous is None:
+                synchronous = comm.Improbe(0, 5)
+            box = bytearray(4)
+            synchronous.Recv(box)
+            out["sync"] = bytes(box)
+            try:
+                synchronous.Recv(box)
+            except MPI.Exception as exc:
+                out["again"] = exc.Get_error_class()
+            out["none"] = comm.Improbe(0, 99)
+            nobody = comm.Mprobe(MPI.PROC_NULL)
+            empty = MPI.Status()
+            nobody.Recv(None, empty)
+            out["no proc"] = (nobody == MPI.MESSAGE_NO_PROC, empty.Get_source())
+        nothing_left_behind(comm)
+        return out
+
+    out = shmrma.launch(body, 2, timeout=50)[1]
+    assert out["buffer"] == ([0, 1, 2, 3, 4], True, False, False)
+    assert out["object"] == {"x": 1} and out["sync"] == b"sync"
+    assert out["again"] == MPI.ERR_REQUEST and out["none"] is None
+    assert out["no proc"] == (True, MPI.PROC_NULL)
+
+
+@pytest.mark.timeout(60)
 def test_ssend_to_a_dead_rank_ends_the_job(run_shmrma, tmp_path):
     """A synchronous send whose receiver died ends the job instead of hanging."""
     dead_rank_ends_the_job(run_shmrma, tmp_path, "comm.Ssend(b'x', 1)")
