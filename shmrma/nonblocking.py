@@ -1,5 +1,6 @@
-"""Nonblocking collectives of intracommunicators: Ibarrier, Ibcast, Igather,
-Iscatter, Iallgather, Ialltoall, Ireduce, Iallreduce.
+"""Nonblocking collectives of intracommunicators: Ibarrier, Ibcast, Igather(v),
+Iscatter(v), Iallgather(v), Ialltoall(v), Ireduce, Iallreduce, Iscan, Iexscan,
+Ireduce_scatter_block.
 
 At the call a rank sends at once everything it contributes (sends never wait
 for their receiver) and posts a receive for everything it expects, on a
@@ -10,10 +11,11 @@ outstanding. A rank whose arguments are wrong raises at the call, after
 sending an empty notice where its data was awaited, so the others' Wait raises
 too (naming it) instead of hanging. Sync handles do not travel here (ERR_TYPE).
 """
-from . import constants, errors
+from . import buffers, constants, errors
 from . import op as ops
-from .collective import (NOTICE, NOTICE_RANKS, TAG, _check_part, _Parts, _plain,
-                         _prefix_folds, _reduce_buffers, _reduce_send)
+from .collective import (NOTICE, NOTICE_RANKS, TAG, _check_part, _exclusive, _inclusive,
+                         _Parts, _plain, _prefix_folds, _reduce_buffers, _reduce_send,
+                         _total)
 from .comm import NONBLOCKING
 from .request import Request
 
@@ -87,14 +89,17 @@ def _start(comm, name, targets, plan):
     return _Exchange(comm, name, expected, finish)
 
 
-def _fold_into(receive, parts, op):
-    """``receive`` = parts[0] op parts[1] op ... (rank order)."""
+def _fold_into(receive, parts, op, pick=_total, rank=0):
+    """``receive`` = ``pick`` of the folds of ``parts`` in rank order (all of them,
+    or this rank's prefix for the scans; nothing when pick gives None)."""
     import numpy
     dtype = receive.datatype.dtype
     arrays = [numpy.frombuffer(bytes(part), dtype=dtype) for part in parts]
-    total = _prefix_folds(arrays, lambda a, b: op.apply(a, b, receive.datatype),
-                          every=False)[-1]
-    receive.data[:] = numpy.ascontiguousarray(total, dtype=dtype).tobytes()
+    folds = _prefix_folds(arrays, lambda a, b: op.apply(a, b, receive.datatype),
+                          every=pick is not _total)
+    result = pick(folds, rank)
+    if result is not None:
+        receive.data[:] = numpy.ascontiguousarray(result, dtype=dtype).tobytes()
 
 
 class NonblockingCollectives:
@@ -113,48 +118,74 @@ class NonblockingCollectives:
         return _start(self, "Ibcast", [], lambda: ({}, [(root, _plain(buf, True))], None))
 
     def Igather(self, sendbuf, recvbuf, root=0):
+        return self._igather("Igather", sendbuf, recvbuf, root, self._own_part)
+
+    def Igatherv(self, sendbuf, recvbuf, root=0):
+        return self._igather("Igatherv", sendbuf, recvbuf, root, self._vector_with_own)
+
+    def _igather(self, name, sendbuf, recvbuf, root, with_own):
         root = self._root(root)
         if self._s.rank != root:
-            return _start(self, "Igather", [root], lambda: (
-                {root: _plain(sendbuf, False)}, [], None))
+            return _start(self, name, [root], lambda: ({root: _plain(sendbuf, False)}, [],
+                                                       None))
 
         def plan():
-            parts = self._own_part(sendbuf, recvbuf, "Igather")
-            return {}, [(rank, parts[rank]) for rank in self._others()], None
-        return _start(self, "Igather", [], plan)
+            parts = with_own(sendbuf, recvbuf, name)
+            return {}, [(rank, parts.part(rank)) for rank in self._others()], None
+        return _start(self, name, [], plan)
 
     def Iscatter(self, sendbuf, recvbuf, root=0):
+        return self._iscatter("Iscatter", sendbuf, recvbuf, root, self._parts_of)
+
+    def Iscatterv(self, sendbuf, recvbuf, root=0):
+        return self._iscatter("Iscatterv", sendbuf, recvbuf, root, self._vector_parts)
+
+    def _iscatter(self, name, sendbuf, recvbuf, root, parts_of):
         root, others = self._root(root), self._others()
         if self._s.rank != root:
-            return _start(self, "Iscatter", [], lambda: (
-                {}, [(root, _plain(recvbuf, True))], None))
+            return _start(self, name, [], lambda: ({}, [(root, _plain(recvbuf, True))], None))
 
         def plan():
-            parts = _Parts(_plain(sendbuf, False, self.size), self.size)
+            parts = parts_of(sendbuf, False)
             if recvbuf is not constants.IN_PLACE:
-                self._copy_own(parts, recvbuf, "Iscatter")
-            return {rank: parts[rank] for rank in others}, [], None
-        return _start(self, "Iscatter", others, plan)
+                self._copy_own(parts, recvbuf, name)
+            return {rank: parts.part(rank) for rank in others}, [], None
+        return _start(self, name, others, plan)
 
     def Iallgather(self, sendbuf, recvbuf):
+        return self._iallgather("Iallgather", sendbuf, recvbuf, self._own_part)
+
+    def Iallgatherv(self, sendbuf, recvbuf):
+        return self._iallgather("Iallgatherv", sendbuf, recvbuf, self._vector_with_own)
+
+    def _iallgather(self, name, sendbuf, recvbuf, with_own):
         others = self._others()
 
         def plan():
-            parts = self._own_part(sendbuf, recvbuf, "Iallgather")
-            mine = parts[self._s.rank]
-            return (dict.fromkeys(others, mine), [(rank, parts[rank]) for rank in others],
-                    None)
-        return _start(self, "Iallgather", others, plan)
+            parts = with_own(sendbuf, recvbuf, name)
+            return (dict.fromkeys(others, parts.part(self._s.rank)),
+                    [(rank, parts.part(rank)) for rank in others], None)
+        return _start(self, name, others, plan)
 
     def Ialltoall(self, sendbuf, recvbuf):
+        return self._ialltoall("Ialltoall", sendbuf, recvbuf, self._alltoall_with_own)
+
+    def Ialltoallv(self, sendbuf, recvbuf):
+        return self._ialltoall("Ialltoallv", sendbuf, recvbuf, self._alltoallv_parts)
+
+    def _ialltoall(self, name, sendbuf, recvbuf, with_own):
         others = self._others()
 
         def plan():
-            sends, receives = self._alltoall_parts(sendbuf, recvbuf)
-            receives[self._s.rank][:] = sends[self._s.rank]
-            return ({rank: sends[rank] for rank in others},
-                    [(rank, receives[rank]) for rank in others], None)
-        return _start(self, "Ialltoall", others, plan)
+            sends, receives = with_own(sendbuf, recvbuf)
+            return ({rank: sends.part(rank) for rank in others},
+                    [(rank, receives.part(rank)) for rank in others], None)
+        return _start(self, name, others, plan)
+
+    def _alltoall_with_own(self, sendbuf, recvbuf):
+        sends, receives = self._alltoall_parts(sendbuf, recvbuf)
+        receives[self._s.rank][:] = sends[self._s.rank]
+        return sends, receives
 
     def Ireduce(self, sendbuf, recvbuf, op=ops.SUM, root=0):
         root = self._root(root)
@@ -169,18 +200,67 @@ class NonblockingCollectives:
         return _start(self, "Iallreduce", others,
                       lambda: self._fold_plan(sendbuf, recvbuf, op, others))
 
-    def _fold_plan(self, sendbuf, recvbuf, op, targets):
-        """Send my contribution to ``targets``, take everyone's, fold at completion."""
+    def Iscan(self, sendbuf, recvbuf, op=ops.SUM):
+        return self._prefix("Iscan", sendbuf, recvbuf, op, _inclusive)
+
+    def Iexscan(self, sendbuf, recvbuf, op=ops.SUM):
+        return self._prefix("Iexscan", sendbuf, recvbuf, op, _exclusive)
+
+    def _prefix(self, name, sendbuf, recvbuf, op, pick):
+        """Each rank's contribution to the ranks above it; each folds the prefix."""
+        rank = self._s.rank
+        above, below = list(range(rank + 1, self.size)), list(range(rank))
+        return _start(self, name, above, lambda: self._fold_plan(
+            sendbuf, recvbuf, op, above, below, pick))
+
+    def Ireduce_scatter_block(self, sendbuf, recvbuf, op=ops.SUM):
+        """Block r of every rank's vector goes to rank r, which folds them."""
+        others, rank = self._others(), self._s.rank
+
+        def plan():
+            receive, source = self._block_buffers(sendbuf, recvbuf)
+            op.check(receive.datatype, "reduction")
+            blocks = _Parts(memoryview(source), self.size)
+            scratch = {other: memoryview(bytearray(receive.nbytes)) for other in others}
+            scratch[rank] = blocks[rank]
+
+            def finish():
+                _fold_into(receive, [scratch[r] for r in range(self.size)], op)
+            return ({other: blocks[other] for other in others},
+                    [(other, scratch[other]) for other in others], finish)
+        return _start(self, "Ireduce_scatter_block", others, plan)
+
+    def _block_buffers(self, sendbuf, recvbuf):
+        """(receive message of one block, bytes of the whole vector); IN_PLACE: the
+        vector is in recvbuf, whose first block takes the result."""
+        if sendbuf is constants.IN_PLACE:
+            whole = buffers.message(recvbuf, writable=True, blocks=self.size)
+            source = bytes(whole.data)
+            receive = buffers.Message(whole.data[:len(source) // self.size], whole.count,
+                                      whole.datatype)
+        else:
+            receive = buffers.message(recvbuf, writable=True)
+            source = bytes(_plain(sendbuf, False))
+        if len(source) != receive.nbytes * self.size:
+            raise ValueError("Ireduce_scatter_block: the send buffer holds %d bytes; "
+                             "%d ranks x %d bytes of the receive buffer were expected"
+                             % (len(source), self.size, receive.nbytes))
+        return receive, source
+
+    def _fold_plan(self, sendbuf, recvbuf, op, targets, sources=None, pick=_total):
+        """Send my contribution to ``targets``, take those of ``sources`` (every
+        other rank when None), fold them with mine in rank order at completion."""
         send, receive = _reduce_buffers(sendbuf, recvbuf, op)
-        mine = bytes(send.data)
-        scratch = {rank: memoryview(bytearray(send.nbytes)) for rank in self._others()}
-        scratch[self._s.rank] = mine
+        mine, rank = bytes(send.data), self._s.rank
+        sources = self._others() if sources is None else sources
+        scratch = {source: memoryview(bytearray(send.nbytes)) for source in sources}
+        scratch[rank] = mine
 
         def finish():
-            _fold_into(receive, [scratch[rank] for rank in range(self.size)], op)
+            _fold_into(receive, [scratch[r] for r in sorted(scratch)], op, pick,
+                       sorted(scratch).index(rank))
         return (dict.fromkeys(targets, mine),
-                [(rank, view) for rank, view in scratch.items() if rank != self._s.rank],
-                finish)
+                [(source, scratch[source]) for source in sources], finish)
 
     def _own_part(self, sendbuf, recvbuf, name):
         parts = _Parts(_plain(recvbuf, True, self.size), self.size)

@@ -490,8 +490,8 @@ def test_ibarrier_completes_once_every_rank_entered():
 
 @pytest.mark.timeout(60)
 def test_nonblocking_collectives_and_their_errors(run_shmrma):
-    """scripts/nonblocking_collectives.py: eight kinds outstanding at once, checked
-    on every rank. A rank whose arguments are wrong raises at the call, and the
+    """scripts/nonblocking_collectives.py: every kind (block and vector forms,
+    reductions, scans, Ibarrier) outstanding at once, checked on every rank. A rank whose arguments are wrong raises at the call, and the
     ranks that awaited its data raise at Wait, naming it; a size that does not
     match raises at Wait; afterwards every rank goes on."""
     result = run_shmrma(["-n", 3, "--timeout", 40,
