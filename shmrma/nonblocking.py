@@ -39,7 +39,7 @@ class _Exchange(Request):
             if self._error is None and self._finish_with is not None:
                 try:
                     self._finish_with()
-                except errors.Exception as exc:
+                except Exception as exc:    # an MPI error, or a user op's own
                     self._error = exc
             self._done = True
         return self._done
@@ -103,7 +103,7 @@ def _fold_into(receive, parts, op, pick=_total, rank=0):
 
 
 class NonblockingCollectives:
-    """Mixin of Intracomm (after Collectives)."""
+    """Mixin of Intracomm; it uses the buffer helpers of collective.Collectives."""
 
     def Ibarrier(self):
         others = self._others()
