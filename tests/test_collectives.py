@@ -533,6 +533,66 @@ def test_nonblocking_collectives_and_their_errors(run_shmrma):
     assert outcomes[1][2] in {(MPI.ERR_TRUNCATE, False), (MPI.ERR_COUNT, False)}
 
 
+def _random_nonblocking(comm, rng, iteration):
+    """One nonblocking collective of a kind ``rng`` picks, with its check."""
+    n, r = comm.size, comm.rank
+    root = rng.randrange(n)
+    kind = rng.choice(["Ibcast", "Iallreduce", "Ibarrier", "Igather", "Ialltoallv", "Iscan"])
+    if kind == "Ibcast":
+        buf = np.full(3, iteration if r == root else -1, "i8")
+        return comm.Ibcast(buf, root), lambda: (buf == iteration).all()
+    if kind == "Iallreduce":
+        out = np.zeros(2, "i8")
+        return (comm.Iallreduce(np.full(2, r + iteration, "i8"), out),
+                lambda: (out == sum(range(n)) + n * iteration).all())
+    if kind == "Igather":
+        out = np.full(n, -1, "i8") if r == root else None
+        return (comm.Igather(np.array([r * iteration], "i8"), out, root),
+                lambda: out is None or out.tolist() == [x * iteration for x in range(n)])
+    if kind == "Ialltoallv":
+        sent = np.concatenate([np.full(d + 1, 10 * r + d, "i4") for d in range(n)])
+        got = np.zeros((r + 1) * n, "i4")
+        return (comm.Ialltoallv([sent, [d + 1 for d in range(n)]], [got, r + 1]),
+                lambda: got.tolist() == [10 * s + r for s in range(n) for _ in range(r + 1)])
+    if kind == "Iscan":
+        out = np.zeros(1, "i8")
+        return comm.Iscan(np.ones(1, "i8"), out), lambda: out[0] == r + 1
+    return comm.Ibarrier(), lambda: True
+
+
+@pytest.mark.timeout(60)
+def test_nonblocking_collectives_interleave_at_random():
+    """Up to four nonblocking collectives outstanding at once, on COMM_WORLD and on
+    a Split half, with blocking collectives and point-to-point messages between
+    them, completed in a random order: 300 rounds, every result checked (the same
+    seed on every rank gives every rank the same sequence of calls)."""
+    def body():
+        import random
+        comm = MPI.COMM_WORLD
+        rank, size = comm.rank, comm.size
+        rng = random.Random(42)
+        half = comm.Split(rank % 2, rank)
+        for iteration in range(300):
+            pending = []
+            for _ in range(rng.randint(1, 4)):
+                pending.append(_random_nonblocking(comm if rng.random() < 0.7 else half,
+                                                   rng, iteration))
+                if rng.random() < 0.3:
+                    assert comm.allreduce(iteration) == iteration * size
+                if rng.random() < 0.3:
+                    comm.send(iteration, (rank + 1) % size, tag=iteration % 7)
+                    assert comm.recv(source=(rank - 1) % size, tag=iteration % 7) == iteration
+            rng.shuffle(pending)
+            for request, check in pending:
+                request.Wait()
+                assert check(), iteration
+        half.Free()
+        nothing_left_behind(comm)
+        return True
+
+    assert shmrma.launch(body, 4, timeout=50) == [True] * 4
+
+
 @pytest.mark.timeout(60)
 def test_ibarrier_notices_a_dead_rank(run_shmrma, tmp_path):
     """An Ibarrier that waits for a rank that died ends the job instead of hanging."""
