@@ -82,6 +82,13 @@ for counts_given in (counts, None):
     summed = np.empty(rank + 1)
     comm.Reduce_scatter(np.arange(sum(counts), dtype="f8"), summed, counts_given)
     assert summed.tolist() == [size * v for v in range(start, start + rank + 1)], summed
+# IN_PLACE: the vector is in the receive buffer, my block of the sum lands in front
+vector = np.arange(2 * size, dtype="i8")
+comm.Reduce_scatter_block(MPI.IN_PLACE, vector)
+assert vector[:2].tolist() == block.tolist(), vector
+vector = np.arange(sum(counts), dtype="f8")
+comm.Reduce_scatter(MPI.IN_PLACE, vector, counts)
+assert vector[:rank + 1].tolist() == summed.tolist(), vector
 
 # a barrier that does not wait, overlapping a collective
 entered = comm.Ibarrier()

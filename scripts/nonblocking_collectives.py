@@ -1,6 +1,6 @@
 """Nonblocking collectives: Ibcast, Igather, Iscatter, Iallgather, Ialltoall,
 Ireduce, Iallreduce (also IN_PLACE), Ibarrier, then the vector forms Igatherv,
-Iscatterv, Iallgatherv, Ialltoallv and Iscan, Iexscan, Ireduce_scatter_block;
+Iscatterv, Iallgatherv, Ialltoallv and Iscan, Iexscan, Ireduce_scatter(_block);
 each group outstanding at once and completed by one Waitall in reverse order;
 every rank checks what it got.
 
@@ -71,6 +71,8 @@ block = np.zeros(2, "i8")
 requests.append(comm.Ireduce_scatter_block(np.arange(2 * size, dtype="i8"), block))
 vector = np.arange(2 * size, dtype="i8")      # IN_PLACE: my block lands in front
 requests.append(comm.Ireduce_scatter_block(MPI.IN_PLACE, vector))
+uneven = np.zeros(rank + 1)
+requests.append(comm.Ireduce_scatter(np.ones(sum(counts)), uneven, counts))
 MPI.Request.Waitall(requests[::-1])
 if rank == last:
     assert gatheredv.tolist() == whole.tolist(), gatheredv
@@ -80,6 +82,7 @@ assert receivedv.tolist() == [100 * s + rank for s in range(size) for _ in range
 assert (prefix == sum(range(1, rank + 2))).all(), prefix
 assert before[0] == (-1.0 if rank == 0 else rank), before
 assert block.tolist() == vector[:2].tolist() == [size * 2 * rank, size * (2 * rank + 1)]
+assert (uneven == size).all(), uneven
 
 print("rank %d: Ibcast, Igather(v), Iscatter(v), Iallgather(v), Ialltoall(v), Ireduce, "
-      "Iallreduce, Iscan, Iexscan, Ireduce_scatter_block, Ibarrier ok" % rank, flush=True)
+      "Iallreduce, Iscan, Iexscan, Ireduce_scatter(_block), Ibarrier ok" % rank, flush=True)

@@ -286,24 +286,23 @@ class Collectives:
     def _scatter_buffers(self, sendbuf, recvbuf, op, counts):
         """(send, receive, byte offsets of every rank's block) of Reduce_scatter
         (``counts`` items per rank) and Reduce_scatter_block (None: blocks of the
-        receive count)."""
-        receive = buffers.message(recvbuf, writable=True)
-        if counts is None:
-            counts = [receive.count] * self.size
-        if None in counts:
-            raise ValueError("rank %d's receive buffer is not valid (its own error says "
-                             "why)" % counts.index(None))
-        counts = [operator.index(count) for count in counts]
-        if len(counts) != self.size:
-            raise ValueError("recvcounts: expecting %d counts (one per rank), got %d"
-                             % (self.size, len(counts)))
-        if counts[self._s.rank] != receive.count and sendbuf is not constants.IN_PLACE:
-            raise ValueError("recvcounts[%d] is %d but the receive buffer holds %d items"
-                             % (self._s.rank, counts[self._s.rank], receive.count))
+        receive count). With IN_PLACE the whole vector is in recvbuf, and this
+        rank's block of the result goes to its front."""
         if sendbuf is constants.IN_PLACE:
-            send = buffers.Message(memoryview(bytes(receive.data)), receive.count,
-                                   receive.datatype)
+            whole = buffers.message(recvbuf, writable=True)
+            send = buffers.Message(memoryview(bytes(whole.data)), whole.count,
+                                   whole.datatype)
+            counts = _block_counts(counts, whole.count // self.size, self.size)
+            mine = counts[self._s.rank]
+            receive = buffers.Message(whole.data[:mine * buffers.item_bytes(whole.datatype)],
+                                      mine, whole.datatype)
         else:
+            receive = buffers.message(recvbuf, writable=True)
+            counts = _block_counts(counts, receive.count, self.size)
+            if counts[self._s.rank] != receive.count:
+                raise ValueError("recvcounts[%d] is %d but the receive buffer holds %d "
+                                 "items" % (self._s.rank, counts[self._s.rank],
+                                            receive.count))
             send = buffers.message(sendbuf, writable=False)
         if send.count != sum(counts):
             raise ValueError("the send buffer holds %d items, the blocks of all ranks %d; "
@@ -578,6 +577,20 @@ def _reduce_buffers(sendbuf, recvbuf, op):
 
 def _dump_each(items, size, call):
     return [_dumps(item) for item in _sequence_of_size(items, size, call)]
+
+
+def _block_counts(counts, block, size):
+    """Every rank's count of a reduce-scatter: as given, or ``block`` each."""
+    if counts is None:
+        return [block] * size
+    if None in counts:
+        raise ValueError("rank %d's receive buffer is not valid (its own error says why)"
+                         % counts.index(None))
+    counts = [operator.index(count) for count in counts]
+    if len(counts) != size:
+        raise ValueError("recvcounts: expecting %d counts (one per rank), got %d"
+                         % (size, len(counts)))
+    return counts
 
 
 def _count_or_none(recvbuf):

@@ -1,6 +1,6 @@
 """Nonblocking collectives of intracommunicators: Ibarrier, Ibcast, Igather(v),
 Iscatter(v), Iallgather(v), Ialltoall(v), Ireduce, Iallreduce, Iscan, Iexscan,
-Ireduce_scatter_block.
+Ireduce_scatter(_block).
 
 At the call a rank sends at once everything it contributes (sends never wait
 for their receiver) and posts a receive for everything it expects, on a
@@ -11,11 +11,11 @@ outstanding. A rank whose arguments are wrong raises at the call, after
 sending an empty notice where its data was awaited, so the others' Wait raises
 too (naming it) instead of hanging. Sync handles do not travel here (ERR_TYPE).
 """
-from . import buffers, constants, errors
+from . import constants, errors
 from . import op as ops
-from .collective import (NOTICE, NOTICE_RANKS, TAG, _check_part, _exclusive, _inclusive,
-                         _Parts, _plain, _prefix_folds, _reduce_buffers, _reduce_send,
-                         _total)
+from .collective import (NOTICE, NOTICE_RANKS, TAG, _check_part, _count_or_none, _exclusive,
+                         _inclusive, _Parts, _plain, _prefix_folds, _reduce_buffers,
+                         _reduce_send, _total)
 from .comm import NONBLOCKING
 from .request import Request
 
@@ -214,13 +214,21 @@ class NonblockingCollectives:
             sendbuf, recvbuf, op, above, below, pick))
 
     def Ireduce_scatter_block(self, sendbuf, recvbuf, op=ops.SUM):
+        return self._ireduce_scatter("Ireduce_scatter_block", sendbuf, recvbuf, op, None)
+
+    def Ireduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=ops.SUM):
+        if recvcounts is None:  # every rank's receive count, as mpi4py gathers them
+            recvcounts = self.allgather(_count_or_none(recvbuf))
+        return self._ireduce_scatter("Ireduce_scatter", sendbuf, recvbuf, op, recvcounts)
+
+    def _ireduce_scatter(self, name, sendbuf, recvbuf, op, counts):
         """Block r of every rank's vector goes to rank r, which folds them."""
         others, rank = self._others(), self._s.rank
 
         def plan():
-            receive, source = self._block_buffers(sendbuf, recvbuf)
-            op.check(receive.datatype, "reduction")
-            blocks = _Parts(memoryview(source), self.size)
+            send, receive, offsets = self._scatter_buffers(sendbuf, recvbuf, op, counts)
+            source = memoryview(bytes(send.data))
+            blocks = [source[offsets[r]:offsets[r + 1]] for r in range(self.size)]
             scratch = {other: memoryview(bytearray(receive.nbytes)) for other in others}
             scratch[rank] = blocks[rank]
 
@@ -228,24 +236,7 @@ class NonblockingCollectives:
                 _fold_into(receive, [scratch[r] for r in range(self.size)], op)
             return ({other: blocks[other] for other in others},
                     [(other, scratch[other]) for other in others], finish)
-        return _start(self, "Ireduce_scatter_block", others, plan)
-
-    def _block_buffers(self, sendbuf, recvbuf):
-        """(receive message of one block, bytes of the whole vector); IN_PLACE: the
-        vector is in recvbuf, whose first block takes the result."""
-        if sendbuf is constants.IN_PLACE:
-            whole = buffers.message(recvbuf, writable=True, blocks=self.size)
-            source = bytes(whole.data)
-            receive = buffers.Message(whole.data[:len(source) // self.size], whole.count,
-                                      whole.datatype)
-        else:
-            receive = buffers.message(recvbuf, writable=True)
-            source = bytes(_plain(sendbuf, False))
-        if len(source) != receive.nbytes * self.size:
-            raise ValueError("Ireduce_scatter_block: the send buffer holds %d bytes; "
-                             "%d ranks x %d bytes of the receive buffer were expected"
-                             % (len(source), self.size, receive.nbytes))
-        return receive, source
+        return _start(self, name, others, plan)
 
     def _fold_plan(self, sendbuf, recvbuf, op, targets, sources=None, pick=_total):
         """Send my contribution to ``targets``, take those of ``sources`` (every
