@@ -153,6 +153,7 @@ signal_times(0, 1)
 assert after.Test()     # one signal is enough: the restart arming was taken back
 flooded = win.Sync_object_init(fresh_mine[1], 1, {"restart": "true"})
 flooded.Start()
+comm.Barrier()      # armed before the neighbour's signals: they flood the re-arm
 signal_times(1, 3)
 assert error_class(flooded.Wait) == MPI.ERR_WIN_COUNTER
 assert flooded.Test()   # inactive now: completes empty, and may be freed
