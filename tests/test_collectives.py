@@ -467,6 +467,7 @@ def test_ibarrier_completes_once_every_rank_entered():
     def body():
         comm = MPI.COMM_WORLD
         rank, size = comm.rank, comm.size
+        comm.Barrier()      # rank 0 tests while the last rank surely sleeps
         if rank == size - 1:
             time.sleep(0.3)
         first, second = comm.Ibarrier(), comm.Ibarrier()

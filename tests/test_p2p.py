@@ -502,6 +502,7 @@ def test_send_modes():
     def body():
         comm = MPI.COMM_WORLD
         out = {}
+        comm.Barrier()      # the receiver's sleep starts with the sender's clock
         if comm.rank == 0:
             started = time.monotonic()
             comm.Ssend(b"sync", 1, tag=1)
