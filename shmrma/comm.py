@@ -83,8 +83,6 @@ def slot_barrier(state):
                       state.ranks)
 
 
-# --- receive requests -----------------------------------------------------------
-
 # --- the buffer of the buffered send mode ---------------------------------------
 BSEND_OVERHEAD = 96     # MPICH's: what each Bsend takes of the attached buffer
 _attached = []
@@ -134,6 +132,8 @@ class SyncSend(Request):
     def _peers(self):
         return self._acknowledged._peers()
 
+
+# --- requests of point-to-point calls --------------------------------------------
 
 class Receive(Request):
     """A posted receive into a buffer (``target`` set) or of a pickled object."""
@@ -479,16 +479,17 @@ class Comm:
     Ibsend = Irsend = Isend
 
     def Send_init(self, buf, dest, tag=0):
-        self._send_data(buf, dest)      # arguments checked now, as MPI does
-        self._tag(tag)
-        return Persistent(lambda: self.Isend(buf, dest, tag))
+        return self._persistent_send(self.Isend, buf, dest, tag)
 
     Bsend_init = Rsend_init = Send_init
 
     def Ssend_init(self, buf, dest, tag=0):
-        self._send_data(buf, dest)
+        return self._persistent_send(self.Issend, buf, dest, tag)
+
+    def _persistent_send(self, isend, buf, dest, tag):
+        self._send_data(buf, dest)      # arguments checked now, as MPI does
         self._tag(tag)
-        return Persistent(lambda: self.Issend(buf, dest, tag))
+        return Persistent(lambda: isend(buf, dest, tag))
 
     def Recv_init(self, buf, source=constants.ANY_SOURCE, tag=constants.ANY_TAG):
         self._recv_message(buf, source)
