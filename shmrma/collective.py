@@ -363,8 +363,12 @@ class Collectives:
     def _vector_with_own(self, sendbuf, recvbuf, name):
         """The receive buffer's parts, this rank's filled from ``sendbuf``."""
         parts = buffers.vector_message(recvbuf, True, self.size)
+        return self._with_own(parts, sendbuf, _plain, name)
+
+    def _with_own(self, parts, sendbuf, data_of, name):
+        """``parts`` with this rank's part filled from ``sendbuf`` (unless IN_PLACE)."""
         if sendbuf is not constants.IN_PLACE:
-            own, into = _plain(sendbuf, False), parts.part(self._s.rank)
+            own, into = data_of(sendbuf, False), parts.part(self._s.rank)
             _check_part(own, len(into), name)
             into[:] = own
         return parts
@@ -382,13 +386,10 @@ class Collectives:
         return sends, receives
 
     def _parts_with_own(self, sendbuf, recvbuf, name):
-        """The receive buffer cut in one part per rank, this rank's part filled."""
+        """The receive buffer cut in one part per rank, this rank's part filled
+        (Sync handles may travel: Gather and Allgather take HANDLE_SYNC)."""
         parts = _Parts.of(_message(recvbuf, True, self.size), self.size)
-        if sendbuf is not constants.IN_PLACE:
-            own = _data(sendbuf, False)
-            _check_part(own, len(parts[0]), name)
-            parts[self._s.rank][:] = own
-        return parts
+        return self._with_own(parts, sendbuf, _data, name)
 
     def _alltoall_parts(self, sendbuf, recvbuf):
         receives = _Parts.of(_message(recvbuf, True, self.size), self.size)

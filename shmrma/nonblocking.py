@@ -13,8 +13,8 @@ too (naming it) instead of hanging. Sync handles do not travel here (ERR_TYPE).
 """
 from . import constants, errors
 from . import op as ops
-from .collective import (NOTICE, NOTICE_RANKS, TAG, _check_part, _count_or_none, _exclusive,
-                         _inclusive, _Parts, _plain, _prefix_folds, _reduce_buffers,
+from .collective import (NOTICE, NOTICE_RANKS, TAG, _count_or_none, _exclusive, _inclusive,
+                         _Parts, _plain, _prefix_folds, _reduce_buffers,
                          _reduce_send, _total)
 from .comm import NONBLOCKING
 from .request import Request
@@ -255,8 +255,4 @@ class NonblockingCollectives:
 
     def _own_part(self, sendbuf, recvbuf, name):
         parts = _Parts(_plain(recvbuf, True, self.size), self.size)
-        if sendbuf is not constants.IN_PLACE:
-            own = _plain(sendbuf, False)
-            _check_part(own, len(parts[0]), name)
-            parts[self._s.rank][:] = own
-        return parts
+        return self._with_own(parts, sendbuf, _plain, name)
