@@ -12,7 +12,7 @@ collectives accept it (checklist R154, A25).
 """
 import operator
 
-from . import constants, errors, synchandle
+from . import constants, derived, errors, synchandle
 from . import datatype as datatypes
 
 
@@ -107,25 +107,53 @@ def refuse_handles(call):
                 "reductions, derived datatypes or RMA (R154)" % call)
 
 
-def item_bytes(datatype):
-    """Bytes one item of ``datatype`` takes in a message.
+class PackedMessage(Message):
+    """A message of a datatype with gaps (a column, a triangle): ``data`` holds its
+    items packed, as they travel. A send packs at the parse; a receive's ``data``
+    starts as the buffer's current items (collectives with IN_PLACE read this
+    rank's part from it) and ``finish`` unpacks what arrived into the buffer."""
 
-    A predefined type travels whole extents: the padding inside a pair type such
-    as DOUBLE_INT (12 bytes of data, extent 16) goes along, as numpy lays it out.
-    """
-    return datatype.Get_extent()[1] if datatype.is_predefined else datatype.Get_size()
+    __slots__ = ("whole", "items")
+
+    def __init__(self, whole, first, items, count, writable):
+        packed = items.pack(whole, first)
+        data = memoryview(bytearray(packed) if writable else packed).cast("B")
+        super().__init__(data, count, items.datatype, first)
+        self.whole = whole
+        self.items = items
+
+    def finish(self, nbytes=None):
+        self.items.unpack(self.data, self.whole, self.first, nbytes)
+
+
+class Prefix(Message):
+    """The first ``count`` items of a parsed message; finishing it finishes the whole
+    (Reduce_scatter with IN_PLACE writes this rank's block at the buffer's front)."""
+
+    __slots__ = ("whole",)
+
+    def __init__(self, whole, count):
+        super().__init__(whole.data[:count * item_bytes(whole.datatype)], count,
+                         whole.datatype)
+        self.whole = whole
+
+    def finish(self, nbytes=None):
+        self.whole.finish()
+
+
+item_bytes = derived.packed_item_bytes
 
 
 def _spread(data, start, count, datatype):
-    """A message of a datatype with gaps: the whole buffer, item 0 at ``start``."""
-    if count:
-        low = start + datatype.true_lb
-        high = start + (count - 1) * datatype.extent + datatype.true_ub
-        if low < 0 or high > len(data):
-            raise ValueError("message: %d items of %s starting at byte %d reach bytes "
-                             "%d..%d, outside the buffer of %d bytes"
-                             % (count, datatype.Get_name(), start, low, high, len(data)))
-    return Message(data, count, datatype, first=start)
+    """The Items of ``count`` items of ``datatype`` from byte ``start`` of ``data``,
+    checked to lie inside it."""
+    items = derived.Items(datatype, count)
+    low, high = start + items.low, start + items.high
+    if count and (low < 0 or high > len(data)):
+        raise ValueError("message: %d items of %s starting at byte %d reach bytes "
+                         "%d..%d, outside the buffer of %d bytes"
+                         % (count, datatype.Get_name(), start, low, high, len(data)))
+    return items
 
 
 def _unpack(msg, pairs=(list, tuple)):
@@ -206,33 +234,53 @@ def message(msg, writable, blocks=0, sparse=False, handles=False):
     count = int(count)
     if count < 0:
         raise ValueError("message: negative count %d" % count)
-    if sparse and not datatype.is_predefined:
-        return _spread(data, start, count, datatype)
     total = count * parts
-    end = start + (total - 1) * extent + size if total else start
+    if not datatype.is_predefined:
+        items = _spread(data, start, total, datatype)
+        if sparse:      # RMA copies through the layout itself
+            return Message(data, count, datatype, first=start)
+        if not items.dense:
+            return PackedMessage(data, start, items, count, writable)
+        start += items.low
+    end = start + total * size
     if end > len(data):
         raise ValueError("message: %d items of %s at displacement %d need %d bytes, "
                          "the buffer has %d" % (total, datatype.Get_name(), displ, end,
                                                 len(data)))
-    if size != extent and total > 1:
-        raise ValueError("message: datatype %s is not contiguous (size %d, extent %d); "
-                         "only contiguous datatypes travel in messages"
-                         % (datatype.Get_name(), size, extent))
     return Message(data[start:end], count, datatype)
 
 
 class VectorMessage:
     """A buffer cut in one part per rank: ``part(i)`` is the bytes of rank i's
-    ``counts[i]`` items from item ``displs[i]`` on."""
+    ``counts[i]`` items from item ``displs[i]`` on (``extent`` bytes each)."""
 
-    __slots__ = ("data", "counts", "displs", "extent")
+    __slots__ = ("data", "counts", "displs", "extent", "_packed")
 
-    def __init__(self, data, counts, displs, extent):
+    def __init__(self, data, counts, displs, extent, packed=None):
         self.data, self.counts, self.displs, self.extent = data, counts, displs, extent
+        self._packed = packed
 
     def part(self, index):
         start = self.displs[index] * self.extent
         return self.data[start:start + self.counts[index] * self.extent]
+
+    def finish(self):
+        """Unpack what receives wrote into ``data`` (a datatype with gaps)."""
+        if self._packed is not None:
+            self._packed.finish()
+
+
+def _packed_vector(data, counts, displs, datatype, writable):
+    """The VectorMessage of a datatype with gaps: the items from the lowest part's
+    first to the highest part's last, packed; the parts index into that."""
+    used = [(displ, displ + count) for count, displ in zip(counts, displs) if count]
+    low = min((first for first, _ in used), default=0)
+    high = max((end for _, end in used), default=0)
+    extent = datatype.Get_extent()[1]
+    items = _spread(data, low * extent, high - low, datatype)
+    packed = PackedMessage(data, low * extent, items, high - low, writable)
+    return VectorMessage(packed.data, counts, [displ - low for displ in displs],
+                         item_bytes(datatype), packed)
 
 
 def vector_message(msg, writable, blocks):
@@ -255,20 +303,24 @@ def vector_message(msg, writable, blocks):
         datatype = _format_datatype(view) if datatype is None else datatype
         data = view.cast("B") if view.format != "B" or view.ndim != 1 else view
     extent = datatype.Get_extent()[1]
-    if item_bytes(datatype) != extent or extent <= 0:
-        raise ValueError("message: datatype %s is not contiguous (size %d, extent %d); "
-                         "only contiguous datatypes travel in messages"
-                         % (datatype.Get_name(), datatype.Get_size(), extent))
+    if extent <= 0:
+        raise ValueError("message: datatype %s has extent %d; the parts of a vector "
+                         "collective need a positive extent" % (datatype.Get_name(), extent))
     counts = _counts_of(counts, len(data), extent, blocks)
     displs = _displs_of(displs, counts, blocks)
     for rank, (count, displ) in enumerate(zip(counts, displs)):
         if count < 0 or displ < 0:
             raise ValueError("message: rank %d's count %d or displacement %d is negative"
                              % (rank, count, displ))
-        if (displ + count) * extent > len(data):
+        if datatype.is_predefined and (displ + count) * extent > len(data):
             raise ValueError("message: rank %d's %d items from item %d reach byte %d, "
                              "outside the buffer of %d bytes"
                              % (rank, count, displ, (displ + count) * extent, len(data)))
+    if not datatype.is_predefined:
+        for count, displ in zip(counts, displs):
+            _spread(data, displ * extent, count, datatype)
+        if not (derived.is_dense(datatype) and datatype.lb == 0):
+            return _packed_vector(data, counts, displs, datatype, writable)
     return VectorMessage(data, counts, displs, extent)
 
 

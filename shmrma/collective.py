@@ -9,6 +9,7 @@ instead of waiting, and nothing is left behind to derail the next collective.
 import operator
 
 from . import buffers, constants, errors
+from .derived import element_dtype
 from . import op as ops
 from .comm import COLLECTIVE, _dumps, slot_barrier
 from .request import Status
@@ -161,9 +162,8 @@ class Collectives:
             for rank in self._others():
                 call.send(rank, data)
         else:
-            received = call.local(_message, buf, True)
+            received = call.receiving(call.local(_message, buf, True))
             call.take([(root, received and received.data)])
-            call.local(_finish, received)
         call.done()
 
     def Gather(self, sendbuf, recvbuf, root=0):
@@ -172,15 +172,16 @@ class Collectives:
         if self._s.rank != root:
             call.send(root, call.local(_data, sendbuf, False))
         else:
-            parts = call.local(self._parts_with_own, sendbuf, recvbuf, "Gather")
+            parts = call.receiving(call.local(self._parts_with_own, sendbuf, recvbuf,
+                                              "Gather"))
             call.take([(rank, parts and parts[rank]) for rank in self._others()])
-            call.local(_finish, parts)
         call.done()
 
     def Allgather(self, sendbuf, recvbuf):
         # a Gather to rank 0 and a Bcast from it, as one call
         call = _Call(self, "Allgather")
-        parts = call.local(self._parts_with_own, sendbuf, recvbuf, "Allgather")
+        parts = call.receiving(call.local(self._parts_with_own, sendbuf, recvbuf,
+                                          "Allgather"))
         me = self._s.rank
         if me != 0:
             call.send(0, parts and parts[me])
@@ -189,20 +190,19 @@ class Collectives:
             call.take([(rank, parts and parts[rank]) for rank in self._others()])
             for rank in self._others():
                 call.send(rank, parts and parts.whole)
-        call.local(_finish, parts)
         call.done()
 
     def Alltoall(self, sendbuf, recvbuf):
         call = _Call(self, "Alltoall")
         both = call.local(self._alltoall_parts, sendbuf, recvbuf)
         sends, receives = both if both else (None, None)
+        call.receiving(receives)
         me = self._s.rank
         for rank in self._others():
             call.send(rank, sends and sends[rank])
         if both:
             receives[me][:] = sends[me]
         call.take([(rank, receives and receives[rank]) for rank in self._others()])
-        call.local(_finish, receives)
         call.done()
 
     def Scatter(self, sendbuf, recvbuf, root=0):
@@ -217,14 +217,16 @@ class Collectives:
         if self._s.rank != root:
             call.send(root, call.local(_plain, sendbuf, False))
         else:
-            parts = call.local(self._vector_with_own, sendbuf, recvbuf, "Gatherv")
+            parts = call.receiving(call.local(self._vector_with_own, sendbuf, recvbuf,
+                                              "Gatherv"))
             call.take([(rank, parts and parts.part(rank)) for rank in self._others()])
         call.done()
 
     def Allgatherv(self, sendbuf, recvbuf):
         # every rank sends its part to every other: sends never wait for the receiver
         call = _Call(self, "Allgatherv")
-        parts = call.local(self._vector_with_own, sendbuf, recvbuf, "Allgatherv")
+        parts = call.receiving(call.local(self._vector_with_own, sendbuf, recvbuf,
+                                          "Allgatherv"))
         mine = parts and parts.part(self._s.rank)
         for rank in self._others():
             call.send(rank, mine)
@@ -235,6 +237,7 @@ class Collectives:
         call = _Call(self, "Alltoallv")
         both = call.local(self._alltoallv_parts, sendbuf, recvbuf)
         sends, receives = both if both else (None, None)
+        call.receiving(receives)
         for rank in self._others():
             call.send(rank, sends and sends.part(rank))
         call.take([(rank, receives and receives.part(rank)) for rank in self._others()])
@@ -271,6 +274,7 @@ class Collectives:
         """Every rank's contribution to rank 0, which folds them in rank order and
         sends rank r ``pick(folds, r)`` (bytes; None leaves rank 0's buffer as it
         is), folds[k] being ranks 0..k folded."""
+        call.receiving(receive)
         if self._s.rank != 0:
             call.send(0, send and send.data)
             call.take([(0, receive and receive.data)])
@@ -294,8 +298,7 @@ class Collectives:
                                    whole.datatype)
             counts = _block_counts(counts, whole.count // self.size, self.size)
             mine = counts[self._s.rank]
-            receive = buffers.Message(whole.data[:mine * buffers.item_bytes(whole.datatype)],
-                                      mine, whole.datatype)
+            receive = buffers.Prefix(whole, mine)
         else:
             receive = buffers.message(recvbuf, writable=True)
             counts = _block_counts(counts, receive.count, self.size)
@@ -321,7 +324,9 @@ class Collectives:
             send = call.local(_reduce_send, sendbuf, op)
             call.send(root, send and send.data)
         else:
-            self._reduce_at_root(call, call.local(_reduce_buffers, sendbuf, recvbuf, op), op)
+            both = call.local(_reduce_buffers, sendbuf, recvbuf, op)
+            call.receiving(both and both[1])
+            self._reduce_at_root(call, both, op)
         call.done()
 
     def Allreduce(self, sendbuf, recvbuf, op=ops.SUM):
@@ -344,21 +349,22 @@ class Collectives:
             if recvbuf is not constants.IN_PLACE:
                 call.local(self._copy_own, parts, recvbuf, name)
         else:
-            received = call.local(_plain, recvbuf, True)
-            call.take([(root, received)])
+            received = call.receiving(call.local(_plain_message, recvbuf, True))
+            call.take([(root, received and received.data)])
         call.done()
 
     def _parts_of(self, buf, writable):
-        return _Parts(_plain(buf, writable, self.size), self.size)
+        return _Parts.of(_plain_message(buf, writable, self.size), self.size)
 
     def _vector_parts(self, buf, writable):
         return buffers.vector_message(buf, writable, self.size)
 
     def _copy_own(self, parts, recvbuf, name):
         if parts is not None:
-            own, into = parts.part(self._s.rank), _plain(recvbuf, True)
-            _check_part(own, len(into), name)
-            into[:] = own
+            own, into = parts.part(self._s.rank), _plain_message(recvbuf, True)
+            _check_part(own, into.nbytes, name)
+            into.data[:] = own
+            into.finish()
 
     def _vector_with_own(self, sendbuf, recvbuf, name):
         """The receive buffer's parts, this rank's filled from ``sendbuf``."""
@@ -413,7 +419,7 @@ class Collectives:
         call.take(list(scratch.items()))
         if call.error is not None:
             return None
-        dtype = send.datatype.dtype
+        dtype = element_dtype(send.datatype)
         scratch[self._s.rank] = send.data
         parts = [numpy.frombuffer(bytes(scratch[rank]), dtype=dtype) for rank in range(self.size)]
         folds = call.local(_prefix_folds, parts, lambda a, b: op.apply(a, b, send.datatype),
@@ -440,6 +446,14 @@ class _Call:
         self.name = name
         self.error = None
         self.culprit = None
+        self._receiving = []
+
+    def receiving(self, message):
+        """``message`` (a parsed receive buffer, or None): finished at done(), which
+        unpacks it into the user's buffer (datatypes with gaps, HANDLE_SYNC lists)."""
+        if message is not None:
+            self._receiving.append(message)
+        return message
 
     def local(self, function, *args):
         """``function(*args)``, or None (keeping the error) once this rank has failed."""
@@ -509,6 +523,8 @@ class _Call:
     def done(self):
         if self.error is not None:
             raise self.error
+        for message in self._receiving:
+            message.finish()
 
 
 class _Parts:
@@ -538,14 +554,16 @@ def _data(buf, writable, blocks=0):
     return _message(buf, writable, blocks).data
 
 
+def _plain_message(buf, writable, blocks=0):
+    """A message that cannot be Sync handles (HANDLE_SYNC: ERR_TYPE)."""
+    return buffers.message(buf, writable, blocks)
+
+
 def _plain(buf, writable, blocks=0):
-    """The data of a message that cannot be Sync handles (HANDLE_SYNC: ERR_TYPE)."""
+    """The data of a message that cannot be Sync handles, to send."""
     return buffers.message(buf, writable, blocks).data
 
 
-def _finish(received):
-    """Turn what a receive wrote into the user's buffer (HANDLE_SYNC lists)."""
-    received.finish()
 
 
 def _reduce_send(sendbuf, op):

@@ -515,6 +515,15 @@ class Comm:
         self.Send(sendbuf, dest, sendtag)
         self.Recv(recvbuf, source, recvtag, status)
 
+    def Sendrecv_replace(self, buf, dest, sendtag=0, source=constants.ANY_SOURCE,
+                         recvtag=constants.ANY_TAG, status=None):
+        # the send copies ``buf`` out before it returns (every send is buffered), so
+        # the receive may then overwrite it
+        self._recv_message(buf, source)
+        self._tag(recvtag, wildcard=True)
+        self.Send(buf, dest, sendtag)
+        self.Recv(buf, source, recvtag, status)
+
     def Probe(self, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
         probe = _Probe(self, source, tag)
         if not probe.found():

@@ -6,6 +6,7 @@ ANY_SOURCE = -2
 ANY_TAG = -1
 ROOT = -3
 TAG_UB = 2**31 - 1
+KEYVAL_INVALID = 0x24000000   # MPICH's: no attribute key (mpi4py's tests compare keys with it)
 
 # group and communicator comparison
 IDENT = 0

@@ -95,6 +95,73 @@ class Layout:
         return _basics[ids.pop()] if len(ids) == 1 else None
 
 
+class Items:
+    """``count`` items of ``datatype`` laid out from item 0 at byte 0: their packed
+    size, the bytes they touch (``low``..``high``), and copies between that layout
+    and packed bytes, either one dense run or through a byte index of the layout.
+    Messages pack and unpack through it as RMA does: one mechanism for both."""
+
+    __slots__ = ("datatype", "count", "dense", "nbytes", "low", "high", "_index")
+
+    def __init__(self, datatype, count):
+        self.datatype = datatype
+        self.count = count
+        extent = datatype.extent
+        if datatype.is_predefined:
+            self.dense, self.nbytes, self.low, self.high = True, count * extent, 0, count * extent
+        else:
+            layout = Layout.of(datatype)
+            true_low, true_high = layout.true_bounds
+            self.dense = is_dense(datatype)
+            self.nbytes = count * layout.packed_size
+            span = (count - 1) * extent
+            self.low = min(0, span) + true_low if count else 0
+            self.high = max(0, span) + true_high if count else 0
+        self._index = None
+
+    @property
+    def index(self):
+        if self._index is None:
+            self._index = Layout.of(self.datatype).byte_index(self.count, self.datatype.extent)
+        return self._index
+
+    def pack(self, data, first):
+        """The packed bytes of the items whose item 0 starts at byte ``first`` of ``data``."""
+        if self.dense:
+            return data[first + self.low:first + self.low + self.nbytes]
+        return numpy.frombuffer(data, dtype=numpy.uint8)[first + self.index]
+
+    def unpack(self, packed, data, first, nbytes=None):
+        """Write packed bytes (the first ``nbytes`` of them, by default all) into the
+        items whose item 0 starts at byte ``first`` of the writable ``data``."""
+        nbytes = self.nbytes if nbytes is None else nbytes
+        if self.dense:
+            start = first + self.low
+            data[start:start + nbytes] = memoryview(packed).cast("B")[:nbytes]
+        else:
+            numpy.frombuffer(data, dtype=numpy.uint8)[first + self.index[:nbytes]] = \
+                numpy.frombuffer(packed, dtype=numpy.uint8, count=nbytes)
+
+
+def packed_item_bytes(datatype):
+    """Bytes one item of ``datatype`` takes packed: a predefined type travels whole
+    extents (a pair type's padding goes along, as numpy lays it out), a derived
+    type the bytes of its layout."""
+    if datatype.is_predefined:
+        return datatype.Get_extent()[1]
+    return Layout.of(datatype).packed_size
+
+
+def element_dtype(datatype):
+    """The numpy dtype of a datatype's packed elements, as reductions fold them: its
+    basic type's (a column of doubles folds as doubles); a struct of several basic
+    types has none, so user-defined ops see its packed items as opaque records."""
+    basic = datatype.basic
+    if basic is not None:
+        return basic.dtype
+    return numpy.dtype("V%d" % packed_item_bytes(datatype))
+
+
 def _old(datatype, call):
     datatype = datatypes.lookup(datatype)
     datatype._live("build a %s from" % call)

@@ -77,6 +77,11 @@ def _make_buffer_class():
         def __len__(self):
             return self.nbytes
 
+        def __bool__(self):
+            # mpi4py's buffer is true when it holds bytes; numpy's truth value of an
+            # array of several elements raises instead
+            return self.nbytes != 0
+
         def __getitem__(self, item):
             result = numpy.ndarray.__getitem__(self, item)
             return int(result) if isinstance(result, numpy.integer) else result

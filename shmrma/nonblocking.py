@@ -14,8 +14,8 @@ too (naming it) instead of hanging. Sync handles do not travel here (ERR_TYPE).
 from . import constants, errors
 from . import op as ops
 from .collective import (NOTICE, NOTICE_RANKS, TAG, _count_or_none, _exclusive, _inclusive,
-                         _Parts, _plain, _prefix_folds, _reduce_buffers,
-                         _reduce_send, _total)
+                         _Parts, _plain, _plain_message, _prefix_folds, _reduce_buffers,
+                         _reduce_send, _total, element_dtype)
 from .comm import NONBLOCKING
 from .request import Request
 
@@ -93,13 +93,20 @@ def _fold_into(receive, parts, op, pick=_total, rank=0):
     """``receive`` = ``pick`` of the folds of ``parts`` in rank order (all of them,
     or this rank's prefix for the scans; nothing when pick gives None)."""
     import numpy
-    dtype = receive.datatype.dtype
+    dtype = element_dtype(receive.datatype)
     arrays = [numpy.frombuffer(bytes(part), dtype=dtype) for part in parts]
     folds = _prefix_folds(arrays, lambda a, b: op.apply(a, b, receive.datatype),
                           every=pick is not _total)
     result = pick(folds, rank)
     if result is not None:
         receive.data[:] = numpy.ascontiguousarray(result, dtype=dtype).tobytes()
+        receive.finish()
+
+
+def _receive_plan(root, buf):
+    """The plan of a rank that only receives ``buf`` from ``root`` (Ibcast, Iscatter)."""
+    received = _plain_message(buf, True)
+    return {}, [(root, received.data)], received.finish
 
 
 class NonblockingCollectives:
@@ -115,7 +122,7 @@ class NonblockingCollectives:
         if self._s.rank == root:
             return _start(self, "Ibcast", others, lambda: (
                 dict.fromkeys(others, _plain(buf, False)), [], None))
-        return _start(self, "Ibcast", [], lambda: ({}, [(root, _plain(buf, True))], None))
+        return _start(self, "Ibcast", [], lambda: _receive_plan(root, buf))
 
     def Igather(self, sendbuf, recvbuf, root=0):
         return self._igather("Igather", sendbuf, recvbuf, root, self._own_part)
@@ -131,7 +138,7 @@ class NonblockingCollectives:
 
         def plan():
             parts = with_own(sendbuf, recvbuf, name)
-            return {}, [(rank, parts.part(rank)) for rank in self._others()], None
+            return {}, [(rank, parts.part(rank)) for rank in self._others()], parts.finish
         return _start(self, name, [], plan)
 
     def Iscatter(self, sendbuf, recvbuf, root=0):
@@ -143,7 +150,7 @@ class NonblockingCollectives:
     def _iscatter(self, name, sendbuf, recvbuf, root, parts_of):
         root, others = self._root(root), self._others()
         if self._s.rank != root:
-            return _start(self, name, [], lambda: ({}, [(root, _plain(recvbuf, True))], None))
+            return _start(self, name, [], lambda: _receive_plan(root, recvbuf))
 
         def plan():
             parts = parts_of(sendbuf, False)
@@ -164,7 +171,7 @@ class NonblockingCollectives:
         def plan():
             parts = with_own(sendbuf, recvbuf, name)
             return (dict.fromkeys(others, parts.part(self._s.rank)),
-                    [(rank, parts.part(rank)) for rank in others], None)
+                    [(rank, parts.part(rank)) for rank in others], parts.finish)
         return _start(self, name, others, plan)
 
     def Ialltoall(self, sendbuf, recvbuf):
@@ -179,7 +186,7 @@ class NonblockingCollectives:
         def plan():
             sends, receives = with_own(sendbuf, recvbuf)
             return ({rank: sends.part(rank) for rank in others},
-                    [(rank, receives.part(rank)) for rank in others], None)
+                    [(rank, receives.part(rank)) for rank in others], receives.finish)
         return _start(self, name, others, plan)
 
     def _alltoall_with_own(self, sendbuf, recvbuf):
@@ -254,5 +261,5 @@ class NonblockingCollectives:
                 [(source, scratch[source]) for source in sources], finish)
 
     def _own_part(self, sendbuf, recvbuf, name):
-        parts = _Parts(_plain(recvbuf, True, self.size), self.size)
+        parts = _Parts.of(_plain_message(recvbuf, True, self.size), self.size)
         return self._with_own(parts, sendbuf, _plain, name)

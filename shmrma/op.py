@@ -16,6 +16,7 @@ Which op is defined for which basic type follows MPICH (the table in tests/test_
 was read off mpi4py + MPICH's Reduce_local).
 """
 from . import datatype as _datatype
+from . import derived as _derived
 from .errors import ERR_OP, ERR_TYPE, fail
 from .handle import Handle
 from .lazy import numpy as np
@@ -131,14 +132,18 @@ class Op(Handle):
         if where not in _WHERE:
             raise ValueError("where must be one of %s, not %r" % (_WHERE, where))
         handle = self._live("use")
-        basic = _datatype.lookup(datatype).basic
-        if basic is None:
+        datatype = _datatype.lookup(datatype)
+        basic = datatype.basic
+        if not datatype:
             fail(ERR_TYPE, "the datatype of a reduction or accumulate cannot be DATATYPE_NULL")
         if not handle.predefined:
             if where != REDUCTION:
                 fail(ERR_OP, "user-defined operation %s cannot be used in RMA accumulate "
                              "calls; use a predefined operation" % handle.name)
             return
+        if basic is None:
+            fail(ERR_TYPE, "the datatype %r mixes basic types (a struct of several); a "
+                           "predefined operation combines elements of one basic type" % datatype)
         _check_rma_only_ops(handle.name, where)
         if handle.type_classes is not None and basic.type_class not in handle.type_classes:
             fail(ERR_OP, "MPI.%s is not defined for %r (a %s type); it is defined for %s "
@@ -154,7 +159,7 @@ class Op(Handle):
         """
         handle = self._live("apply")
         datatype = _datatype.lookup(datatype)
-        element = datatype.basic.dtype
+        element = _derived.element_dtype(datatype)
         a = np.asarray(a, dtype=element)
         b = np.asarray(b, dtype=element)
         if out is None:

@@ -22,46 +22,10 @@ from .lazy import numpy
 from .request import Request
 
 
-class Side:
-    """``count`` items of ``datatype``: their packed size, and where their bytes lie
-    relative to item 0, either one dense run or a byte index from the type's layout."""
+class Side(derived.Items):
+    """The items of one side of an RMA call, and their copies to and from window memory."""
 
-    __slots__ = ("datatype", "count", "dense", "nbytes", "low", "high", "_index")
-
-    def __init__(self, datatype, count):
-        self.datatype = datatype
-        self.count = count
-        layout = derived.Layout.of(datatype) if not datatype.is_predefined else None
-        extent = datatype.extent
-        if layout is None:
-            self.dense, self.nbytes, self.low, self.high = True, count * extent, 0, count * extent
-        else:
-            true_low, true_high = layout.true_bounds
-            self.dense = derived.is_dense(datatype)
-            self.nbytes = count * layout.packed_size
-            self.low = true_low if count else 0
-            self.high = (count - 1) * extent + true_high if count else 0
-        self._index = None
-
-    @property
-    def index(self):
-        if self._index is None:
-            self._index = derived.Layout.of(self.datatype).byte_index(self.count,
-                                                                      self.datatype.extent)
-        return self._index
-
-    def pack(self, data, first):
-        """The packed bytes of the items whose item 0 starts at byte ``first`` of ``data``."""
-        if self.dense:
-            return data[first + self.low:first + self.low + self.nbytes]
-        return numpy.frombuffer(data, dtype=numpy.uint8)[first + self.index]
-
-    def unpack(self, packed, data, first):
-        if self.dense:
-            data[first + self.low:first + self.low + self.nbytes] = _bytes(packed)
-        else:
-            numpy.frombuffer(data, dtype=numpy.uint8)[first + self.index] = \
-                numpy.frombuffer(packed, dtype=numpy.uint8)
+    __slots__ = ()
 
     def store(self, memory, offset, packed):
         """Write packed bytes into window memory whose item 0 is at ``offset``."""

@@ -41,6 +41,14 @@ def mapped_file(address):
     return None
 
 
+def test_keyval_invalid_is_mpichs_and_no_other_constant():
+    """Issue 15: MPI.KEYVAL_INVALID exists with MPICH's value (mpi4py's test_win reads
+    it at class definition) and no attribute key equals it."""
+    assert MPI.KEYVAL_INVALID == 0x24000000
+    assert MPI.KEYVAL_INVALID not in (MPI.WIN_BASE, MPI.WIN_SIZE, MPI.WIN_DISP_UNIT,
+                                      MPI.WIN_CREATE_FLAVOR, MPI.WIN_MODEL)
+
+
 def test_versions_names_and_timers():
     """Issue 2, API.md §2: Get_version() is (3, 1); get_vendor() names shmrma and its
     version; library version and processor name are non-empty strings; Wtime is a
@@ -205,6 +213,10 @@ def test_buffer_interface():
         assert m[15] == 42                      # numpy writes through to the memory
         assert memoryview(m).nbytes == 16 and not memoryview(m).readonly
         assert MPI.Get_address(m) == m.address
+        # truth value as mpi4py's: non-empty is true (numpy's raises for size > 1);
+        # mpi4py's RMA tests and its nxtval demo test `if mem:`
+        assert bool(m) and bool(m[0:1]) and not m[0:0] and not MPI.buffer()
+        assert bool(MPI.buffer(bytearray(3))) and not MPI.Alloc_mem(0)
         MPI.Free_mem(m)
         return True
 
