@@ -102,11 +102,6 @@ def Detach_buffer():  # noqa: N802 - MPI's name
     return _attached.pop() if _attached else None
 
 
-def _acknowledge(message):
-    context = message.context - message.context % SUBCONTEXTS + SYNC_ACK
-    mailbox.mailbox().send(message.source, context, message.sync_id, b"")
-
-
 _sync_ids = [0]
 _NO_BYTES = memoryview(bytearray(0))   # where an acknowledgement is received
 
@@ -136,38 +131,38 @@ class SyncSend(Request):
 # --- requests of point-to-point calls --------------------------------------------
 
 class Receive(Request):
-    """A posted receive into a buffer (``target`` set) or of a pickled object."""
+    """A receive into a buffer (``target`` set) or of a pickled object: the
+    transport's core, and what completing it means for the caller."""
 
-    def __init__(self, state, subcontext, source, tag, target=None, finish=None):
+    def __init__(self, state, core, finish=None):
         self._null = False
         self._done = False
         self.state = state
-        self.context = subcontext
-        self.source = source if source == constants.ANY_SOURCE else state.ranks[source]
-        self.tag = tag
-        self.target = target
+        self.core = core
         self.finish = finish        # what turns the bytes received into the user's buffer
         self._status = Status()
 
-    def deliver(self, message):
-        if message.sync_id is not None:     # Ssend/Issend: the receive has started
-            _acknowledge(message)
-        source = self.state.world_to_rank[message.source]
-        self._status._fill(source, message.tag, message.nbytes)
-        if self.target is None:
-            # an empty message is None, as mpi4py loads it (collective failure notices)
-            self._result = _loads(message.payload()) if message.nbytes else None
-        elif message.nbytes > len(self.target):
-            message.discard()
-            self._status.error = errors.ERR_TRUNCATE
+    def _poll(self):
+        if not self._done and self.core.done:
+            self._complete()
+        return self._done
+
+    def _complete(self):
+        core = self.core
+        source = self.state.world_to_rank.get(core.source, core.source)
+        self._status._fill(source, core.tag, core.count)
+        if core.error:
+            self._status.error = core.error
             self._error = errors.Exception(
                 errors.ERR_TRUNCATE,
                 "a message of %d bytes from rank %d (tag %d) does not fit the receive "
                 "buffer of %d bytes; post a larger buffer (Probe tells the size)"
-                % (message.nbytes, source, message.tag, len(self.target)))
+                % (core.count, source, core.tag, len(core.target)))
+        elif core.target is None:
+            # an empty message is None, as mpi4py loads it (collective failure notices)
+            self._result = _loads(core.payload) if core.count else None
         else:
-            message.copy_into(self.target)
-            self._convert(message.nbytes)
+            self._convert(core.count)
         self._done = True
 
     def _convert(self, nbytes):
@@ -179,36 +174,42 @@ class Receive(Request):
             self._status.error = exc.Get_error_class()
             self._error = exc
 
-    def _poll(self):
-        return self._done
-
     def _describe(self):
-        source = ("any rank" if self.source == constants.ANY_SOURCE
-                  else "rank %d" % self.state.world_to_rank[self.source])
-        tag = "any tag" if self.tag == constants.ANY_TAG else "tag %d" % self.tag
+        core = self.core
+        source = ("any rank" if core.want_source == constants.ANY_SOURCE
+                  else "rank %d" % self.state.world_to_rank[core.want_source])
+        tag = "any tag" if core.want_tag == constants.ANY_TAG else "tag %d" % core.want_tag
         return "a message from %s with %s" % (source, tag)
 
     def _peers(self):
-        return () if self.source == constants.ANY_SOURCE else (self.source,)
+        want = self.core.want_source
+        return () if want == constants.ANY_SOURCE else (want,)
 
     def Cancel(self):
-        if not self._done and mailbox.mailbox().cancel(self):
+        if not self._done and mailbox.mailbox().cancel(self.core):
             self._status.cancelled = True
             self._done = True
 
 
 class Send(Request):
-    def __init__(self, outgoing, what):
+    """A send: complete once its record is in the destination's ring."""
+
+    def __init__(self, dest, ticket, what):
         self._null = False
-        self.outgoing = outgoing
+        self.dest, self.ticket = dest, ticket
         self.what = what
         self._status = Status()
 
     def _poll(self):
-        return self.outgoing is None or self.outgoing.done
+        if self.ticket is not None and mailbox.mailbox().sent(self.dest, self.ticket):
+            self.ticket = None
+        return self.ticket is None
 
     def _describe(self):
         return self.what
+
+    def _peers(self):
+        return (self.dest,)
 
 
 class Persistent(Prequest):
@@ -430,10 +431,13 @@ class Comm:
         tag = self._tag(tag) if kind == P2P else tag
         if dest == constants.PROC_NULL:
             return Completed()
-        sync_id = _next_sync_id() if synchronous else None
-        outgoing = mailbox.mailbox().send(state.ranks[dest], state.subcontext(kind), tag,
-                                          data, pickled, sync_id)
-        sent = Send(outgoing, "room to send to rank %d" % dest)
+        flags = mailbox.FLAG_PICKLED if pickled else 0
+        if synchronous:
+            sync_id = _next_sync_id()
+            flags |= mailbox.FLAG_SYNC | sync_id << mailbox.SYNC_SHIFT
+        world_dest = state.ranks[dest]
+        ticket = mailbox.mailbox().send(world_dest, state.subcontext(kind), tag, data, flags)
+        sent = Send(world_dest, ticket, "room to send to rank %d" % dest)
         if not synchronous:
             return sent
         return SyncSend(sent, self._irecv(dest, sync_id, _NO_BYTES, SYNC_ACK), dest)
@@ -444,9 +448,9 @@ class Comm:
         tag = self._tag(tag, wildcard=True) if kind == P2P else tag
         if source == constants.PROC_NULL:
             return Completed(_null_status())
-        receive = Receive(state, state.subcontext(kind), source, tag, target, finish)
-        mailbox.mailbox().post(receive)
-        return receive
+        world_source = source if source == constants.ANY_SOURCE else state.ranks[source]
+        core = mailbox.mailbox().irecv(state.subcontext(kind), world_source, tag, target)
+        return Receive(state, core, finish)
 
     # --- buffers ---
     # As in mpi4py, the buffer of a PROC_NULL peer is not looked at.
@@ -526,8 +530,7 @@ class Comm:
 
     def Probe(self, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
         probe = _Probe(self, source, tag)
-        if not probe.found():
-            mailbox.mailbox().wait_for(probe.found, probe.describe, probe.peers)
+        probe.wait()
         probe.report(status)
         return True
 
@@ -543,8 +546,7 @@ class Comm:
         """Probe, and take the message out of matching: only the Message's Recv
         receives it (a receive posted meanwhile cannot)."""
         probe = _Probe(self, source, tag)
-        if not probe.found():
-            mailbox.mailbox().wait_for(probe.found, probe.describe, probe.peers)
+        probe.wait()
         probe.report(status)
         return _claimed(probe)
 
@@ -599,8 +601,9 @@ class Comm:
 def _claimed(probe):
     if probe.message is None:
         return MESSAGE_NO_PROC
-    mailbox.mailbox().claim(probe.message)
-    return Message(probe.state, probe.message)
+    found = probe.message     # the first match, so the first with its own source and tag
+    return Message(probe.state, mailbox.mailbox().find(found.context, found.source, found.tag,
+                                                       remove=True))
 
 
 class Message:
@@ -627,9 +630,9 @@ class Message:
             errors.fail(errors.ERR_REQUEST, "the message was received already (or is "
                         "MESSAGE_NULL); Mprobe for a new one")
         message, self._message = self._message, None
-        receive = Receive(self._state, message.context, constants.ANY_SOURCE,
-                          constants.ANY_TAG, target, finish)
-        receive.deliver(message)
+        core = mailbox.mailbox().deliver(message, target)
+        receive = Receive(self._state, core, finish)
+        receive._poll()
         return receive
 
     def Irecv(self, buf):
@@ -646,7 +649,6 @@ class Message:
 
     def recv(self, status=None):
         return self._receive().wait(status)
-
 
 MESSAGE_NULL = Message()
 MESSAGE_NO_PROC = Message(no_proc=True)
@@ -669,6 +671,10 @@ class _Probe:
         self.message = mailbox.mailbox().find(self.state.subcontext(P2P), self.world_source,
                                               self.tag, remove=False)
         return self.message is not None
+
+    def wait(self):
+        if not self.found():
+            mailbox.wait_for(mailbox.mailbox(), self.found, self.describe, self.peers)
 
     def describe(self):
         return "Probe for a message from %s" % (

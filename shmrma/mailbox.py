@@ -8,11 +8,33 @@ full the record waits in a per-destination queue of the sender and is pushed
 during later progress, which keeps per-pair order (MPI's non-overtaking rule).
 A receiver drains rings into its local queue of unexpected messages and matches
 them against posted receives in posting order.
+
+Two engines implement this one protocol and one interface: the C extension's
+``Transport`` (shmrma/csrc/transport.c), and ``Mailbox`` below, the fallback
+that runs on the `atomics` package. ``mailbox()`` gives this process's engine.
+The interface, in world ranks and sub-contexts:
+
+    send(dest, context, tag, data, flags) -> None (in the ring) or a ticket
+    sent(dest, ticket) -> bool          the queued send went into the ring
+    irecv(context, source, tag, target) -> Core   target None: an object receive
+    cancel(core) -> bool                take a posted receive back
+    find(context, source, tag, remove) -> Arrived or None   (Probe, Mprobe)
+    deliver(arrived, target) -> Core    an Mprobe'd message received into target
+    progress() -> doorbell value        drain the rings, push queued sends
+    wait_core(core, timeout) -> bool    progress and wait until the core is done
+    leftovers() -> (tags, posted)       unexpected messages' tags, posted receives
+    queued, queued_dests(), doorbell    sends waiting for room, the ranks they wait
+                                        for; this rank's wait cell
+
+A ``Core`` is a receive: ``done``, and once done ``source`` (world rank),
+``tag``, ``count`` (bytes), ``flags``, ``error`` (ERR_TRUNCATE or 0) and, for
+an object receive, ``payload`` (the bytes). A synchronous send's receiver
+acknowledges the match itself, as soon as a receive takes the message.
 """
 import struct
 from collections import deque
 
-from . import atomic, constants, job, segments
+from . import atomic, constants, errors, job, segments
 
 OFF_HEAD = 0      # bytes consumed, written by the receiver
 OFF_TAIL = 64     # bytes produced, written by the sender
@@ -25,6 +47,8 @@ FLAG_IN_SEGMENT = 2
 FLAG_SYNC = 4       # synchronous send: the receiver acknowledges the match
 SYNC_SHIFT = 8      # the flags above it carry the acknowledgement's id
 SYNC_IDS = 1 << 23  # ids wrap below 2**31 (the flags are an int32)
+SUBCONTEXTS = 8     # a communicator's sub-contexts (comm.py numbers them)
+SYNC_ACK = 4        # the sub-context of acknowledgements
 MASK32 = 0xFFFFFFFF
 
 
@@ -32,7 +56,47 @@ def _padded(n):
     return (n + 7) & ~7
 
 
-class Message:
+def matches(context, source, tag, want_context, want_source, want_tag):
+    return (context == want_context
+            and (want_source == constants.ANY_SOURCE or want_source == source)
+            and (want_tag == constants.ANY_TAG or want_tag == tag))
+
+
+# --- the payload of a message staged in its own segment -----------------------
+
+def stage(job_id, data):
+    """Copy ``data`` into a new segment; its name (bytes) travels in the ring."""
+    segment = segments.Segment.create(job_id, len(data))
+    try:
+        view = segment.buffer
+        view[:] = data
+        view.release()
+    finally:
+        segment.close()
+    return segment.name.encode()
+
+
+def fetch(name, nbytes, target=None):
+    """Copy a staged payload into ``target`` (or a new bytearray, returned), then
+    unlink its segment: a staged payload is read once."""
+    data = target if target is not None else bytearray(nbytes)
+    segment = segments.Segment.attach(name.decode(), nbytes)
+    segment.unlink()
+    try:
+        view = segment.buffer
+        memoryview(data)[:nbytes] = view
+        view.release()
+    finally:
+        segment.close()
+    return data
+
+
+def discard(name, nbytes):
+    """Unlink a staged payload no receive will read (a truncated message)."""
+    segments.Segment.attach(name.decode(), nbytes).unlink()
+
+
+class Arrived:
     """A message that arrived and waits to be matched."""
 
     __slots__ = ("source", "context", "tag", "flags", "nbytes", "inline")
@@ -43,65 +107,26 @@ class Message:
         self.tag = tag
         self.flags = flags
         self.nbytes = nbytes
-        self.inline = inline
-
-    @property
-    def pickled(self):
-        return bool(self.flags & FLAG_PICKLED)
-
-    @property
-    def sync_id(self):
-        """The id a synchronous send awaits its acknowledgement under, else None."""
-        return self.flags >> SYNC_SHIFT if self.flags & FLAG_SYNC else None
-
-    def matches(self, context, source, tag):
-        return (self.context == context
-                and (source == constants.ANY_SOURCE or source == self.source)
-                and (tag == constants.ANY_TAG or tag == self.tag))
-
-    def copy_into(self, target):
-        """Copy the payload into the writable byte view ``target`` (len >= nbytes)."""
-        if not self.flags & FLAG_IN_SEGMENT:
-            target[:self.nbytes] = self.inline
-            return
-        segment = segments.Segment.attach(self.inline.decode(), self.nbytes)
-        segment.unlink()
-        try:
-            view = segment.buffer
-            target[:self.nbytes] = view
-            view.release()
-        finally:
-            segment.close()
-
-    def payload(self):
-        if not self.flags & FLAG_IN_SEGMENT:
-            return self.inline
-        data = bytearray(self.nbytes)
-        self.copy_into(memoryview(data))
-        return data
-
-    def discard(self):
-        if self.flags & FLAG_IN_SEGMENT:
-            segments.Segment.attach(self.inline.decode(), self.nbytes).unlink()
+        self.inline = inline    # the payload, or the name of the segment holding it
 
 
-class Outgoing:
-    """A send handed to the transport; ``done`` once its record is in the ring."""
+class Core:
+    """A receive: what it matches, where it goes, and how it completed."""
 
-    __slots__ = ("dest", "context", "tag", "flags", "nbytes", "inline", "done")
+    __slots__ = ("context", "want_source", "want_tag", "target", "done", "source", "tag",
+                 "count", "flags", "error", "payload")
 
-    def __init__(self, dest, context, tag, flags, nbytes, inline):
-        self.dest = dest
-        self.context = context
-        self.tag = tag
-        self.flags = flags
-        self.nbytes = nbytes
-        self.inline = inline
+    def __init__(self, context, source, tag, target):
+        self.context, self.want_source, self.want_tag = context, source, tag
+        self.target = target
         self.done = False
+        self.source = self.tag = constants.ANY_SOURCE
+        self.count = self.flags = self.error = 0
+        self.payload = None
 
 
 class Mailbox:
-    """The transport and matching state of this process."""
+    """The transport and matching state of this process (the fallback engine)."""
 
     def __init__(self, world):
         self.world = world
@@ -116,48 +141,44 @@ class Mailbox:
         self.heads = [atomic.load32(world.base + c + OFF_HEAD) & MASK32 for c in self.in_channels]
         self.unexpected = [deque() for _ in range(nranks)]
         self.posted = []
-        self.queued = [deque() for _ in range(nranks)]
-        self.queued_count = 0
+        self.queues = [deque() for _ in range(nranks)]
+        self.pushed = [0] * nranks      # tickets of queued sends pushed so far, per dest
+        self.tickets = [0] * nranks     # tickets handed out so far, per dest
+        self.queued = 0
         self.doorbell = world.doorbell(self.me)
         self.seen_bell = None
 
     # --- sending -------------------------------------------------------------
-    def send(self, dest, context, tag, data, pickled=False, sync_id=None):
-        """Hand ``data`` (bytes-like) to the transport; returns an Outgoing. With a
-        ``sync_id`` the receiver acknowledges the match (comm.Receive.deliver)."""
-        data = memoryview(data).cast("B") if not isinstance(data, bytes) else data
+    def send(self, dest, context, tag, data, flags):
+        """Hand ``data`` (bytes-like) to the transport: None once it is in the ring,
+        else a ticket for sent() (the data was copied: the caller may reuse it)."""
         nbytes = len(data)
-        flags = FLAG_PICKLED if pickled else 0
-        if sync_id is not None:
-            flags |= FLAG_SYNC | sync_id << SYNC_SHIFT
         if nbytes > self.inline_max:
-            data = self._stage_in_segment(data)
+            data = stage(self.world.job_id, data)
             flags |= FLAG_IN_SEGMENT
-        out = Outgoing(dest, context, tag, flags, nbytes, data)
-        if not self.queued[dest] and self._push(out):
-            return out
-        out.inline = bytes(out.inline)  # the caller may reuse its buffer once we return
-        self.queued[dest].append(out)
-        self.queued_count += 1
+        record = (context, tag, flags, nbytes, data)
+        if not self.queues[dest] and self._push(dest, record):
+            return None
+        self.queues[dest].append((context, tag, flags, nbytes, bytes(data)))
+        self.queued += 1
+        self.tickets[dest] += 1
         self._flush_queue(dest)
-        return out
+        return self.tickets[dest]
 
-    def _stage_in_segment(self, data):
-        segment = segments.Segment.create(self.world.job_id, len(data))
-        try:
-            view = segment.buffer
-            view[:] = data
-            view.release()
-        finally:
-            segment.close()
-        return segment.name.encode()
+    def sent(self, dest, ticket):
+        return self.pushed[dest] >= ticket
 
-    def _push(self, out):
-        base = self.world.base + self.out_channels[out.dest]
-        ring = self.out_channels[out.dest] + job.CHANNEL_HEADER
+    def queued_dests(self):
+        """The ranks queued sends wait to reach."""
+        return tuple(dest for dest, queue in enumerate(self.queues) if queue)
+
+    def _push(self, dest, record):
+        context, tag, flags, nbytes, inline = record
+        base = self.world.base + self.out_channels[dest]
+        ring = self.out_channels[dest] + job.CHANNEL_HEADER
         size = self.ring_bytes
-        need = RECORD.size + _padded(len(out.inline))
-        tail = self.tails[out.dest]
+        need = RECORD.size + _padded(len(inline))
+        tail = self.tails[dest]
         used = (tail - atomic.load32(base + OFF_HEAD)) & MASK32
         position = tail % size
         skip = size - position if size - position < need else 0
@@ -167,37 +188,40 @@ class Mailbox:
             if skip >= RECORD.size:
                 RECORD.pack_into(self.mem, ring + position, skip, PAD_FLAG, 0, 0, 0)
             position = 0
-        RECORD.pack_into(self.mem, ring + position, need, out.flags, out.context, out.tag,
-                         out.nbytes)
+        RECORD.pack_into(self.mem, ring + position, need, flags, context, tag, nbytes)
         start = ring + position + RECORD.size
-        end = start + len(out.inline)
-        self.mem[start:end] = out.inline
-        if out.flags & FLAG_IN_SEGMENT:
+        end = start + len(inline)
+        self.mem[start:end] = inline
+        if flags & FLAG_IN_SEGMENT:
             # the receiver takes the name up to the padding's zeros; the ring there
             # still holds earlier records' bytes
             self.mem[end:ring + position + need] = bytes(ring + position + need - end)
         tail = (tail + skip + need) & MASK32
-        self.tails[out.dest] = tail
+        self.tails[dest] = tail
         atomic.store32(base + OFF_TAIL, tail)
-        atomic.cell_add(self.world.doorbell(out.dest), 1)
-        out.done = True
+        atomic.cell_add(self.world.doorbell(dest), 1)
         return True
 
     def _flush_queue(self, dest):
         """Push queued sends while the ring has room. Out of room, flag the channel
         so the receiver rings this rank's doorbell once it makes room, then look
         once more: room made before the receiver could see the flag rings nobody."""
-        queue = self.queued[dest]
+        queue = self.queues[dest]
         flagged = False
         while queue:
-            if self._push(queue[0]):
+            if self._push(dest, queue[0]):
                 queue.popleft()
-                self.queued_count -= 1
+                self.queued -= 1
+                self.pushed[dest] += 1
             elif flagged:
                 return
             else:
                 atomic.store32(self.world.base + self.out_channels[dest] + OFF_BLOCKED, 1)
                 flagged = True
+
+    def _acknowledge(self, arrived):
+        context = arrived.context - arrived.context % SUBCONTEXTS + SYNC_ACK
+        self.send(arrived.source, context, arrived.flags >> SYNC_SHIFT, b"", 0)
 
     # --- receiving -----------------------------------------------------------
     def progress(self):
@@ -207,8 +231,8 @@ class Mailbox:
             self.seen_bell = bell
             for source in range(len(self.in_channels)):
                 self._drain(source)
-        if self.queued_count:
-            for dest, queue in enumerate(self.queued):
+        if self.queued:
+            for dest, queue in enumerate(self.queues):
                 if queue:
                     self._flush_queue(dest)
         return bell
@@ -233,61 +257,100 @@ class Mailbox:
                 inline = bytes(self.mem[start:start + inline_len])
                 if flags & FLAG_IN_SEGMENT:
                     inline = inline.rstrip(b"\0")
-                self._arrived(Message(source, context, tag, flags, nbytes, inline))
+                self._arrived(Arrived(source, context, tag, flags, nbytes, inline))
             head = (head + length) & MASK32
         self.heads[source] = head
         atomic.store32(base + OFF_HEAD, head)
         if atomic.exchange32(base + OFF_BLOCKED, 0):
             atomic.cell_add(self.world.doorbell(source), 1)
 
-    def _arrived(self, message):
-        for index, receive in enumerate(self.posted):
-            if message.matches(receive.context, receive.source, receive.tag):
+    def _arrived(self, arrived):
+        for index, core in enumerate(self.posted):
+            if matches(arrived.context, arrived.source, arrived.tag, core.context,
+                       core.want_source, core.want_tag):
                 del self.posted[index]
-                receive.deliver(message)
+                self._complete(arrived, core)
                 return
-        self.unexpected[message.source].append(message)
+        self.unexpected[arrived.source].append(arrived)
 
-    def claim(self, message):
-        """Take ``message`` (found by ``find``) out of the unexpected ones: Mprobe."""
-        self.unexpected[message.source].remove(message)
+    def deliver(self, arrived, target):
+        """A receive into ``target`` (None: an object receive) completed by ``arrived``."""
+        core = Core(arrived.context, constants.ANY_SOURCE, constants.ANY_TAG, target)
+        self._complete(arrived, core)
+        return core
+
+    def _complete(self, arrived, core):
+        """Complete ``core`` with ``arrived`` (acknowledging a synchronous send)."""
+        if arrived.flags & FLAG_SYNC:
+            self._acknowledge(arrived)
+        core.source, core.tag, core.flags = arrived.source, arrived.tag, arrived.flags
+        core.count = nbytes = arrived.nbytes
+        staged = arrived.flags & FLAG_IN_SEGMENT
+        if core.target is None:
+            core.payload = (fetch(arrived.inline, nbytes) if staged
+                            else arrived.inline) if nbytes else b""
+        elif nbytes > len(core.target):
+            core.error = errors.ERR_TRUNCATE
+            if staged:
+                discard(arrived.inline, nbytes)
+        elif staged:
+            fetch(arrived.inline, nbytes, core.target)
+        else:
+            core.target[:nbytes] = arrived.inline
+        core.done = True
 
     def find(self, context, source, tag, remove):
         """The first unexpected message matching, per source in arrival order."""
         sources = range(len(self.unexpected)) if source == constants.ANY_SOURCE else (source,)
         for src in sources:
             queue = self.unexpected[src]
-            for index, message in enumerate(queue):
-                if message.matches(context, source, tag):
+            for index, arrived in enumerate(queue):
+                if matches(arrived.context, arrived.source, arrived.tag, context, source, tag):
                     if remove:
                         del queue[index]
-                    return message
+                    return arrived
         return None
 
-    def post(self, receive):
-        """Match a receive (an object with context/source/tag and deliver()) now or later."""
-        self.progress()
-        message = self.find(receive.context, receive.source, receive.tag, remove=True)
-        if message is not None:
-            receive.deliver(message)
-        else:
-            self.posted.append(receive)
+    def leftovers(self):
+        """(tags of the unexpected messages, number of posted receives): tests check
+        that a call left nothing behind."""
+        return [arrived.tag for queue in self.unexpected for arrived in queue], len(self.posted)
 
-    def cancel(self, receive):
+    def irecv(self, context, source, tag, target):
+        """A receive, matched now with an unexpected message or posted for later."""
+        core = Core(context, source, tag, target)
+        self.progress()
+        arrived = self.find(context, source, tag, remove=True)
+        if arrived is not None:
+            self._complete(arrived, core)
+        else:
+            self.posted.append(core)
+        return core
+
+    def cancel(self, core):
         try:
-            self.posted.remove(receive)
+            self.posted.remove(core)
             return True
         except ValueError:
             return False
 
     # --- waiting -------------------------------------------------------------
-    def wait_for(self, condition, what, peers=()):
-        """Make progress until ``condition()`` holds, sleeping on this rank's doorbell."""
-        while True:
-            bell = self.progress()
-            if condition():
-                return
-            job.wait_cell(self.doorbell, bell, what, peers)
+    def wait_core(self, core, timeout):
+        """Progress and wait (at most ``timeout`` seconds) until ``core`` is done."""
+        bell = self.progress()
+        if not core.done:
+            atomic.cell_wait(self.doorbell, bell, timeout)
+            self.progress()
+        return core.done
+
+
+def wait_for(box, condition, what, peers=()):
+    """Make progress until ``condition()`` holds, sleeping on this rank's doorbell."""
+    while True:
+        bell = box.progress()
+        if condition():
+            return
+        job.wait_cell(box.doorbell, bell, what, peers)
 
 
 _mailbox = None
@@ -297,9 +360,13 @@ def mailbox():
     global _mailbox
     if _mailbox is None:
         import atexit
-        _mailbox = Mailbox(job.current())
+        _mailbox = _new_engine(job.current())
         atexit.register(flush_before_exit)
     return _mailbox
+
+
+def _new_engine(world):
+    return Mailbox(world)
 
 
 @job.on_new_rank
@@ -311,8 +378,7 @@ def _forget_mailbox():
 def flush_before_exit():
     """Push sends still queued for lack of room, so no message is lost at exit."""
     box = _mailbox
-    if box is None or not box.queued_count:
+    if box is None or not box.queued:
         return
-    dests = tuple(d for d, queue in enumerate(box.queued) if queue)
-    box.wait_for(lambda: not box.queued_count,
-                 "room to deliver %d queued sends before exit" % box.queued_count, dests)
+    wait_for(box, lambda: not box.queued,
+             "room to deliver %d queued sends before exit" % box.queued, box.queued_dests())

@@ -115,7 +115,7 @@ class Request:
     def _block(self):
         if not self._poll():
             from . import mailbox
-            mailbox.mailbox().wait_for(self._poll, self._describe, self._peers())
+            mailbox.wait_for(mailbox.mailbox(), self._poll, self._describe, self._peers())
 
     def Wait(self, status=None):
         self._block()
@@ -270,7 +270,7 @@ def _wait_until(condition, requests):
     from . import mailbox
     live = [r for r in requests if _counts(r)]
     what = lambda: "any of %d requests (%s)" % (len(live), live[0]._describe())  # noqa: E731
-    mailbox.mailbox().wait_for(condition, what)
+    mailbox.wait_for(mailbox.mailbox(), condition, what)
 
 
 class Prequest(Request):

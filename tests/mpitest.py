@@ -18,7 +18,7 @@ def nothing_left_behind(comm):
     comm.Barrier()
     box = mailbox.mailbox()
     box.progress()
-    left = [message.tag for queue in box.unexpected for message in queue], len(box.posted)
+    left = box.leftovers()
     comm.Barrier()
     assert left == ([], 0), left
 
