@@ -24,25 +24,7 @@
  * no wake-up is lost.  The futex is the shared (non-private) variant because
  * the cell lives in memory mapped by several processes.
  */
-#define _GNU_SOURCE
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <structmember.h>
-
-#include <errno.h>
-#include <limits.h>
-#include <linux/futex.h>
-#include <math.h>
-#include <sched.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/uio.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
-
-#define SC __ATOMIC_SEQ_CST
+#include "csrc/native.h"
 
 /* ------------------------------------------------------------------ */
 /* wait tuning                                                          */
@@ -68,8 +50,8 @@
  * core before we go to sleep.  Override with SHMRMA_YIELDS. */
 #define DEFAULT_YIELDS 16
 
-static long g_spin = DEFAULT_SPIN;
-static long g_yields = DEFAULT_YIELDS;
+long g_spin = DEFAULT_SPIN;
+long g_yields = DEFAULT_YIELDS;
 /* A program that polls a flag (Fetch_and_op NO_OP or Get, then Flush, in a loop)
  * never blocks in shmrma, so with more ranks than cores the rank it waits for
  * may not run until the scheduler's time slice ends: a token ring of 3 ranks on
@@ -97,23 +79,11 @@ env_count(const char *name, long dflt)
     return v;
 }
 
-static inline void
-cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield" ::: "memory");
-#else
-    __asm__ __volatile__("" ::: "memory");
-#endif
-}
-
 /* ------------------------------------------------------------------ */
 /* argument parsing                                                     */
 /* ------------------------------------------------------------------ */
 
-static int
+int
 check_nargs(const char *fname, Py_ssize_t nargs, Py_ssize_t want)
 {
     if (nargs == want)
@@ -124,7 +94,7 @@ check_nargs(const char *fname, Py_ssize_t nargs, Py_ssize_t want)
 }
 
 /* Address argument: a Python int, non-zero, multiple of `align`. */
-static void *
+void *
 get_addr(PyObject *obj, uintptr_t align, const char *fname)
 {
     void *p = PyLong_AsVoidPtr(obj);
@@ -143,7 +113,7 @@ get_addr(PyObject *obj, uintptr_t align, const char *fname)
 }
 
 /* Integer argument taken modulo 2**64 (accepts signed and unsigned). */
-static inline int
+int
 get_u64(PyObject *obj, uint64_t *out)
 {
     unsigned long long v = PyLong_AsUnsignedLongLongMask(obj);
@@ -239,30 +209,6 @@ n_fence(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 /* wait cells                                                           */
 /* ------------------------------------------------------------------ */
 
-static inline long
-futex(void *uaddr, int op, uint32_t val, const struct timespec *ts)
-{
-    /* FUTEX_WAIT / FUTEX_WAKE without FUTEX_PRIVATE_FLAG: the word is shared
-     * between processes. */
-    return syscall(SYS_futex, uaddr, op, val, ts, NULL, 0);
-}
-
-static inline void
-wake_if_sleepers(int32_t *cell)
-{
-    uint32_t *sleepers = (uint32_t *)(cell + 1);
-    if (__atomic_load_n(sleepers, SC) != 0)
-        futex(cell, FUTEX_WAKE, INT_MAX, NULL);
-}
-
-static inline int64_t
-now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 #define WAIT_DONE 0
 #define WAIT_CHECK 1
 
@@ -276,7 +222,7 @@ now_ns(void)
  * current value in *out; returns WAIT_CHECK when a signal interrupted the
  * futex sleep or a sleep slice ended (the caller then runs Python signal
  * handlers and calls again with spin = yields = 0). */
-static int
+int
 cell_wait_nogil(int32_t *cell, int32_t old, int64_t deadline, long spin,
                 long yields, int32_t *out)
 {
@@ -339,7 +285,7 @@ done:
 /* Wait (GIL released, signals handled) until *cell != old or timeout
  * seconds pass; stores the last value read in *out.  -1 with an exception
  * set when a signal handler raised. */
-static int
+int
 wait_changed(int32_t *cell, int32_t old, double timeout, int32_t *out)
 {
     long spin = g_spin, yields = g_yields;
@@ -367,7 +313,7 @@ wait_changed(int32_t *cell, int32_t old, double timeout, int32_t *out)
     return 0;
 }
 
-static int
+int
 get_timeout(PyObject *obj, const char *fname, double *out)
 {
     double timeout = PyFloat_AsDouble(obj);
@@ -642,22 +588,13 @@ typedef struct {
 
 static PyTypeObject WinTableType;
 
-static int g_fast_enabled = 1;
-static long g_proc_null = -1;
+int g_fast_enabled = 1;
+long g_proc_null = -1;
 
-/* The ops the kernels know, in the order rma_setup() receives them. */
-enum { OP_SUM, OP_PROD, OP_MAX, OP_MIN, OP_BAND, OP_BOR, OP_BXOR,
-       OP_LAND, OP_LOR, OP_LXOR, OP_REPLACE, OP_NO_OP, N_OPS };
 static const char *const op_names[N_OPS] = {
     "SUM", "PROD", "MAX", "MIN", "BAND", "BOR", "BXOR",
     "LAND", "LOR", "LXOR", "REPLACE", "NO_OP"};
-static PyObject *g_ops[N_OPS];
-
-/* Element types.  E_RAW is any other known format: copied, never combined. */
-enum { E_RAW, E_I8, E_U8, E_I16, E_U16, E_I32, E_I64, E_U32, E_U64, E_F32, E_F64 };
-
-#define IS_INT(e) ((e) >= E_I8 && (e) <= E_U64)
-#define IS_FLOAT(e) ((e) == E_F32 || (e) == E_F64)
+PyObject *g_ops[N_OPS];
 
 /* --- the table object --- */
 
@@ -1062,14 +999,6 @@ window_bytes(const FastTarget *slot, long long disp, Py_ssize_t nbytes)
     return slot->base + offset;
 }
 
-/* A buffer argument (origin, result, compare) and its element type. */
-typedef struct {
-    Py_buffer view;
-    char code;                  /* the format's typecode; 0 for exactly "B" (MPI BYTE) */
-    int etype;
-    Py_ssize_t count;
-} Operand;
-
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define NATIVE_ORDER '<'
 #else
@@ -1077,7 +1006,7 @@ typedef struct {
 #endif
 
 /* Typecodes of the formats taken as they are, with their C size; the rest miss. */
-static Py_ssize_t
+Py_ssize_t
 format_size(char code)
 {
     switch (code) {
@@ -1092,7 +1021,7 @@ format_size(char code)
     }
 }
 
-static int
+int
 element_type(char code, Py_ssize_t size)
 {
     if (code == 'f') return E_F32;
@@ -1108,7 +1037,7 @@ element_type(char code, Py_ssize_t size)
 }
 
 /* The typecode of a PEP 3118 format as shmrma.datatype.from_buffer_format reads it. */
-static int
+int
 format_code(const char *fmt, char *code)
 {
     if (fmt == NULL || (fmt[0] == 'B' && fmt[1] == '\0')) {
@@ -1123,14 +1052,14 @@ format_code(const char *fmt, char *code)
     return 0;
 }
 
-static void
+void
 operand_release(Operand *o)
 {
     PyBuffer_Release(&o->view);
 }
 
 /* A C-contiguous buffer with a known format whose item size agrees. */
-static int
+int
 operand_get(PyObject *obj, int writable, Operand *o)
 {
     Py_ssize_t size;
@@ -1231,7 +1160,7 @@ FLOAT_KERNEL(double)
 
 /* The one dispatcher over element type x op: the old target bytes go to
  * result first (when not NULL), then the target is combined (NO_OP: left). */
-static void
+void
 combine_all(int etype, int op, const char *incoming, char *target, char *result,
             Py_ssize_t nbytes)
 {
@@ -1256,7 +1185,7 @@ combine_all(int etype, int op, const char *incoming, char *target, char *result,
 /* The op's index when it is one of the registered predefined ops and is
  * defined on the element type for this kind of call (R44, R52, op.py's
  * table); -1 otherwise. */
-static int
+int
 op_code(PyObject *op, int etype, int fetches)
 {
     int i;
@@ -1620,13 +1549,6 @@ op_name_tuple(void)
 
 #define WORD(control, off) ((int32_t *)((control) + (off)))
 
-static inline void
-cell_bump(int32_t *cell)
-{
-    __atomic_fetch_add((uint32_t *)cell, 1u, SC);
-    wake_if_sleepers(cell);
-}
-
 /* Spin until *cell == want; 0 when it came, -1 otherwise. */
 static int
 spin_until(int32_t *cell, int32_t want)
@@ -1654,7 +1576,7 @@ spin_while(int32_t *cell, int32_t old)
 }
 
 /* An exact int argument, or -1 (the arguments taken here are all >= 0). */
-static long
+long
 plain_int(PyObject *obj)
 {
     long v;
@@ -2141,6 +2063,10 @@ PyInit__native(void)
     Py_INCREF(&BufferExporterType);
     if (PyModule_AddObject(mod, "BufferExporter", (PyObject *)&BufferExporterType) < 0) {
         Py_DECREF(&BufferExporterType);
+        Py_DECREF(mod);
+        return NULL;
+    }
+    if (transport_init(mod) < 0) {
         Py_DECREF(mod);
         return NULL;
     }

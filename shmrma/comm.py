@@ -13,8 +13,8 @@ from . import atomic, buffers, constants, errors, job, mailbox
 from .group import make_group
 from .request import Prequest, Request, Status
 
-P2P, COLLECTIVE, HANDSHAKE, NONBLOCKING, SYNC_ACK = 0, 1, 2, 3, 4   # NONBLOCKING: I-collectives
-SUBCONTEXTS = 8
+P2P, COLLECTIVE, HANDSHAKE, NONBLOCKING = 0, 1, 2, 3   # NONBLOCKING: I-collectives
+SYNC_ACK, SUBCONTEXTS = mailbox.SYNC_ACK, mailbox.SUBCONTEXTS   # the transport acknowledges
 
 
 class CommState:
@@ -603,7 +603,7 @@ def _claimed(probe):
         return MESSAGE_NO_PROC
     found = probe.message     # the first match, so the first with its own source and tag
     return Message(probe.state, mailbox.mailbox().find(found.context, found.source, found.tag,
-                                                       remove=True))
+                                                       True))
 
 
 class Message:
@@ -669,7 +669,7 @@ class _Probe:
         if self.source == constants.PROC_NULL:
             return True
         self.message = mailbox.mailbox().find(self.state.subcontext(P2P), self.world_source,
-                                              self.tag, remove=False)
+                                              self.tag, False)
         return self.message is not None
 
     def wait(self):

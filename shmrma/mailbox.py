@@ -25,6 +25,7 @@ The interface, in world ranks and sub-contexts:
     leftovers() -> (tags, posted)       unexpected messages' tags, posted receives
     queued, queued_dests(), doorbell    sends waiting for room, the ranks they wait
                                         for; this rank's wait cell
+    ring_bytes, inline_max              each ring's size, the largest inline payload
 
 A ``Core`` is a receive: ``done``, and once done ``source`` (world rank),
 ``tag``, ``count`` (bytes), ``flags``, ``error`` (ERR_TRUNCATE or 0) and, for
@@ -366,7 +367,22 @@ def mailbox():
 
 
 def _new_engine(world):
-    return Mailbox(world)
+    """The C transport when the extension is in use, else the Python one."""
+    if atomic.BACKEND != "c":
+        return Mailbox(world)
+    from functools import partial
+    from . import _native
+    _native.transport_setup(
+        channel_header=job.CHANNEL_HEADER, off_head=OFF_HEAD, off_tail=OFF_TAIL,
+        off_blocked=OFF_BLOCKED, flag_pickled=FLAG_PICKLED, flag_in_segment=FLAG_IN_SEGMENT,
+        flag_sync=FLAG_SYNC, sync_shift=SYNC_SHIFT, pad_flag=PAD_FLAG,
+        subcontexts=SUBCONTEXTS, sync_ack=SYNC_ACK, any_source=constants.ANY_SOURCE,
+        any_tag=constants.ANY_TAG, err_truncate=errors.ERR_TRUNCATE)
+    layout = world.layout
+    return _native.Transport(
+        world.base, world.rank, world.size, layout.channels_offset, layout.channel_bytes,
+        layout.ring_bytes, layout.ranks_offset, job.RANK_BLOCK, job.OFF_DOORBELL,
+        stage=partial(stage, world.job_id), fetch=fetch, discard=discard)
 
 
 @job.on_new_rank

@@ -1,0 +1,141 @@
+/*
+ * shmrma._native: what its C files share.
+ *
+ * The extension is one module built from several files, one per concept:
+ * shmrma/_native.c (atomics, wait cells, the RMA fast path), transport.c
+ * (point-to-point messages) and collectives.c (collectives on shared memory).
+ * This header holds the primitives they all use: seq_cst atomics on shared
+ * words, the futex wake-up, the one wait policy, argument parsing, buffer
+ * operands and the element-wise reduction kernels.
+ */
+#ifndef SHMRMA_NATIVE_H
+#define SHMRMA_NATIVE_H
+
+#define _GNU_SOURCE
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <math.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SC __ATOMIC_SEQ_CST
+
+/* --- CPU and futex --------------------------------------------------------- */
+
+static inline void
+cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#else
+    __asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+static inline long
+futex(void *uaddr, int op, uint32_t val, const struct timespec *ts)
+{
+    /* FUTEX_WAIT / FUTEX_WAKE without FUTEX_PRIVATE_FLAG: the word is shared
+     * between processes. */
+    return syscall(SYS_futex, uaddr, op, val, ts, NULL, 0);
+}
+
+/* A wait cell is 8 bytes: the int32 value, then the uint32 count of sleepers.
+ * A writer that changed the value wakes them only when there are any, so a
+ * waiter that is still spinning costs it no system call. */
+static inline void
+wake_if_sleepers(int32_t *cell)
+{
+    uint32_t *sleepers = (uint32_t *)(cell + 1);
+    if (__atomic_load_n(sleepers, SC) != 0)
+        futex(cell, FUTEX_WAKE, INT_MAX, NULL);
+}
+
+static inline void
+cell_bump(int32_t *cell)
+{
+    __atomic_fetch_add((uint32_t *)cell, 1u, SC);
+    wake_if_sleepers(cell);
+}
+
+static inline int64_t
+now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* --- the wait policy (_native.c) -------------------------------------------- */
+
+extern long g_spin, g_yields;
+
+/* Wait (GIL released, signals handled) until *cell != old or timeout seconds
+ * pass: spin g_spin times, yield g_yields times, then sleep on the futex.
+ * Stores the last value read in *out; -1 with an exception when a signal
+ * handler raised. */
+int wait_changed(int32_t *cell, int32_t old, double timeout, int32_t *out);
+
+/* --- arguments -------------------------------------------------------------- */
+
+int check_nargs(const char *fname, Py_ssize_t nargs, Py_ssize_t want);
+void *get_addr(PyObject *obj, uintptr_t align, const char *fname);
+int get_u64(PyObject *obj, uint64_t *out);
+int get_timeout(PyObject *obj, const char *fname, double *out);
+long plain_int(PyObject *obj);          /* an exact int >= 0, else -1 */
+
+extern int g_fast_enabled;              /* rma_enable(): False makes fast paths miss */
+extern long g_proc_null;
+
+/* --- buffer operands and reduction kernels ------------------------------------ */
+
+/* The ops the kernels know, in the order rma_setup() receives them. */
+enum { OP_SUM, OP_PROD, OP_MAX, OP_MIN, OP_BAND, OP_BOR, OP_BXOR,
+       OP_LAND, OP_LOR, OP_LXOR, OP_REPLACE, OP_NO_OP, N_OPS };
+extern PyObject *g_ops[N_OPS];
+
+/* Element types.  E_RAW is any other known format: copied, never combined. */
+enum { E_RAW, E_I8, E_U8, E_I16, E_U16, E_I32, E_I64, E_U32, E_U64, E_F32, E_F64 };
+
+#define IS_INT(e) ((e) >= E_I8 && (e) <= E_U64)
+#define IS_FLOAT(e) ((e) == E_F32 || (e) == E_F64)
+
+/* A buffer argument and its element type. */
+typedef struct {
+    Py_buffer view;
+    char code;                  /* the format's typecode; 0 for exactly "B" (MPI BYTE) */
+    int etype;
+    Py_ssize_t count;
+} Operand;
+
+/* A C-contiguous buffer with a known format whose item size agrees; -1 (no
+ * error set) otherwise. */
+int operand_get(PyObject *obj, int writable, Operand *o);
+void operand_release(Operand *o);
+
+/* target[i] = incoming[i] op target[i] over nbytes, the old target bytes to
+ * result first when not NULL. */
+void combine_all(int etype, int op, const char *incoming, char *target, char *result,
+                 Py_ssize_t nbytes);
+/* The op's index when it is a registered predefined op defined on etype for
+ * this kind of call, -1 otherwise. */
+int op_code(PyObject *op, int etype, int fetches);
+
+/* --- the other files' parts of the module ---------------------------------------- */
+
+int transport_init(PyObject *module);
+
+#endif

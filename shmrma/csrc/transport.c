@@ -1,0 +1,1045 @@
+/*
+ * Point-to-point messages: the transport and MPI matching in C.
+ *
+ * The same protocol and interface as shmrma/mailbox.py's Mailbox (read its
+ * docstring first): one single-producer, single-consumer ring per ordered pair
+ * of ranks in the world segment, records of a 24-byte header and the payload
+ * padded to 8 bytes, the receiver's doorbell bumped after every record.  A
+ * payload larger than a quarter of the ring travels in a segment of its own,
+ * which Python creates and reads (the callables `stage`, `fetch`, `discard`
+ * given at construction): segments are shmrma/segments.py's business.
+ *
+ * This file owns this process's matching state: the messages that arrived
+ * before a receive wanted them (per source, in arrival order), the receives
+ * posted before their message arrived (in posting order), and the sends that
+ * wait for room in a full ring (per destination).  Everything runs with the
+ * GIL held but the waits, which release it.
+ */
+#include "native.h"
+
+/* The layout and codes shared with Python, set once by transport_setup()
+ * from their one Python definition (job.py, mailbox.py, constants.py). */
+static Py_ssize_t CHANNEL_HEADER, OFF_HEAD, OFF_TAIL, OFF_BLOCKED;
+static int32_t FLAG_PICKLED, FLAG_IN_SEGMENT, FLAG_SYNC, SYNC_SHIFT, PAD_FLAG;
+static int32_t SUBCONTEXTS, SYNC_ACK, ANY_SOURCE, ANY_TAG, ERR_TRUNCATE;
+static int g_setup_done = 0;
+
+typedef struct {
+    uint32_t length;            /* bytes of the record, header and padding included */
+    int32_t flags;
+    int32_t context;
+    int32_t tag;
+    uint64_t nbytes;            /* bytes of the message */
+} Record;
+
+/* A message held here: arrived and unexpected, or a send queued for room. */
+typedef struct Msg {
+    struct Msg *next;
+    int32_t peer;               /* the source of an arrived message, the destination of a send */
+    int32_t flags, context, tag;
+    int64_t nbytes;
+    Py_ssize_t len;             /* bytes in data: the payload, or a segment's name */
+    char data[];
+} Msg;
+
+typedef struct {
+    Msg *head, *tail;
+} Queue;
+
+/* A receive (mailbox.Core's counterpart). */
+typedef struct Core {
+    PyObject_HEAD
+    struct Core *prev, *next;   /* the posted list */
+    int posted;
+    int32_t context, want_source, want_tag;
+    PyObject *target;           /* the buffer, or None for an object receive */
+    Py_buffer view;
+    int has_view;
+    int done;
+    int32_t source, tag, flags, error;
+    int64_t count;
+    PyObject *payload;          /* an object receive's bytes */
+} Core;
+
+/* An unexpected message handed to Python (mailbox.Arrived's counterpart). */
+typedef struct {
+    PyObject_HEAD
+    Msg *msg;                   /* owned; NULL once delivered */
+} Arrived;
+
+typedef struct {
+    PyObject_HEAD
+    char *base;                 /* the world segment */
+    int me, n;
+    Py_ssize_t channels, channel_bytes, ring_bytes, inline_max;
+    Py_ssize_t ranks, rank_block, doorbell_offset;
+    int32_t *doorbell;
+    uint32_t seen_bell;
+    int seen_valid;
+    Queue *unexpected;          /* per source */
+    Queue *queues;              /* per destination */
+    uint64_t *tickets, *pushed; /* per destination */
+    Py_ssize_t queued;
+    Core *posted_head, *posted_tail;
+    PyObject *stage, *fetch, *discard;
+} Transport;
+
+static PyTypeObject CoreType, ArrivedType, TransportType;
+
+/* ------------------------------------------------------------------ */
+/* rings                                                                */
+/* ------------------------------------------------------------------ */
+
+static inline char *
+channel(Transport *t, int src, int dst)
+{
+    return t->base + t->channels + ((Py_ssize_t)src * t->n + dst) * t->channel_bytes;
+}
+
+static inline int32_t *
+doorbell_of(Transport *t, int rank)
+{
+    return (int32_t *)(t->base + t->ranks + rank * t->rank_block + t->doorbell_offset);
+}
+
+static inline uint32_t *
+word(char *channel_base, Py_ssize_t offset)
+{
+    return (uint32_t *)(channel_base + offset);
+}
+
+static inline Py_ssize_t
+padded(Py_ssize_t n)
+{
+    return (n + 7) & ~(Py_ssize_t)7;
+}
+
+/* Write one record into dest's ring; 0 when there is no room. */
+static int
+push(Transport *t, int dest, int32_t flags, int32_t context, int32_t tag, int64_t nbytes,
+     const char *data, Py_ssize_t len)
+{
+    char *ch = channel(t, t->me, dest), *ring = ch + CHANNEL_HEADER;
+    uint32_t size = (uint32_t)t->ring_bytes;
+    uint32_t need = (uint32_t)(sizeof(Record) + padded(len));
+    uint32_t tail = __atomic_load_n(word(ch, OFF_TAIL), __ATOMIC_RELAXED);
+    uint32_t used = tail - __atomic_load_n(word(ch, OFF_HEAD), SC);
+    uint32_t position = tail % size;
+    uint32_t skip = size - position < need ? size - position : 0;
+    Record *record;
+
+    if ((uint64_t)used + skip + need > size)
+        return 0;
+    if (skip) {
+        if (skip >= sizeof(Record)) {
+            record = (Record *)(ring + position);
+            record->length = skip;
+            record->flags = PAD_FLAG;
+        }
+        position = 0;
+    }
+    record = (Record *)(ring + position);
+    record->length = need;
+    record->flags = flags;
+    record->context = context;
+    record->tag = tag;
+    record->nbytes = (uint64_t)nbytes;
+    memcpy(record + 1, data, (size_t)len);
+    if (flags & FLAG_IN_SEGMENT)    /* the receiver reads the name up to the zeros */
+        memset((char *)(record + 1) + len, 0, need - sizeof(Record) - (size_t)len);
+    __atomic_store_n(word(ch, OFF_TAIL), tail + skip + need, SC);
+    cell_bump(doorbell_of(t, dest));
+    return 1;
+}
+
+static Msg *
+new_msg(int32_t peer, int32_t flags, int32_t context, int32_t tag, int64_t nbytes,
+        const char *data, Py_ssize_t len)
+{
+    Msg *m = PyMem_Malloc(sizeof(Msg) + (size_t)len);
+    if (m == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    m->next = NULL;
+    m->peer = peer;
+    m->flags = flags;
+    m->context = context;
+    m->tag = tag;
+    m->nbytes = nbytes;
+    m->len = len;
+    memcpy(m->data, data, (size_t)len);
+    return m;
+}
+
+static void
+append(Queue *q, Msg *m)
+{
+    m->next = NULL;
+    if (q->tail)
+        q->tail->next = m;
+    else
+        q->head = m;
+    q->tail = m;
+}
+
+static Msg *
+pop(Queue *q)
+{
+    Msg *m = q->head;
+    if (m) {
+        q->head = m->next;
+        if (q->head == NULL)
+            q->tail = NULL;
+    }
+    return m;
+}
+
+/* Push dest's queued sends while there is room; out of room, flag the channel
+ * so the receiver rings our doorbell once it made room, and look once more. */
+static void
+flush_queue(Transport *t, int dest)
+{
+    Queue *q = &t->queues[dest];
+    int flagged = 0;
+    while (q->head) {
+        Msg *m = q->head;
+        if (push(t, dest, m->flags, m->context, m->tag, m->nbytes, m->data, m->len)) {
+            PyMem_Free(pop(q));
+            t->queued--;
+            t->pushed[dest]++;
+        }
+        else if (flagged)
+            return;
+        else {
+            __atomic_store_n(word(channel(t, t->me, dest), OFF_BLOCKED), 1u, SC);
+            flagged = 1;
+        }
+    }
+}
+
+/* A record to dest, in the ring or queued behind earlier ones: 0 when it went
+ * into the ring, else its ticket; -1 with an exception on failure. */
+static int64_t
+send_record(Transport *t, int dest, int32_t flags, int32_t context, int32_t tag,
+            int64_t nbytes, const char *data, Py_ssize_t len)
+{
+    Msg *m;
+    if (t->queues[dest].head == NULL && push(t, dest, flags, context, tag, nbytes, data, len))
+        return 0;
+    if ((m = new_msg(dest, flags, context, tag, nbytes, data, len)) == NULL)
+        return -1;
+    append(&t->queues[dest], m);
+    t->queued++;
+    t->tickets[dest]++;
+    flush_queue(t, dest);
+    return (int64_t)t->tickets[dest];
+}
+
+/* ------------------------------------------------------------------ */
+/* matching                                                             */
+/* ------------------------------------------------------------------ */
+
+static inline int
+matches(int32_t context, int32_t source, int32_t tag, int32_t want_context,
+        int32_t want_source, int32_t want_tag)
+{
+    return context == want_context && (want_source == ANY_SOURCE || want_source == source) &&
+        (want_tag == ANY_TAG || want_tag == tag);
+}
+
+static void
+unpost(Transport *t, Core *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        t->posted_head = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    else
+        t->posted_tail = c->prev;
+    c->prev = c->next = NULL;
+    c->posted = 0;
+}
+
+static void
+post(Transport *t, Core *c)
+{
+    Py_INCREF(c);
+    c->prev = t->posted_tail;
+    c->next = NULL;
+    if (t->posted_tail)
+        t->posted_tail->next = c;
+    else
+        t->posted_head = c;
+    t->posted_tail = c;
+    c->posted = 1;
+}
+
+/* Complete c with a message whose payload (or segment name) is data[:len];
+ * acknowledges a synchronous send.  -1 with an exception on failure (c is
+ * then complete with ERR_OTHER's status left to Python: it raises the error). */
+static int
+complete(Transport *t, Core *c, int32_t source, int32_t flags, int32_t context, int32_t tag,
+         int64_t nbytes, const char *data, Py_ssize_t len)
+{
+    int staged = (flags & FLAG_IN_SEGMENT) != 0, rc = 0;
+    PyObject *name = NULL, *result;
+    if (flags & FLAG_SYNC) {
+        int32_t ack = context - context % SUBCONTEXTS + SYNC_ACK;
+        if (send_record(t, source, 0, ack, flags >> SYNC_SHIFT, 0, "", 0) < 0)
+            return -1;
+    }
+    c->source = source;
+    c->tag = tag;
+    c->flags = flags;
+    c->count = nbytes;
+    c->done = 1;
+    if (staged && (name = PyBytes_FromStringAndSize(data, len)) == NULL)
+        return -1;
+    if (!c->has_view) {
+        if (staged)
+            result = PyObject_CallFunction(t->fetch, "OL", name, (long long)nbytes);
+        else
+            result = PyBytes_FromStringAndSize(data, (Py_ssize_t)nbytes);
+        Py_XSETREF(c->payload, result);
+        rc = result == NULL ? -1 : 0;
+    }
+    else if (nbytes > c->view.len) {
+        c->error = ERR_TRUNCATE;
+        if (staged) {
+            result = PyObject_CallFunction(t->discard, "OL", name, (long long)nbytes);
+            rc = result == NULL ? -1 : 0;
+            Py_XDECREF(result);
+        }
+    }
+    else if (staged) {
+        result = PyObject_CallFunction(t->fetch, "OLO", name, (long long)nbytes, c->target);
+        rc = result == NULL ? -1 : 0;
+        Py_XDECREF(result);
+    }
+    else
+        memcpy(c->view.buf, data, (size_t)nbytes);
+    Py_XDECREF(name);
+    return rc;
+}
+
+/* A record that arrived from source: to the first posted receive it matches,
+ * else to the unexpected messages. */
+static int
+arrived(Transport *t, int32_t source, int32_t flags, int32_t context, int32_t tag,
+        int64_t nbytes, const char *data, Py_ssize_t len)
+{
+    Core *c;
+    Msg *m;
+    int rc;
+    for (c = t->posted_head; c; c = c->next)
+        if (matches(context, source, tag, c->context, c->want_source, c->want_tag)) {
+            unpost(t, c);
+            rc = complete(t, c, source, flags, context, tag, nbytes, data, len);
+            Py_DECREF(c);
+            return rc;
+        }
+    if ((m = new_msg(source, flags, context, tag, nbytes, data, len)) == NULL)
+        return -1;
+    append(&t->unexpected[source], m);
+    return 0;
+}
+
+/* Take every record source has put into our ring. */
+static int
+drain(Transport *t, int source)
+{
+    char *ch = channel(t, source, t->me), *ring = ch + CHANNEL_HEADER;
+    uint32_t size = (uint32_t)t->ring_bytes;
+    uint32_t tail = __atomic_load_n(word(ch, OFF_TAIL), SC);
+    uint32_t head = __atomic_load_n(word(ch, OFF_HEAD), __ATOMIC_RELAXED);
+    int rc = 0;
+    if (head == tail)
+        return 0;       /* (a record's bytes are read only after its tail was seen) */
+    while (head != tail) {
+        uint32_t position = head % size;
+        Record *r;
+        if (size - position < sizeof(Record)) {
+            head += size - position;
+            continue;
+        }
+        r = (Record *)(ring + position);
+        head += r->length;
+        if (r->flags != PAD_FLAG) {
+            const char *data = (const char *)(r + 1);
+            Py_ssize_t len = (r->flags & FLAG_IN_SEGMENT) ?
+                (Py_ssize_t)strnlen(data, r->length - sizeof(Record)) : (Py_ssize_t)r->nbytes;
+            rc = arrived(t, source, r->flags, r->context, r->tag, (int64_t)r->nbytes, data, len);
+            if (rc < 0)
+                break;          /* the rest waits for the next progress */
+        }
+    }
+    __atomic_store_n(word(ch, OFF_HEAD), head, SC);
+    if (__atomic_exchange_n(word(ch, OFF_BLOCKED), 0u, SC))
+        cell_bump(doorbell_of(t, source));
+    return rc;
+}
+
+/* Drain the rings when the doorbell rang since last time, push queued sends;
+ * the doorbell value read first (wait on it for anything newer). */
+static int
+progress(Transport *t, int32_t *bell_out)
+{
+    uint32_t bell = (uint32_t)__atomic_load_n(t->doorbell, SC);
+    int source, dest, rc = 0;
+    if (!t->seen_valid || bell != t->seen_bell) {
+        t->seen_bell = bell;
+        t->seen_valid = 1;
+        for (source = 0; source < t->n && rc == 0; source++)
+            rc = drain(t, source);
+        if (rc < 0)
+            t->seen_valid = 0;  /* drain every ring again next time */
+    }
+    if (t->queued)
+        for (dest = 0; dest < t->n; dest++)
+            if (t->queues[dest].head)
+                flush_queue(t, dest);
+    if (bell_out)
+        *bell_out = (int32_t)bell;
+    return rc;
+}
+
+/* The first unexpected message matching, per source in arrival order; with
+ * remove, taken out of the queue (and *prev_out unused). */
+static Msg *
+find(Transport *t, int32_t context, int32_t source, int32_t tag, int remove)
+{
+    int first = source == ANY_SOURCE ? 0 : source;
+    int last = source == ANY_SOURCE ? t->n - 1 : source;
+    int s;
+    for (s = first; s <= last; s++) {
+        Queue *q = &t->unexpected[s];
+        Msg *m, *prev = NULL;
+        for (m = q->head; m; prev = m, m = m->next)
+            if (matches(m->context, m->peer, m->tag, context, source, tag)) {
+                if (remove) {
+                    if (prev)
+                        prev->next = m->next;
+                    else
+                        q->head = m->next;
+                    if (q->tail == m)
+                        q->tail = prev;
+                    m->next = NULL;
+                }
+                return m;
+            }
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Core                                                                 */
+/* ------------------------------------------------------------------ */
+
+static Core *
+new_core(int32_t context, int32_t source, int32_t tag, PyObject *target)
+{
+    Core *c = PyObject_New(Core, &CoreType);
+    if (c == NULL)
+        return NULL;
+    c->prev = c->next = NULL;
+    c->posted = 0;
+    c->context = context;
+    c->want_source = source;
+    c->want_tag = tag;
+    c->has_view = 0;
+    c->done = 0;
+    c->source = c->tag = ANY_SOURCE;
+    c->flags = c->error = 0;
+    c->count = 0;
+    c->payload = NULL;
+    Py_INCREF(target);
+    c->target = target;
+    if (target != Py_None) {
+        if (PyObject_GetBuffer(target, &c->view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+            Py_DECREF(c);
+            return NULL;
+        }
+        c->has_view = 1;
+    }
+    return c;
+}
+
+static void
+core_dealloc(Core *c)
+{
+    if (c->has_view)
+        PyBuffer_Release(&c->view);
+    Py_XDECREF(c->target);
+    Py_XDECREF(c->payload);
+    PyObject_Free(c);
+}
+
+static PyObject *
+core_get_done(Core *c, void *closure)
+{
+    return PyBool_FromLong(c->done);
+}
+
+static PyObject *
+core_get_payload(Core *c, void *closure)
+{
+    PyObject *payload = c->payload ? c->payload : Py_None;
+    Py_INCREF(payload);
+    return payload;
+}
+
+static PyGetSetDef core_getset[] = {
+    {"done", (getter)core_get_done, NULL, "the receive completed", NULL},
+    {"payload", (getter)core_get_payload, NULL, "an object receive's bytes", NULL},
+    {NULL}
+};
+
+static PyMemberDef core_members[] = {
+    {"context", T_INT, offsetof(Core, context), READONLY, "the sub-context received on"},
+    {"want_source", T_INT, offsetof(Core, want_source), READONLY,
+     "the world rank received from, or ANY_SOURCE"},
+    {"want_tag", T_INT, offsetof(Core, want_tag), READONLY, "the tag, or ANY_TAG"},
+    {"target", T_OBJECT, offsetof(Core, target), READONLY, "the buffer, or None"},
+    {"source", T_INT, offsetof(Core, source), READONLY, "the sender's world rank"},
+    {"tag", T_INT, offsetof(Core, tag), READONLY, "the message's tag"},
+    {"flags", T_INT, offsetof(Core, flags), READONLY, "the record's flags"},
+    {"error", T_INT, offsetof(Core, error), READONLY, "ERR_TRUNCATE, or 0"},
+    {"count", T_LONGLONG, offsetof(Core, count), READONLY, "the message's bytes"},
+    {NULL}
+};
+
+static PyTypeObject CoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "shmrma._native.Core",
+    .tp_basicsize = sizeof(Core),
+    .tp_dealloc = (destructor)core_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A receive of the C transport (mailbox.Core's counterpart).",
+    .tp_members = core_members,
+    .tp_getset = core_getset,
+};
+
+/* ------------------------------------------------------------------ */
+/* Arrived                                                              */
+/* ------------------------------------------------------------------ */
+
+static PyObject *
+new_arrived(Msg *m)
+{
+    Arrived *a = PyObject_New(Arrived, &ArrivedType);
+    if (a == NULL) {
+        PyMem_Free(m);
+        return NULL;
+    }
+    a->msg = m;
+    return (PyObject *)a;
+}
+
+static void
+arrived_dealloc(Arrived *a)
+{
+    PyMem_Free(a->msg);
+    PyObject_Free(a);
+}
+
+static Msg *
+arrived_msg(Arrived *a)
+{
+    if (a->msg == NULL)
+        PyErr_SetString(PyExc_ValueError, "the message was delivered already");
+    return a->msg;
+}
+
+#define ARRIVED_FIELD(name, expr)                                      \
+    static PyObject *                                                  \
+    arrived_get_##name(Arrived *a, void *closure)                      \
+    {                                                                  \
+        Msg *m = arrived_msg(a);                                       \
+        return m ? (expr) : NULL;                                      \
+    }
+
+ARRIVED_FIELD(source, PyLong_FromLong(m->peer))
+ARRIVED_FIELD(context, PyLong_FromLong(m->context))
+ARRIVED_FIELD(tag, PyLong_FromLong(m->tag))
+ARRIVED_FIELD(flags, PyLong_FromLong(m->flags))
+ARRIVED_FIELD(nbytes, PyLong_FromLongLong(m->nbytes))
+ARRIVED_FIELD(inline_, PyBytes_FromStringAndSize(m->data, m->len))
+
+static PyGetSetDef arrived_getset[] = {
+    {"source", (getter)arrived_get_source, NULL, "the sender's world rank", NULL},
+    {"context", (getter)arrived_get_context, NULL, "the sub-context", NULL},
+    {"tag", (getter)arrived_get_tag, NULL, "the tag", NULL},
+    {"flags", (getter)arrived_get_flags, NULL, "the record's flags", NULL},
+    {"nbytes", (getter)arrived_get_nbytes, NULL, "the message's bytes", NULL},
+    {"inline", (getter)arrived_get_inline_, NULL,
+     "the payload, or the name of the segment holding it", NULL},
+    {NULL}
+};
+
+static PyTypeObject ArrivedType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "shmrma._native.Arrived",
+    .tp_basicsize = sizeof(Arrived),
+    .tp_dealloc = (destructor)arrived_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A message that arrived before a receive wanted it (mailbox.Arrived's "
+              "counterpart).",
+    .tp_getset = arrived_getset,
+};
+
+/* ------------------------------------------------------------------ */
+/* Transport                                                            */
+/* ------------------------------------------------------------------ */
+
+static PyObject *
+transport_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"base", "me", "nranks", "channels", "channel_bytes",
+                             "ring_bytes", "ranks", "rank_block", "doorbell_offset",
+                             "stage", "fetch", "discard", NULL};
+    Transport *t;
+    PyObject *base_obj, *stage, *fetch, *discard;
+    void *base;
+    int me, n;
+    Py_ssize_t channels, channel_bytes, ring_bytes, ranks, rank_block, doorbell_offset;
+    if (!g_setup_done) {
+        PyErr_SetString(PyExc_RuntimeError, "Transport(): call transport_setup() first");
+        return NULL;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "Oiinnnnnn$OOO:Transport", kwlist,
+                                     &base_obj, &me, &n, &channels, &channel_bytes,
+                                     &ring_bytes, &ranks, &rank_block, &doorbell_offset,
+                                     &stage, &fetch, &discard))
+        return NULL;
+    if (!(base = get_addr(base_obj, 64, "Transport")))
+        return NULL;
+    if (n < 1 || me < 0 || me >= n || ring_bytes < 1024 || (ring_bytes & (ring_bytes - 1))) {
+        PyErr_SetString(PyExc_ValueError, "Transport(): bad rank, size or ring");
+        return NULL;
+    }
+    t = (Transport *)type->tp_alloc(type, 0);
+    if (t == NULL)
+        return NULL;
+    t->base = base;
+    t->me = me;
+    t->n = n;
+    t->channels = channels;
+    t->channel_bytes = channel_bytes;
+    t->ring_bytes = ring_bytes;
+    t->inline_max = ring_bytes / 4;
+    t->ranks = ranks;
+    t->rank_block = rank_block;
+    t->doorbell_offset = doorbell_offset;
+    t->doorbell = doorbell_of(t, me);
+    t->unexpected = PyMem_Calloc((size_t)n, sizeof(Queue));
+    t->queues = PyMem_Calloc((size_t)n, sizeof(Queue));
+    t->tickets = PyMem_Calloc((size_t)n, sizeof(uint64_t));
+    t->pushed = PyMem_Calloc((size_t)n, sizeof(uint64_t));
+    if (!t->unexpected || !t->queues || !t->tickets || !t->pushed) {
+        Py_DECREF(t);
+        return PyErr_NoMemory();
+    }
+    Py_INCREF(stage);
+    Py_INCREF(fetch);
+    Py_INCREF(discard);
+    t->stage = stage;
+    t->fetch = fetch;
+    t->discard = discard;
+    return (PyObject *)t;
+}
+
+static void
+free_queue(Queue *q)
+{
+    Msg *m;
+    while ((m = pop(q)) != NULL)
+        PyMem_Free(m);
+}
+
+static void
+transport_dealloc(Transport *t)
+{
+    int i;
+    while (t->posted_head) {
+        Core *c = t->posted_head;
+        unpost(t, c);
+        Py_DECREF(c);
+    }
+    for (i = 0; t->unexpected && i < t->n; i++)
+        free_queue(&t->unexpected[i]);
+    for (i = 0; t->queues && i < t->n; i++)
+        free_queue(&t->queues[i]);
+    PyMem_Free(t->unexpected);
+    PyMem_Free(t->queues);
+    PyMem_Free(t->tickets);
+    PyMem_Free(t->pushed);
+    Py_XDECREF(t->stage);
+    Py_XDECREF(t->fetch);
+    Py_XDECREF(t->discard);
+    Py_TYPE(t)->tp_free((PyObject *)t);
+}
+
+/* An int argument that must be a rank of the world. */
+static int
+world_rank(Transport *t, PyObject *obj, int any, int32_t *out)
+{
+    long v = PyLong_AsLong(obj);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if ((v < 0 || v >= t->n) && !(any && v == ANY_SOURCE)) {
+        PyErr_Format(PyExc_ValueError, "world rank %ld outside 0..%d", v, t->n - 1);
+        return -1;
+    }
+    *out = (int32_t)v;
+    return 0;
+}
+
+static int
+int32_arg(PyObject *obj, int32_t *out)
+{
+    long v = PyLong_AsLong(obj);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    *out = (int32_t)v;
+    return 0;
+}
+
+/* send(dest, context, tag, data, flags) -> None (in the ring) or a ticket */
+static PyObject *
+t_send(Transport *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    int32_t dest, context, tag, flags;
+    Py_buffer view;
+    PyObject *name = NULL;
+    int64_t ticket;
+    const char *data;
+    Py_ssize_t len;
+    if (check_nargs("send", nargs, 5) < 0 || world_rank(t, args[0], 0, &dest) < 0 ||
+            int32_arg(args[1], &context) < 0 || int32_arg(args[2], &tag) < 0 ||
+            int32_arg(args[4], &flags) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[3], &view, PyBUF_C_CONTIGUOUS) < 0)
+        return NULL;
+    data = view.buf;
+    len = view.len;
+    if (len > t->inline_max) {
+        name = PyObject_CallFunctionObjArgs(t->stage, args[3], NULL);
+        if (name == NULL || !PyBytes_Check(name)) {
+            if (name && !PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "stage() must return bytes");
+            Py_XDECREF(name);
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        data = PyBytes_AS_STRING(name);
+        len = PyBytes_GET_SIZE(name);
+        flags |= FLAG_IN_SEGMENT;
+    }
+    ticket = send_record(t, dest, flags, context, tag, view.len, data, len);
+    Py_XDECREF(name);
+    PyBuffer_Release(&view);
+    if (ticket < 0)
+        return NULL;
+    if (ticket == 0)
+        Py_RETURN_NONE;
+    return PyLong_FromLongLong(ticket);
+}
+
+/* sent(dest, ticket) -> bool */
+static PyObject *
+t_sent(Transport *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    int32_t dest;
+    long long ticket;
+    if (check_nargs("sent", nargs, 2) < 0 || world_rank(t, args[0], 0, &dest) < 0)
+        return NULL;
+    ticket = PyLong_AsLongLong(args[1]);
+    if (ticket == -1 && PyErr_Occurred())
+        return NULL;
+    return PyBool_FromLong(t->pushed[dest] >= (uint64_t)ticket);
+}
+
+static PyObject *
+t_queued_dests(Transport *t, PyObject *unused)
+{
+    PyObject *result = PyList_New(0), *rank;
+    int dest;
+    if (result == NULL)
+        return NULL;
+    for (dest = 0; dest < t->n; dest++)
+        if (t->queues[dest].head) {
+            if ((rank = PyLong_FromLong(dest)) == NULL || PyList_Append(result, rank) < 0) {
+                Py_XDECREF(rank);
+                Py_DECREF(result);
+                return NULL;
+            }
+            Py_DECREF(rank);
+        }
+    Py_SETREF(result, PyList_AsTuple(result));
+    return result;
+}
+
+static PyObject *
+t_progress(Transport *t, PyObject *unused)
+{
+    int32_t bell;
+    if (progress(t, &bell) < 0)
+        return NULL;
+    return PyLong_FromLong(bell);
+}
+
+/* irecv(context, source, tag, target) -> Core, matched now or posted */
+static PyObject *
+t_irecv(Transport *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    int32_t context, source, tag;
+    Core *c;
+    Msg *m;
+    if (check_nargs("irecv", nargs, 4) < 0 || int32_arg(args[0], &context) < 0 ||
+            world_rank(t, args[1], 1, &source) < 0 || int32_arg(args[2], &tag) < 0)
+        return NULL;
+    if ((c = new_core(context, source, tag, args[3])) == NULL)
+        return NULL;
+    if (progress(t, NULL) < 0) {
+        Py_DECREF(c);
+        return NULL;
+    }
+    if ((m = find(t, context, source, tag, 1)) != NULL) {
+        int rc = complete(t, c, m->peer, m->flags, m->context, m->tag, m->nbytes, m->data,
+                          m->len);
+        PyMem_Free(m);
+        if (rc < 0) {
+            Py_DECREF(c);
+            return NULL;
+        }
+    }
+    else
+        post(t, c);
+    return (PyObject *)c;
+}
+
+static PyObject *
+t_cancel(Transport *t, PyObject *core)
+{
+    Core *c = (Core *)core;
+    if (!PyObject_TypeCheck(core, &CoreType)) {
+        PyErr_SetString(PyExc_TypeError, "cancel(): expecting a Core");
+        return NULL;
+    }
+    if (!c->posted)
+        Py_RETURN_FALSE;
+    unpost(t, c);
+    Py_DECREF(c);
+    Py_RETURN_TRUE;
+}
+
+/* find(context, source, tag, remove) -> Arrived or None */
+static PyObject *
+t_find(Transport *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    int32_t context, source, tag;
+    int remove;
+    Msg *m, *copy;
+    if (check_nargs("find", nargs, 4) < 0 || int32_arg(args[0], &context) < 0 ||
+            world_rank(t, args[1], 1, &source) < 0 || int32_arg(args[2], &tag) < 0 ||
+            (remove = PyObject_IsTrue(args[3])) < 0)
+        return NULL;
+    if ((m = find(t, context, source, tag, remove)) == NULL)
+        Py_RETURN_NONE;
+    if (remove)
+        return new_arrived(m);
+    copy = new_msg(m->peer, m->flags, m->context, m->tag, m->nbytes, m->data, m->len);
+    return copy ? new_arrived(copy) : NULL;
+}
+
+/* deliver(arrived, target) -> Core completed by the message */
+static PyObject *
+t_deliver(Transport *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    Arrived *a;
+    Msg *m;
+    Core *c;
+    int rc;
+    if (check_nargs("deliver", nargs, 2) < 0)
+        return NULL;
+    if (!PyObject_TypeCheck(args[0], &ArrivedType)) {
+        PyErr_SetString(PyExc_TypeError, "deliver(): expecting an Arrived");
+        return NULL;
+    }
+    a = (Arrived *)args[0];
+    if ((m = arrived_msg(a)) == NULL)
+        return NULL;
+    if ((c = new_core(m->context, ANY_SOURCE, ANY_TAG, args[1])) == NULL)
+        return NULL;
+    a->msg = NULL;
+    rc = complete(t, c, m->peer, m->flags, m->context, m->tag, m->nbytes, m->data, m->len);
+    PyMem_Free(m);
+    if (rc < 0) {
+        Py_DECREF(c);
+        return NULL;
+    }
+    return (PyObject *)c;
+}
+
+/* wait_core(core, timeout) -> bool: progress and wait until the core is done */
+static PyObject *
+t_wait_core(Transport *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    Core *c;
+    double timeout;
+    int64_t deadline;
+    int32_t bell, seen;
+    if (check_nargs("wait_core", nargs, 2) < 0 ||
+            get_timeout(args[1], "wait_core", &timeout) < 0)
+        return NULL;
+    if (!PyObject_TypeCheck(args[0], &CoreType)) {
+        PyErr_SetString(PyExc_TypeError, "wait_core(): expecting a Core");
+        return NULL;
+    }
+    c = (Core *)args[0];
+    deadline = now_ns() + (int64_t)(timeout * 1e9);
+    for (;;) {
+        int64_t left;
+        if (progress(t, &bell) < 0)
+            return NULL;
+        if (c->done)
+            Py_RETURN_TRUE;
+        left = deadline - now_ns();
+        if (left <= 0)
+            Py_RETURN_FALSE;
+        if (wait_changed(t->doorbell, bell, left * 1e-9, &seen) < 0)
+            return NULL;
+    }
+}
+
+static PyObject *
+t_leftovers(Transport *t, PyObject *unused)
+{
+    PyObject *tags = PyList_New(0), *tag, *result;
+    Py_ssize_t posted = 0;
+    Core *c;
+    int s;
+    if (tags == NULL)
+        return NULL;
+    for (s = 0; s < t->n; s++) {
+        Msg *m;
+        for (m = t->unexpected[s].head; m; m = m->next) {
+            if ((tag = PyLong_FromLong(m->tag)) == NULL || PyList_Append(tags, tag) < 0) {
+                Py_XDECREF(tag);
+                Py_DECREF(tags);
+                return NULL;
+            }
+            Py_DECREF(tag);
+        }
+    }
+    for (c = t->posted_head; c; c = c->next)
+        posted++;
+    result = Py_BuildValue("(On)", tags, posted);
+    Py_DECREF(tags);
+    return result;
+}
+
+static PyObject *
+t_get_doorbell(Transport *t, void *closure)
+{
+    return PyLong_FromVoidPtr(t->doorbell);
+}
+
+#define TM(name, flags, doc) {#name, (PyCFunction)(void (*)(void))t_##name, flags, doc}
+
+static PyMethodDef transport_methods[] = {
+    TM(send, METH_FASTCALL, "send(dest, context, tag, data, flags) -> None once in the "
+       "ring, else a ticket for sent() (the data was copied)."),
+    TM(sent, METH_FASTCALL, "sent(dest, ticket) -> bool: the queued send is in the ring."),
+    TM(queued_dests, METH_NOARGS, "queued_dests() -> the ranks queued sends wait to reach."),
+    TM(progress, METH_NOARGS, "progress() -> the doorbell value read before draining."),
+    TM(irecv, METH_FASTCALL, "irecv(context, source, tag, target) -> Core."),
+    TM(cancel, METH_O, "cancel(core) -> bool: the posted receive was taken back."),
+    TM(find, METH_FASTCALL, "find(context, source, tag, remove) -> Arrived or None."),
+    TM(deliver, METH_FASTCALL, "deliver(arrived, target) -> Core completed by it."),
+    TM(wait_core, METH_FASTCALL, "wait_core(core, timeout) -> bool: progress and wait "
+       "until the core is done."),
+    TM(leftovers, METH_NOARGS, "leftovers() -> (unexpected messages' tags, posted receives)."),
+    {NULL}
+};
+
+static PyMemberDef transport_members[] = {
+    {"queued", T_PYSSIZET, offsetof(Transport, queued), READONLY,
+     "sends waiting for room in a ring"},
+    {"inline_max", T_PYSSIZET, offsetof(Transport, inline_max), READONLY,
+     "the largest payload that travels in the ring"},
+    {"ring_bytes", T_PYSSIZET, offsetof(Transport, ring_bytes), READONLY,
+     "the bytes of each ring"},
+    {NULL}
+};
+
+static PyGetSetDef transport_getset[] = {
+    {"doorbell", (getter)t_get_doorbell, NULL, "this rank's doorbell (a wait cell)", NULL},
+    {NULL}
+};
+
+static PyTypeObject TransportType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "shmrma._native.Transport",
+    .tp_basicsize = sizeof(Transport),
+    .tp_dealloc = (destructor)transport_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "This process's point-to-point transport and matching state (see "
+              "shmrma/mailbox.py for the interface).",
+    .tp_methods = transport_methods,
+    .tp_members = transport_members,
+    .tp_getset = transport_getset,
+    .tp_new = transport_new,
+};
+
+/* transport_setup(**constants): the layout and codes, from their Python definitions. */
+static PyObject *
+n_transport_setup(PyObject *m, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"channel_header", "off_head", "off_tail", "off_blocked",
+                             "flag_pickled", "flag_in_segment", "flag_sync", "sync_shift",
+                             "pad_flag", "subcontexts", "sync_ack", "any_source", "any_tag",
+                             "err_truncate", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "$nnnniiiiiiiiii:transport_setup", kwlist,
+                                     &CHANNEL_HEADER, &OFF_HEAD, &OFF_TAIL, &OFF_BLOCKED,
+                                     &FLAG_PICKLED, &FLAG_IN_SEGMENT, &FLAG_SYNC, &SYNC_SHIFT,
+                                     &PAD_FLAG, &SUBCONTEXTS, &SYNC_ACK, &ANY_SOURCE,
+                                     &ANY_TAG, &ERR_TRUNCATE))
+        return NULL;
+    g_setup_done = 1;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_functions[] = {
+    {"transport_setup", (PyCFunction)(void (*)(void))n_transport_setup,
+     METH_VARARGS | METH_KEYWORDS,
+     "transport_setup(**constants): the ring layout, record flags and codes the transport "
+     "shares with Python."},
+    {NULL}
+};
+
+static int
+add_type(PyObject *module, PyTypeObject *type, const char *name)
+{
+    if (PyType_Ready(type) < 0)
+        return -1;
+    Py_INCREF(type);
+    if (PyModule_AddObject(module, name, (PyObject *)type) < 0) {
+        Py_DECREF(type);
+        return -1;
+    }
+    return 0;
+}
+
+int
+transport_init(PyObject *module)
+{
+    if (add_type(module, &CoreType, "Core") < 0 ||
+            add_type(module, &ArrivedType, "Arrived") < 0 ||
+            add_type(module, &TransportType, "Transport") < 0)
+        return -1;
+    return PyModule_AddFunctions(module, module_functions);
+}
