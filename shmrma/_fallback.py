@@ -37,13 +37,13 @@ __all__ = [
 # wait tuning (same environment variables as the C extension)
 # ---------------------------------------------------------------------------
 
-# Spin iterations of cell_wait before it yields.  One iteration here is one
-# atomic load through `atomics` (several microseconds), so the default is much
-# smaller than the C extension's 64 and still spins for "a few us".
-# Measured (2-vCPU VM, one-way ping-pong latency, 4 pairs = 8 processes):
-# (0,0) 165 us, (0,4) 99 us, (2,4) 80 us, (8,4) 115 us, (20,20) 163 us;
-# with one pair every setting with yields > 0 gives ~17 us.
-DEFAULT_SPIN = 2
+# The wait policy of _native.c (spin, yield, sleep), with its settings: the
+# microseconds cell_wait spins before it yields.  One load here goes through
+# `atomics` (several microseconds), so the spin re-reads the word a few times
+# at most.  Measured (2-vCPU VM, one-way ping-pong latency, 4 pairs = 8
+# processes): no spin or yields 165 us, 4 yields 99 us, a few loads and 4
+# yields 80 us; with one pair every setting with yields > 0 gives ~17 us.
+DEFAULT_SPIN = 10
 # sched_yield() calls after the spin and before sleeping on the futex.
 DEFAULT_YIELDS = 4
 MEMCPY_NOGIL_MIN = 64 * 1024   # ctypes.memmove always releases the GIL
@@ -68,12 +68,12 @@ _yields = _env_count("SHMRMA_YIELDS", DEFAULT_YIELDS)
 
 
 def get_wait_params():
-    """Return (spin, yields) used by cell_wait."""
+    """Return (spin microseconds, yields) used by cell_wait."""
     return (_spin, _yields)
 
 
 def set_wait_params(spin, yields):
-    """Set cell_wait's spin iterations and sched_yield count."""
+    """Set cell_wait's spin (microseconds) and sched_yield count."""
     global _spin, _yields
     spin = int(spin)
     yields = int(yields)
@@ -402,7 +402,8 @@ def cell_wait(addr, old, timeout):
         return v
     now = time.monotonic
     deadline = None if timeout >= 1e9 else now() + timeout
-    for _ in range(_spin):
+    spin_end = now() + _spin * 1e-6
+    while now() < spin_end:
         v = load()
         if v != old:
             return v

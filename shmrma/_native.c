@@ -30,24 +30,24 @@
 /* wait tuning                                                          */
 /* ------------------------------------------------------------------ */
 
-/* Spin iterations (one load + one cpu-relax each) before cell_wait starts
- * yielding.  Default 64: a `pause` costs ~10-40 ns on current x86 (more on
- * Skylake-and-later Intel than on AMD), so this is about 1-3 us -- long
- * enough to catch a reply from a rank running on another core (a cache line
- * crosses cores in ~50 ns, a Python-level reply takes ~0.2-1 us), short
- * enough not to steal much time when ranks outnumber cores.
- * Measured on the 2-vCPU EPYC dev VM (pause+load = 24 ns), one-way latency
- * of cell ping-pong pairs, (spin, yields):
- *   1 pair  (2 procs): (0,0) 5.1 us; (0,16) 0.44; (16,4)..(4000,100) 0.15
- *   4 pairs (8 procs): (0,0) 6.6 us; (16,4) 2.3; (64,16) 0.9; (256,16) 1.7;
- *                      (1000,16) 6.3; (4000,100) 55
- * Override with the environment variable SHMRMA_SPIN. */
-#define DEFAULT_SPIN 64
-/* sched_yield() calls after the spin and before sleeping on the futex.
- * Default 16: when another process is runnable on our core each yield hands
- * it the CPU (the usual case with more ranks than cores); when none is, a
- * yield returns in well under 1 us, so this phase lasts ~5-15 us on an idle
- * core before we go to sleep.  Override with SHMRMA_YIELDS. */
+/* The one wait policy of every blocking call (see README "Settings" and
+ * job.py's become_rank, which picks the defaults for the job's size):
+ *
+ *   spin   for g_spin microseconds, re-reading the word (a reply from a rank
+ *          running on another core arrives within a few: an 8-byte message
+ *          round trip is under 1 us, a reply through Python a few us);
+ *   yield  the CPU g_yields times (with more ranks than CPUs, the rank we wait
+ *          for is often runnable on our core: each yield lets it run);
+ *   sleep  on the futex, in slices, until a writer's wake-up.  A writer issues
+ *          the wake-up only when the cell counts a sleeper.
+ *
+ * Measured on the 2-vCPU EPYC dev VM, 8-byte Send/Recv round trip at 2 ranks:
+ * spin 1.5 us (the old 64 iterations) 7.4 us, since the receiver was asleep
+ * when the reply came and a futex wake-up across vCPUs costs tens of us; spin
+ * 25 us and more: 0.8 us.  With more ranks than CPUs spinning only delays the
+ * rank waited for (lessons 24): there the job spins 0 us and yields 16 times.
+ * Override with SHMRMA_SPIN (microseconds) and SHMRMA_YIELDS. */
+#define DEFAULT_SPIN 50
 #define DEFAULT_YIELDS 16
 
 long g_spin = DEFAULT_SPIN;
@@ -230,10 +230,17 @@ cell_wait_nogil(int32_t *cell, int32_t old, int64_t deadline, long spin,
     int32_t v;
     long i;
 
-    for (i = 0; i < spin; i++) {
-        v = __atomic_load_n(cell, SC);
-        if (v != old) goto done;
-        cpu_relax();
+    if (spin > 0) {
+        int64_t spin_end = now_ns() + spin * 1000;
+        if (deadline >= 0 && deadline < spin_end)
+            spin_end = deadline;
+        for (i = 1;; i++) {
+            v = __atomic_load_n(cell, SC);
+            if (v != old) goto done;
+            cpu_relax();
+            if ((i & 31) == 0 && now_ns() >= spin_end)
+                break;
+        }
     }
     for (i = 0; i < yields; i++) {
         v = __atomic_load_n(cell, SC);
@@ -1544,35 +1551,37 @@ op_name_tuple(void)
 /* Spins of a wait before it is handed to Python (which spins again, yields
  * and sleeps, with its checks): long enough for a peer that is running, a
  * few microseconds. */
-#define SYNC_SPIN (g_spin * 8)   /* 512 by default; SHMRMA_SPIN scales it */
+#define SYNC_SPIN_NS (g_spin * 1000)   /* the wait policy's spin */
 
 
 #define WORD(control, off) ((int32_t *)((control) + (off)))
 
-/* Spin until *cell == want; 0 when it came, -1 otherwise. */
+/* Spin (the wait policy's first phase) until *cell == want (equal) or while
+ * it holds it (!equal); 0 when the wait ended, -1 when the spin ran out. */
+static int
+spin_on(int32_t *cell, int32_t value, int equal)
+{
+    int64_t end = now_ns() + SYNC_SPIN_NS;
+    long i;
+    for (i = 1;; i++) {
+        if ((__atomic_load_n(cell, SC) == value) == equal)
+            return 0;
+        cpu_relax();
+        if ((i & 31) == 0 && now_ns() >= end)
+            return -1;
+    }
+}
+
 static int
 spin_until(int32_t *cell, int32_t want)
 {
-    int i;
-    for (i = 0; i < SYNC_SPIN; i++) {
-        if (__atomic_load_n(cell, SC) == want)
-            return 0;
-        cpu_relax();
-    }
-    return -1;
+    return spin_on(cell, want, 1);
 }
 
-/* Spin while *cell == old; 0 once it changed, -1 otherwise. */
 static int
 spin_while(int32_t *cell, int32_t old)
 {
-    int i;
-    for (i = 0; i < SYNC_SPIN; i++) {
-        if (__atomic_load_n(cell, SC) != old)
-            return 0;
-        cpu_relax();
-    }
-    return -1;
+    return spin_on(cell, old, 0);
 }
 
 /* An exact int argument, or -1 (the arguments taken here are all >= 0). */
@@ -1927,14 +1936,17 @@ static PyObject *
 n_rma_wait(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     WinTable *t;
-    int i;
+    int64_t end;
+    long i;
     if (check_nargs("rma_wait", nargs, 1) < 0) return NULL;
     if (!(t = sync_table(args[0])) || t->post_group == Py_None)
         MISS;
-    for (i = 0; i < SYNC_SPIN && !completes_arrived(t); i++)
+    end = now_ns() + SYNC_SPIN_NS;
+    for (i = 1; !completes_arrived(t); i++) {
         cpu_relax();
-    if (i == SYNC_SPIN)
-        MISS;
+        if ((i & 31) == 0 && now_ns() >= end)
+            MISS;
+    }
     end_exposure(t);
     DONE;
 }
@@ -1993,9 +2005,10 @@ static PyMethodDef native_methods[] = {
                  "another process (process_vm_writev)."),
     FC(vm_read, "vm_read(pid, remote_addr, local_addr, nbytes): copy another process's bytes "
                 "here (process_vm_readv)."),
-    FC(get_wait_params, "get_wait_params() -> (spin, yields) used by cell_wait."),
-    FC(set_wait_params, "set_wait_params(spin, yields): set cell_wait's spin iterations "
-                        "and sched_yield count."),
+    FC(get_wait_params, "get_wait_params() -> (spin microseconds, yields) of the wait "
+                        "policy."),
+    FC(set_wait_params, "set_wait_params(spin, yields): the wait policy's spin "
+                        "(microseconds) and sched_yield count."),
     FC(rma_put, "rma_put(table, origin, rank, target) -> bool: Put done, or False "
                 "(nothing touched: take the Python path)."),
     FC(rma_get, "rma_get(table, origin, rank, target) -> bool: Get done, or False."),

@@ -5,22 +5,24 @@ context id separates its traffic: user point-to-point, collectives and
 Create_group handshakes each use their own sub-context, so a user's ANY_TAG
 receive never takes a collective's message.
 """
+import functools
 import operator
 import os
+import pickle
 import sys
 
 from . import atomic, buffers, constants, errors, job, mailbox
 from .group import make_group
 from .request import Prequest, Request, Status
 
-P2P, COLLECTIVE, HANDSHAKE, NONBLOCKING = 0, 1, 2, 3   # NONBLOCKING: I-collectives
-SYNC_ACK, SUBCONTEXTS = mailbox.SYNC_ACK, mailbox.SUBCONTEXTS   # the transport acknowledges
+from .mailbox import COLLECTIVE, HANDSHAKE, NONBLOCKING, P2P, SUBCONTEXTS, SYNC_ACK  # noqa: F401
 
 
-class CommState:
-    """What a communicator is, shared by its handle and its duplicates by reference."""
+class CommState(mailbox.CommCore):
+    """What a communicator is, shared by its handle and its duplicates by reference;
+    its base holds what the point-to-point fast paths need of it."""
 
-    __slots__ = ("context", "ranks", "rank", "slot", "name", "world_to_rank", "freed", "info",
+    __slots__ = ("context", "ranks", "rank", "slot", "name", "world_to_rank", "info",
                  "topology")
 
     def __init__(self, context, ranks, slot, name=""):
@@ -32,6 +34,7 @@ class CommState:
         self.name = name
         self.world_to_rank = {w: i for i, w in enumerate(self.ranks)}
         self.freed = False
+        self._bind(context, self.ranks, job.world_size())
         self.info = {}
         self.topology = None    # a topology.CartTopology for a Cartcomm
 
@@ -157,7 +160,7 @@ class Receive(Request):
                 errors.ERR_TRUNCATE,
                 "a message of %d bytes from rank %d (tag %d) does not fit the receive "
                 "buffer of %d bytes; post a larger buffer (Probe tells the size)"
-                % (core.count, source, core.tag, len(core.target)))
+                % (core.count, source, core.tag, core.capacity))
         elif core.target is None:
             # an empty message is None, as mpi4py loads it (collective failure notices)
             self._result = _loads(core.payload) if core.count else None
@@ -268,14 +271,11 @@ class Completed(Request):
         self._result = result
 
 
-def _loads(payload):
-    import pickle
-    return pickle.loads(payload)
-
-
-def _dumps(obj):
-    import pickle
-    return pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
+_loads = pickle.loads
+_dumps = functools.partial(pickle.dumps, protocol=mailbox.PICKLE_PROTOCOL)
+_fast_send, _fast_recv, _fast_irecv = mailbox.p2p_send, mailbox.p2p_recv, mailbox.p2p_irecv
+_fast_sendobj, _fast_recvobj = mailbox.p2p_sendobj, mailbox.p2p_recvobj
+_MISS, _NativeCore = mailbox.MISS, mailbox.NativeCore
 
 
 def _null_status():
@@ -465,10 +465,13 @@ class Comm:
         return buffers.message(buf, writable=True, handles=True)
 
     def Isend(self, buf, dest, tag=0):
+        if _fast_send(self._state_value, buf, dest, tag, 0):
+            return Completed()
         return self._isend_bytes(self._send_data(buf, dest), dest, tag, False)
 
     def Send(self, buf, dest, tag=0):
-        self.Isend(buf, dest, tag).Wait()
+        if not _fast_send(self._state_value, buf, dest, tag, 0):
+            self._isend_bytes(self._send_data(buf, dest), dest, tag, False).Wait()
 
     def Issend(self, buf, dest, tag=0):
         return self._isend_bytes(self._send_data(buf, dest), dest, tag, False,
@@ -501,13 +504,20 @@ class Comm:
         return Persistent(lambda: self.Irecv(buf, source, tag))
 
     def Irecv(self, buf, source=constants.ANY_SOURCE, tag=constants.ANY_TAG):
+        core = _fast_irecv(self._state_value, buf, source, tag)
+        if core is not False:
+            return Receive(self._state_value, core)
         received = self._recv_message(buf, source)
         if received is None:
             return self._irecv(source, tag, None)
         return self._irecv(source, tag, received.data, finish=received.finish)
 
     def Recv(self, buf, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
-        self.Irecv(buf, source, tag).Wait(status)
+        core = _fast_recv(self._state_value, buf, source, tag, status)
+        if core is False:
+            self.Irecv(buf, source, tag).Wait(status)
+        elif core is not True:      # not there within a slice, or an error to raise
+            Receive(self._state_value, core).Wait(status)
 
     def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=constants.ANY_SOURCE,
                  recvtag=constants.ANY_TAG, status=None):
@@ -561,10 +571,15 @@ class Comm:
 
     # --- pickled objects ---
     def isend(self, obj, dest, tag=0):
-        return self._isend_bytes(_dumps(obj), dest, tag, True)
+        sent = _fast_sendobj(self._state_value, obj, dest, tag)
+        if sent is True:
+            return Completed()
+        return self._isend_bytes(_dumps(obj) if sent is _MISS else sent, dest, tag, True)
 
     def send(self, obj, dest, tag=0):
-        self.isend(obj, dest, tag).Wait()
+        sent = _fast_sendobj(self._state_value, obj, dest, tag)
+        if sent is not True:
+            self._isend_bytes(_dumps(obj) if sent is _MISS else sent, dest, tag, True).Wait()
 
     def issend(self, obj, dest, tag=0):
         return self._isend_bytes(_dumps(obj), dest, tag, True, synchronous=True)
@@ -576,10 +591,18 @@ class Comm:
     ibsend = isend
 
     def irecv(self, buf=None, source=constants.ANY_SOURCE, tag=constants.ANY_TAG):
+        core = _fast_irecv(self._state_value, None, source, tag)
+        if core is not False:
+            return Receive(self._state_value, core)
         return self._irecv(source, tag, None)
 
     def recv(self, buf=None, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
-        return self.irecv(buf, source, tag).wait(status)
+        got = _fast_recvobj(self._state_value, source, tag, status)
+        if got is _MISS:
+            return self._irecv(source, tag, None).wait(status)
+        if type(got) is _NativeCore:     # not there within a slice
+            return Receive(self._state_value, got).wait(status)
+        return got
 
     def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=constants.ANY_SOURCE,
                  recvtag=constants.ANY_TAG, status=None):

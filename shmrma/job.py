@@ -203,7 +203,7 @@ def become_rank(world, rank):
     _reset_hooks_run()
 
 
-OVERSUBSCRIBED_SPIN = 8
+OVERSUBSCRIBED_SPIN = 0
 
 
 def _oversubscribed(nranks):
@@ -212,9 +212,9 @@ def _oversubscribed(nranks):
 
 def _spin_less_when_oversubscribed(world):
     """With more ranks than CPUs, the rank a wait is for is often not running: spinning
-    only delays it (lessons 24). Spin briefly, then yield and sleep; SHMRMA_SPIN, when
-    set, is kept. Measured on 2 cores: a PSCW ring round at 4 ranks 46 -> 17 us, at 8
-    ranks 98 -> 40 us; no change at 2 ranks."""
+    only delays it (lessons 24). Yield and sleep at once; SHMRMA_SPIN, when set, is
+    kept. Measured on 2 cores: a PSCW ring round at 4 ranks 46 -> 17 us, at 8 ranks
+    98 -> 40 us; no change at 2 ranks."""
     if "SHMRMA_SPIN" not in os.environ and world.oversubscribed:
         atomic.set_wait_params(OVERSUBSCRIBED_SPIN, atomic.get_wait_params()[1])
 

@@ -27,11 +27,14 @@ The interface, in world ranks and sub-contexts:
                                         for; this rank's wait cell
     ring_bytes, inline_max              each ring's size, the largest inline payload
 
-A ``Core`` is a receive: ``done``, and once done ``source`` (world rank),
+A ``Core`` is a receive: ``done``, ``capacity`` (the target's bytes), and once
+done ``source`` (world rank),
 ``tag``, ``count`` (bytes), ``flags``, ``error`` (ERR_TRUNCATE or 0) and, for
 an object receive, ``payload`` (the bytes). A synchronous send's receiver
 acknowledges the match itself, as soon as a receive takes the message.
 """
+import atexit
+import pickle
 import struct
 from collections import deque
 
@@ -48,8 +51,10 @@ FLAG_IN_SEGMENT = 2
 FLAG_SYNC = 4       # synchronous send: the receiver acknowledges the match
 SYNC_SHIFT = 8      # the flags above it carry the acknowledgement's id
 SYNC_IDS = 1 << 23  # ids wrap below 2**31 (the flags are an int32)
-SUBCONTEXTS = 8     # a communicator's sub-contexts (comm.py numbers them)
-SYNC_ACK = 4        # the sub-context of acknowledgements
+# a communicator's sub-contexts: user messages, collectives, Create_group's
+# handshakes, nonblocking collectives, synchronous sends' acknowledgements
+P2P, COLLECTIVE, HANDSHAKE, NONBLOCKING, SYNC_ACK = 0, 1, 2, 3, 4
+SUBCONTEXTS = 8
 MASK32 = 0xFFFFFFFF
 
 
@@ -84,9 +89,8 @@ def fetch(name, nbytes, target=None):
     segment = segments.Segment.attach(name.decode(), nbytes)
     segment.unlink()
     try:
-        view = segment.buffer
-        memoryview(data)[:nbytes] = view
-        view.release()
+        with segment.buffer as view, memoryview(data) as into:
+            into.cast("B")[:nbytes] = view
     finally:
         segment.close()
     return data
@@ -114,13 +118,14 @@ class Arrived:
 class Core:
     """A receive: what it matches, where it goes, and how it completed."""
 
-    __slots__ = ("context", "want_source", "want_tag", "target", "done", "source", "tag",
-                 "count", "flags", "error", "payload")
+    __slots__ = ("context", "want_source", "want_tag", "target", "done", "capacity", "source",
+                 "tag", "count", "flags", "error", "payload")
 
     def __init__(self, context, source, tag, target):
         self.context, self.want_source, self.want_tag = context, source, tag
         self.target = target
         self.done = False
+        self.capacity = 0 if target is None else len(target)   # bytes (a byte view)
         self.source = self.tag = constants.ANY_SOURCE
         self.count = self.flags = self.error = 0
         self.payload = None
@@ -354,15 +359,63 @@ def wait_for(box, condition, what, peers=()):
         job.wait_cell(box.doorbell, bell, what, peers)
 
 
+# --- the fast paths of point-to-point calls (shmrma/csrc/transport.c) ----------------
+#
+# comm.py calls them first; each answers False (or MISS), having done nothing,
+# when it does not take the call, and always on the fallback engine.
+
+MISS = type("Miss", (), {"__repr__": lambda self: "MISS"})()
+PICKLE_PROTOCOL = pickle.HIGHEST_PROTOCOL
+
+
+def _miss(*args):
+    return False
+
+
+def _miss_object(*args):
+    return MISS
+
+
+class _PythonCommCore:
+    """What a communicator carries for the fast paths; nothing on the fallback."""
+
+    __slots__ = ("freed",)
+
+    def _bind(self, context, ranks, world_size):
+        pass
+
+
+def _setup_native():
+    from . import _native
+    _native.transport_setup(
+        channel_header=job.CHANNEL_HEADER, off_head=OFF_HEAD, off_tail=OFF_TAIL,
+        off_blocked=OFF_BLOCKED, flag_pickled=FLAG_PICKLED, flag_in_segment=FLAG_IN_SEGMENT,
+        flag_sync=FLAG_SYNC, sync_shift=SYNC_SHIFT, pad_flag=PAD_FLAG,
+        subcontexts=SUBCONTEXTS, sync_ack=SYNC_ACK, any_source=constants.ANY_SOURCE,
+        any_tag=constants.ANY_TAG, err_truncate=errors.ERR_TRUNCATE, p2p=P2P,
+        tag_ub=constants.TAG_UB, wait_slice=job.WAIT_SLICE, loads=pickle.loads,
+        dumps=pickle.dumps, protocol=PICKLE_PROTOCOL, miss=MISS)
+    return _native
+
+
+if atomic.BACKEND == "c":
+    _native = _setup_native()
+    CommCore, NativeCore = _native.CommCore, _native.Core
+    p2p_send, p2p_recv, p2p_irecv = _native.p2p_send, _native.p2p_recv, _native.p2p_irecv
+    p2p_sendobj, p2p_recvobj = _native.p2p_sendobj, _native.p2p_recvobj
+else:
+    CommCore, NativeCore = _PythonCommCore, None
+    p2p_send = p2p_recv = p2p_irecv = _miss
+    p2p_sendobj = p2p_recvobj = _miss_object
+
+
 _mailbox = None
 
 
 def mailbox():
     global _mailbox
     if _mailbox is None:
-        import atexit
         _mailbox = _new_engine(job.current())
-        atexit.register(flush_before_exit)
     return _mailbox
 
 
@@ -371,13 +424,6 @@ def _new_engine(world):
     if atomic.BACKEND != "c":
         return Mailbox(world)
     from functools import partial
-    from . import _native
-    _native.transport_setup(
-        channel_header=job.CHANNEL_HEADER, off_head=OFF_HEAD, off_tail=OFF_TAIL,
-        off_blocked=OFF_BLOCKED, flag_pickled=FLAG_PICKLED, flag_in_segment=FLAG_IN_SEGMENT,
-        flag_sync=FLAG_SYNC, sync_shift=SYNC_SHIFT, pad_flag=PAD_FLAG,
-        subcontexts=SUBCONTEXTS, sync_ack=SYNC_ACK, any_source=constants.ANY_SOURCE,
-        any_tag=constants.ANY_TAG, err_truncate=errors.ERR_TRUNCATE)
     layout = world.layout
     return _native.Transport(
         world.base, world.rank, world.size, layout.channels_offset, layout.channel_bytes,
@@ -386,11 +432,15 @@ def _new_engine(world):
 
 
 @job.on_new_rank
-def _forget_mailbox():
+def _new_rank_engine():
+    """A new rank gets its own engine at once: the fast paths serve only calls made
+    once this rank's engine exists."""
     global _mailbox
     _mailbox = None
+    mailbox()
 
 
+@atexit.register
 def flush_before_exit():
     """Push sends still queued for lack of room, so no message is lost at exit."""
     box = _mailbox

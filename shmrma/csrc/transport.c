@@ -22,6 +22,10 @@
 static Py_ssize_t CHANNEL_HEADER, OFF_HEAD, OFF_TAIL, OFF_BLOCKED;
 static int32_t FLAG_PICKLED, FLAG_IN_SEGMENT, FLAG_SYNC, SYNC_SHIFT, PAD_FLAG;
 static int32_t SUBCONTEXTS, SYNC_ACK, ANY_SOURCE, ANY_TAG, ERR_TRUNCATE;
+static int32_t P2P, TAG_UB;
+static double WAIT_SLICE;       /* how long a fast path waits before Python's checks */
+static PyObject *g_loads, *g_dumps, *g_protocol;  /* pickle.loads, pickle.dumps, its protocol */
+static PyObject *g_miss;        /* what p2p_sendobj and p2p_recvobj answer when they miss */
 static int g_setup_done = 0;
 
 typedef struct {
@@ -79,12 +83,29 @@ typedef struct {
     Queue *unexpected;          /* per source */
     Queue *queues;              /* per destination */
     uint64_t *tickets, *pushed; /* per destination */
+    uint32_t *heads;            /* per destination: its head as last read (it only grows) */
     Py_ssize_t queued;
     Core *posted_head, *posted_tail;
     PyObject *stage, *fetch, *discard;
 } Transport;
 
 static PyTypeObject CoreType, ArrivedType, TransportType;
+
+/* What the fast paths need of a communicator: its context and members.
+ * comm.CommState derives from it. */
+typedef struct {
+    PyObject_HEAD
+    int32_t context;            /* the communicator's context (sub-contexts derive) */
+    int32_t size, world_size;
+    int32_t *ranks;             /* world rank of each member; NULL until bound */
+    int32_t *to_rank;           /* member rank of each world rank, or -1 */
+    int freed;
+} CommCore;
+
+static PyTypeObject CommCoreType;
+
+/* The transport of this process: the last one made (one per rank). */
+static Transport *g_current = NULL;
 
 /* ------------------------------------------------------------------ */
 /* rings                                                                */
@@ -123,13 +144,17 @@ push(Transport *t, int dest, int32_t flags, int32_t context, int32_t tag, int64_
     uint32_t size = (uint32_t)t->ring_bytes;
     uint32_t need = (uint32_t)(sizeof(Record) + padded(len));
     uint32_t tail = __atomic_load_n(word(ch, OFF_TAIL), __ATOMIC_RELAXED);
-    uint32_t used = tail - __atomic_load_n(word(ch, OFF_HEAD), SC);
     uint32_t position = tail % size;
     uint32_t skip = size - position < need ? size - position : 0;
     Record *record;
 
-    if ((uint64_t)used + skip + need > size)
-        return 0;
+    /* the receiver's head line is read only when the ring looks full: reading
+     * it for every record would pull it back and forth between the two cores */
+    if ((uint64_t)(tail - t->heads[dest]) + skip + need > size) {
+        t->heads[dest] = __atomic_load_n(word(ch, OFF_HEAD), SC);
+        if ((uint64_t)(tail - t->heads[dest]) + skip + need > size)
+            return 0;
+    }
     if (skip) {
         if (skip >= sizeof(Record)) {
             record = (Record *)(ring + position);
@@ -491,7 +516,14 @@ core_get_payload(Core *c, void *closure)
     return payload;
 }
 
+static PyObject *
+core_get_capacity(Core *c, void *closure)
+{
+    return PyLong_FromSsize_t(c->has_view ? c->view.len : 0);
+}
+
 static PyGetSetDef core_getset[] = {
+    {"capacity", (getter)core_get_capacity, NULL, "the target's bytes", NULL},
     {"done", (getter)core_get_done, NULL, "the receive completed", NULL},
     {"payload", (getter)core_get_payload, NULL, "an object receive's bytes", NULL},
     {NULL}
@@ -638,7 +670,8 @@ transport_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     t->queues = PyMem_Calloc((size_t)n, sizeof(Queue));
     t->tickets = PyMem_Calloc((size_t)n, sizeof(uint64_t));
     t->pushed = PyMem_Calloc((size_t)n, sizeof(uint64_t));
-    if (!t->unexpected || !t->queues || !t->tickets || !t->pushed) {
+    t->heads = PyMem_Calloc((size_t)n, sizeof(uint32_t));
+    if (!t->unexpected || !t->queues || !t->tickets || !t->pushed || !t->heads) {
         Py_DECREF(t);
         return PyErr_NoMemory();
     }
@@ -648,6 +681,7 @@ transport_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     t->stage = stage;
     t->fetch = fetch;
     t->discard = discard;
+    g_current = t;
     return (PyObject *)t;
 }
 
@@ -663,6 +697,8 @@ static void
 transport_dealloc(Transport *t)
 {
     int i;
+    if (g_current == t)
+        g_current = NULL;
     while (t->posted_head) {
         Core *c = t->posted_head;
         unpost(t, c);
@@ -676,6 +712,7 @@ transport_dealloc(Transport *t)
     PyMem_Free(t->queues);
     PyMem_Free(t->tickets);
     PyMem_Free(t->pushed);
+    PyMem_Free(t->heads);
     Py_XDECREF(t->stage);
     Py_XDECREF(t->fetch);
     Py_XDECREF(t->discard);
@@ -995,6 +1032,391 @@ static PyTypeObject TransportType = {
     .tp_new = transport_new,
 };
 
+/* ------------------------------------------------------------------ */
+/* CommCore                                                             */
+/* ------------------------------------------------------------------ */
+
+static PyObject *
+commcore_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    /* the subclass's arguments are its own: bind() gives the members */
+    return type->tp_alloc(type, 0);
+}
+
+static void
+commcore_dealloc(CommCore *c)
+{
+    PyMem_Free(c->ranks);
+    PyMem_Free(c->to_rank);
+    Py_TYPE(c)->tp_free((PyObject *)c);
+}
+
+/* _bind(context, ranks, world_size): the communicator's context and members */
+static PyObject *
+commcore_bind(CommCore *c, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *seq;
+    Py_ssize_t i, size;
+    long context, world_size;
+    int32_t *ranks, *to_rank;
+    if (check_nargs("_bind", nargs, 3) < 0)
+        return NULL;
+    context = PyLong_AsLong(args[0]);
+    world_size = PyLong_AsLong(args[2]);
+    if ((context == -1 || world_size == -1) && PyErr_Occurred())
+        return NULL;
+    if (world_size < 1 || context < 0 || context > INT32_MAX / 16) {
+        PyErr_SetString(PyExc_ValueError, "_bind(): bad context or world size");
+        return NULL;
+    }
+    if ((seq = PySequence_Fast(args[1], "_bind(): ranks must be a sequence")) == NULL)
+        return NULL;
+    size = PySequence_Fast_GET_SIZE(seq);
+    ranks = PyMem_Calloc(size ? (size_t)size : 1, sizeof(int32_t));
+    to_rank = PyMem_Malloc((size_t)world_size * sizeof(int32_t));
+    if (ranks == NULL || to_rank == NULL) {
+        PyMem_Free(ranks);
+        PyMem_Free(to_rank);
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    for (i = 0; i < world_size; i++)
+        to_rank[i] = -1;
+    for (i = 0; i < size; i++) {
+        long w = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (w < 0 || w >= world_size) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "_bind(): a rank outside the world");
+            PyMem_Free(ranks);
+            PyMem_Free(to_rank);
+            Py_DECREF(seq);
+            return NULL;
+        }
+        ranks[i] = (int32_t)w;
+        to_rank[w] = (int32_t)i;
+    }
+    Py_DECREF(seq);
+    PyMem_Free(c->ranks);
+    PyMem_Free(c->to_rank);
+    c->ranks = ranks;
+    c->to_rank = to_rank;
+    c->context = (int32_t)context;
+    c->size = (int32_t)size;
+    c->world_size = (int32_t)world_size;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef commcore_methods[] = {
+    {"_bind", (PyCFunction)(void (*)(void))commcore_bind, METH_FASTCALL,
+     "_bind(context, ranks, world_size): the communicator the fast paths serve."},
+    {NULL}
+};
+
+static PyMemberDef commcore_members[] = {
+    {"freed", T_INT, offsetof(CommCore, freed), 0, "the communicator was freed"},
+    {NULL}
+};
+
+static PyTypeObject CommCoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "shmrma._native.CommCore",
+    .tp_basicsize = sizeof(CommCore),
+    .tp_dealloc = (destructor)commcore_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "What the point-to-point fast paths know of a communicator (comm.CommState "
+              "derives from it).",
+    .tp_methods = commcore_methods,
+    .tp_members = commcore_members,
+    .tp_new = commcore_new,
+};
+
+/* ------------------------------------------------------------------ */
+/* fast paths of the point-to-point calls                               */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Send, Recv, send, recv, Isend, Irecv and their kin in their common case,
+ * under the fast path's contract (shmrma/fastpath.py): an int rank and tag
+ * in range, a C-contiguous buffer of a plain format (or pickled bytes), a
+ * payload that fits the ring.  Anything else misses (False) with nothing
+ * touched, and comm.py's Python path does the call or raises its error.
+ */
+
+#define MISSING (-99)
+
+static CommCore *
+fast_comm(PyObject *state)
+{
+    CommCore *c = (CommCore *)state;
+    if (!g_fast_enabled || g_current == NULL || !PyObject_TypeCheck(state, &CommCoreType) ||
+            c->freed || c->ranks == NULL || c->world_size != g_current->n)
+        return NULL;
+    return c;
+}
+
+/* An exact int in low..high, or the wildcard; else MISSING. */
+static int32_t
+fast_int(PyObject *obj, long low, long high, int any, int32_t wildcard)
+{
+    long v;
+    if (!PyLong_CheckExact(obj))
+        return MISSING;
+    v = PyLong_AsLong(obj);
+    if (v == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return MISSING;
+    }
+    if (any && v == wildcard)
+        return wildcard;
+    return v >= low && v <= high ? (int32_t)v : MISSING;
+}
+
+/* A member rank (or ANY_SOURCE with any), else MISSING. */
+static inline int32_t
+fast_rank(CommCore *c, PyObject *obj, int any)
+{
+    return fast_int(obj, 0, c->size - 1, any, ANY_SOURCE);
+}
+
+/* A tag (or ANY_TAG with any), else MISSING. */
+static inline int32_t
+fast_tag(PyObject *obj, int any)
+{
+    return fast_int(obj, 0, TAG_UB, any, ANY_TAG);
+}
+
+/* The communicator, source and tag of a fast receive, and its buffer usable
+ * (None: an object receive); 0, or -1 for a miss. */
+static int
+receive_args(PyObject *state, PyObject *buf, PyObject *source_obj, PyObject *tag_obj,
+             CommCore **c, int32_t *source, int32_t *tag)
+{
+    Operand o;
+    if (!(*c = fast_comm(state)) || (*source = fast_rank(*c, source_obj, 1)) == MISSING ||
+            (*tag = fast_tag(tag_obj, 1)) == MISSING)
+        return -1;
+    if (buf != Py_None) {
+        if (operand_get(buf, 1, &o) < 0)
+            return -1;
+        operand_release(&o);
+    }
+    return 0;
+}
+
+/* p2p_send(state, buf, dest, tag, flags) -> bool: the message is in the ring */
+static PyObject *
+n_p2p_send(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    CommCore *c;
+    Transport *t = g_current;
+    int32_t dest, tag, world;
+    long flags;
+    Operand o;
+    int pushed;
+    const char *data;
+    Py_ssize_t len;
+    if (check_nargs("p2p_send", nargs, 5) < 0)
+        return NULL;
+    if (!(c = fast_comm(args[0])) || (dest = fast_rank(c, args[2], 0)) == MISSING ||
+            (tag = fast_tag(args[3], 0)) == MISSING || (flags = plain_int(args[4])) < 0)
+        Py_RETURN_FALSE;
+    world = c->ranks[dest];
+    if (t->queues[world].head)
+        Py_RETURN_FALSE;
+    if (PyBytes_CheckExact(args[1])) {
+        data = PyBytes_AS_STRING(args[1]);
+        len = PyBytes_GET_SIZE(args[1]);
+        if (len > t->inline_max)
+            Py_RETURN_FALSE;
+        pushed = push(t, world, (int32_t)flags, c->context * SUBCONTEXTS + P2P, tag, len, data,
+                      len);
+        return PyBool_FromLong(pushed);
+    }
+    if (operand_get(args[1], 0, &o) < 0)
+        Py_RETURN_FALSE;
+    pushed = o.view.len <= t->inline_max &&
+        push(t, world, (int32_t)flags, c->context * SUBCONTEXTS + P2P, tag, o.view.len,
+             o.view.buf, o.view.len);
+    operand_release(&o);
+    return PyBool_FromLong(pushed);
+}
+
+/* p2p_sendobj(state, obj, dest, tag) -> True (sent), the pickled bytes (missed
+ * after pickling: the Python path sends them), or MISS (missed before) */
+static PyObject *
+n_p2p_sendobj(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    CommCore *c;
+    Transport *t = g_current;
+    int32_t dest, tag, world;
+    PyObject *data, *call[3];
+    if (check_nargs("p2p_sendobj", nargs, 4) < 0)
+        return NULL;
+    if (!(c = fast_comm(args[0])) || (dest = fast_rank(c, args[2], 0)) == MISSING ||
+            (tag = fast_tag(args[3], 0)) == MISSING) {
+        Py_INCREF(g_miss);
+        return g_miss;
+    }
+    call[0] = NULL;
+    call[1] = args[1];
+    call[2] = g_protocol;
+    data = PyObject_Vectorcall(g_dumps, call + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    if (data == NULL || !PyBytes_CheckExact(data))
+        return data;
+    world = c->ranks[dest];
+    if (t->queues[world].head == NULL && PyBytes_GET_SIZE(data) <= t->inline_max &&
+            push(t, world, FLAG_PICKLED, c->context * SUBCONTEXTS + P2P, tag,
+                 PyBytes_GET_SIZE(data), PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))) {
+        Py_DECREF(data);
+        Py_RETURN_TRUE;
+    }
+    return data;
+}
+
+static PyObject *g_str_source, *g_str_tag, *g_str_count, *g_str_error;
+
+static int
+set_int_attr(PyObject *obj, PyObject *name, long long value)
+{
+    PyObject *v = PyLong_FromLongLong(value);
+    int rc;
+    if (v == NULL)
+        return -1;
+    rc = PyObject_SetAttr(obj, name, v);
+    Py_DECREF(v);
+    return rc;
+}
+
+/* Status._fill(source, tag, count) of a completed receive. */
+static int
+fill_status(CommCore *c, PyObject *status, Core *core)
+{
+    if (status == Py_None)
+        return 0;
+    return set_int_attr(status, g_str_source, c->to_rank[core->source]) < 0 ||
+        set_int_attr(status, g_str_tag, core->tag) < 0 ||
+        set_int_attr(status, g_str_count, core->count) < 0 ||
+        set_int_attr(status, g_str_error, 0) < 0 ? -1 : 0;
+}
+
+/* The receive of a fast call, matched or posted, and waited for during one
+ * slice: NULL with an exception (nothing left posted), else the core. */
+static Core *
+fast_receive(CommCore *c, PyObject *target, int32_t source, int32_t tag, int wait)
+{
+    Transport *t = g_current;
+    int32_t context = c->context * SUBCONTEXTS + P2P, bell, seen;
+    int32_t world = source == ANY_SOURCE ? ANY_SOURCE : c->ranks[source];
+    int64_t deadline;
+    Msg *m;
+    Core *core = new_core(context, world, tag, target);
+    if (core == NULL)
+        return NULL;
+    if (progress(t, &bell) < 0)
+        goto fail;
+    if ((m = find(t, context, world, tag, 1)) != NULL) {
+        int rc = complete(t, core, m->peer, m->flags, m->context, m->tag, m->nbytes, m->data,
+                          m->len);
+        PyMem_Free(m);
+        if (rc < 0)
+            goto fail;
+        return core;
+    }
+    post(t, core);
+    if (!wait)
+        return core;
+    deadline = now_ns() + (int64_t)(WAIT_SLICE * 1e9);
+    while (!core->done) {
+        int64_t left = deadline - now_ns();
+        if (left <= 0)
+            break;
+        if (wait_changed(t->doorbell, bell, left * 1e-9, &seen) < 0 || progress(t, &bell) < 0) {
+            if (core->posted) {
+                unpost(t, core);
+                Py_DECREF(core);
+            }
+            goto fail;
+        }
+    }
+    return core;
+fail:
+    Py_DECREF(core);
+    return NULL;
+}
+
+/* p2p_recv(state, buf, source, tag, status) -> True (received, status
+ * filled), False (missed), or the Core still to complete in Python (not yet
+ * arrived after a slice, or an error to raise) */
+static PyObject *
+n_p2p_recv(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    CommCore *c;
+    int32_t source, tag;
+    Core *core;
+    if (check_nargs("p2p_recv", nargs, 5) < 0)
+        return NULL;
+    if (args[1] == Py_None || receive_args(args[0], args[1], args[2], args[3], &c, &source,
+                                           &tag) < 0)
+        Py_RETURN_FALSE;
+    if ((core = fast_receive(c, args[1], source, tag, 1)) == NULL)
+        return NULL;
+    if (core->done && !core->error) {
+        int rc = fill_status(c, args[4], core);
+        Py_DECREF(core);
+        if (rc < 0)
+            return NULL;
+        Py_RETURN_TRUE;
+    }
+    return (PyObject *)core;
+}
+
+/* p2p_recvobj(state, source, tag, status) -> the object, MISS (missed), or the
+ * Core still to complete in Python */
+static PyObject *
+n_p2p_recvobj(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    CommCore *c;
+    int32_t source, tag;
+    Core *core;
+    PyObject *obj;
+    if (check_nargs("p2p_recvobj", nargs, 4) < 0)
+        return NULL;
+    if (receive_args(args[0], Py_None, args[1], args[2], &c, &source, &tag) < 0) {
+        Py_INCREF(g_miss);
+        return g_miss;
+    }
+    if ((core = fast_receive(c, Py_None, source, tag, 1)) == NULL)
+        return NULL;
+    if (!core->done)
+        return (PyObject *)core;
+    if (fill_status(c, args[3], core) < 0) {
+        Py_DECREF(core);
+        return NULL;
+    }
+    /* an empty message is None, as mpi4py loads it */
+    if (core->count)
+        obj = PyObject_CallOneArg(g_loads, core->payload);
+    else {
+        obj = Py_None;
+        Py_INCREF(obj);
+    }
+    Py_DECREF(core);
+    return obj;
+}
+
+/* p2p_irecv(state, buf, source, tag) -> the Core (matched or posted), or False */
+static PyObject *
+n_p2p_irecv(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    CommCore *c;
+    int32_t source, tag;
+    if (check_nargs("p2p_irecv", nargs, 4) < 0)
+        return NULL;
+    if (receive_args(args[0], args[1], args[2], args[3], &c, &source, &tag) < 0)
+        Py_RETURN_FALSE;
+    return (PyObject *)fast_receive(c, args[1], source, tag, 0);
+}
+
 /* transport_setup(**constants): the layout and codes, from their Python definitions. */
 static PyObject *
 n_transport_setup(PyObject *m, PyObject *args, PyObject *kwds)
@@ -1002,18 +1424,42 @@ n_transport_setup(PyObject *m, PyObject *args, PyObject *kwds)
     static char *kwlist[] = {"channel_header", "off_head", "off_tail", "off_blocked",
                              "flag_pickled", "flag_in_segment", "flag_sync", "sync_shift",
                              "pad_flag", "subcontexts", "sync_ack", "any_source", "any_tag",
-                             "err_truncate", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "$nnnniiiiiiiiii:transport_setup", kwlist,
+                             "err_truncate", "p2p", "tag_ub", "wait_slice", "loads", "dumps",
+                             "protocol", "miss", NULL};
+    PyObject *loads, *dumps, *protocol, *miss;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "$nnnniiiiiiiiiiiidOOOO:transport_setup",
+                                     kwlist,
                                      &CHANNEL_HEADER, &OFF_HEAD, &OFF_TAIL, &OFF_BLOCKED,
                                      &FLAG_PICKLED, &FLAG_IN_SEGMENT, &FLAG_SYNC, &SYNC_SHIFT,
                                      &PAD_FLAG, &SUBCONTEXTS, &SYNC_ACK, &ANY_SOURCE,
-                                     &ANY_TAG, &ERR_TRUNCATE))
+                                     &ANY_TAG, &ERR_TRUNCATE, &P2P, &TAG_UB, &WAIT_SLICE,
+                                     &loads, &dumps, &protocol, &miss))
         return NULL;
+    Py_INCREF(loads);
+    Py_XSETREF(g_loads, loads);
+    Py_INCREF(dumps);
+    Py_XSETREF(g_dumps, dumps);
+    Py_INCREF(protocol);
+    Py_XSETREF(g_protocol, protocol);
+    Py_INCREF(miss);
+    Py_XSETREF(g_miss, miss);
     g_setup_done = 1;
     Py_RETURN_NONE;
 }
 
 static PyMethodDef module_functions[] = {
+    {"p2p_send", (PyCFunction)(void (*)(void))n_p2p_send, METH_FASTCALL,
+     "p2p_send(state, buf, dest, tag, flags) -> bool: sent, or missed (nothing done)."},
+    {"p2p_recv", (PyCFunction)(void (*)(void))n_p2p_recv, METH_FASTCALL,
+     "p2p_recv(state, buf, source, tag, status) -> True, False (missed), or the Core "
+     "to complete in Python."},
+    {"p2p_recvobj", (PyCFunction)(void (*)(void))n_p2p_recvobj, METH_FASTCALL,
+     "p2p_recvobj(state, source, tag, status) -> the object, MISS, or the Core."},
+    {"p2p_sendobj", (PyCFunction)(void (*)(void))n_p2p_sendobj, METH_FASTCALL,
+     "p2p_sendobj(state, obj, dest, tag) -> True (sent), the pickled bytes (the Python "
+     "path sends them), or MISS."},
+    {"p2p_irecv", (PyCFunction)(void (*)(void))n_p2p_irecv, METH_FASTCALL,
+     "p2p_irecv(state, buf or None, source, tag) -> the Core, or False (missed)."},
     {"transport_setup", (PyCFunction)(void (*)(void))n_transport_setup,
      METH_VARARGS | METH_KEYWORDS,
      "transport_setup(**constants): the ring layout, record flags and codes the transport "
@@ -1037,7 +1483,14 @@ add_type(PyObject *module, PyTypeObject *type, const char *name)
 int
 transport_init(PyObject *module)
 {
-    if (add_type(module, &CoreType, "Core") < 0 ||
+    g_str_source = PyUnicode_InternFromString("source");
+    g_str_tag = PyUnicode_InternFromString("tag");
+    g_str_count = PyUnicode_InternFromString("count");
+    g_str_error = PyUnicode_InternFromString("error");
+    if (!g_str_source || !g_str_tag || !g_str_count || !g_str_error)
+        return -1;
+    if (add_type(module, &CommCoreType, "CommCore") < 0 ||
+            add_type(module, &CoreType, "Core") < 0 ||
             add_type(module, &ArrivedType, "Arrived") < 0 ||
             add_type(module, &TransportType, "Transport") < 0)
         return -1;
