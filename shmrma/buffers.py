@@ -261,8 +261,13 @@ class VectorMessage:
         self._packed = packed
 
     def part(self, index):
+        start, stop = self.span(index)
+        return self.data[start:stop]
+
+    def span(self, index):
+        """(start, stop) of rank ``index``'s part in ``data``."""
         start = self.displs[index] * self.extent
-        return self.data[start:start + self.counts[index] * self.extent]
+        return start, start + self.counts[index] * self.extent
 
     def finish(self):
         """Unpack what receives wrote into ``data`` (a datatype with gaps)."""

@@ -1,27 +1,27 @@
 """Collective operations of intracommunicators, on objects and on buffers.
 
-They travel on the communicator's collective sub-context with plain
-point-to-point sends, which never wait for the receiver, so linear fan-in
-and fan-out are deadlock-free; Barrier alone uses a shared-memory slot.
-Every collective stays in step when a rank fails (see _Call): the others raise
-instead of waiting, and nothing is left behind to derail the next collective.
+Every blocking collective runs on the communicator's shared collective area
+(collarea.py): the members deposit their contributions in their slots, step
+together, and read what they need straight from each other's slots; Barrier
+alone uses the barrier slot. Every collective stays in step when a rank fails:
+a rank whose arguments are wrong says so in the first step and every rank
+raises (the others naming it), and a mismatch that only some ranks can see is
+raised by them once every step is done, so nobody is left waiting.
 """
 import operator
+import struct
 
 from . import buffers, constants, errors
-from .derived import element_dtype
 from . import op as ops
-from .comm import COLLECTIVE, _dumps, slot_barrier
-from .request import Status
+from .collarea import Call, exchange, fold, local
+from .comm import _dumps, _loads, slot_barrier
+from .derived import element_dtype
 
-TAG = 0            # a rank's contribution
-NOTICE = 1         # and above: an empty failure notice, NOTICE + class + NOTICE_RANKS * rank
-NOTICE_RANKS = 256
-_NOWHERE = memoryview(bytearray(0))  # receive target that discards (see _Call.take)
+TABLE = struct.Struct("<qq")     # (offset, length) of one part in a stream with a table
 
 
 class Collectives:
-    """Mixin of Intracomm; relies on Comm's point-to-point core."""
+    """Mixin of Intracomm; relies on Comm's state and the collective area."""
 
     # --- plumbing -----------------------------------------------------------------
     def _root(self, root):
@@ -44,166 +44,115 @@ class Collectives:
 
     # --- objects -------------------------------------------------------------------
     def bcast(self, obj=None, root=0):
-        root = self._root(root)
-        call = _Call(self, "bcast")
-        if self._s.rank == root:
-            data = call.local(_dumps, obj)
-            for rank in self._others():
-                call.send(rank, data, pickled=True)
-            call.done()
-            return obj
-        value, = call.take_objects([root])
-        call.done()
-        return value
+        call = Call(self, "bcast")
+        root = local(call, self._root, root)
+        me = self._s.rank
+        got = _Objects()
+        exchange(call, local(call, _dumps, obj) if me == root else b"",
+                 lambda lengths, first: got.want([root] if me != root else [], lengths))
+        return obj if me == root else got.load(root)
 
     def gather(self, sendobj, root=0):
-        root = self._root(root)
-        call = _Call(self, "gather")
+        call = Call(self, "gather")
+        root = local(call, self._root, root)
         me = self._s.rank
-        if me != root:
-            call.send(root, call.local(_dumps, sendobj), pickled=True)
-            call.done()
-            return None
-        values = call.take_objects(self._others())
-        call.done()
-        values.insert(me, sendobj)
-        return values
-
-    def scatter(self, sendobj=None, root=0):
-        root = self._root(root)
-        call = _Call(self, "scatter")
-        me = self._s.rank
-        if me != root:
-            value, = call.take_objects([root])
-            call.done()
-            return value
-        payloads = call.local(_dump_each, sendobj, self.size, "scatter")
-        for rank in self._others():
-            call.send(rank, payloads and payloads[rank], pickled=True)
-        call.done()
-        return list(sendobj)[me]
+        got = _Objects()
+        exchange(call, local(call, _dumps, sendobj),
+                 lambda lengths, first: got.want(self._others() if me == root else [], lengths))
+        return got.with_own(sendobj, me, self.size) if me == root else None
 
     def allgather(self, sendobj):
-        # a gather to rank 0 and a bcast from it, as one call
-        call = _Call(self, "allgather")
-        data = call.local(_dumps, sendobj)
-        if self._s.rank != 0:
-            call.send(0, data, pickled=True)
-            values, = call.take_objects([0])
-        else:
-            values = [sendobj] + call.take_objects(self._others())
-            whole = call.local(_dumps, values)
-            for rank in self._others():
-                call.send(rank, whole, pickled=True)
-        call.done()
-        return values
+        call = Call(self, "allgather")
+        got = _Objects()
+        exchange(call, local(call, _dumps, sendobj),
+                 lambda lengths, first: got.want(self._others(), lengths))
+        return got.with_own(sendobj, self._s.rank, self.size)
+
+    def scatter(self, sendobj=None, root=0):
+        call = Call(self, "scatter")
+        root = local(call, self._root, root)
+        me = self._s.rank
+        stream = local(call, lambda: _table_stream(_dump_each(sendobj, self.size, "scatter"))) \
+            if me == root else b""
+        got = _Objects()
+        exchange(call, stream, lambda lengths, first: got.want_entries(
+            [root] if me != root else [], first, me))
+        return list(sendobj)[me] if me == root else got.load(root)
 
     def alltoall(self, sendobj):
-        call = _Call(self, "alltoall")
-        payloads = call.local(_dump_each, sendobj, self.size, "alltoall")
-        for rank in self._others():
-            call.send(rank, payloads and payloads[rank], pickled=True)
-        values = call.take_objects(self._others())
-        call.done()
-        values.insert(self._s.rank, list(sendobj)[self._s.rank])
-        return values
+        call = Call(self, "alltoall")
+        me = self._s.rank
+        stream = local(call, lambda: _table_stream(_dump_each(sendobj, self.size,
+                                                              "alltoall")))
+        got = _Objects()
+        exchange(call, stream, lambda lengths, first: got.want_entries(self._others(),
+                                                                        first, me))
+        return got.with_own(list(sendobj)[me], me, self.size)
 
     def reduce(self, sendobj, op=ops.SUM, root=0):
-        root = self._root(root)
-        call = _Call(self, "reduce")
-        me = self._s.rank
-        if me != root:
-            call.send(root, call.local(_dumps, sendobj), pickled=True)
-            call.done()
-            return None
-        values = call.take_objects(self._others())
-        values.insert(me, sendobj)
-        result = call.local(_fold, values, op)
-        call.done()
-        return result
+        # as mpi4py: gathered to the root, which folds them in rank order
+        values = self.gather(sendobj, root)
+        return _fold(values, op) if values is not None else None
 
     def allreduce(self, sendobj, op=ops.SUM):
-        # a reduce to rank 0 and a bcast from it, as one call
-        return self._folded_objects("allreduce", sendobj, op, _total)
+        # as mpi4py: every rank folds everyone's objects in rank order
+        return _fold(self.allgather(sendobj), op)
 
     def scan(self, sendobj, op=ops.SUM):
-        return self._folded_objects("scan", sendobj, op, _inclusive)
+        return _fold(self.allgather(sendobj)[:self._s.rank + 1], op)
 
     def exscan(self, sendobj, op=ops.SUM):
-        return self._folded_objects("exscan", sendobj, op, _exclusive)
-
-    def _folded_objects(self, name, sendobj, op, pick):
-        """Every rank's object to rank 0, which folds them in rank order and sends
-        rank r ``pick(folds, r)``, folds[k] being ranks 0..k folded."""
-        call = _Call(self, name)
-        data = call.local(_dumps, sendobj)
-        if self._s.rank != 0:
-            call.send(0, data, pickled=True)
-            result, = call.take_objects([0])
-        else:
-            values = [sendobj] + call.take_objects(self._others())
-            folds = call.local(_prefix_folds, values, op, pick in _PREFIXES)
-            pickled = {}        # one pickle per distinct result (allreduce: one)
-            for rank in self._others():
-                value = folds and pick(folds, rank)
-                if folds and id(value) not in pickled:
-                    pickled[id(value)] = call.local(_dumps, value)
-                call.send(rank, folds and pickled[id(value)], pickled=True)
-            result = folds and pick(folds, 0)
-        call.done()
-        return result
+        values = self.allgather(sendobj)    # every rank takes part, rank 0 included
+        rank = self._s.rank
+        return _fold(values[:rank], op) if rank else None
 
     # --- buffers -----------------------------------------------------------------
     def Bcast(self, buf, root=0):
-        root = self._root(root)
-        call = _Call(self, "Bcast")
-        if self._s.rank == root:
-            data = call.local(_data, buf, False)
-            for rank in self._others():
-                call.send(rank, data)
-        else:
-            received = call.receiving(call.local(_message, buf, True))
-            call.take([(root, received and received.data)])
-        call.done()
+        call = Call(self, "Bcast")
+        root = local(call, self._root, root)
+        me = self._s.rank
+        message = local(call, _message, buf, me != root)
+        stream = message.data if message is not None and me == root else b""
+
+        def plan(lengths, first):
+            if me == root or not call.agrees(root, lengths[root], message.nbytes):
+                return []
+            return [(root, 0, message.nbytes, message.data)]
+        exchange(call, stream, plan)
+        if me != root:
+            message.finish()
 
     def Gather(self, sendbuf, recvbuf, root=0):
-        root = self._root(root)
-        call = _Call(self, "Gather")
-        if self._s.rank != root:
-            call.send(root, call.local(_data, sendbuf, False))
-        else:
-            parts = call.receiving(call.local(self._parts_with_own, sendbuf, recvbuf,
-                                              "Gather"))
-            call.take([(rank, parts and parts[rank]) for rank in self._others()])
-        call.done()
+        self._gather("Gather", sendbuf, recvbuf, root, _data, self._parts_with_own)
+
+    def Gatherv(self, sendbuf, recvbuf, root=0):
+        self._gather("Gatherv", sendbuf, recvbuf, root, _plain, self._vector_with_own)
+
+    def _gather(self, name, sendbuf, recvbuf, root, data_of, parts_of):
+        """Every rank's send buffer into its part of the root's (root None: every
+        rank's, the Allgather forms)."""
+        call = Call(self, name)
+        me = self._s.rank
+        if root is not None:
+            root = local(call, self._root, root)
+            if me != root:
+                exchange(call, local(call, data_of, sendbuf, False), _nothing)
+                return
+        parts = local(call, parts_of, sendbuf, recvbuf, name)
+        exchange(call, parts and parts.part(me) if root is None else b"",
+                 lambda lengths, first: self._wants(call, parts, lengths))
+        parts.finish()
 
     def Allgather(self, sendbuf, recvbuf):
-        # a Gather to rank 0 and a Bcast from it, as one call
-        call = _Call(self, "Allgather")
-        parts = call.receiving(call.local(self._parts_with_own, sendbuf, recvbuf,
-                                          "Allgather"))
-        me = self._s.rank
-        if me != 0:
-            call.send(0, parts and parts[me])
-            call.take([(0, parts and parts.whole)])
-        else:
-            call.take([(rank, parts and parts[rank]) for rank in self._others()])
-            for rank in self._others():
-                call.send(rank, parts and parts.whole)
-        call.done()
+        self._gather("Allgather", sendbuf, recvbuf, None, _data, self._parts_with_own)
 
-    def Alltoall(self, sendbuf, recvbuf):
-        call = _Call(self, "Alltoall")
-        both = call.local(self._alltoall_parts, sendbuf, recvbuf)
-        sends, receives = both if both else (None, None)
-        call.receiving(receives)
-        me = self._s.rank
-        for rank in self._others():
-            call.send(rank, sends and sends[rank])
-        if both:
-            receives[me][:] = sends[me]
-        call.take([(rank, receives and receives[rank]) for rank in self._others()])
-        call.done()
+    def Allgatherv(self, sendbuf, recvbuf):
+        self._gather("Allgatherv", sendbuf, recvbuf, None, _plain, self._vector_with_own)
+
+    def _wants(self, call, parts, lengths):
+        """Every other rank's whole stream into its part, when the lengths agree."""
+        return [(rank, 0, len(parts.part(rank)), parts.part(rank)) for rank in self._others()
+                if call.agrees(rank, lengths[rank], len(parts.part(rank)))]
 
     def Scatter(self, sendbuf, recvbuf, root=0):
         self._scatter("Scatter", sendbuf, recvbuf, root, self._parts_of)
@@ -211,48 +160,103 @@ class Collectives:
     def Scatterv(self, sendbuf, recvbuf, root=0):
         self._scatter("Scatterv", sendbuf, recvbuf, root, self._vector_parts)
 
-    def Gatherv(self, sendbuf, recvbuf, root=0):
-        root = self._root(root)
-        call = _Call(self, "Gatherv")
-        if self._s.rank != root:
-            call.send(root, call.local(_plain, sendbuf, False))
-        else:
-            parts = call.receiving(call.local(self._vector_with_own, sendbuf, recvbuf,
-                                              "Gatherv"))
-            call.take([(rank, parts and parts.part(rank)) for rank in self._others()])
-        call.done()
+    def _scatter(self, name, sendbuf, recvbuf, root, parts_of):
+        """The root's parts (after a table of where each lies) to their ranks; the
+        root copies its own unless ``recvbuf`` is IN_PLACE."""
+        call = Call(self, name)
+        root = local(call, self._root, root)
+        me = self._s.rank
+        if me == root:
+            parts = local(call, parts_of, sendbuf, False)
+            if parts is not None and recvbuf is not constants.IN_PLACE:
+                local(call, self._copy_own, parts, recvbuf, name)
+            exchange(call, parts and _parts_stream(parts, self.size), _nothing)
+            return
+        received = local(call, _plain_message, recvbuf, True)
 
-    def Allgatherv(self, sendbuf, recvbuf):
-        # every rank sends its part to every other: sends never wait for the receiver
-        call = _Call(self, "Allgatherv")
-        parts = call.receiving(call.local(self._vector_with_own, sendbuf, recvbuf,
-                                          "Allgatherv"))
-        mine = parts and parts.part(self._s.rank)
-        for rank in self._others():
-            call.send(rank, mine)
-        call.take([(rank, parts and parts.part(rank)) for rank in self._others()])
-        call.done()
+        def plan(lengths, first):
+            offset, length = _entry(first(root), me)
+            if not call.agrees(root, length, received.nbytes):
+                return []
+            return [(root, offset, length, received.data)]
+        exchange(call, b"", plan)
+        received.finish()
+
+    def Alltoall(self, sendbuf, recvbuf):
+        self._alltoall("Alltoall", self._alltoall_parts, sendbuf, recvbuf)
 
     def Alltoallv(self, sendbuf, recvbuf):
-        call = _Call(self, "Alltoallv")
-        both = call.local(self._alltoallv_parts, sendbuf, recvbuf)
+        self._alltoall("Alltoallv", self._alltoallv_parts, sendbuf, recvbuf)
+
+    def _alltoall(self, name, parts_of, sendbuf, recvbuf):
+        """Every rank's parts (after a table of where each lies) to their ranks."""
+        call = Call(self, name)
+        both = local(call, parts_of, sendbuf, recvbuf)
         sends, receives = both if both else (None, None)
-        call.receiving(receives)
-        for rank in self._others():
-            call.send(rank, sends and sends.part(rank))
-        call.take([(rank, receives and receives.part(rank)) for rank in self._others()])
-        call.done()
+        me = self._s.rank
+
+        def plan(lengths, first):
+            wants = []
+            for rank in self._others():
+                offset, length = _entry(first(rank), me)
+                into = receives.part(rank)
+                if call.agrees(rank, length, len(into)):
+                    wants.append((rank, offset, length, into))
+            return wants
+        exchange(call, sends and _parts_stream(sends, self.size), plan)
+        receives.finish()
+
+    # --- reductions --------------------------------------------------------------
+    def Reduce(self, sendbuf, recvbuf, op=ops.SUM, root=0):
+        call = Call(self, "Reduce")
+        root = local(call, self._root, root)
+        if self._s.rank != root:
+            send = local(call, _reduce_send, sendbuf, op)
+            fold(call, send and send.data, _nothing, None,
+                 buffers.item_bytes(send.datatype) if send is not None else 0)
+            return
+        send, receive = local(call, _reduce_buffers, sendbuf, recvbuf, op) or (None, None)
+        self._fold(call, send, receive, op, lambda lengths: (0, self.size))
+
+    def Allreduce(self, sendbuf, recvbuf, op=ops.SUM):
+        call = Call(self, "Allreduce")
+        send, receive = local(call, _reduce_buffers, sendbuf, recvbuf, op) or (None, None)
+        self._fold(call, send, receive, op, lambda lengths: (0, self.size))
 
     def Scan(self, sendbuf, recvbuf, op=ops.SUM):
-        self._prefix_buffers("Scan", sendbuf, recvbuf, op, _inclusive)
+        self._scan("Scan", sendbuf, recvbuf, op, 1)
 
     def Exscan(self, sendbuf, recvbuf, op=ops.SUM):
-        self._prefix_buffers("Exscan", sendbuf, recvbuf, op, _exclusive)
+        self._scan("Exscan", sendbuf, recvbuf, op, 0)
 
-    def _prefix_buffers(self, name, sendbuf, recvbuf, op, pick):
-        call = _Call(self, name)
-        send, receive = call.local(_reduce_buffers, sendbuf, recvbuf, op) or (None, None)
-        self._folded_buffers(call, send, receive, op, pick)
+    def _scan(self, name, sendbuf, recvbuf, op, inclusive):
+        """Rank r folds ranks 0..r (Scan) or 0..r-1 (Exscan: rank 0 receives nothing)."""
+        call = Call(self, name)
+        send, receive = local(call, _reduce_buffers, sendbuf, recvbuf, op) or (None, None)
+        last = self._s.rank + inclusive
+        self._fold(call, send, receive, op, lambda lengths: (0, last) if last else None)
+
+    def _fold(self, call, send, receive, op, ranks, block=None):
+        """Fold the ranks ``ranks(lengths)`` gives (first, last + 1) into ``receive``,
+        over the byte range ``block`` of the vectors (all of it when None)."""
+        def wanted(lengths):
+            span = ranks(lengths)
+            mine = len(send.data)
+            # every rank's vector must match, folded here or not (MPI's rule)
+            if not all(call.agrees(rank, length, mine) for rank, length in enumerate(lengths)):
+                return None
+            if span is None:
+                return None
+            low, high = block or (0, mine)
+            return span[0], span[1], low, high
+
+        def combine(start, parts):
+            offset = start - (block[0] if block else 0)
+            result = _folded(parts, op, send.datatype)
+            receive.data[offset:offset + len(result)] = result
+        fold(call, send and send.data, wanted, combine,
+             buffers.item_bytes(send.datatype) if send is not None else 0)
+        receive.finish()
 
     def Reduce_scatter_block(self, sendbuf, recvbuf, op=ops.SUM):
         self._reduce_and_scatter("Reduce_scatter_block", sendbuf, recvbuf, op, None)
@@ -263,29 +267,13 @@ class Collectives:
         self._reduce_and_scatter("Reduce_scatter", sendbuf, recvbuf, op, recvcounts)
 
     def _reduce_and_scatter(self, name, sendbuf, recvbuf, op, counts):
-        """The folded vector cut in blocks, rank r getting block r."""
-        call = _Call(self, name)
-        send, receive, offsets = (call.local(self._scatter_buffers, sendbuf, recvbuf, op,
-                                             counts) or (None, None, None))
-        self._folded_buffers(call, send, receive, op,
-                             lambda folds, rank: folds[-1][offsets[rank]:offsets[rank + 1]])
-
-    def _folded_buffers(self, call, send, receive, op, pick):
-        """Every rank's contribution to rank 0, which folds them in rank order and
-        sends rank r ``pick(folds, r)`` (bytes; None leaves rank 0's buffer as it
-        is), folds[k] being ranks 0..k folded."""
-        call.receiving(receive)
-        if self._s.rank != 0:
-            call.send(0, send and send.data)
-            call.take([(0, receive and receive.data)])
-        else:
-            folds = self._folds_at_root(call, send, op, pick in _PREFIXES)
-            for rank in self._others():
-                call.send(rank, folds and pick(folds, rank))
-            own = folds and pick(folds, 0)
-            if own is not None:
-                receive.data[:len(own)] = own
-        call.done()
+        """Rank r folds block r of everyone's vector."""
+        call = Call(self, name)
+        send, receive, offsets = (local(call, self._scatter_buffers, sendbuf, recvbuf, op,
+                                        counts) or (None, None, None))
+        me = self._s.rank
+        self._fold(call, send, receive, op, lambda lengths: (0, self.size),
+                   offsets and (offsets[me], offsets[me + 1]))
 
     def _scatter_buffers(self, sendbuf, recvbuf, op, counts):
         """(send, receive, byte offsets of every rank's block) of Reduce_scatter
@@ -297,8 +285,7 @@ class Collectives:
             send = buffers.Message(memoryview(bytes(whole.data)), whole.count,
                                    whole.datatype)
             counts = _block_counts(counts, whole.count // self.size, self.size)
-            mine = counts[self._s.rank]
-            receive = buffers.Prefix(whole, mine)
+            receive = buffers.Prefix(whole, counts[self._s.rank])
         else:
             receive = buffers.message(recvbuf, writable=True)
             counts = _block_counts(counts, receive.count, self.size)
@@ -317,42 +304,7 @@ class Collectives:
             offsets.append(offsets[-1] + count * item)
         return send, receive, offsets
 
-    def Reduce(self, sendbuf, recvbuf, op=ops.SUM, root=0):
-        root = self._root(root)
-        call = _Call(self, "Reduce")
-        if self._s.rank != root:
-            send = call.local(_reduce_send, sendbuf, op)
-            call.send(root, send and send.data)
-        else:
-            both = call.local(_reduce_buffers, sendbuf, recvbuf, op)
-            call.receiving(both and both[1])
-            self._reduce_at_root(call, both, op)
-        call.done()
-
-    def Allreduce(self, sendbuf, recvbuf, op=ops.SUM):
-        # a Reduce to rank 0 and a Bcast from it, as one call; every rank checks
-        # its buffers first, as mpi4py does
-        call = _Call(self, "Allreduce")
-        send, receive = call.local(_reduce_buffers, sendbuf, recvbuf, op) or (None, None)
-        self._folded_buffers(call, send, receive, op, _total)
-
     # --- buffer plumbing ---
-    def _scatter(self, name, sendbuf, recvbuf, root, parts_of):
-        """Scatter and Scatterv: the root sends each rank its part of ``sendbuf``
-        (cut by ``parts_of``) and copies its own, unless ``recvbuf`` is IN_PLACE."""
-        root = self._root(root)
-        call = _Call(self, name)
-        if self._s.rank == root:
-            parts = call.local(parts_of, sendbuf, False)
-            for rank in self._others():
-                call.send(rank, parts and parts.part(rank))
-            if recvbuf is not constants.IN_PLACE:
-                call.local(self._copy_own, parts, recvbuf, name)
-        else:
-            received = call.receiving(call.local(_plain_message, recvbuf, True))
-            call.take([(root, received and received.data)])
-        call.done()
-
     def _parts_of(self, buf, writable):
         return _Parts.of(_plain_message(buf, writable, self.size), self.size)
 
@@ -402,134 +354,73 @@ class Collectives:
         source = (bytes(receives.whole) if sendbuf is constants.IN_PLACE
                   else _data(sendbuf, False, self.size))
         _check_part(source, len(receives.whole), "Alltoall")
-        return _Parts(memoryview(source), self.size), receives
-
-    def _reduce_at_root(self, call, buffers_, op):
-        """Take every other rank's contribution and fold them in rank order."""
-        send, receive = buffers_ or (None, None)
-        folds = self._folds_at_root(call, send, op, every=False)
-        if folds:
-            receive.data[:send.nbytes] = folds[-1]
-
-    def _folds_at_root(self, call, send, op, every):
-        """Every rank's contribution taken; the folds of ranks 0..k in rank order as
-        bytes (only the last unless ``every``); None once this call failed."""
-        import numpy
-        scratch = {rank: send and memoryview(bytearray(send.nbytes)) for rank in self._others()}
-        call.take(list(scratch.items()))
-        if call.error is not None:
-            return None
-        dtype = element_dtype(send.datatype)
-        scratch[self._s.rank] = send.data
-        parts = [numpy.frombuffer(bytes(scratch[rank]), dtype=dtype) for rank in range(self.size)]
-        folds = call.local(_prefix_folds, parts, lambda a, b: op.apply(a, b, send.datatype),
-                           every)
-        return folds and [fold if fold is None
-                          else numpy.ascontiguousarray(fold, dtype=dtype).tobytes()
-                          for fold in folds]
+        sends = _Parts(memoryview(source), self.size)
+        receives[self._s.rank][:] = sends[self._s.rank]
+        return sends, receives
 
 
-class _Call:
-    """One collective call as this rank takes part in it.
+def _nothing(*args):
+    """The plan or range of a rank that takes nothing."""
+    return [] if len(args) == 2 else None
 
-    Every rank sends and receives the same messages whether it fails or not: a
-    rank that cannot contribute (bad arguments, a mismatched size, an object that
-    does not pickle, an op that raises) sends an empty notice instead, whose tag
-    says which rank failed and with which error class, and a rank that cannot use
-    what it receives still takes it. So a failure never leaves a peer waiting, nor
-    a stale message for the next collective; each rank raises at the end: its own
-    error first, else the first notice or size mismatch it saw.
-    """
 
-    def __init__(self, comm, name):
-        self.comm = comm
-        self.name = name
-        self.error = None
-        self.culprit = None
-        self._receiving = []
+class _Objects:
+    """The pickled objects a rank takes, one bytearray per sender."""
 
-    def receiving(self, message):
-        """``message`` (a parsed receive buffer, or None): finished at done(), which
-        unpacks it into the user's buffer (datatypes with gaps, HANDLE_SYNC lists)."""
-        if message is not None:
-            self._receiving.append(message)
-        return message
+    def __init__(self):
+        self.taken = {}
 
-    def local(self, function, *args):
-        """``function(*args)``, or None (keeping the error) once this rank has failed."""
-        if self.error is None:
-            try:
-                return function(*args)
-            except Exception as exc:  # ValueError, BufferError, MPI.Exception, ...
-                self.error = exc
-                self.culprit = self.comm._s.rank
-        return None
+    def want(self, ranks, lengths):
+        for rank in ranks:
+            self.taken[rank] = bytearray(lengths[rank])
+        return [(rank, 0, lengths[rank], memoryview(self.taken[rank])) for rank in ranks]
 
-    def send(self, dest, data, pickled=False):
-        """Send ``data`` to ``dest``, or a failure notice when this call failed."""
-        if self.error is None and data is not None:
-            self.comm._isend_bytes(data, dest, TAG, pickled, COLLECTIVE)
-            return
-        error_class = (self.error.Get_error_class() if isinstance(self.error, errors.Exception)
-                       else errors.ERR_ARG)
-        tag = NOTICE + error_class + NOTICE_RANKS * self.culprit
-        self.comm._isend_bytes(b"", dest, tag, False, COLLECTIVE)
+    def want_entries(self, ranks, first, me):
+        """Entry ``me`` of each rank's table stream."""
+        wants = []
+        for rank in ranks:
+            offset, length = _entry(first(rank), me)
+            self.taken[rank] = bytearray(length)
+            wants.append((rank, offset, length, memoryview(self.taken[rank])))
+        return wants
 
-    def take(self, parts):
-        """Receive one message from each (rank, view) pair; a view of None discards."""
-        posted = [(rank, view, self.comm._irecv(rank, constants.ANY_TAG,
-                                                _NOWHERE if view is None else view,
-                                                COLLECTIVE))
-                  for rank, view in parts]
-        for rank, view, receive in posted:
-            self._check(rank, view, receive)
+    def load(self, rank):
+        return _loads(self.taken[rank])
 
-    def take_objects(self, ranks):
-        """The pickled object each rank sends (None from a rank that failed)."""
-        posted = [self.comm._irecv(rank, constants.ANY_TAG, None, COLLECTIVE) for rank in ranks]
-        return [self._check(rank, None, receive) for rank, receive in zip(ranks, posted)]
+    def with_own(self, own, me, size):
+        return [own if rank == me else self.load(rank) for rank in range(size)]
 
-    def _check(self, rank, view, receive):
-        """Complete one receive; note a notice or a size mismatch; returns its object."""
-        status = Status()
-        problem = value = None
-        try:
-            value = receive.wait(status)
-        except errors.JobAborted:
-            raise
-        except errors.Exception as exc:
-            problem = exc
-        if status.tag >= NOTICE:
-            culprit, error_class = divmod(status.tag - NOTICE, NOTICE_RANKS)
-            self._failed(culprit, errors.Exception(
-                error_class, "%s: rank %d failed in this call (%s) and could not take "
-                "part; its own error says what to fix"
-                % (self.name, culprit, errors.error_string(error_class))))
-        elif view is not None and status.count != len(view):
-            self._failed(self.comm._s.rank, errors.Exception(
-                errors.ERR_TRUNCATE if status.count > len(view) else errors.ERR_COUNT,
-                "%s: rank %d sent %d bytes where this rank expects %d; every rank must "
-                "pass the same count and datatype" % (self.name, rank, status.count,
-                                                      len(view))))
-        elif problem is not None:
-            self._failed(self.comm._s.rank, problem)
-        return value
 
-    def _failed(self, culprit, error):
-        if self.error is None:
-            self.error = error
-            self.culprit = culprit
+def _table_stream(parts):
+    """The parts (bytes-like) after a table of (offset, length) of each."""
+    table = bytearray(TABLE.size * len(parts))
+    offset = len(table)
+    for index, part in enumerate(parts):
+        TABLE.pack_into(table, index * TABLE.size, offset, len(part))
+        offset += len(part)
+    return b"".join([bytes(table)] + [bytes(part) for part in parts])
 
-    def done(self):
-        if self.error is not None:
-            raise self.error
-        for message in self._receiving:
-            message.finish()
+
+def _parts_stream(parts, size):
+    """A buffer cut in parts (_Parts, buffers.VectorMessage) as a table stream: the
+    table, then the buffer as it is; the table says where each part lies."""
+    table = bytearray(TABLE.size * size)
+    whole = parts.data if isinstance(parts, buffers.VectorMessage) else parts.whole
+    for index in range(size):
+        start, stop = parts.span(index)
+        TABLE.pack_into(table, index * TABLE.size, len(table) + start, stop - start)
+    return b"".join((bytes(table), bytes(whole)))
+
+
+def _entry(first, index):
+    """(offset, length) of part ``index`` in a table stream whose first chunk is ``first``."""
+    return TABLE.unpack_from(first, index * TABLE.size)
 
 
 class _Parts:
     """A byte view cut in ``count`` equal parts; ``whole`` is the view, ``finish``
-    what completes a receive into it (a HANDLE_SYNC list's conversion)."""
+    what completes a receive into it (unpacking a derived datatype, converting a
+    HANDLE_SYNC list)."""
 
     def __init__(self, whole, count, finish=None):
         self.whole = whole
@@ -544,6 +435,9 @@ class _Parts:
         return self.whole[index * self.size:(index + 1) * self.size]
 
     part = __getitem__      # as buffers.VectorMessage's parts
+
+    def span(self, index):
+        return index * self.size, (index + 1) * self.size
 
 
 def _message(buf, writable, blocks=0):
@@ -564,6 +458,13 @@ def _plain(buf, writable, blocks=0):
     return buffers.message(buf, writable, blocks).data
 
 
+def _folded(parts, op, datatype):
+    """The bytes of ``parts`` (equal byte views) folded element-wise in rank order."""
+    import numpy
+    dtype = element_dtype(datatype)
+    arrays = [numpy.frombuffer(part, dtype=dtype) for part in parts]
+    result = _fold(arrays, lambda a, b: op.apply(a, b, datatype))
+    return numpy.ascontiguousarray(result, dtype=dtype).tobytes()
 
 
 def _reduce_send(sendbuf, op):
@@ -641,9 +542,6 @@ def _inclusive(folds, rank):
 
 def _exclusive(folds, rank):
     return folds[rank - 1] if rank else None
-
-
-_PREFIXES = (_inclusive, _exclusive)    # the picks that need every fold
 
 
 def _fold(values, op):

@@ -23,7 +23,7 @@ class CommState(mailbox.CommCore):
     its base holds what the point-to-point fast paths need of it."""
 
     __slots__ = ("context", "ranks", "rank", "slot", "name", "world_to_rank", "info",
-                 "topology")
+                 "topology", "area", "large_area")
 
     def __init__(self, context, ranks, slot, name=""):
         self.context = context
@@ -34,6 +34,7 @@ class CommState(mailbox.CommCore):
         self.name = name
         self.world_to_rank = {w: i for i, w in enumerate(self.ranks)}
         self.freed = False
+        self.area = self.large_area = None   # the collective areas (collarea.py), at first use
         self._bind(context, self.ranks, job.world_size())
         self.info = {}
         self.topology = None    # a topology.CartTopology for a Cartcomm
@@ -398,6 +399,9 @@ class Comm:
                         "only communicators you created (Dup, Split, Create...)")
         if state.slot is not None:
             release_slot(job.current(), state.slot)
+        for area in (state.area, state.large_area):     # collarea.Area objects
+            if area is not None:
+                area.close()
         state.freed = True
         self._state_value = None
 

@@ -98,7 +98,7 @@ def fetch(name, nbytes, target=None):
 
 def discard(name, nbytes):
     """Unlink a staged payload no receive will read (a truncated message)."""
-    segments.Segment.attach(name.decode(), nbytes).unlink()
+    segments.unlink(name.decode())
 
 
 class Arrived:
@@ -379,10 +379,10 @@ def _miss_object(*args):
 class _PythonCommCore:
     """What a communicator carries for the fast paths; nothing on the fallback."""
 
-    __slots__ = ("freed",)
+    __slots__ = ("freed", "coll_seq", "large_seq")
 
     def _bind(self, context, ranks, world_size):
-        pass
+        self.coll_seq = self.large_seq = 0   # steps taken on the collective areas
 
 
 def _setup_native():

@@ -13,13 +13,16 @@ too (naming it) instead of hanging. Sync handles do not travel here (ERR_TYPE).
 """
 from . import constants, errors
 from . import op as ops
-from .collective import (NOTICE, NOTICE_RANKS, TAG, _count_or_none, _exclusive, _inclusive,
-                         _Parts, _plain, _plain_message, _prefix_folds, _reduce_buffers,
-                         _reduce_send, _total, element_dtype)
+from .collective import (_count_or_none, _exclusive, _inclusive, _Parts, _plain,
+                         _plain_message, _prefix_folds, _reduce_buffers, _reduce_send, _total,
+                         element_dtype)
 from .comm import NONBLOCKING
 from .request import Request
 
 _EMPTY = memoryview(bytearray(0))
+TAG = 0            # a rank's contribution
+NOTICE = 1         # and above: an empty failure notice, NOTICE + class + NOTICE_RANKS * rank
+NOTICE_RANKS = 256
 
 
 class _Exchange(Request):

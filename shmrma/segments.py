@@ -19,6 +19,7 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mmap.restype = ctypes.c_void_p
 _libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
                        ctypes.c_int, ctypes.c_long)
+_libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
 NAME_PREFIX = "shmrma."
 CACHE_LINE = 64
 
@@ -57,15 +58,7 @@ class Segment:
     @classmethod
     def create(cls, job_id, size):
         """Create, reserve and map a new segment of ``size`` bytes (size > 0)."""
-        name = new_name(job_id)
-        shm = posix_ipc.SharedMemory(name, posix_ipc.O_CREX, mode=0o600)
-        fd = shm.fd
-        try:
-            _reserve(fd, size)
-        except BaseException:
-            os.close(fd)
-            _unlink_quietly(name)
-            raise
+        name, fd = _create_reserved(job_id, size)
         try:
             return cls(name, size, fd)
         except BaseException:
@@ -75,13 +68,7 @@ class Segment:
     @classmethod
     def attach(cls, name, size):
         """Map an existing segment created by another rank."""
-        try:
-            shm = posix_ipc.SharedMemory(name, 0)
-        except posix_ipc.ExistentialError:
-            errors.fail(errors.ERR_RMA_SHARED,
-                        "shared-memory segment %s is gone before this rank could map it "
-                        "(its creator unlinked it or the job is ending)" % name)
-        return cls(name, size, shm.fd)
+        return cls(name, size, _open_existing(name))
 
     @property
     def buffer(self):
@@ -134,6 +121,64 @@ class Segment:
         return self._map is None
 
 
+class Region:
+    """A segment mapped without a file descriptor: Python's mmap keeps a duplicate of
+    the segment's open as long as the mapping lives, and a process holding one
+    mapping per communicator would run out of descriptors. ``buffer`` is a byte
+    view of it; ``close`` unmaps (every view of it must be gone by then)."""
+
+    __slots__ = ("name", "size", "address", "_named")
+
+    def __init__(self, name, size, fd):
+        self.name, self.size, self._named = name, size, True
+        try:
+            address = _libc.mmap(None, ctypes.c_size_t(size), mmap.PROT_READ | mmap.PROT_WRITE,
+                                 mmap.MAP_SHARED, fd, ctypes.c_long(0))
+        finally:
+            os.close(fd)
+        if address in (None, ctypes.c_void_p(-1).value):
+            errors.fail(errors.ERR_NO_MEM, "cannot map segment %s: %s"
+                        % (name, os.strerror(ctypes.get_errno())))
+        self.address = address
+
+    create = classmethod(Segment.create.__func__)
+    attach = classmethod(Segment.attach.__func__)
+    unlink = Segment.unlink
+
+    @property
+    def buffer(self):
+        return memoryview((ctypes.c_char * self.size).from_address(self.address)).cast("B")
+
+    def close(self):
+        if self.address:
+            atomic.forget(self.address, self.size)
+            _libc.munmap(ctypes.c_void_p(self.address), ctypes.c_size_t(self.size))
+            self.address = 0
+
+
+def _create_reserved(job_id, size):
+    """A new segment's name and open descriptor, its ``size`` bytes reserved."""
+    name = new_name(job_id)
+    shm = posix_ipc.SharedMemory(name, posix_ipc.O_CREX, mode=0o600)
+    fd = shm.fd
+    try:
+        _reserve(fd, size)
+    except BaseException:
+        os.close(fd)
+        _unlink_quietly(name)
+        raise
+    return name, fd
+
+
+def _open_existing(name):
+    try:
+        return posix_ipc.SharedMemory(name, 0).fd
+    except posix_ipc.ExistentialError:
+        errors.fail(errors.ERR_RMA_SHARED,
+                    "shared-memory segment %s is gone before this rank could map it "
+                    "(its creator unlinked it or the job is ending)" % name)
+
+
 def _reserve(fd, size):
     try:
         os.posix_fallocate(fd, 0, size)
@@ -147,6 +192,11 @@ def no_space_message(size):
     return ("cannot reserve %d bytes of shared memory in %s: only %d bytes are free "
             "there; free space in %s, enlarge it (e.g. docker --shm-size) or ask "
             "for less memory" % (size, SHM_DIR, shm_free_bytes(), SHM_DIR))
+
+
+def unlink(name):
+    """Unlink the segment ``name`` (gone already: nothing to do)."""
+    _unlink_quietly(name)
 
 
 def _unlink_quietly(name):

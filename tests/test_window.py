@@ -656,7 +656,8 @@ def test_bad_size_or_disp_unit_on_one_rank_fails_everywhere(flavor, culprit):
         comm = MPI.COMM_WORLD
         rank = comm.Get_rank()
         mem = MPI.Alloc_mem(16) if flavor == "create" else None
-        comm.Barrier()
+        comm.allgather(None)    # the communicator's collective area is mapped (and
+        comm.Barrier()          # its name gone) before the count: it is no window's
         fds, names = open_fds(), job_segment_names()
         classes = []
         for bad_size, bad_unit, error_class in ((-1, 1, MPI.ERR_SIZE), (16, 0, MPI.ERR_DISP),
@@ -699,6 +700,7 @@ def test_exhausting_dev_shm_is_err_no_mem_on_every_rank(flavor):
     def body():
         comm = MPI.COMM_WORLD
         rank = comm.Get_rank()
+        comm.allgather(None)    # the collective area is mapped before the count
         comm.Barrier()
         fds, names = open_fds(), job_segment_names()
         make = MPI.Win.Allocate if flavor == "allocate" else MPI.Win.Allocate_shared
@@ -854,6 +856,7 @@ def test_create_over_unusable_memory_on_one_rank_fails_everywhere():
         comm = MPI.COMM_WORLD
         rank = comm.Get_rank()
         mem = MPI.Alloc_mem(64)
+        comm.allgather(None)    # the collective area is mapped before the count
         comm.Barrier()
         fds, names = open_fds(), job_segment_names()
         given = bytes(64) if rank == 1 else mem

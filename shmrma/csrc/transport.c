@@ -100,6 +100,8 @@ typedef struct {
     int32_t *ranks;             /* world rank of each member; NULL until bound */
     int32_t *to_rank;           /* member rank of each world rank, or -1 */
     int freed;
+    uint32_t coll_seq;          /* steps taken on the small collective area (collarea.py) */
+    uint32_t large_seq;         /* and on the large one */
 } CommCore;
 
 static PyTypeObject CommCoreType;
@@ -1114,6 +1116,10 @@ static PyMethodDef commcore_methods[] = {
 
 static PyMemberDef commcore_members[] = {
     {"freed", T_INT, offsetof(CommCore, freed), 0, "the communicator was freed"},
+    {"coll_seq", T_UINT, offsetof(CommCore, coll_seq), 0,
+     "steps taken on the small collective area so far (mod 2**32)"},
+    {"large_seq", T_UINT, offsetof(CommCore, large_seq), 0,
+     "steps taken on the large collective area so far (mod 2**32)"},
     {NULL}
 };
 

@@ -1,0 +1,337 @@
+"""The shared collective areas of a communicator, and the one protocol every
+blocking collective runs on them.
+
+A communicator's first collective that moves data maps a *small* area that all
+its members share: a counter, then per member two slots (the parities of
+consecutive steps), each a header and SMALL_SLOT bytes of data. A collective is
+a sequence of *steps*; in a step every member deposits a header (its error
+class, the length of what it brings, its element size) and up to a slot of
+data, adds one to the counter, and waits until every member has arrived at this
+step; then it reads whatever it needs from the others' slots. Steps alternate
+parities, and a member cannot start step s + 2 before every member arrived at
+step s + 1, which each does only after it finished reading step s: so a slot is
+never overwritten while read.
+
+Every collective's first step is in the small area, so every member learns what
+every other brings; a collective whose data all fit there is done in that one
+step. When some member brings more, all of them know it, and they move the data
+in chunks through the communicator's *large* area instead (mapped then, once,
+with slots of up to 256 KiB): a communicator that never moves much never pays
+for it (a window's own communicator, say).
+
+Errors stay in step: a member whose arguments are wrong deposits its error class
+in the first step, and every member sees it there and raises (the culprit its
+own exception, the others one naming it). A mismatch only some members can see
+(a part longer than its place) is raised by them at the end, after they took
+part in every step, so nobody is left waiting.
+
+``exchange`` moves byte streams (each member's outgoing bytes) to whoever wants
+parts of them; ``fold`` reduces vectors element-wise in rank order.
+collective.py builds every blocking collective from the two;
+shmrma/csrc/collectives.c runs the common cases of Bcast, Reduce and Allreduce
+in C on the same areas and protocol, so a member on either path meets the others.
+"""
+import struct
+
+from . import atomic, errors, job, segments
+from .comm import slot_barrier
+
+AREA_HEADER = 64                # the step counter, a wait cell, alone on its line
+SLOT_HEADER = 64
+HEADER = struct.Struct("<iiqq")  # error class, flags, length of the stream, element size
+SMALL_SLOT = 8 * 1024           # holds a table of 16 bytes per rank up to 512 ranks
+NAME_OFFSET = 8                 # in the communicator's barrier slot (job.SLOT_BYTES)
+NAME_BYTES = 48
+FAILED_OFFSET = 56              # a member could not map the area (an int32)
+MAPPED_OFFSET = 60              # members that mapped it so far (an int32)
+MASK32 = 0xFFFFFFFF
+
+
+def large_slot_bytes(nranks):
+    """Data bytes of each slot of the large area: 4 MiB shared among the members,
+    16 KiB to 256 KiB each, so a small job moves large vectors in few steps."""
+    share = (4 * 1024 * 1024 // max(nranks, 1)) & ~63
+    return max(16 * 1024, min(256 * 1024, share))
+
+
+class Area:
+    """An area as this member maps it; ``sequence`` names the communicator's
+    counter of steps taken in it (CommCore.coll_seq or .large_seq)."""
+
+    def __init__(self, state, region, slot, sequence):
+        self.region = region
+        self.mem = region.buffer
+        self.address = region.address
+        self.nranks = len(state.ranks)
+        self.me = state.rank
+        self.slot = slot
+        self.sequence = sequence
+        self.block = 2 * (SLOT_HEADER + slot)
+        self.counter = self.address
+        self.peers = state.ranks
+        self.label = state.name or "a communicator"
+
+    @staticmethod
+    def nbytes(nranks, slot):
+        return AREA_HEADER + nranks * 2 * (SLOT_HEADER + slot)
+
+    def offset(self, rank, parity):
+        """Where rank's slot of this parity starts in the area (its header)."""
+        return AREA_HEADER + rank * self.block + parity * (SLOT_HEADER + self.slot)
+
+    def header(self, rank, parity):
+        return HEADER.unpack_from(self.mem, self.offset(rank, parity))
+
+    def data(self, rank, parity, start, stop):
+        base = self.offset(rank, parity) + SLOT_HEADER
+        return self.mem[base + start:base + stop]
+
+    def close(self):
+        mem, self.mem = self.mem, None
+        if mem is not None:
+            mem.release()
+            self.region.close()
+
+
+def area_of(state):
+    """The communicator's small area, mapped at its first use (collectively)."""
+    if state.area is None:
+        state.area = Area(state, _map(state, SMALL_SLOT), SMALL_SLOT, "coll_seq")
+    return state.area
+
+
+def large_area_of(state):
+    """The communicator's large area, mapped when a collective first needs it (all
+    members know from the first step that it does)."""
+    if state.large_area is None:
+        slot = large_slot_bytes(len(state.ranks))
+        state.large_area = Area(state, _map(state, slot), slot, "large_seq")
+    return state.large_area
+
+
+class _PrivateRegion:
+    """A communicator of one shares with nobody: its area is plain memory."""
+
+    def __init__(self, nbytes):
+        import ctypes
+        self.array = (ctypes.c_char * nbytes)()
+        self.address = ctypes.addressof(self.array)
+        self.buffer = memoryview(self.array).cast("B")
+
+    def close(self):
+        self.buffer.release()
+
+
+def _map(state, slot):
+    """Map an area (collective): rank 0 creates the segment and puts its name in
+    the communicator's barrier slot, the others map it, the last unlinks it; a
+    failure anywhere is every member's."""
+    size = len(state.ranks)
+    nbytes = Area.nbytes(size, slot)
+    if size == 1:
+        return _PrivateRegion(nbytes)
+    world = job.current()
+    cell = world.slot_address(state.slot)
+    name_at = cell - world.base + NAME_OFFSET
+    failed_at, mapped_at = cell + FAILED_OFFSET, cell + MAPPED_OFFSET
+    region = error = None
+    name = b""
+    if state.rank == 0:
+        atomic.store32(failed_at, 0)
+        atomic.store32(mapped_at, 0)
+        try:
+            region = segments.Region.create(world.job_id, nbytes)
+            name = region.name.encode()
+        except errors.Exception as exc:
+            error = exc
+        world.mem[name_at:name_at + NAME_BYTES] = name.ljust(NAME_BYTES, b"\0")
+    slot_barrier(state)
+    if state.rank != 0:
+        name = bytes(world.mem[name_at:name_at + NAME_BYTES]).rstrip(b"\0")
+        if name:
+            try:
+                region = segments.Region.attach(name.decode(), nbytes)
+            except (errors.Exception, OSError) as exc:
+                error = exc
+                atomic.store32(failed_at, 1)
+    if name and atomic.fetch_add32(mapped_at, 1) + 1 == size:
+        segments.unlink(name.decode())      # the last to map it: no name is left behind
+    slot_barrier(state)
+    if error is None and (atomic.load32(failed_at) or region is None):
+        error = errors.Exception(errors.ERR_NO_MEM, "a member of the communicator could "
+                                 "not map its collective area; see its own error")
+    if error is not None:
+        if region is not None:
+            region.close()
+        if not isinstance(error, errors.Exception):
+            error = errors.Exception(errors.ERR_NO_MEM, "cannot map the collective area "
+                                     "of the communicator: %s" % error)
+        raise error
+    return region
+
+
+# --- steps ----------------------------------------------------------------------
+
+def step(state, area, error, length, chunk, unit=0):
+    """Deposit this member's header and ``chunk`` (bytes-like, at most a slot), arrive,
+    and wait until every member arrived: the parity the others' slots hold."""
+    sequence = (getattr(state, area.sequence) + 1) & MASK32
+    setattr(state, area.sequence, sequence)
+    parity = sequence & 1
+    offset = area.offset(area.me, parity)
+    HEADER.pack_into(area.mem, offset, error, 0, length, unit)
+    if chunk is not None and len(chunk):
+        start = offset + SLOT_HEADER
+        area.mem[start:start + len(chunk)] = chunk
+    if area.nranks > 1:
+        atomic.cell_add(area.counter, 1)
+        target = (sequence * area.nranks) & MASK32
+        job.wait_until(area.counter, lambda value: (value - target) & MASK32 < 1 << 31,
+                       lambda: "step %d of a collective on %s (%d ranks)"
+                       % (sequence, area.label, area.nranks), area.peers)
+    return parity
+
+
+def error_class(exc):
+    """What a member deposits for an exception it raises: its class, ERR_ARG for
+    a non-MPI one (a ValueError, a user op's own exception)."""
+    return exc.Get_error_class() if isinstance(exc, errors.Exception) else errors.ERR_ARG
+
+
+class Call:
+    """One collective as this member runs it: the first error seen wins, and is
+    raised at the end, after every step."""
+
+    def __init__(self, comm, name):
+        self.state = comm._s
+        self.name = name
+        self.area = area_of(self.state)
+        self.error = None
+
+    def failed(self, exc):
+        if self.error is None:
+            self.error = exc
+
+    def agrees(self, rank, got, expected):
+        """Does ``rank`` bring the ``expected`` bytes? If not, the error to raise at
+        the end: ERR_TRUNCATE when it brings more, ERR_COUNT when less."""
+        if got == expected:
+            return True
+        self.failed(errors.Exception(
+            errors.ERR_TRUNCATE if got > expected else errors.ERR_COUNT,
+            "%s: rank %d sent %d bytes where this rank expects %d; every rank must "
+            "pass the same count and datatype" % (self.name, rank, got, expected)))
+        return False
+
+    def first_step(self, length, chunk, unit=0):
+        """Step 0: deposit, then raise what some member's arguments did wrong.
+        Answers the parity and every member's (length, unit)."""
+        area = self.area
+        own = self.error
+        parity = step(self.state, area, error_class(own) if own is not None else 0,
+                      length if own is None else 0, chunk if own is None else None, unit)
+        if own is not None:
+            raise own
+        headers = [area.header(rank, parity) for rank in range(area.nranks)]
+        for rank, (error, _, _, _) in enumerate(headers):
+            if error:
+                raise errors.Exception(
+                    error, "%s: rank %d failed in this call (%s) and could not take part; "
+                    "its own error says what to fix"
+                    % (self.name, rank, errors.error_string(error)))
+        return parity, [header[2] for header in headers], [header[3] for header in headers]
+
+    def done(self):
+        if self.error is not None:
+            raise self.error
+
+
+def local(call, function, *args):
+    """``function(*args)``, or None with the exception kept for the first step."""
+    try:
+        return function(*args)
+    except Exception as exc:  # ValueError, BufferError, MPI.Exception, a user op's own
+        call.failed(exc)
+        return None
+
+
+# --- moving byte streams -----------------------------------------------------------
+
+def exchange(call, stream, plan):
+    """Every member's ``stream`` (bytes-like; None once the call failed here) to
+    whoever wants parts of it; ``plan(lengths, first)`` answers the parts this member
+    takes: (rank, offset in its stream, length, destination view), from every
+    member's stream length and ``first(rank)``, the start of its stream (at least a
+    small slot of it, or all of it)."""
+    small = call.area
+    stream = memoryview(stream).cast("B") if stream is not None else memoryview(b"")
+    parity, lengths, _ = call.first_step(len(stream), stream[:small.slot])
+    wants = local(call, plan, lengths, lambda rank: small.data(
+        rank, parity, 0, min(small.slot, lengths[rank]))) or ()
+    if max(lengths) <= small.slot:
+        _take(small, parity, 0, small.slot, wants)
+    else:
+        area = large_area_of(call.state)
+        size = area.slot
+        for index in range(-(-max(lengths) // size)):
+            parity = step(call.state, area, 0, len(stream),
+                          stream[index * size:(index + 1) * size])
+            _take(area, parity, index * size, size, wants)
+    call.done()
+
+
+def _take(area, parity, start, size, wants):
+    """Copy what each want holds of the chunk [start, start + size) of its rank's stream."""
+    stop = start + size
+    for rank, offset, length, into in wants:
+        low, high = max(offset, start), min(offset + length, stop)
+        if low < high:
+            into[low - offset:high - offset] = area.data(rank, parity, low - start,
+                                                         high - start)
+
+
+# --- reductions -----------------------------------------------------------------
+
+def _chunk(slot, unit):
+    """The bytes of a step's chunk of a vector of ``unit``-byte elements."""
+    return slot - slot % max(unit, 1)
+
+
+def fold(call, send, receive_range, combine, itemsize):
+    """Reduce every member's ``send`` bytes (equal lengths) element-wise in rank order,
+    chunk by chunk. ``receive_range(lengths)`` answers (first rank, last rank + 1,
+    byte start, byte stop) this member folds, or None; ``combine(start, parts)`` gets
+    the byte offset of a chunk and the parts of the members folded, in rank order."""
+    small = call.area
+    send = memoryview(send).cast("B") if send is not None else memoryview(b"")
+    parity, lengths, units = call.first_step(len(send), send[:_chunk(small.slot, itemsize)],
+                                             itemsize)
+    # chunks hold whole elements; every member agrees on their size from the units
+    unit = max(units)
+    if len({unit for unit in units if unit}) > 1:
+        call.failed(errors.Exception(errors.ERR_TYPE, "%s: the ranks pass datatypes of "
+                                     "different sizes; pass the same datatype everywhere"
+                                     % call.name))
+    wanted = local(call, receive_range, lengths)
+    if max(lengths) <= _chunk(small.slot, unit):
+        _combine(call, small, parity, 0, small.slot, wanted, combine)
+    else:
+        area = large_area_of(call.state)
+        size = _chunk(area.slot, unit)
+        for index in range(-(-max(lengths) // size)):
+            start = index * size
+            parity = step(call.state, area, 0, len(send), send[start:start + size])
+            _combine(call, area, parity, start, size, wanted, combine)
+    call.done()
+
+
+def _combine(call, area, parity, start, size, wanted, combine):
+    """Fold what this member wants of the chunk [start, start + size)."""
+    if wanted is None or call.error is not None:
+        return      # (still stepping: the others fold, and count on this member)
+    first, last, low, high = wanted
+    low, high = max(low, start), min(high, start + size)
+    if low < high:
+        parts = [area.data(rank, parity, low - start, high - start)
+                 for rank in range(first, last)]
+        local(call, combine, low, parts)
