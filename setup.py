@@ -28,7 +28,8 @@ class OptionalBuildExt(build_ext):
 
 setup(
     ext_modules=[Extension(
-        "shmrma._native", ["shmrma/_native.c", "shmrma/csrc/transport.c"],
+        "shmrma._native", ["shmrma/_native.c", "shmrma/csrc/transport.c",
+                            "shmrma/csrc/collectives.c"],
         depends=["shmrma/csrc/native.h"],
         extra_compile_args=["-O2", "-std=c11"])],
     cmdclass={"build_ext": OptionalBuildExt},

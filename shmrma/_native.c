@@ -1103,8 +1103,8 @@ overlap(const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb)
 #define EACH_ONE(T, EXPR, k)                                                 \
     {                                                                        \
         T a, b, r;                                                           \
-        memcpy(&a, incoming + (k) * sizeof(T), sizeof(T));                   \
-        memcpy(&b, target + (k) * sizeof(T), sizeof(T));                     \
+        memcpy(&a, first + (k) * sizeof(T), sizeof(T));                      \
+        memcpy(&b, second + (k) * sizeof(T), sizeof(T));                     \
         r = (T)(EXPR);                                                       \
         memcpy(target + (k) * sizeof(T), &r, sizeof(T));                     \
     }
@@ -1115,13 +1115,23 @@ overlap(const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb)
     for (; i < count; i++)                                                   \
         EACH_ONE(T, EXPR, i)
 
+/* One kernel per element type and op: target = first op second, element by
+ * element.  The accumulates combine with first = the origin's data and second
+ * = target (combine_all); reductions fold with first = the fold of the ranks
+ * so far and second = the next rank's part (fold_all, op.apply(fold, part)'s
+ * order bit for bit), writing the fold in place or into a third buffer. */
+#define KERNEL_PAIR(T, ...)                                                  \
+    static void                                                              \
+    apply_##T(int op, const char *first, const char *second, char *target,   \
+              Py_ssize_t count)                                              \
+    {                                                                        \
+        __VA_ARGS__                                                          \
+    }
+
 /* Integer arithmetic in the unsigned type U, so that it wraps as numpy's
  * does; logical ops give 0 or 1. */
 #define INT_KERNEL(T, U)                                                     \
-    static void                                                              \
-    combine_##T(int op, const char *restrict incoming, char *restrict target,\
-                Py_ssize_t count)                                            \
-    {                                                                        \
+    KERNEL_PAIR(T, {                                                         \
         Py_ssize_t i, j;                                                     \
         switch (op) {                                                        \
         case OP_SUM: EACH(T, (U)a + (U)b) break;                             \
@@ -1136,14 +1146,11 @@ overlap(const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb)
         case OP_LXOR: EACH(T, !a != !b) break;                               \
         case OP_REPLACE: EACH(T, a) break;                                   \
         }                                                                    \
-    }
+    })
 
 /* numpy's maximum and minimum: a NaN in either operand wins, a tie gives b. */
 #define FLOAT_KERNEL(T)                                                      \
-    static void                                                              \
-    combine_##T(int op, const char *restrict incoming, char *restrict target,\
-                Py_ssize_t count)                                            \
-    {                                                                        \
+    KERNEL_PAIR(T, {                                                         \
         Py_ssize_t i, j;                                                     \
         switch (op) {                                                        \
         case OP_SUM: EACH(T, a + b) break;                                   \
@@ -1152,7 +1159,7 @@ overlap(const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb)
         case OP_MIN: EACH(T, isnan(a) || a < b ? a : b) break;               \
         case OP_REPLACE: EACH(T, a) break;                                   \
         }                                                                    \
-    }
+    })
 
 INT_KERNEL(int8_t, uint8_t)
 INT_KERNEL(uint8_t, uint8_t)
@@ -1165,8 +1172,23 @@ INT_KERNEL(uint64_t, uint64_t)
 FLOAT_KERNEL(float)
 FLOAT_KERNEL(double)
 
-/* The one dispatcher over element type x op: the old target bytes go to
- * result first (when not NULL), then the target is combined (NO_OP: left). */
+/* The dispatchers over element type x op: combine_all (accumulates: the old
+ * target bytes go to result first when it is not NULL, then the target is
+ * combined; NO_OP leaves it) and fold_all (reductions). */
+#define DISPATCH(etype, op, first, second, target, nbytes)                               \
+    switch (etype) {                                                                     \
+    case E_I8: apply_int8_t(op, first, second, target, nbytes); break;                   \
+    case E_U8: apply_uint8_t(op, first, second, target, nbytes); break;                  \
+    case E_I16: apply_int16_t(op, first, second, target, nbytes / 2); break;             \
+    case E_U16: apply_uint16_t(op, first, second, target, nbytes / 2); break;            \
+    case E_I32: apply_int32_t(op, first, second, target, nbytes / 4); break;             \
+    case E_I64: apply_int64_t(op, first, second, target, nbytes / 8); break;             \
+    case E_U32: apply_uint32_t(op, first, second, target, nbytes / 4); break;            \
+    case E_U64: apply_uint64_t(op, first, second, target, nbytes / 8); break;            \
+    case E_F32: apply_float(op, first, second, target, nbytes / (Py_ssize_t)sizeof(float)); break; \
+    case E_F64: apply_double(op, first, second, target, nbytes / (Py_ssize_t)sizeof(double)); break;\
+    }
+
 void
 combine_all(int etype, int op, const char *incoming, char *target, char *result,
             Py_ssize_t nbytes)
@@ -1175,18 +1197,13 @@ combine_all(int etype, int op, const char *incoming, char *target, char *result,
         memcpy(result, target, (size_t)nbytes);
     if (op == OP_NO_OP)
         return;
-    switch (etype) {
-    case E_I8: combine_int8_t(op, incoming, target, nbytes); break;
-    case E_U8: combine_uint8_t(op, incoming, target, nbytes); break;
-    case E_I16: combine_int16_t(op, incoming, target, nbytes / 2); break;
-    case E_U16: combine_uint16_t(op, incoming, target, nbytes / 2); break;
-    case E_I32: combine_int32_t(op, incoming, target, nbytes / 4); break;
-    case E_I64: combine_int64_t(op, incoming, target, nbytes / 8); break;
-    case E_U32: combine_uint32_t(op, incoming, target, nbytes / 4); break;
-    case E_U64: combine_uint64_t(op, incoming, target, nbytes / 8); break;
-    case E_F32: combine_float(op, incoming, target, nbytes / (Py_ssize_t)sizeof(float)); break;
-    case E_F64: combine_double(op, incoming, target, nbytes / (Py_ssize_t)sizeof(double)); break;
-    }
+    DISPATCH(etype, op, incoming, target, target, nbytes)
+}
+
+void
+fold_all(int etype, int op, const char *fold, const char *part, char *into, Py_ssize_t nbytes)
+{
+    DISPATCH(etype, op, fold, part, into, nbytes)
 }
 
 /* The op's index when it is one of the registered predefined ops and is
@@ -2079,7 +2096,7 @@ PyInit__native(void)
         Py_DECREF(mod);
         return NULL;
     }
-    if (transport_init(mod) < 0) {
+    if (transport_init(mod) < 0 || collectives_init(mod) < 0) {
         Py_DECREF(mod);
         return NULL;
     }

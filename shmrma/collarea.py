@@ -33,7 +33,7 @@ in C on the same areas and protocol, so a member on either path meets the others
 """
 import struct
 
-from . import atomic, errors, job, segments
+from . import atomic, constants, errors, job, segments
 from .comm import slot_barrier
 
 AREA_HEADER = 64                # the step counter, a wait cell, alone on its line
@@ -97,6 +97,7 @@ def area_of(state):
     """The communicator's small area, mapped at its first use (collectively)."""
     if state.area is None:
         state.area = Area(state, _map(state, SMALL_SLOT), SMALL_SLOT, "coll_seq")
+        state._bind_area(False, state.area.address, SMALL_SLOT)
     return state.area
 
 
@@ -106,6 +107,7 @@ def large_area_of(state):
     if state.large_area is None:
         slot = large_slot_bytes(len(state.ranks))
         state.large_area = Area(state, _map(state, slot), slot, "large_seq")
+        state._bind_area(True, state.large_area.address, slot)
     return state.large_area
 
 
@@ -114,9 +116,10 @@ class _PrivateRegion:
 
     def __init__(self, nbytes):
         import ctypes
-        self.array = (ctypes.c_char * nbytes)()
-        self.address = ctypes.addressof(self.array)
-        self.buffer = memoryview(self.array).cast("B")
+        self.array = (ctypes.c_char * (nbytes + 64))()
+        skip = -ctypes.addressof(self.array) % 64     # cache-line aligned, as a segment
+        self.address = ctypes.addressof(self.array) + skip
+        self.buffer = memoryview(self.array).cast("B")[skip:skip + nbytes]
 
     def close(self):
         self.buffer.release()
@@ -187,8 +190,7 @@ def step(state, area, error, length, chunk, unit=0):
         atomic.cell_add(area.counter, 1)
         target = (sequence * area.nranks) & MASK32
         job.wait_until(area.counter, lambda value: (value - target) & MASK32 < 1 << 31,
-                       lambda: "step %d of a collective on %s (%d ranks)"
-                       % (sequence, area.label, area.nranks), area.peers)
+                       lambda: _describe(area, sequence), area.peers)
     return parity
 
 
@@ -198,15 +200,38 @@ def error_class(exc):
     return exc.Get_error_class() if isinstance(exc, errors.Exception) else errors.ERR_ARG
 
 
+def _describe(area, sequence):
+    return "step %d of a collective on %s (%d ranks)" % (sequence, area.label, area.nranks)
+
+
+def wait_check(state, sequence, first):
+    """Between the slices of a step's wait in C: say what this rank waits for, and
+    raise the job's problem (an abort, a dead peer) if there is one."""
+    text = _describe(area_of(state), sequence)
+    world = job.current()
+    if first:
+        world.note_waiting(text)
+    problem = job.job_problem(state.ranks, text)
+    if problem is not None:
+        raise problem
+
+
+def wait_over():
+    job.current().clear_waiting()
+
+
 class Call:
     """One collective as this member runs it: the first error seen wins, and is
-    raised at the end, after every step."""
+    raised at the end, after every step. ``resumed`` is what the C path answers
+    when it took this member's first step and left the rest to Python:
+    (parity, lengths, units)."""
 
-    def __init__(self, comm, name):
+    def __init__(self, comm, name, resumed=None):
         self.state = comm._s
         self.name = name
         self.area = area_of(self.state)
         self.error = None
+        self.resumed = resumed
 
     def failed(self, exc):
         if self.error is None:
@@ -227,11 +252,14 @@ class Call:
         """Step 0: deposit, then raise what some member's arguments did wrong.
         Answers the parity and every member's (length, unit)."""
         area = self.area
-        own = self.error
-        parity = step(self.state, area, error_class(own) if own is not None else 0,
-                      length if own is None else 0, chunk if own is None else None, unit)
-        if own is not None:
-            raise own
+        if self.resumed is not None:
+            parity = self.resumed[0]    # the C path took it
+        else:
+            own = self.error
+            parity = step(self.state, area, error_class(own) if own is not None else 0,
+                          length if own is None else 0, chunk if own is None else None, unit)
+            if own is not None:
+                raise own
         headers = [area.header(rank, parity) for rank in range(area.nranks)]
         for rank, (error, _, _, _) in enumerate(headers):
             if error:
@@ -335,3 +363,19 @@ def _combine(call, area, parity, start, size, wanted, combine):
         parts = [area.data(rank, parity, low - start, high - start)
                  for rank in range(first, last)]
         local(call, combine, low, parts)
+
+
+if atomic.BACKEND == "c":
+    from . import _native
+    _native.collectives_setup(area_header=AREA_HEADER, slot_header=SLOT_HEADER,
+                              wait_slice=job.WAIT_SLICE, check=wait_check, over=wait_over,
+                              in_place=constants.IN_PLACE)
+    fast_bcast, fast_reduce = _native.coll_bcast, _native.coll_reduce
+    fast_allreduce = _native.coll_allreduce
+    fast_allgather_bytes, fast_bcast_bytes = (_native.coll_allgather_bytes,
+                                              _native.coll_bcast_bytes)
+else:
+    def _miss(*args):
+        return False
+    fast_bcast = fast_reduce = fast_allreduce = _miss
+    fast_allgather_bytes = fast_bcast_bytes = _miss

@@ -13,7 +13,8 @@ import struct
 
 from . import buffers, constants, errors
 from . import op as ops
-from .collarea import Call, exchange, fold, local
+from .collarea import (Call, exchange, fast_allgather_bytes, fast_allreduce, fast_bcast,
+                       fast_bcast_bytes, fast_reduce, fold, local)
 from .comm import _dumps, _loads, slot_barrier
 from .derived import element_dtype
 
@@ -44,11 +45,15 @@ class Collectives:
 
     # --- objects -------------------------------------------------------------------
     def bcast(self, obj=None, root=0):
-        call = Call(self, "bcast")
-        root = local(call, self._root, root)
         me = self._s.rank
+        data = _pickled_or_none(obj) if me == root else None
+        taken = fast_bcast_bytes(self._state_value, data, root)
+        if type(taken) is bytes:
+            return obj if me == root else _loads(taken)
+        call = Call(self, "bcast", taken or None)
+        root = local(call, self._root, root)
         got = _Objects()
-        exchange(call, local(call, _dumps, obj) if me == root else b"",
+        exchange(call, (data or local(call, _dumps, obj)) if me == root else b"",
                  lambda lengths, first: got.want([root] if me != root else [], lengths))
         return obj if me == root else got.load(root)
 
@@ -62,11 +67,16 @@ class Collectives:
         return got.with_own(sendobj, me, self.size) if me == root else None
 
     def allgather(self, sendobj):
-        call = Call(self, "allgather")
+        me = self._s.rank
+        data = _pickled_or_none(sendobj)
+        taken = fast_allgather_bytes(self._state_value, data)
+        if type(taken) is list:
+            return [sendobj if rank == me else _loads(item) for rank, item in enumerate(taken)]
+        call = Call(self, "allgather", taken or None)
         got = _Objects()
-        exchange(call, local(call, _dumps, sendobj),
+        exchange(call, data or local(call, _dumps, sendobj),
                  lambda lengths, first: got.want(self._others(), lengths))
-        return got.with_own(sendobj, self._s.rank, self.size)
+        return got.with_own(sendobj, me, self.size)
 
     def scatter(self, sendobj=None, root=0):
         call = Call(self, "scatter")
@@ -108,7 +118,10 @@ class Collectives:
 
     # --- buffers -----------------------------------------------------------------
     def Bcast(self, buf, root=0):
-        call = Call(self, "Bcast")
+        taken = fast_bcast(self._state_value, buf, root)
+        if taken is True:
+            return
+        call = Call(self, "Bcast", taken or None)
         root = local(call, self._root, root)
         me = self._s.rank
         message = local(call, _message, buf, me != root)
@@ -208,7 +221,10 @@ class Collectives:
 
     # --- reductions --------------------------------------------------------------
     def Reduce(self, sendbuf, recvbuf, op=ops.SUM, root=0):
-        call = Call(self, "Reduce")
+        taken = fast_reduce(self._state_value, sendbuf, recvbuf, op, root)
+        if taken is True:
+            return
+        call = Call(self, "Reduce", taken or None)
         root = local(call, self._root, root)
         if self._s.rank != root:
             send = local(call, _reduce_send, sendbuf, op)
@@ -219,7 +235,10 @@ class Collectives:
         self._fold(call, send, receive, op, lambda lengths: (0, self.size))
 
     def Allreduce(self, sendbuf, recvbuf, op=ops.SUM):
-        call = Call(self, "Allreduce")
+        taken = fast_allreduce(self._state_value, sendbuf, recvbuf, op)
+        if taken is True:
+            return
+        call = Call(self, "Allreduce", taken or None)
         send, receive = local(call, _reduce_buffers, sendbuf, recvbuf, op) or (None, None)
         self._fold(call, send, receive, op, lambda lengths: (0, self.size))
 
@@ -389,6 +408,15 @@ class _Objects:
 
     def with_own(self, own, me, size):
         return [own if rank == me else self.load(rank) for rank in range(size)]
+
+
+def _pickled_or_none(obj):
+    """The pickle of ``obj``, or None when it does not pickle (the Python path then
+    raises that, in step with the others)."""
+    try:
+        return _dumps(obj)
+    except Exception:  # noqa: BLE001 - any pickling error is the Python path's to raise
+        return None
 
 
 def _table_stream(parts):

@@ -35,7 +35,7 @@ class CommState(mailbox.CommCore):
         self.world_to_rank = {w: i for i, w in enumerate(self.ranks)}
         self.freed = False
         self.area = self.large_area = None   # the collective areas (collarea.py), at first use
-        self._bind(context, self.ranks, job.world_size())
+        self._bind(context, self.ranks, job.world_size(), me)
         self.info = {}
         self.topology = None    # a topology.CartTopology for a Cartcomm
 
@@ -399,6 +399,7 @@ class Comm:
                         "only communicators you created (Dup, Split, Create...)")
         if state.slot is not None:
             release_slot(job.current(), state.slot)
+        state._unbind_areas()       # the fast paths must not reach them any more
         for area in (state.area, state.large_area):     # collarea.Area objects
             if area is not None:
                 area.close()

@@ -381,8 +381,14 @@ class _PythonCommCore:
 
     __slots__ = ("freed", "coll_seq", "large_seq")
 
-    def _bind(self, context, ranks, world_size):
+    def _bind(self, context, ranks, world_size, world_rank):
         self.coll_seq = self.large_seq = 0   # steps taken on the collective areas
+
+    def _bind_area(self, large, address, slot):
+        pass
+
+    def _unbind_areas(self):
+        pass
 
 
 def _setup_native():

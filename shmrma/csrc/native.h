@@ -130,12 +130,42 @@ void operand_release(Operand *o);
  * result first when not NULL. */
 void combine_all(int etype, int op, const char *incoming, char *target, char *result,
                  Py_ssize_t nbytes);
+/* into = fold op part over nbytes: a reduction folding one rank's part into the
+ * fold of the ranks before it (op.apply(fold, part)'s order, bit for bit); into
+ * may be fold itself. */
+void fold_all(int etype, int op, const char *fold, const char *part, char *into,
+              Py_ssize_t nbytes);
 /* The op's index when it is a registered predefined op defined on etype for
  * this kind of call, -1 otherwise. */
 int op_code(PyObject *op, int etype, int fetches);
 
+/* --- communicators (transport.c) ------------------------------------------------ */
+
+/* A collective area as this rank maps it (collarea.py); base NULL: not yet. */
+typedef struct {
+    char *base;
+    Py_ssize_t slot;            /* data bytes of each slot */
+    uint32_t seq;               /* steps taken on it so far (mod 2**32) */
+} AreaCore;
+
+/* What the fast paths need of a communicator: its context, members and
+ * collective areas.  comm.CommState derives from it. */
+typedef struct {
+    PyObject_HEAD
+    int32_t context;            /* the communicator's context (sub-contexts derive) */
+    int32_t size, world_size;
+    int32_t world_rank;         /* this process's */
+    int32_t *ranks;             /* world rank of each member; NULL until bound */
+    int32_t *to_rank;           /* member rank of each world rank, or -1 */
+    int freed;
+    AreaCore areas[2];          /* the small and the large collective area */
+} CommCore;
+
+extern PyTypeObject CommCoreType;
+
 /* --- the other files' parts of the module ---------------------------------------- */
 
 int transport_init(PyObject *module);
+int collectives_init(PyObject *module);
 
 #endif

@@ -91,20 +91,6 @@ typedef struct {
 
 static PyTypeObject CoreType, ArrivedType, TransportType;
 
-/* What the fast paths need of a communicator: its context and members.
- * comm.CommState derives from it. */
-typedef struct {
-    PyObject_HEAD
-    int32_t context;            /* the communicator's context (sub-contexts derive) */
-    int32_t size, world_size;
-    int32_t *ranks;             /* world rank of each member; NULL until bound */
-    int32_t *to_rank;           /* member rank of each world rank, or -1 */
-    int freed;
-    uint32_t coll_seq;          /* steps taken on the small collective area (collarea.py) */
-    uint32_t large_seq;         /* and on the large one */
-} CommCore;
-
-static PyTypeObject CommCoreType;
 
 /* The transport of this process: the last one made (one per rank). */
 static Transport *g_current = NULL;
@@ -1053,22 +1039,25 @@ commcore_dealloc(CommCore *c)
     Py_TYPE(c)->tp_free((PyObject *)c);
 }
 
-/* _bind(context, ranks, world_size): the communicator's context and members */
+/* _bind(context, ranks, world_size, world_rank): the communicator's context and
+ * members, and who this process is */
 static PyObject *
 commcore_bind(CommCore *c, PyObject *const *args, Py_ssize_t nargs)
 {
     PyObject *seq;
     Py_ssize_t i, size;
-    long context, world_size;
+    long context, world_size, world_rank;
     int32_t *ranks, *to_rank;
-    if (check_nargs("_bind", nargs, 3) < 0)
+    if (check_nargs("_bind", nargs, 4) < 0)
         return NULL;
     context = PyLong_AsLong(args[0]);
     world_size = PyLong_AsLong(args[2]);
-    if ((context == -1 || world_size == -1) && PyErr_Occurred())
+    world_rank = PyLong_AsLong(args[3]);
+    if ((context == -1 || world_size == -1 || world_rank == -1) && PyErr_Occurred())
         return NULL;
-    if (world_size < 1 || context < 0 || context > INT32_MAX / 16) {
-        PyErr_SetString(PyExc_ValueError, "_bind(): bad context or world size");
+    if (world_size < 1 || context < 0 || context > INT32_MAX / 16 || world_rank < 0 ||
+            world_rank >= world_size) {
+        PyErr_SetString(PyExc_ValueError, "_bind(): bad context, world size or rank");
         return NULL;
     }
     if ((seq = PySequence_Fast(args[1], "_bind(): ranks must be a sequence")) == NULL)
@@ -1105,25 +1094,62 @@ commcore_bind(CommCore *c, PyObject *const *args, Py_ssize_t nargs)
     c->context = (int32_t)context;
     c->size = (int32_t)size;
     c->world_size = (int32_t)world_size;
+    c->world_rank = (int32_t)world_rank;
+    Py_RETURN_NONE;
+}
+
+/* _bind_area(large, address, slot): a collective area is mapped (collarea.py) */
+static PyObject *
+commcore_bind_area(CommCore *c, PyObject *const *args, Py_ssize_t nargs)
+{
+    int large;
+    void *base;
+    Py_ssize_t slot;
+    if (check_nargs("_bind_area", nargs, 3) < 0 || (large = PyObject_IsTrue(args[0])) < 0)
+        return NULL;
+    if (!(base = get_addr(args[1], 64, "_bind_area")))
+        return NULL;
+    slot = PyLong_AsSsize_t(args[2]);
+    if (slot == -1 && PyErr_Occurred())
+        return NULL;
+    if (slot < 64 || slot % 64) {
+        PyErr_SetString(PyExc_ValueError, "_bind_area(): bad slot size");
+        return NULL;
+    }
+    c->areas[large].base = base;
+    c->areas[large].slot = slot;
+    Py_RETURN_NONE;
+}
+
+/* _unbind_areas(): the areas are about to be unmapped */
+static PyObject *
+commcore_unbind_areas(CommCore *c, PyObject *unused)
+{
+    c->areas[0].base = c->areas[1].base = NULL;
     Py_RETURN_NONE;
 }
 
 static PyMethodDef commcore_methods[] = {
     {"_bind", (PyCFunction)(void (*)(void))commcore_bind, METH_FASTCALL,
-     "_bind(context, ranks, world_size): the communicator the fast paths serve."},
+     "_bind(context, ranks, world_size, world_rank): the communicator the fast paths "
+     "serve."},
+    {"_bind_area", (PyCFunction)(void (*)(void))commcore_bind_area, METH_FASTCALL,
+     "_bind_area(large, address, slot): a collective area of the communicator is mapped."},
+    {"_unbind_areas", (PyCFunction)commcore_unbind_areas, METH_NOARGS,
+     "_unbind_areas(): the collective areas are about to be unmapped."},
     {NULL}
 };
 
 static PyMemberDef commcore_members[] = {
     {"freed", T_INT, offsetof(CommCore, freed), 0, "the communicator was freed"},
-    {"coll_seq", T_UINT, offsetof(CommCore, coll_seq), 0,
+    {"coll_seq", T_UINT, offsetof(CommCore, areas[0].seq), 0,
      "steps taken on the small collective area so far (mod 2**32)"},
-    {"large_seq", T_UINT, offsetof(CommCore, large_seq), 0,
+    {"large_seq", T_UINT, offsetof(CommCore, areas[1].seq), 0,
      "steps taken on the large collective area so far (mod 2**32)"},
     {NULL}
 };
 
-static PyTypeObject CommCoreType = {
+PyTypeObject CommCoreType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "shmrma._native.CommCore",
     .tp_basicsize = sizeof(CommCore),
