@@ -430,7 +430,10 @@ class Comm:
         return tag
 
     # --- point-to-point core ---
-    def _isend_bytes(self, data, dest, tag, pickled, kind=P2P, synchronous=False):
+    def _isend_bytes(self, data, dest, tag, pickled, kind=P2P, synchronous=False, hold=False):
+        """Send ``data``. With ``hold`` a large payload that must wait for room is held,
+        not copied: the caller's request completes only once it is sent (the user's
+        own sends); the other sends never hold a buffer the caller may reuse."""
         state = self._s
         dest = self._peer(dest, "destination")
         tag = self._tag(tag) if kind == P2P else tag
@@ -441,7 +444,8 @@ class Comm:
             sync_id = _next_sync_id()
             flags |= mailbox.FLAG_SYNC | sync_id << mailbox.SYNC_SHIFT
         world_dest = state.ranks[dest]
-        ticket = mailbox.mailbox().send(world_dest, state.subcontext(kind), tag, data, flags)
+        ticket = mailbox.mailbox().send(world_dest, state.subcontext(kind), tag, data, flags,
+                                        hold)
         sent = Send(world_dest, ticket, "room to send to rank %d" % dest)
         if not synchronous:
             return sent
@@ -472,23 +476,30 @@ class Comm:
     def Isend(self, buf, dest, tag=0):
         if _fast_send(self._state_value, buf, dest, tag, 0):
             return Completed()
-        return self._isend_bytes(self._send_data(buf, dest), dest, tag, False)
+        return self._isend_bytes(self._send_data(buf, dest), dest, tag, False, hold=True)
 
     def Send(self, buf, dest, tag=0):
         if not _fast_send(self._state_value, buf, dest, tag, 0):
-            self._isend_bytes(self._send_data(buf, dest), dest, tag, False).Wait()
+            self._isend_bytes(self._send_data(buf, dest), dest, tag, False, hold=True).Wait()
 
     def Issend(self, buf, dest, tag=0):
         return self._isend_bytes(self._send_data(buf, dest), dest, tag, False,
-                                 synchronous=True)
+                                 synchronous=True, hold=True)
 
     def Ssend(self, buf, dest, tag=0):
         self.Issend(buf, dest, tag).Wait()
 
-    # every send is buffered and never waits for its receiver, so the buffered
-    # and ready modes are the standard one
-    Bsend = Rsend = Send
-    Ibsend = Irsend = Isend
+    def Ibsend(self, buf, dest, tag=0):
+        """Buffered mode: a send that has to wait for room is copied, so it never waits
+        for its receiver (the attached buffer takes nothing: shared memory buffers)."""
+        return self._isend_bytes(self._send_data(buf, dest), dest, tag, False)
+
+    def Bsend(self, buf, dest, tag=0):
+        self.Ibsend(buf, dest, tag)
+
+    # every send completes without its receiver, so the ready mode is the standard one
+    Rsend = Send
+    Irsend = Isend
 
     def Send_init(self, buf, dest, tag=0):
         return self._persistent_send(self.Isend, buf, dest, tag)
@@ -579,21 +590,26 @@ class Comm:
         sent = _fast_sendobj(self._state_value, obj, dest, tag)
         if sent is True:
             return Completed()
-        return self._isend_bytes(_dumps(obj) if sent is _MISS else sent, dest, tag, True)
+        return self._isend_bytes(_dumps(obj) if sent is _MISS else sent, dest, tag, True,
+                                 hold=True)
 
     def send(self, obj, dest, tag=0):
         sent = _fast_sendobj(self._state_value, obj, dest, tag)
         if sent is not True:
-            self._isend_bytes(_dumps(obj) if sent is _MISS else sent, dest, tag, True).Wait()
+            self._isend_bytes(_dumps(obj) if sent is _MISS else sent, dest, tag, True,
+                              hold=True).Wait()
 
     def issend(self, obj, dest, tag=0):
-        return self._isend_bytes(_dumps(obj), dest, tag, True, synchronous=True)
+        return self._isend_bytes(_dumps(obj), dest, tag, True, synchronous=True, hold=True)
 
     def ssend(self, obj, dest, tag=0):
         self.issend(obj, dest, tag).Wait()
 
-    bsend = send
-    ibsend = isend
+    def ibsend(self, obj, dest, tag=0):
+        return self._isend_bytes(_dumps(obj), dest, tag, True)
+
+    def bsend(self, obj, dest, tag=0):
+        self.ibsend(obj, dest, tag)
 
     def irecv(self, buf=None, source=constants.ANY_SOURCE, tag=constants.ANY_TAG):
         core = _fast_irecv(self._state_value, None, source, tag)

@@ -15,6 +15,7 @@ from . import atomic, errors
 
 SHM_DIR = "/dev/shm"
 _MAP_FIXED = 0x10
+_MAP_POPULATE = 0x8000
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mmap.restype = ctypes.c_void_p
 _libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
@@ -128,12 +129,14 @@ class Region:
     view of it; ``close`` unmaps (every view of it must be gone by then)."""
 
     __slots__ = ("name", "size", "address", "_named")
+    populate = False    # map every page at once (MAP_POPULATE), not at its first touch
 
     def __init__(self, name, size, fd):
         self.name, self.size, self._named = name, size, True
+        flags = mmap.MAP_SHARED | (_MAP_POPULATE if self.populate else 0)
         try:
             address = _libc.mmap(None, ctypes.c_size_t(size), mmap.PROT_READ | mmap.PROT_WRITE,
-                                 mmap.MAP_SHARED, fd, ctypes.c_long(0))
+                                 flags, fd, ctypes.c_long(0))
         finally:
             os.close(fd)
         if address in (None, ctypes.c_void_p(-1).value):
@@ -154,6 +157,15 @@ class Region:
             atomic.forget(self.address, self.size)
             _libc.munmap(ctypes.c_void_p(self.address), ctypes.c_size_t(self.size))
             self.address = 0
+
+
+class PopulatedRegion(Region):
+    """A Region whose pages are all mapped when it is: memory a process goes through
+    over and over (a staging ring), where a page fault at each first touch of a
+    page would cost more than the copies themselves."""
+
+    __slots__ = ()
+    populate = True
 
 
 def _create_reserved(job_id, size):

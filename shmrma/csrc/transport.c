@@ -21,6 +21,8 @@
  * from their one Python definition (job.py, mailbox.py, constants.py). */
 static Py_ssize_t CHANNEL_HEADER, OFF_HEAD, OFF_TAIL, OFF_BLOCKED;
 static int32_t FLAG_PICKLED, FLAG_IN_SEGMENT, FLAG_SYNC, SYNC_SHIFT, PAD_FLAG;
+static int32_t FLAG_STAGED, FLAG_STAGING;
+static Py_ssize_t STAGING_HEADER;
 static int32_t SUBCONTEXTS, SYNC_ACK, ANY_SOURCE, ANY_TAG, ERR_TRUNCATE;
 static int32_t P2P, TAG_UB;
 static double WAIT_SLICE;       /* how long a fast path waits before Python's checks */
@@ -43,8 +45,39 @@ typedef struct Msg {
     int32_t flags, context, tag;
     int64_t nbytes;
     Py_ssize_t len;             /* bytes in data: the payload, or a segment's name */
+    int staged;                 /* a send whose payload waits for room in the staging ring */
+    int64_t pushed;             /* the bytes of it in the staging ring so far */
+    Py_buffer view;             /* that payload when it is held rather than copied */
+    int held;
     char data[];
 } Msg;
+
+/* A chunk of a staged message (a staged record's payload): where it lies in
+ * the staging ring and in the message.  A message moves in chunks, so the
+ * receiver copies one out while the sender copies the next one in. */
+typedef struct {
+    uint64_t start;             /* its position (bytes produced before it, skips included) */
+    uint64_t span;              /* the bytes it takes there, padded */
+    uint64_t offset;            /* where it goes in the message */
+    uint64_t length;
+} Staged;
+
+/* A staged message whose chunks are still arriving, and where they go. */
+typedef struct {
+    struct Core *core;          /* the posted receive it matched (a reference), or */
+    Msg *msg;                   /* the unexpected message it will be */
+    char *into;                 /* where its bytes go (NULL: dropped, truncated) */
+    int64_t received;
+} Partial;
+
+/* A pair's staging ring, which the sender creates at its first large message to
+ * the receiver: a header (the receiver's head) and `size` bytes. */
+typedef struct {
+    char *base;                 /* NULL: none yet */
+    uint64_t size;
+    uint64_t tail;              /* the sender's: bytes produced */
+    uint64_t head;              /* the sender's: the receiver's head as last read */
+} Staging;
 
 typedef struct {
     Msg *head, *tail;
@@ -87,6 +120,12 @@ typedef struct {
     Py_ssize_t queued;
     Core *posted_head, *posted_tail;
     PyObject *stage, *fetch, *discard;
+    Staging *staging_out;       /* per destination */
+    Staging *staging_in;        /* per source */
+    Partial *partial;           /* per source */
+    uint64_t staging_bytes;     /* the capacity of a staging ring */
+    uint64_t chunk_bytes;       /* the most a chunk of a staged message holds */
+    PyObject *new_staging, *attach_staging;
 } Transport;
 
 static PyTypeObject CoreType, ArrivedType, TransportType;
@@ -123,6 +162,26 @@ padded(Py_ssize_t n)
     return (n + 7) & ~(Py_ssize_t)7;
 }
 
+/* Is there room in dest's ring for a record of `len` payload bytes? */
+static int
+ring_fits(Transport *t, int dest, Py_ssize_t len)
+{
+    char *ch = channel(t, t->me, dest);
+    uint32_t size = (uint32_t)t->ring_bytes;
+    uint32_t need = (uint32_t)(sizeof(Record) + padded(len));
+    uint32_t tail = __atomic_load_n(word(ch, OFF_TAIL), __ATOMIC_RELAXED);
+    uint32_t position = tail % size;
+    uint32_t skip = size - position < need ? size - position : 0;
+    /* the receiver's head line is read only when the ring looks full: reading
+     * it for every record would pull it back and forth between the two cores */
+    if ((uint64_t)(tail - t->heads[dest]) + skip + need > size) {
+        t->heads[dest] = __atomic_load_n(word(ch, OFF_HEAD), SC);
+        if ((uint64_t)(tail - t->heads[dest]) + skip + need > size)
+            return 0;
+    }
+    return 1;
+}
+
 /* Write one record into dest's ring; 0 when there is no room. */
 static int
 push(Transport *t, int dest, int32_t flags, int32_t context, int32_t tag, int64_t nbytes,
@@ -136,13 +195,8 @@ push(Transport *t, int dest, int32_t flags, int32_t context, int32_t tag, int64_
     uint32_t skip = size - position < need ? size - position : 0;
     Record *record;
 
-    /* the receiver's head line is read only when the ring looks full: reading
-     * it for every record would pull it back and forth between the two cores */
-    if ((uint64_t)(tail - t->heads[dest]) + skip + need > size) {
-        t->heads[dest] = __atomic_load_n(word(ch, OFF_HEAD), SC);
-        if ((uint64_t)(tail - t->heads[dest]) + skip + need > size)
-            return 0;
-    }
+    if (!ring_fits(t, dest, len))
+        return 0;
     if (skip) {
         if (skip >= sizeof(Record)) {
             record = (Record *)(ring + position);
@@ -181,8 +235,104 @@ new_msg(int32_t peer, int32_t flags, int32_t context, int32_t tag, int64_t nbyte
     m->tag = tag;
     m->nbytes = nbytes;
     m->len = len;
+    m->staged = m->held = 0;
+    m->pushed = 0;
     memcpy(m->data, data, (size_t)len);
     return m;
+}
+
+static void
+free_msg(Msg *m)
+{
+    if (m->held)
+        PyBuffer_Release(&m->view);
+    PyMem_Free(m);
+}
+
+/* --- staging rings: large payloads, copied in by the sender, out by the receiver --- */
+
+static inline uint64_t *
+staging_head(Staging *s)
+{
+    return (uint64_t *)s->base;
+}
+
+static inline char *
+staging_data(Staging *s, uint64_t position)
+{
+    return s->base + STAGING_HEADER + position % s->size;
+}
+
+static inline uint64_t
+padded64(uint64_t n)
+{
+    return (n + 63) & ~(uint64_t)63;
+}
+
+static void
+copy_large(char *into, const char *from, size_t n)
+{
+    if (n >= 64 * 1024) {
+        Py_BEGIN_ALLOW_THREADS
+        memcpy(into, from, n);
+        Py_END_ALLOW_THREADS
+    }
+    else
+        memcpy(into, from, n);
+}
+
+/* Copy the next chunk of a staged message into dest's staging ring and push
+ * its record; 0 when the ring or the staging ring has no room (nothing then
+ * changed).  *pushed counts the message's bytes in the staging ring so far. */
+static int
+push_chunk(Transport *t, int dest, int32_t flags, int32_t context, int32_t tag,
+           const char *payload, int64_t nbytes, int64_t *pushed)
+{
+    Staging *s = &t->staging_out[dest];
+    uint64_t length = (uint64_t)(nbytes - *pushed) < t->chunk_bytes ?
+        (uint64_t)(nbytes - *pushed) : t->chunk_bytes;
+    uint64_t span = padded64(length);
+    uint64_t position = s->tail % s->size;
+    uint64_t skip = s->size - position < span ? s->size - position : 0;
+    Staged where;
+    if (s->tail + skip + span - s->head > s->size) {
+        s->head = __atomic_load_n(staging_head(s), SC);
+        if (s->tail + skip + span - s->head > s->size)
+            return 0;
+    }
+    if (!ring_fits(t, dest, sizeof(Staged)))
+        return 0;
+    where.start = s->tail + skip;
+    where.span = span;
+    where.offset = (uint64_t)*pushed;
+    where.length = length;
+    copy_large(staging_data(s, where.start), payload + *pushed, (size_t)length);
+    push(t, dest, flags | FLAG_STAGED, context, tag, nbytes, (const char *)&where,
+         sizeof(where));
+    s->tail = where.start + span;
+    *pushed += (int64_t)length;
+    return 1;
+}
+
+/* Push chunks of a staged message while there is room: is all of it in? */
+static int
+push_chunks(Transport *t, int dest, int32_t flags, int32_t context, int32_t tag,
+            const char *payload, int64_t nbytes, int64_t *pushed)
+{
+    while (*pushed < nbytes)
+        if (!push_chunk(t, dest, flags, context, tag, payload, nbytes, pushed))
+            return 0;
+    return 1;
+}
+
+/* Push a queued send: its record, or its staged payload and record. */
+static int
+push_queued(Transport *t, int dest, Msg *m)
+{
+    if (m->staged)
+        return push_chunks(t, dest, m->flags, m->context, m->tag,
+                           m->held ? m->view.buf : m->data, m->nbytes, &m->pushed);
+    return push(t, dest, m->flags, m->context, m->tag, m->nbytes, m->data, m->len);
 }
 
 static void
@@ -217,8 +367,8 @@ flush_queue(Transport *t, int dest)
     int flagged = 0;
     while (q->head) {
         Msg *m = q->head;
-        if (push(t, dest, m->flags, m->context, m->tag, m->nbytes, m->data, m->len)) {
-            PyMem_Free(pop(q));
+        if (push_queued(t, dest, m)) {
+            free_msg(pop(q));
             t->queued--;
             t->pushed[dest]++;
         }
@@ -229,6 +379,17 @@ flush_queue(Transport *t, int dest)
             flagged = 1;
         }
     }
+}
+
+/* Queue m behind dest's earlier sends and push what fits: its ticket. */
+static int64_t
+enqueue(Transport *t, int dest, Msg *m)
+{
+    append(&t->queues[dest], m);
+    t->queued++;
+    t->tickets[dest]++;
+    flush_queue(t, dest);
+    return (int64_t)t->tickets[dest];
 }
 
 /* A record to dest, in the ring or queued behind earlier ones: 0 when it went
@@ -242,11 +403,68 @@ send_record(Transport *t, int dest, int32_t flags, int32_t context, int32_t tag,
         return 0;
     if ((m = new_msg(dest, flags, context, tag, nbytes, data, len)) == NULL)
         return -1;
-    append(&t->queues[dest], m);
-    t->queued++;
-    t->tickets[dest]++;
-    flush_queue(t, dest);
-    return (int64_t)t->tickets[dest];
+    return enqueue(t, dest, m);
+}
+
+/* Make dest's staging ring (Python creates the segment) and announce it to dest
+ * in a record of its own, ahead of any payload staged there: 0, or 1 when there
+ * is no room for one in /dev/shm (the message then travels in a segment of its
+ * own, which may fit), -1 with an exception. */
+static int
+open_staging(Transport *t, int dest)
+{
+    Staging *s = &t->staging_out[dest];
+    PyObject *made = PyObject_CallFunction(t->new_staging, "i", dest);
+    PyObject *address, *name;
+    void *base;
+    unsigned long long size;
+    if (made == NULL)
+        return -1;
+    if (made == Py_None) {
+        Py_DECREF(made);
+        return 1;
+    }
+    if (!PyArg_ParseTuple(made, "OKO!", &address, &size, &PyBytes_Type, &name)) {
+        Py_DECREF(made);
+        return -1;
+    }
+    base = PyLong_AsVoidPtr(address);
+    if (base == NULL || send_record(t, dest, FLAG_STAGING, 0, 0, PyBytes_GET_SIZE(name),
+                                    PyBytes_AS_STRING(name), PyBytes_GET_SIZE(name)) < 0) {
+        Py_DECREF(made);
+        return -1;
+    }
+    Py_DECREF(made);
+    s->base = base;
+    s->size = size;
+    s->tail = s->head = 0;
+    return 0;
+}
+
+/* A large payload to dest through the staging ring: 0 when it went in, else
+ * its ticket (the payload held when `hold`, else copied); -1 on failure. */
+static int64_t
+send_staged(Transport *t, int dest, int32_t flags, int32_t context, int32_t tag,
+            PyObject *data, Py_buffer *view, int hold)
+{
+    Msg *m;
+    int64_t pushed = 0;
+    if (t->queues[dest].head == NULL &&
+            push_chunks(t, dest, flags, context, tag, view->buf, view->len, &pushed))
+        return 0;
+    if ((m = new_msg(dest, flags, context, tag, view->len, view->buf,
+                     hold ? 0 : view->len)) == NULL)
+        return -1;
+    m->staged = 1;
+    m->pushed = pushed;     /* the chunks pushed already */
+    if (hold) {
+        if (PyObject_GetBuffer(data, &m->view, PyBUF_C_CONTIGUOUS) < 0) {
+            PyMem_Free(m);
+            return -1;
+        }
+        m->held = 1;
+    }
+    return enqueue(t, dest, m);
 }
 
 /* ------------------------------------------------------------------ */
@@ -333,7 +551,7 @@ complete(Transport *t, Core *c, int32_t source, int32_t flags, int32_t context, 
         Py_XDECREF(result);
     }
     else
-        memcpy(c->view.buf, data, (size_t)nbytes);
+        copy_large(c->view.buf, data, (size_t)nbytes);
     Py_XDECREF(name);
     return rc;
 }
@@ -360,6 +578,125 @@ arrived(Transport *t, int32_t source, int32_t flags, int32_t context, int32_t ta
     return 0;
 }
 
+/* A source announced its staging ring: map it (Python unlinks its name then). */
+static int
+attach_staging(Transport *t, int source, const char *name, Py_ssize_t len)
+{
+    Staging *s = &t->staging_in[source];
+    PyObject *made = PyObject_CallFunction(t->attach_staging, "y#", name, len);
+    PyObject *address;
+    unsigned long long size;
+    void *base;
+    if (made == NULL)
+        return -1;
+    if (!PyArg_ParseTuple(made, "OK", &address, &size) ||
+            (base = PyLong_AsVoidPtr(address)) == NULL) {
+        Py_DECREF(made);
+        return -1;
+    }
+    Py_DECREF(made);
+    s->base = base;
+    s->size = size;
+    return 0;
+}
+
+/* A message that arrived whole as an unexpected one: to a receive posted while
+ * its chunks were arriving, if one matches, else to the unexpected messages. */
+static int
+settle(Transport *t, int source, Msg *m)
+{
+    Core *c;
+    int rc;
+    for (c = t->posted_head; c; c = c->next)
+        if (matches(m->context, source, m->tag, c->context, c->want_source, c->want_tag)) {
+            unpost(t, c);
+            rc = complete(t, c, source, m->flags, m->context, m->tag, m->nbytes, m->data,
+                          m->len);
+            Py_DECREF(c);
+            free_msg(m);
+            return rc;
+        }
+    append(&t->unexpected[source], m);
+    return 0;
+}
+
+/* The first chunk of a staged message: to the first posted receive it matches
+ * (checked for truncation, a synchronous send acknowledged), else to an
+ * unexpected message made to hold it all. */
+static int
+start_staged(Transport *t, int source, Record *r, Partial *p)
+{
+    Core *c;
+    int64_t nbytes = (int64_t)r->nbytes;
+    int32_t flags = r->flags & ~FLAG_STAGED;
+    memset(p, 0, sizeof(*p));
+    for (c = t->posted_head; c; c = c->next)
+        if (matches(r->context, source, r->tag, c->context, c->want_source, c->want_tag))
+            break;
+    if (c == NULL) {
+        if ((p->msg = new_msg(source, flags, r->context, r->tag, nbytes, "", 0)) == NULL)
+            return -1;
+        p->msg = PyMem_Realloc(p->msg, sizeof(Msg) + (size_t)nbytes);
+        if (p->msg == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        p->msg->len = nbytes;
+        p->into = p->msg->data;
+        return 0;
+    }
+    unpost(t, c);
+    p->core = c;        /* the posted list's reference */
+    if ((flags & FLAG_SYNC) && send_record(t, source, 0, r->context - r->context % SUBCONTEXTS +
+                                           SYNC_ACK, flags >> SYNC_SHIFT, 0, "", 0) < 0)
+        return -1;
+    c->source = source;
+    c->tag = r->tag;
+    c->flags = flags;
+    c->count = nbytes;
+    if (!c->has_view) {
+        if ((c->payload = PyBytes_FromStringAndSize(NULL, nbytes)) == NULL)
+            return -1;
+        p->into = PyBytes_AS_STRING(c->payload);
+    }
+    else if (nbytes > c->view.len)
+        c->error = ERR_TRUNCATE;    /* its chunks are dropped */
+    else
+        p->into = c->view.buf;
+    return 0;
+}
+
+/* A chunk of a message staged by source: copied where the message goes, its
+ * room in the staging ring given back; the last completes the receive or
+ * queues the unexpected message. */
+static int
+arrived_staged(Transport *t, int source, Record *r)
+{
+    Staging *s = &t->staging_in[source];
+    Partial *p = &t->partial[source];
+    Staged where;
+    int rc = 0;
+    memcpy(&where, r + 1, sizeof(where));
+    if (where.offset == 0)
+        rc = start_staged(t, source, r, p);
+    if (rc == 0 && p->into != NULL)
+        copy_large(p->into + where.offset, staging_data(s, where.start), (size_t)where.length);
+    __atomic_store_n(staging_head(s), where.start + where.span, SC);
+    if (rc < 0)
+        return rc;
+    p->received += (int64_t)where.length;
+    if (p->received < (int64_t)r->nbytes)
+        return 0;
+    if (p->core != NULL) {
+        p->core->done = 1;
+        Py_DECREF(p->core);
+    }
+    else
+        rc = settle(t, source, p->msg);
+    memset(p, 0, sizeof(*p));
+    return rc;
+}
+
 /* Take every record source has put into our ring. */
 static int
 drain(Transport *t, int source)
@@ -380,14 +717,20 @@ drain(Transport *t, int source)
         }
         r = (Record *)(ring + position);
         head += r->length;
-        if (r->flags != PAD_FLAG) {
+        if (r->flags == PAD_FLAG)
+            continue;
+        if (r->flags & FLAG_STAGING)
+            rc = attach_staging(t, source, (const char *)(r + 1), (Py_ssize_t)r->nbytes);
+        else if (r->flags & FLAG_STAGED)
+            rc = arrived_staged(t, source, r);
+        else {
             const char *data = (const char *)(r + 1);
             Py_ssize_t len = (r->flags & FLAG_IN_SEGMENT) ?
                 (Py_ssize_t)strnlen(data, r->length - sizeof(Record)) : (Py_ssize_t)r->nbytes;
             rc = arrived(t, source, r->flags, r->context, r->tag, (int64_t)r->nbytes, data, len);
-            if (rc < 0)
-                break;          /* the rest waits for the next progress */
         }
+        if (rc < 0)
+            break;          /* the rest waits for the next progress */
     }
     __atomic_store_n(word(ch, OFF_HEAD), head, SC);
     if (__atomic_exchange_n(word(ch, OFF_BLOCKED), 0u, SC))
@@ -619,20 +962,23 @@ transport_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"base", "me", "nranks", "channels", "channel_bytes",
                              "ring_bytes", "ranks", "rank_block", "doorbell_offset",
-                             "stage", "fetch", "discard", NULL};
+                             "stage", "fetch", "discard", "staging_bytes", "chunk_bytes",
+                             "new_staging", "attach_staging", NULL};
     Transport *t;
-    PyObject *base_obj, *stage, *fetch, *discard;
+    PyObject *base_obj, *stage, *fetch, *discard, *new_staging, *attach_staging;
     void *base;
     int me, n;
     Py_ssize_t channels, channel_bytes, ring_bytes, ranks, rank_block, doorbell_offset;
+    unsigned long long staging_bytes, chunk_bytes;
     if (!g_setup_done) {
         PyErr_SetString(PyExc_RuntimeError, "Transport(): call transport_setup() first");
         return NULL;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "Oiinnnnnn$OOO:Transport", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "Oiinnnnnn$OOOKKOO:Transport", kwlist,
                                      &base_obj, &me, &n, &channels, &channel_bytes,
                                      &ring_bytes, &ranks, &rank_block, &doorbell_offset,
-                                     &stage, &fetch, &discard))
+                                     &stage, &fetch, &discard, &staging_bytes, &chunk_bytes,
+                                     &new_staging, &attach_staging))
         return NULL;
     if (!(base = get_addr(base_obj, 64, "Transport")))
         return NULL;
@@ -659,7 +1005,11 @@ transport_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     t->tickets = PyMem_Calloc((size_t)n, sizeof(uint64_t));
     t->pushed = PyMem_Calloc((size_t)n, sizeof(uint64_t));
     t->heads = PyMem_Calloc((size_t)n, sizeof(uint32_t));
-    if (!t->unexpected || !t->queues || !t->tickets || !t->pushed || !t->heads) {
+    t->staging_out = PyMem_Calloc((size_t)n, sizeof(Staging));
+    t->staging_in = PyMem_Calloc((size_t)n, sizeof(Staging));
+    t->partial = PyMem_Calloc((size_t)n, sizeof(Partial));
+    if (!t->unexpected || !t->queues || !t->tickets || !t->pushed || !t->heads ||
+            !t->staging_out || !t->staging_in || !t->partial) {
         Py_DECREF(t);
         return PyErr_NoMemory();
     }
@@ -669,6 +1019,12 @@ transport_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     t->stage = stage;
     t->fetch = fetch;
     t->discard = discard;
+    Py_INCREF(new_staging);
+    Py_INCREF(attach_staging);
+    t->new_staging = new_staging;
+    t->attach_staging = attach_staging;
+    t->staging_bytes = staging_bytes;
+    t->chunk_bytes = chunk_bytes;
     g_current = t;
     return (PyObject *)t;
 }
@@ -678,7 +1034,7 @@ free_queue(Queue *q)
 {
     Msg *m;
     while ((m = pop(q)) != NULL)
-        PyMem_Free(m);
+        free_msg(m);
 }
 
 static void
@@ -701,6 +1057,15 @@ transport_dealloc(Transport *t)
     PyMem_Free(t->tickets);
     PyMem_Free(t->pushed);
     PyMem_Free(t->heads);
+    PyMem_Free(t->staging_out);
+    PyMem_Free(t->staging_in);
+    for (i = 0; t->partial && i < t->n; i++) {
+        Py_XDECREF(t->partial[i].core);
+        PyMem_Free(t->partial[i].msg);
+    }
+    PyMem_Free(t->partial);
+    Py_XDECREF(t->new_staging);
+    Py_XDECREF(t->attach_staging);
     Py_XDECREF(t->stage);
     Py_XDECREF(t->fetch);
     Py_XDECREF(t->discard);
@@ -732,7 +1097,23 @@ int32_arg(PyObject *obj, int32_t *out)
     return 0;
 }
 
-/* send(dest, context, tag, data, flags) -> None (in the ring) or a ticket */
+/* What send() answers for a send_record/send_staged result. */
+static PyObject *
+ticket_of(int64_t ticket)
+{
+    if (ticket < 0)
+        return NULL;
+    if (ticket == 0)
+        Py_RETURN_NONE;
+    return PyLong_FromLongLong(ticket);
+}
+
+/* send(dest, context, tag, data, flags[, hold]) -> None (in the ring) or a
+ * ticket.  A payload larger than a quarter of the ring streams through the
+ * pair's staging ring in chunks (held, not copied, while it waits for room
+ * when `hold`: the caller completes its request only once sent); to this
+ * rank itself, or when /dev/shm has no room for a staging ring, it travels in
+ * a segment of its own. */
 static PyObject *
 t_send(Transport *t, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -742,14 +1123,29 @@ t_send(Transport *t, PyObject *const *args, Py_ssize_t nargs)
     int64_t ticket;
     const char *data;
     Py_ssize_t len;
-    if (check_nargs("send", nargs, 5) < 0 || world_rank(t, args[0], 0, &dest) < 0 ||
-            int32_arg(args[1], &context) < 0 || int32_arg(args[2], &tag) < 0 ||
-            int32_arg(args[4], &flags) < 0)
+    int hold = 0;
+    if (nargs == 6 && (hold = PyObject_IsTrue(args[5])) < 0)
+        return NULL;
+    if ((nargs != 6 && check_nargs("send", nargs, 5) < 0) ||
+            world_rank(t, args[0], 0, &dest) < 0 || int32_arg(args[1], &context) < 0 ||
+            int32_arg(args[2], &tag) < 0 || int32_arg(args[4], &flags) < 0)
         return NULL;
     if (PyObject_GetBuffer(args[3], &view, PyBUF_C_CONTIGUOUS) < 0)
         return NULL;
     data = view.buf;
     len = view.len;
+    if (len > t->inline_max && dest != t->me && t->staging_out[dest].base == NULL) {
+        int opened = open_staging(t, dest);
+        if (opened < 0) {
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+    }
+    if (len > t->inline_max && dest != t->me && t->staging_out[dest].base != NULL) {
+        ticket = send_staged(t, dest, flags, context, tag, args[3], &view, hold);
+        PyBuffer_Release(&view);
+        return ticket_of(ticket);
+    }
     if (len > t->inline_max) {
         name = PyObject_CallFunctionObjArgs(t->stage, args[3], NULL);
         if (name == NULL || !PyBytes_Check(name)) {
@@ -766,11 +1162,7 @@ t_send(Transport *t, PyObject *const *args, Py_ssize_t nargs)
     ticket = send_record(t, dest, flags, context, tag, view.len, data, len);
     Py_XDECREF(name);
     PyBuffer_Release(&view);
-    if (ticket < 0)
-        return NULL;
-    if (ticket == 0)
-        Py_RETURN_NONE;
-    return PyLong_FromLongLong(ticket);
+    return ticket_of(ticket);
 }
 
 /* sent(dest, ticket) -> bool */
@@ -976,8 +1368,8 @@ t_get_doorbell(Transport *t, void *closure)
 #define TM(name, flags, doc) {#name, (PyCFunction)(void (*)(void))t_##name, flags, doc}
 
 static PyMethodDef transport_methods[] = {
-    TM(send, METH_FASTCALL, "send(dest, context, tag, data, flags) -> None once in the "
-       "ring, else a ticket for sent() (the data was copied)."),
+    TM(send, METH_FASTCALL, "send(dest, context, tag, data, flags[, hold]) -> None once "
+       "in the ring, else a ticket for sent() (the data copied, or held with hold)."),
     TM(sent, METH_FASTCALL, "sent(dest, ticket) -> bool: the queued send is in the ring."),
     TM(queued_dests, METH_NOARGS, "queued_dests() -> the ranks queued sends wait to reach."),
     TM(progress, METH_NOARGS, "progress() -> the doorbell value read before draining."),
@@ -1457,15 +1849,17 @@ n_transport_setup(PyObject *m, PyObject *args, PyObject *kwds)
                              "flag_pickled", "flag_in_segment", "flag_sync", "sync_shift",
                              "pad_flag", "subcontexts", "sync_ack", "any_source", "any_tag",
                              "err_truncate", "p2p", "tag_ub", "wait_slice", "loads", "dumps",
-                             "protocol", "miss", NULL};
+                             "protocol", "miss", "flag_staged", "flag_staging",
+                             "staging_header", NULL};
     PyObject *loads, *dumps, *protocol, *miss;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "$nnnniiiiiiiiiiiidOOOO:transport_setup",
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "$nnnniiiiiiiiiiiidOOOOiin:transport_setup",
                                      kwlist,
                                      &CHANNEL_HEADER, &OFF_HEAD, &OFF_TAIL, &OFF_BLOCKED,
                                      &FLAG_PICKLED, &FLAG_IN_SEGMENT, &FLAG_SYNC, &SYNC_SHIFT,
                                      &PAD_FLAG, &SUBCONTEXTS, &SYNC_ACK, &ANY_SOURCE,
                                      &ANY_TAG, &ERR_TRUNCATE, &P2P, &TAG_UB, &WAIT_SLICE,
-                                     &loads, &dumps, &protocol, &miss))
+                                     &loads, &dumps, &protocol, &miss, &FLAG_STAGED,
+                                     &FLAG_STAGING, &STAGING_HEADER))
         return NULL;
     Py_INCREF(loads);
     Py_XSETREF(g_loads, loads);
