@@ -841,3 +841,35 @@ def test_step_order_of_each_sync_mode(name, sync, rank):
         assert timed_calls(log) == steps * 3
     else:
         assert log == []       # the target of a passive mode sits in the Barrier
+
+
+def test_messages_cases_are_valid_runs():
+    """The messages suite's cases launch shmrma/bench/messages.py with -m N:N (a single
+    size) and, with --quick, a --max-iterations cap."""
+    from shmrma.bench import messages
+    cases = [c for c in compare.SUITES["messages"] if isinstance(c, compare.MessagesCase)]
+    assert cases
+    for case in cases:
+        argv = case.argv("shmrma", quick=True)
+        program = argv[argv.index("shmrma.bench.messages") + 1:]
+        name, _, sizes, cap = messages.parse(program)
+        assert name == case.name and sizes == [case.size] and cap is not None
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name,nranks", [("osu_latency", 2), ("osu_bw", 2), ("obj_latency", 2),
+                                         ("osu_allreduce", 3), ("osu_bcast", 3),
+                                         ("osu_barrier", 3), ("obj_allreduce", 3),
+                                         ("obj_bcast", 3)])
+def test_messages_benchmarks_print_omb_rows(run_shmrma, name, nranks):
+    """Each OSU point-to-point or collective benchmark (and object form) runs on
+    shmrma and prints OMB's header and one row per size."""
+    result = run_shmrma(["-n", nranks, "--timeout", 60, "-m", "shmrma.bench.messages", name,
+                         "-m", "1:64", "--max-iterations", "20"], timeout=90)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("# OSU MPI ") and lines[1].startswith("# Size")
+    rows = [line.split() for line in lines[2:]]
+    expected = [8] if name in ("osu_barrier", "obj_allreduce") else [1, 2, 4, 8, 16, 32, 64]
+    assert [int(size) for size, _ in rows] == expected
+    assert all(float(value) > 0 for _, value in rows)

@@ -9,7 +9,7 @@ from . import options as osu
 
 USAGE = """\
 usage: shmrma-bench NAME [OMB options] [--impl shmrma|shmrma-mpi|mpi4py|numpy]
-       shmrma-bench compare [--suite all|windows|sync|counters|memory|sweep|scaling]
+       shmrma-bench compare [--suite all|windows|sync|counters|memory|sweep|scaling|messages]
                             [--quick] [--reps N] [--json FILE] [--plot FILE.png]
                             [--results FILE.md]
        shmrma-bench list
@@ -38,7 +38,11 @@ output) on two ranks it starts itself.
               every synchronization form, the window barrier, a counter
               token ring and accumulates to one target at 2, 4, 8 and 16
               ranks, the accumulates also as Mops/s of all ranks together
-              (suite scaling); --json FILE: every row's median, min, max,
+              (suite scaling); OSU's point-to-point and collective tests
+              (shmrma/bench/messages.py: Send/Recv latency and bandwidth at
+              every size, Allreduce, Bcast and Barrier at 2-16 ranks, 1 MiB
+              Allreduce), their object forms and a message-passing halo
+              (suite messages); --json FILE: every row's median, min, max,
               noisy flag and ratio as numbers, the sweeps per size and the
               machine facts
   list        the benchmarks and the sync modes each accepts

@@ -135,9 +135,10 @@ class HaloCase(NotifyCase):
 
     reference_form = "fence"
 
-    def __init__(self, title, form, nranks=4, on_mpi_backend=None):
+    def __init__(self, title, form, nranks=4, on_mpi_backend=None, reference_form=None):
         super().__init__(title, form, on_mpi_backend=on_mpi_backend)
         self.kind, self.nranks = "halo", nranks
+        self.reference_form = reference_form or self.reference_form
 
     def program(self, quick, form=None):
         return ["-m", "shmrma.bench.halo", form or self.form, "200" if quick else "2000"]
@@ -187,6 +188,34 @@ class SweepCase(Case):
 
     def headline(self, value):
         return value[max(value)]
+
+
+class MessagesCase(Case):
+    """An OSU point-to-point or collective benchmark, or an object form, at N ranks
+    and one size (shmrma/bench/messages.py)."""
+
+    def __init__(self, title, name, size, nranks=2, against_mpi4py=None):
+        super().__init__(title, name, size, against_mpi4py=against_mpi4py)
+        self.nranks = nranks
+        self.flags = ["-m", "%d:%d" % (size, size)]
+
+    def program(self, quick):
+        flags = list(self.flags)
+        if quick:
+            flags += ["--max-iterations",
+                      str(QUICK_ITERATIONS["bw" if self.bandwidth else "latency"])]
+        return ["-m", "shmrma.bench.messages", self.name] + flags
+
+
+class MessagesSweep(SweepCase):
+    """osu_latency or osu_bw at 2 ranks over every size: rows per size and the plot."""
+
+    def program(self, quick):
+        flags = list(self.flags)
+        if quick:
+            flags += ["--max-iterations",
+                      str(QUICK_ITERATIONS["bw" if self.bandwidth else "latency"])]
+        return ["-m", "shmrma.bench.messages", self.name] + flags
 
 
 # The targets of the windows issue: shmrma time / mpi4py time, and bandwidth
@@ -282,6 +311,39 @@ SCALING_SUITE = tuple(
         ("Notify token ring round: counters (mpi4py: flags)", "counters", "flags"),
         ("Accumulate 8 B to rank 0 + Flush, every rank", "accumulate", None)))
 
+# The messages issue: point-to-point and collectives against mpi4py on MPICH (OSU's
+# benchmarks, their object forms), up to 16 ranks on the 2-core machine, where the
+# target is only to be no slower than mpi4py at the same oversubscription.
+def _collective_targets(small, large=1.0):
+    return {2: small, 4: small, 8: large, 16: large}
+
+
+MESSAGES_SUITE = (
+    MessagesCase("Send/Recv 8 B, one way (osu_latency), us", "osu_latency", 8,
+                 against_mpi4py=0.6),
+    MessagesCase("send/recv of 8-byte objects, one way, us", "obj_latency", 8,
+                 against_mpi4py=0.6),
+    MessagesCase("Send/Recv 4 MiB, one way (osu_latency), us", "osu_latency", 4 * MIB),
+    MessagesCase("Send/Recv bandwidth 4 MiB (osu_bw), MB/s", "osu_bw", 4 * MIB,
+                 against_mpi4py=1.0),
+) + tuple(
+    MessagesCase(title % n, name, size, n, targets.get(n))
+    for n in (2, 4, 8, 16)
+    for title, name, size, targets in (
+        ("Allreduce 8 B n=%d (osu_allreduce), us", "osu_allreduce", 8,
+         _collective_targets(0.6)),
+        ("Bcast 8 B n=%d (osu_bcast), us", "osu_bcast", 8, _collective_targets(0.6)),
+        ("allreduce of an int n=%d, us", "obj_allreduce", 8, _collective_targets(0.6)),
+        ("Barrier n=%d (osu_barrier), us", "osu_barrier", 8,
+         {2: 0.5, 4: 0.5, 8: 0.5, 16: 1.0}),
+        ("Allreduce 1 MiB float32 n=%d (osu_allreduce), us", "osu_allreduce", MIB,
+         {2: 1.0, 4: 1.0}))
+) + (
+    HaloCase("Halo n=4: messages (Isend/Irecv/Waitall) on both, us/iter", "messages",
+             reference_form="messages"),
+)
+MESSAGES_SWEEP = tuple(MessagesSweep(name) for name in ("osu_latency", "osu_bw"))
+
 MEMORY_SUITE = tuple(MemoryCase("Job PSS, n=%d x 16 MiB window, MiB" % n, n, "16M")
                      for n in (2, 4, 8))
 
@@ -290,8 +352,9 @@ SWEEP_SUITE = tuple(SweepCase(name) for name in
 
 SUITES = {"windows": WINDOWS_SUITE, "sync": SYNC_SUITE, "counters": COUNTERS_SUITE,
           "scaling": SCALING_SUITE, "memory": MEMORY_SUITE, "sweep": SWEEP_SUITE,
+          "messages": MESSAGES_SUITE + MESSAGES_SWEEP,
           "all": _unique(WINDOWS_SUITE + SYNC_SUITE + COUNTERS_SUITE + MEMORY_SUITE
-                         + SWEEP_SUITE + SCALING_SUITE)}
+                         + SWEEP_SUITE + SCALING_SUITE + MESSAGES_SUITE + MESSAGES_SWEEP)}
 
 
 def keyed_value(out, keys):

@@ -682,6 +682,11 @@ arrived_staged(Transport *t, int source, Record *r)
     if (rc == 0 && p->into != NULL)
         copy_large(p->into + where.offset, staging_data(s, where.start), (size_t)where.length);
     __atomic_store_n(staging_head(s), where.start + where.span, SC);
+    /* a sender waiting for room goes on at once: it copies the next chunk in while
+     * this rank copies the following ones out */
+    if (__atomic_load_n(word(channel(t, source, t->me), OFF_BLOCKED), SC) &&
+            __atomic_exchange_n(word(channel(t, source, t->me), OFF_BLOCKED), 0u, SC))
+        cell_bump(doorbell_of(t, source));
     if (rc < 0)
         return rc;
     p->received += (int64_t)where.length;

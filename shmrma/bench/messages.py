@@ -1,0 +1,187 @@
+"""The OSU point-to-point and collective benchmarks, and their object forms, run by
+every rank:
+
+    shmrma-run -n N -m shmrma.bench.messages NAME [-m [MIN:]MAX] [--max-iterations N]
+    mpiexec -n N python -m shmrma.bench.messages NAME [...]   (SHMRMA_BENCH_IMPL=mpi4py)
+
+NAME is one of OMB 7.x's
+  osu_latency    ping-pong of Send/Recv between ranks 0 and 1: half the round trip
+  osu_bw         rank 0 Isends a window of 64 messages, rank 1 Irecvs them, Waitall
+                 on both, then a 4-byte acknowledgement back: MB/s
+  osu_bcast      Bcast from rank 0, then a Barrier-free loop: the average over the
+  osu_allreduce  ranks of each one's time per call (Allreduce of float32, SUM)
+  osu_barrier    Barrier: the average over the ranks of each one's time per call
+or one of the object forms (pickled Python objects, which OMB has not):
+  obj_latency    ping-pong of send/recv of a bytes object of the size
+  obj_allreduce  allreduce of an int (the size column says 8)
+  obj_bcast      bcast of a bytes object of the size
+
+The loops follow OMB 7.x: 10,000 timed iterations after 100 warm-up up to 8 KiB
+and 1,000 after 10 above for latency; 100 after 10 and 20 after 2 for bandwidth;
+1,000 after 100 and 100 after 10 for collectives. --max-iterations caps them
+(compare --quick). Output is OMB's: a header, then ``size value`` rows (osu_barrier
+and the object collectives of one size print one row, size 8). The same code
+measures shmrma and mpi4py: only the ``MPI`` module differs.
+"""
+import sys
+import time
+
+from .jobs import mpi_module
+
+LARGE = 8192
+LOOPS = {"latency": ((10000, 100), (1000, 10)), "bw": ((100, 10), (20, 2)),
+         "collective": ((1000, 100), (100, 10))}
+KINDS = {"osu_latency": "latency", "osu_bw": "bw", "osu_bcast": "collective",
+         "osu_allreduce": "collective", "osu_barrier": "collective",
+         "obj_latency": "latency", "obj_allreduce": "collective", "obj_bcast": "collective"}
+TITLES = {"osu_latency": "Latency", "osu_bw": "Bandwidth", "osu_bcast": "Broadcast Latency",
+          "osu_allreduce": "Allreduce Latency", "osu_barrier": "Barrier Latency",
+          "obj_latency": "send/recv of objects Latency",
+          "obj_allreduce": "allreduce of an int Latency",
+          "obj_bcast": "bcast of objects Latency"}
+ONE_SIZE = ("osu_barrier", "obj_allreduce")
+MAX_SIZE = {"latency": 1 << 22, "bw": 1 << 22, "collective": 1 << 20}
+WINDOW = 64
+
+
+def parse(argv):
+    if not argv or argv[0] not in KINDS:
+        raise SystemExit("usage: python -m shmrma.bench.messages %s [-m [MIN:]MAX] "
+                         "[--max-iterations N]" % "|".join(KINDS))
+    name, kind = argv[0], KINDS[argv[0]]
+    low, high, cap = 1, MAX_SIZE[kind], None
+    rest = list(argv[1:])
+    while rest:
+        flag = rest.pop(0)
+        if flag == "-m" and rest:
+            text = rest.pop(0)
+            low, _, high = text.rpartition(":")
+            low, high = int(low or 1), int(high)
+        elif flag == "--max-iterations" and rest:
+            cap = int(rest.pop(0))
+        else:
+            raise SystemExit("shmrma-bench: unknown option %r" % flag)
+    sizes = [8] if name in ONE_SIZE else _powers(low, high)
+    return name, kind, sizes, cap
+
+
+def _powers(low, high):
+    sizes, size = [], 1
+    while size <= high:
+        if size >= low:
+            sizes.append(size)
+        size *= 2
+    return sizes
+
+
+def loops(kind, size, cap):
+    iterations, skip = LOOPS[kind][size > LARGE]
+    return skip, iterations if cap is None else min(cap, iterations)
+
+
+class Run:
+    def __init__(self, MPI, name, kind):
+        self.MPI, self.name, self.kind = MPI, name, kind
+        self.comm = MPI.COMM_WORLD
+        self.rank = self.comm.Get_rank()
+
+    def step(self, size):
+        """The zero-argument function doing one iteration at ``size``."""
+        import numpy as np
+        MPI, comm, rank = self.MPI, self.comm, self.rank
+        send = np.ones(max(size, 4), np.uint8)[:size]
+        recv = np.zeros(max(size, 4), np.uint8)[:size]
+        if self.name == "osu_latency":
+            return _ping_pong(rank, lambda: comm.Send(send, 1, 1), lambda: comm.Recv(recv, 1, 1),
+                              lambda: comm.Recv(recv, 0, 1), lambda: comm.Send(send, 0, 1))
+        if self.name == "obj_latency":
+            obj = bytes(size)
+            return _ping_pong(rank, lambda: comm.send(obj, 1, 1), lambda: comm.recv(None, 1, 1),
+                              lambda: comm.recv(None, 0, 1), lambda: comm.send(obj, 0, 1))
+        if self.name == "osu_bw":
+            return self._bandwidth(send, recv)
+        if self.name == "osu_bcast":
+            return lambda: comm.Bcast(recv if rank else send, 0)
+        if self.name == "osu_allreduce":
+            floats = np.ones(max(size // 4, 1), np.float32)
+            out = np.zeros_like(floats)
+            return lambda: comm.Allreduce(floats, out, MPI.SUM)
+        if self.name == "osu_barrier":
+            return comm.Barrier
+        if self.name == "obj_allreduce":
+            return lambda: comm.allreduce(rank + 1)
+        obj = bytes(size)
+        return lambda: comm.bcast(obj if rank == 0 else None, 0)
+
+    def _bandwidth(self, send, recv):
+        import numpy as np
+        comm, MPI = self.comm, self.MPI
+        ack = np.zeros(4, np.uint8)
+        if self.rank == 0:
+            def one():
+                MPI.Request.Waitall([comm.Isend(send, 1, 100) for _ in range(WINDOW)])
+                comm.Recv(ack, 1, 101)
+        else:
+            def one():
+                MPI.Request.Waitall([comm.Irecv(recv, 0, 100) for _ in range(WINDOW)])
+                comm.Send(ack, 0, 101)
+        return one
+
+    def timed(self, one, n):
+        start = time.perf_counter()
+        for _ in range(n):
+            one()
+        return time.perf_counter() - start
+
+    def value(self, size, seconds, iterations):
+        """OMB's number: us (half a round trip for latency; the ranks' average for a
+        collective) or MB/s."""
+        if self.kind == "latency":
+            return seconds * 1e6 / iterations / 2
+        if self.kind == "bw":
+            return size / 1e6 * iterations * WINDOW / seconds
+        mine = seconds * 1e6 / iterations
+        return self.comm.allreduce(mine) / self.comm.Get_size()
+
+
+def _ping_pong(rank, send0, recv0, recv1, send1):
+    if rank == 0:
+        def one():
+            send0()
+            recv0()
+    elif rank == 1:
+        def one():
+            recv1()
+            send1()
+    else:
+        def one():
+            pass
+    return one
+
+
+def main(argv):
+    name, kind, sizes, cap = parse(argv)
+    run = Run(mpi_module(), name, kind)
+    comm = run.comm
+    if kind != "collective" and comm.Get_size() != 2:
+        raise SystemExit("shmrma-bench: %s needs exactly two ranks" % name)
+    if run.rank == 0:
+        unit = "Bandwidth (MB/s)" if kind == "bw" else \
+            "Avg Latency(us)" if kind == "collective" else "Latency (us)"
+        print("# OSU MPI %s Test v7.4" % TITLES[name])
+        print("%-10s%18s" % ("# Size", unit), flush=True)
+    for size in sizes:
+        skip, iterations = loops(kind, size, cap)
+        one = run.step(size)
+        comm.Barrier()
+        run.timed(one, skip)
+        comm.Barrier()
+        seconds = run.timed(one, iterations)
+        value = run.value(size, seconds, iterations)
+        if run.rank == 0:
+            print("%-10d%18.2f" % (size, value), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
