@@ -325,11 +325,21 @@ def _chunk(slot, unit):
     return slot - slot % max(unit, 1)
 
 
-def fold(call, send, receive_range, combine, itemsize):
+SLICED_ABOVE = 4    # from 5 ranks on, large folds are sliced (see fold)
+
+
+def fold(call, send, receive_range, fold_parts, place, itemsize, whole=False):
     """Reduce every member's ``send`` bytes (equal lengths) element-wise in rank order,
     chunk by chunk. ``receive_range(lengths)`` answers (first rank, last rank + 1,
-    byte start, byte stop) this member folds, or None; ``combine(start, parts)`` gets
-    the byte offset of a chunk and the parts of the members folded, in rank order."""
+    byte start, byte stop) this member folds, or None; ``fold_parts(parts)`` gives
+    the bytes of parts (equal byte views, rank order) folded, ``place(start, data)``
+    puts folded bytes where the result goes.
+
+    A ``whole`` fold (every rank's whole vector: Allreduce, Reduce) of data the large
+    area carries, at more than SLICED_ABOVE ranks, is sliced: in a first step of
+    each chunk every member folds one slice of it, in a second it publishes its
+    slice and takes the others' (a reduce-scatter, then an allgather), so each
+    member reads its share of the data, not all of it."""
     small = call.area
     send = memoryview(send).cast("B") if send is not None else memoryview(b"")
     parity, lengths, units = call.first_step(len(send), send[:_chunk(small.slot, itemsize)],
@@ -341,8 +351,14 @@ def fold(call, send, receive_range, combine, itemsize):
                                      "different sizes; pass the same datatype everywhere"
                                      % call.name))
     wanted = local(call, receive_range, lengths)
+
+    def combine(start, parts):
+        place(start, fold_parts(parts))
     if max(lengths) <= _chunk(small.slot, unit):
         _combine(call, small, parity, 0, small.slot, wanted, combine)
+    elif whole and small.nranks > SLICED_ABOVE:
+        _sliced(call, large_area_of(call.state), send, max(lengths), unit, fold_parts,
+                place if wanted is not None else None)
     else:
         area = large_area_of(call.state)
         size = _chunk(area.slot, unit)
@@ -351,6 +367,34 @@ def fold(call, send, receive_range, combine, itemsize):
             parity = step(call.state, area, 0, len(send), send[start:start + size])
             _combine(call, area, parity, start, size, wanted, combine)
     call.done()
+
+
+def slices(length, nranks, unit):
+    """(start, stop) of each rank's slice of a chunk of ``length`` bytes: equal whole
+    elements, the last rank taking what is left."""
+    size = length // nranks - length // nranks % max(unit, 1)
+    return [(rank * size, (rank + 1) * size if rank < nranks - 1 else length)
+            for rank in range(nranks)]
+
+
+def _sliced(call, area, send, total, unit, fold_parts, place):
+    """A whole fold through the large area, two steps per chunk (see fold)."""
+    size = _chunk(area.slot, unit)
+    me, nranks = area.me, area.nranks
+    for start in range(0, total, size):
+        length = min(size, total - start)
+        cut = slices(length, nranks, unit)
+        parity = step(call.state, area, 0, len(send), send[start:start + length])
+        low, high = cut[me]
+        mine = None
+        if call.error is None:
+            mine = local(call, fold_parts, [area.data(rank, parity, low, high)
+                                            for rank in range(nranks)])
+        parity = step(call.state, area, 0, len(send), mine if mine is not None
+                      else bytes(high - low))
+        if place is not None and call.error is None:
+            for rank, (low, high) in enumerate(cut):
+                place(start + low, area.data(rank, parity, 0, high - low))
 
 
 def _combine(call, area, parity, start, size, wanted, combine):
@@ -369,7 +413,7 @@ if atomic.BACKEND == "c":
     from . import _native
     _native.collectives_setup(area_header=AREA_HEADER, slot_header=SLOT_HEADER,
                               wait_slice=job.WAIT_SLICE, check=wait_check, over=wait_over,
-                              in_place=constants.IN_PLACE)
+                              in_place=constants.IN_PLACE, sliced_above=SLICED_ABOVE)
     fast_bcast, fast_reduce = _native.coll_bcast, _native.coll_reduce
     fast_allreduce = _native.coll_allreduce
     fast_allgather_bytes, fast_bcast_bytes = (_native.coll_allgather_bytes,

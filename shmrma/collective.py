@@ -228,11 +228,12 @@ class Collectives:
         root = local(call, self._root, root)
         if self._s.rank != root:
             send = local(call, _reduce_send, sendbuf, op)
-            fold(call, send and send.data, _nothing, None,
-                 buffers.item_bytes(send.datatype) if send is not None else 0)
+            fold(call, send and send.data, _nothing,
+                 lambda parts: _folded(parts, op, send.datatype), None,
+                 buffers.item_bytes(send.datatype) if send is not None else 0, whole=True)
             return
         send, receive = local(call, _reduce_buffers, sendbuf, recvbuf, op) or (None, None)
-        self._fold(call, send, receive, op, lambda lengths: (0, self.size))
+        self._fold(call, send, receive, op, lambda lengths: (0, self.size), whole=True)
 
     def Allreduce(self, sendbuf, recvbuf, op=ops.SUM):
         taken = fast_allreduce(self._state_value, sendbuf, recvbuf, op)
@@ -240,7 +241,7 @@ class Collectives:
             return
         call = Call(self, "Allreduce", taken or None)
         send, receive = local(call, _reduce_buffers, sendbuf, recvbuf, op) or (None, None)
-        self._fold(call, send, receive, op, lambda lengths: (0, self.size))
+        self._fold(call, send, receive, op, lambda lengths: (0, self.size), whole=True)
 
     def Scan(self, sendbuf, recvbuf, op=ops.SUM):
         self._scan("Scan", sendbuf, recvbuf, op, 1)
@@ -255,9 +256,10 @@ class Collectives:
         last = self._s.rank + inclusive
         self._fold(call, send, receive, op, lambda lengths: (0, last) if last else None)
 
-    def _fold(self, call, send, receive, op, ranks, block=None):
+    def _fold(self, call, send, receive, op, ranks, block=None, whole=False):
         """Fold the ranks ``ranks(lengths)`` gives (first, last + 1) into ``receive``,
-        over the byte range ``block`` of the vectors (all of it when None)."""
+        over the byte range ``block`` of the vectors (all of it when None); ``whole``:
+        every rank's whole vector (collarea.fold slices it at many ranks)."""
         def wanted(lengths):
             span = ranks(lengths)
             mine = len(send.data)
@@ -269,12 +271,11 @@ class Collectives:
             low, high = block or (0, mine)
             return span[0], span[1], low, high
 
-        def combine(start, parts):
+        def place(start, data):
             offset = start - (block[0] if block else 0)
-            result = _folded(parts, op, send.datatype)
-            receive.data[offset:offset + len(result)] = result
-        fold(call, send and send.data, wanted, combine,
-             buffers.item_bytes(send.datatype) if send is not None else 0)
+            receive.data[offset:offset + len(data)] = data
+        fold(call, send and send.data, wanted, lambda parts: _folded(parts, op, send.datatype),
+             place, buffers.item_bytes(send.datatype) if send is not None else 0, whole)
         receive.finish()
 
     def Reduce_scatter_block(self, sendbuf, recvbuf, op=ops.SUM):

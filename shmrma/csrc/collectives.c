@@ -17,6 +17,7 @@
 #include "native.h"
 
 static Py_ssize_t AREA_HEADER, SLOT_HEADER;
+static int SLICED_ABOVE;        /* from more ranks on, large folds are sliced */
 static double WAIT_SLICE;
 static PyObject *g_check;       /* collarea.wait_check(state, sequence, first) */
 static PyObject *g_over;        /* collarea.wait_over() */
@@ -225,20 +226,54 @@ miss:
     return -1;
 }
 
-/* recv[offset:offset+len] = the fold of every member's chunk, in rank order. */
+/* into[:len] = the fold of every member's bytes [from, from+len) of the step's
+ * chunk, in rank order. */
 static void
-fold_chunk(CommCore *c, Reduction *r, int which, int parity, Py_ssize_t offset, Py_ssize_t len)
+fold_chunk(CommCore *c, Reduction *r, int which, int parity, Py_ssize_t from, char *into,
+           Py_ssize_t len)
 {
-    char *into = (char *)r->recv.view.buf + offset;
     int rank;
     if (c->size == 1) {
-        memcpy(into, data_at(c, which, 0, parity), (size_t)len);
+        memcpy(into, data_at(c, which, 0, parity) + from, (size_t)len);
         return;
     }
-    fold_all(r->etype, r->op, data_at(c, which, 0, parity), data_at(c, which, 1, parity),
-             into, len);
+    fold_all(r->etype, r->op, data_at(c, which, 0, parity) + from,
+             data_at(c, which, 1, parity) + from, into, len);
     for (rank = 2; rank < c->size; rank++)
-        fold_all(r->etype, r->op, into, data_at(c, which, rank, parity), into, len);
+        fold_all(r->etype, r->op, into, data_at(c, which, rank, parity) + from, into, len);
+}
+
+/* A whole fold through the large area at more than SLICED_ABOVE ranks, two steps
+ * a chunk (collarea.fold): every member folds its slice of the chunk, then
+ * publishes it and takes the others'.  0, or -1 with an exception set. */
+static int
+sliced(CommCore *c, PyObject *state, Reduction *r, int receives)
+{
+    Py_ssize_t size = whole_items(c->areas[LARGE].slot, r->unit), start;
+    int me = c->to_rank[c->world_rank], n = c->size, q;
+    char *recv = receives ? (char *)r->recv.view.buf : NULL, *spare = NULL;
+    if (!receives && (spare = PyMem_Malloc((size_t)(size / n + size % n + r->unit))) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (start = 0; start < r->nbytes; start += size) {
+        Py_ssize_t len = r->nbytes - start < size ? r->nbytes - start : size;
+        Py_ssize_t per = len / n - (len / n) % r->unit;
+        Py_ssize_t low = me * per, high = me == n - 1 ? len : low + per;
+        char *mine = receives ? recv + start + low : spare;
+        int parity = step(c, state, LARGE, r->nbytes, r->unit, r->data + start, len);
+        if (parity < 0)
+            break;
+        fold_chunk(c, r, LARGE, parity, low, mine, high - low);
+        if ((parity = step(c, state, LARGE, r->nbytes, r->unit, mine, high - low)) < 0)
+            break;
+        for (q = 0; receives && q < n; q++)
+            if (q != me)
+                memcpy(recv + start + q * per, data_at(c, LARGE, q, parity),
+                       (size_t)((q == n - 1 ? len : (q + 1) * per) - q * per));
+    }
+    PyMem_Free(spare);
+    return start < r->nbytes ? -1 : 0;
 }
 
 /* Reduce (root >= 0) or Allreduce (root -1). */
@@ -266,7 +301,11 @@ reduce(PyObject *state, PyObject *sendbuf, PyObject *recvbuf, PyObject *op, long
         result = hand_over(c, parity);
     else if (r.nbytes <= chunk) {
         if (receives)
-            fold_chunk(c, &r, SMALL, parity, 0, r.nbytes);
+            fold_chunk(c, &r, SMALL, parity, 0, (char *)r.recv.view.buf, r.nbytes);
+    }
+    else if (c->size > SLICED_ABOVE) {
+        if (sliced(c, state, &r, receives) < 0)
+            result = NULL;
     }
     else {
         chunk = whole_items(c->areas[LARGE].slot, r.unit);
@@ -277,7 +316,7 @@ reduce(PyObject *state, PyObject *sendbuf, PyObject *recvbuf, PyObject *op, long
                 break;
             }
             if (receives)
-                fold_chunk(c, &r, LARGE, parity, start, len);
+                fold_chunk(c, &r, LARGE, parity, 0, (char *)r.recv.view.buf + start, len);
         }
     }
     reduction_release(&r);
@@ -454,11 +493,11 @@ static PyObject *
 n_collectives_setup(PyObject *m, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"area_header", "slot_header", "wait_slice", "check", "over",
-                             "in_place", NULL};
+                             "in_place", "sliced_above", NULL};
     PyObject *check, *over, *in_place;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "$nndOOO:collectives_setup", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "$nndOOOi:collectives_setup", kwlist,
                                      &AREA_HEADER, &SLOT_HEADER, &WAIT_SLICE, &check, &over,
-                                     &in_place))
+                                     &in_place, &SLICED_ABOVE))
         return NULL;
     if (SLOT_HEADER < (Py_ssize_t)sizeof(SlotHeader)) {
         PyErr_SetString(PyExc_ValueError, "collectives_setup(): the slot header is too small");
