@@ -38,7 +38,8 @@ from .comm import slot_barrier
 
 AREA_HEADER = 64                # the step counter, a wait cell, alone on its line
 SLOT_HEADER = 64
-HEADER = struct.Struct("<iiqq")  # error class, flags, length of the stream, element size
+HEADER = struct.Struct("<iiqq")  # error class, ready, length of the stream, element size
+READY_OFFSET = 4                # the step a slot holds, written after its header and data
 SMALL_SLOT = 8 * 1024           # holds a table of 16 bytes per rank up to 512 ranks
 NAME_OFFSET = 8                 # in the communicator's barrier slot (job.SLOT_BYTES)
 NAME_BYTES = 48
@@ -175,23 +176,43 @@ def _map(state, slot):
 
 # --- steps ----------------------------------------------------------------------
 
-def step(state, area, error, length, chunk, unit=0):
+def step(state, area, error, length, chunk, unit=0, only=None):
     """Deposit this member's header and ``chunk`` (bytes-like, at most a slot), arrive,
-    and wait until every member arrived: the parity the others' slots hold."""
+    and wait until every member arrived, or with ``only`` (a broadcast's root) until
+    that member deposited this step (the root waits for nobody): the parity the
+    others' slots hold.
+
+    A member deposits into a parity only once every member arrived at the step
+    before, and members arrive only after they read what they needed of the step
+    before that: so no slot is overwritten while read, whoever waits for whom."""
     sequence = (getattr(state, area.sequence) + 1) & MASK32
     setattr(state, area.sequence, sequence)
     parity = sequence & 1
     offset = area.offset(area.me, parity)
+    if area.nranks > 1:
+        _await(area, sequence - 1, None)
     HEADER.pack_into(area.mem, offset, error, 0, length, unit)
     if chunk is not None and len(chunk):
         start = offset + SLOT_HEADER
         area.mem[start:start + len(chunk)] = chunk
+    atomic.store32(area.address + offset + READY_OFFSET, sequence)
     if area.nranks > 1:
         atomic.cell_add(area.counter, 1)
-        target = (sequence * area.nranks) & MASK32
-        job.wait_until(area.counter, lambda value: (value - target) & MASK32 < 1 << 31,
-                       lambda: _describe(area, sequence), area.peers)
+        if only != area.me:
+            _await(area, sequence, only)
     return parity
+
+
+def _await(area, sequence, rank):
+    """Wait until every member arrived at step ``sequence`` (rank None), or ``rank``
+    deposited it: on the counter, which every arrival bumps."""
+    if rank is None:
+        target = (sequence * area.nranks) & MASK32
+        condition = lambda value: (value - target) & MASK32 < 1 << 31  # noqa: E731
+    else:
+        ready = area.address + area.offset(rank, sequence & 1) + READY_OFFSET
+        condition = lambda value: atomic.load32(ready) & MASK32 == sequence  # noqa: E731
+    job.wait_until(area.counter, condition, lambda: _describe(area, sequence), area.peers)
 
 
 def error_class(exc):
@@ -248,26 +269,34 @@ class Call:
             "pass the same count and datatype" % (self.name, rank, got, expected)))
         return False
 
-    def first_step(self, length, chunk, unit=0):
+    def first_step(self, length, chunk, unit=0, only=None):
         """Step 0: deposit, then raise what some member's arguments did wrong.
-        Answers the parity and every member's (length, unit)."""
+        Answers the parity and every member's (length, unit). With ``only`` (a
+        broadcast's root) the members read the root's header alone, and the root
+        nobody's: a member other than the root that failed here goes on stepping
+        and raises at the end (the others do not wait for it)."""
         area = self.area
+        seen = range(area.nranks) if only is None else [only] if only != area.me else []
         if self.resumed is not None:
             parity = self.resumed[0]    # the C path took it
         else:
             own = self.error
             parity = step(self.state, area, error_class(own) if own is not None else 0,
-                          length if own is None else 0, chunk if own is None else None, unit)
-            if own is not None:
+                          length if own is None else 0, chunk if own is None else None, unit,
+                          only)
+            if own is not None and (only is None or only == area.me):
                 raise own
-        headers = [area.header(rank, parity) for rank in range(area.nranks)]
-        for rank, (error, _, _, _) in enumerate(headers):
+        lengths, units = [0] * area.nranks, [0] * area.nranks
+        if only is not None:
+            lengths[area.me] = length
+        for rank in seen:
+            error, _, lengths[rank], units[rank] = area.header(rank, parity)
             if error:
                 raise errors.Exception(
                     error, "%s: rank %d failed in this call (%s) and could not take part; "
                     "its own error says what to fix"
                     % (self.name, rank, errors.error_string(error)))
-        return parity, [header[2] for header in headers], [header[3] for header in headers]
+        return parity, lengths, units
 
     def done(self):
         if self.error is not None:
@@ -285,15 +314,16 @@ def local(call, function, *args):
 
 # --- moving byte streams -----------------------------------------------------------
 
-def exchange(call, stream, plan):
+def exchange(call, stream, plan, only=None):
     """Every member's ``stream`` (bytes-like; None once the call failed here) to
     whoever wants parts of it; ``plan(lengths, first)`` answers the parts this member
     takes: (rank, offset in its stream, length, destination view), from every
     member's stream length and ``first(rank)``, the start of its stream (at least a
-    small slot of it, or all of it)."""
+    small slot of it, or all of it). With ``only`` (a broadcast's root) the others
+    take from the root alone and nobody waits for them (first_step)."""
     small = call.area
     stream = memoryview(stream).cast("B") if stream is not None else memoryview(b"")
-    parity, lengths, _ = call.first_step(len(stream), stream[:small.slot])
+    parity, lengths, _ = call.first_step(len(stream), stream[:small.slot], 0, only)
     wants = local(call, plan, lengths, lambda rank: small.data(
         rank, parity, 0, min(small.slot, lengths[rank]))) or ()
     if max(lengths) <= small.slot:
@@ -303,7 +333,7 @@ def exchange(call, stream, plan):
         size = area.slot
         for index in range(-(-max(lengths) // size)):
             parity = step(call.state, area, 0, len(stream),
-                          stream[index * size:(index + 1) * size])
+                          stream[index * size:(index + 1) * size], 0, only)
             _take(area, parity, index * size, size, wants)
     call.done()
 
@@ -325,7 +355,7 @@ def _chunk(slot, unit):
     return slot - slot % max(unit, 1)
 
 
-SLICED_ABOVE = 4    # from 5 ranks on, large folds are sliced (see fold)
+SLICED_ABOVE = 2    # from 3 ranks on, large folds are sliced (see fold)
 
 
 def fold(call, send, receive_range, fold_parts, place, itemsize, whole=False):

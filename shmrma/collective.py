@@ -54,7 +54,8 @@ class Collectives:
         root = local(call, self._root, root)
         got = _Objects()
         exchange(call, (data or local(call, _dumps, obj)) if me == root else b"",
-                 lambda lengths, first: got.want([root] if me != root else [], lengths))
+                 lambda lengths, first: got.want([root] if me != root else [], lengths),
+                 root)
         return obj if me == root else got.load(root)
 
     def gather(self, sendobj, root=0):
@@ -131,7 +132,7 @@ class Collectives:
             if me == root or not call.agrees(root, lengths[root], message.nbytes):
                 return []
             return [(root, 0, message.nbytes, message.data)]
-        exchange(call, stream, plan)
+        exchange(call, stream, plan, root)    # root None: bad here, so everywhere
         if me != root:
             message.finish()
 

@@ -587,13 +587,16 @@ def test_ranks_start_without_threads(run_shmrma, tmp_path):
 @pytest.mark.timeout(60)
 def test_singleton_without_launcher(tmp_path):
     """API.md §1, lessons 1: `python prog.py` is a world of one rank and leaves no segment,
-    not even one created mid-run for a large message to itself never received."""
+    not even one still named at exit: the counter segment of a window never freed (R152),
+    nor anything a large message to itself never received left behind."""
     path = tmp_path / "single.py"
     path.write_text(textwrap.dedent('''
         import os
         from shmrma import MPI
         c = MPI.COMM_WORLD
         c.Send(bytearray(1 << 20), dest=0, tag=1)
+        win = MPI.Win.Allocate(1 << 16, comm=c)
+        syncs = win.Alloc_sync_objects(2)
         from shmrma import job as j
         job = j.current().job_id
         named = [n for n in os.listdir("/dev/shm") if n.startswith("shmrma.%s." % job)]

@@ -26,7 +26,7 @@ static int g_setup_done = 0;
 
 typedef struct {
     int32_t error;              /* the member's error class, 0 when it takes part */
-    int32_t flags;
+    int32_t ready;              /* the step whose header and data these are (written last) */
     int64_t length;             /* bytes it brings */
     int64_t unit;               /* its element size (reductions) */
 } SlotHeader;
@@ -48,20 +48,37 @@ data_at(CommCore *c, int which, int rank, int parity)
     return (char *)slot_at(c, which, rank, parity) + SLOT_HEADER;
 }
 
-/* Arrive at step `sequence` and wait until every member did: the wait policy,
- * and between its slices the job's checks (a dead peer, an abort), which also
- * tell the launcher what this rank waits for.  -1 with an exception set. */
+/* Is every member's arrival at step `sequence` counted?  (The counter holds the
+ * arrivals of all steps taken on the area.) */
 static int
-arrive_and_wait(CommCore *c, PyObject *state, int which, uint32_t sequence)
+all_arrived(CommCore *c, int which, uint32_t sequence)
 {
     int32_t *counter = (int32_t *)c->areas[which].base;
     uint32_t target = sequence * (uint32_t)c->size;
+    return (int32_t)((uint32_t)__atomic_load_n(counter, SC) - target) >= 0;
+}
+
+/* Has rank deposited step `sequence`? */
+static int
+deposited_by(CommCore *c, int which, int rank, uint32_t sequence)
+{
+    int parity = (int)(sequence & 1);
+    return (uint32_t)__atomic_load_n(&slot_at(c, which, rank, parity)->ready, SC) == sequence;
+}
+
+/* Wait until all members arrived at step `sequence` (rank < 0) or rank deposited
+ * it: the wait policy on the area's counter, which every arrival bumps, and
+ * between its slices the job's checks (a dead peer, an abort), which also tell
+ * the launcher what this rank waits for.  -1 with an exception set. */
+static int
+await_step(CommCore *c, PyObject *state, int which, uint32_t sequence, int rank)
+{
+    int32_t *counter = (int32_t *)c->areas[which].base;
     int noted = 0, rc = 0;
-    cell_bump(counter);
     for (;;) {
         int32_t value = __atomic_load_n(counter, SC), seen;
         PyObject *result;
-        if ((int32_t)((uint32_t)value - target) >= 0)
+        if (rank < 0 ? all_arrived(c, which, sequence) : deposited_by(c, which, rank, sequence))
             break;
         if (wait_changed(counter, value, WAIT_SLICE, &seen) < 0) {
             rc = -1;
@@ -86,41 +103,62 @@ arrive_and_wait(CommCore *c, PyObject *state, int which, uint32_t sequence)
     return rc;
 }
 
-/* One step: this member's header and chunk, then everyone's arrival.  The
- * parity of the slots the step used, or -1 with an exception set. */
+/* One step: this member's header and chunk, its arrival, then the wait: for
+ * every member's arrival, or with `from` >= 0 (a broadcast's root) for that
+ * member's deposit only (the root waits for nobody).  The parity of the slots
+ * the step used, or -1 with an exception set.
+ *
+ * A member deposits into a parity only once every member arrived at the step
+ * before, and members arrive only after they read what they needed of the step
+ * before that: so no slot is overwritten while read, whoever waits for whom. */
 static int
 step(CommCore *c, PyObject *state, int which, int64_t length, int64_t unit,
-     const char *chunk, Py_ssize_t len)
+     const char *chunk, Py_ssize_t len, int from)
 {
     AreaCore *a = &c->areas[which];
     uint32_t sequence = ++a->seq;
     int parity = (int)(sequence & 1);
     int me = c->to_rank[c->world_rank];
     SlotHeader *h = slot_at(c, which, me, parity);
+    if (c->size > 1 && !all_arrived(c, which, sequence - 1) &&
+            await_step(c, state, which, sequence - 1, -1) < 0)
+        return -1;
     h->error = 0;
-    h->flags = 0;
     h->length = length;
     h->unit = unit;
     if (len)
         memcpy((char *)h + SLOT_HEADER, chunk, (size_t)len);
-    if (c->size > 1 && arrive_and_wait(c, state, which, sequence) < 0)
+    __atomic_store_n(&h->ready, (int32_t)sequence, SC);
+    if (c->size == 1)
+        return parity;
+    cell_bump((int32_t *)a->base);
+    if (from == me)
+        return parity;
+    if (await_step(c, state, which, sequence, from) < 0)
         return -1;
     return parity;
 }
 
 /* Does every member's first step agree with this one's (no error, the same
- * length and unit, or the length `root` brings for a broadcast)? */
+ * length and unit)? */
 static int
-agreed(CommCore *c, int parity, int64_t length, int64_t unit, int root)
+agreed(CommCore *c, int parity, int64_t length, int64_t unit)
 {
     int r;
     for (r = 0; r < c->size; r++) {
         SlotHeader *h = slot_at(c, SMALL, r, parity);
-        if (h->error || h->unit != unit || (root < 0 ? h->length != length :
-                                            r == root && h->length != length))
+        if (h->error || h->unit != unit || h->length != length)
             return 0;
     }
     return 1;
+}
+
+/* Did a broadcast's root take part in the first step, bringing `length` bytes? */
+static int
+root_agrees(CommCore *c, int parity, int root, int64_t length)
+{
+    SlotHeader *h = slot_at(c, SMALL, root, parity);
+    return !h->error && h->length == length;
 }
 
 /* (parity, lengths, units) of the first step: Python goes on from there. */
@@ -261,11 +299,11 @@ sliced(CommCore *c, PyObject *state, Reduction *r, int receives)
         Py_ssize_t per = len / n - (len / n) % r->unit;
         Py_ssize_t low = me * per, high = me == n - 1 ? len : low + per;
         char *mine = receives ? recv + start + low : spare;
-        int parity = step(c, state, LARGE, r->nbytes, r->unit, r->data + start, len);
+        int parity = step(c, state, LARGE, r->nbytes, r->unit, r->data + start, len, -1);
         if (parity < 0)
             break;
         fold_chunk(c, r, LARGE, parity, low, mine, high - low);
-        if ((parity = step(c, state, LARGE, r->nbytes, r->unit, mine, high - low)) < 0)
+        if ((parity = step(c, state, LARGE, r->nbytes, r->unit, mine, high - low, -1)) < 0)
             break;
         for (q = 0; receives && q < n; q++)
             if (q != me)
@@ -293,10 +331,10 @@ reduce(PyObject *state, PyObject *sendbuf, PyObject *recvbuf, PyObject *op, long
         Py_RETURN_FALSE;
     chunk = whole_items(c->areas[SMALL].slot, r.unit);
     parity = step(c, state, SMALL, r.nbytes, r.unit, r.data,
-                  r.nbytes < chunk ? r.nbytes : chunk);
+                  r.nbytes < chunk ? r.nbytes : chunk, -1);
     if (parity < 0)
         result = NULL;
-    else if (!agreed(c, parity, r.nbytes, r.unit, -1) ||
+    else if (!agreed(c, parity, r.nbytes, r.unit) ||
              (r.nbytes > chunk && c->areas[LARGE].base == NULL))
         result = hand_over(c, parity);
     else if (r.nbytes <= chunk) {
@@ -311,7 +349,7 @@ reduce(PyObject *state, PyObject *sendbuf, PyObject *recvbuf, PyObject *op, long
         chunk = whole_items(c->areas[LARGE].slot, r.unit);
         for (start = 0; start < r.nbytes; start += chunk) {
             Py_ssize_t len = r.nbytes - start < chunk ? r.nbytes - start : chunk;
-            if ((parity = step(c, state, LARGE, r.nbytes, r.unit, r.data + start, len)) < 0) {
+            if ((parity = step(c, state, LARGE, r.nbytes, r.unit, r.data + start, len, -1)) < 0) {
                 result = NULL;
                 break;
             }
@@ -366,12 +404,12 @@ n_coll_bcast(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     slot = c->areas[SMALL].slot;
     if (me == root)
         parity = step(c, args[0], SMALL, o.view.len, 0, o.view.buf,
-                      o.view.len < slot ? o.view.len : slot);
+                      o.view.len < slot ? o.view.len : slot, (int)root);
     else
-        parity = step(c, args[0], SMALL, 0, 0, NULL, 0);
+        parity = step(c, args[0], SMALL, 0, 0, NULL, 0, (int)root);
     if (parity < 0)
         result = NULL;
-    else if (!agreed(c, parity, o.view.len, 0, (int)root) ||
+    else if ((me != root && !root_agrees(c, parity, (int)root, o.view.len)) ||
              (o.view.len > slot && c->areas[LARGE].base == NULL))
         result = hand_over(c, parity);
     else if (o.view.len <= slot) {
@@ -383,8 +421,9 @@ n_coll_bcast(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         for (start = 0; start < o.view.len; start += slot) {
             Py_ssize_t len = o.view.len - start < slot ? o.view.len - start : slot;
             parity = me == root ?
-                step(c, args[0], LARGE, o.view.len, 0, (char *)o.view.buf + start, len) :
-                step(c, args[0], LARGE, 0, 0, NULL, 0);
+                step(c, args[0], LARGE, o.view.len, 0, (char *)o.view.buf + start, len,
+                     (int)root) :
+                step(c, args[0], LARGE, 0, 0, NULL, 0, (int)root);
             if (parity < 0) {
                 result = NULL;
                 break;
@@ -399,19 +438,20 @@ n_coll_bcast(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     return result;
 }
 
-/* Did every member take part in the first step (no error), each bringing at
- * most a small slot? */
+/* Did every member (only `root`, when >= 0) take part in the first step (no
+ * error), each bringing at most a small slot? */
 static int
-all_small(CommCore *c, int parity)
+all_small(CommCore *c, int parity, int root)
 {
     int r;
-    for (r = 0; r < c->size; r++) {
+    for (r = root < 0 ? 0 : root; r < (root < 0 ? c->size : root + 1); r++) {
         SlotHeader *h = slot_at(c, SMALL, r, parity);
         if (h->error || h->length > c->areas[SMALL].slot)
             return 0;
     }
     return 1;
 }
+
 
 /* The bytes rank deposited in the first step. */
 static PyObject *
@@ -436,10 +476,10 @@ n_coll_allgather_bytes(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
             PyBytes_GET_SIZE(data) > c->areas[SMALL].slot)
         Py_RETURN_FALSE;
     parity = step(c, args[0], SMALL, PyBytes_GET_SIZE(data), 0, PyBytes_AS_STRING(data),
-                  PyBytes_GET_SIZE(data));
+                  PyBytes_GET_SIZE(data), -1);
     if (parity < 0)
         return NULL;
-    if (!all_small(c, parity))
+    if (!all_small(c, parity, -1))
         return hand_over(c, parity);
     if ((result = PyList_New(c->size)) == NULL)
         return NULL;
@@ -475,11 +515,11 @@ n_coll_bcast_bytes(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         Py_RETURN_FALSE;
     parity = me == root ?
         step(c, args[0], SMALL, PyBytes_GET_SIZE(data), 0, PyBytes_AS_STRING(data),
-             PyBytes_GET_SIZE(data)) :
-        step(c, args[0], SMALL, 0, 0, NULL, 0);
+             PyBytes_GET_SIZE(data), (int)root) :
+        step(c, args[0], SMALL, 0, 0, NULL, 0, (int)root);
     if (parity < 0)
         return NULL;
-    if (!all_small(c, parity))
+    if (me != root && !all_small(c, parity, (int)root))
         return hand_over(c, parity);
     if (me == root) {
         Py_INCREF(data);
