@@ -5,10 +5,8 @@ context id separates its traffic: user point-to-point, collectives and
 Create_group handshakes each use their own sub-context, so a user's ANY_TAG
 receive never takes a collective's message.
 """
-import functools
 import operator
 import os
-import pickle
 import sys
 
 from . import atomic, buffers, constants, errors, job, mailbox
@@ -272,8 +270,7 @@ class Completed(Request):
         self._result = result
 
 
-_loads = pickle.loads
-_dumps = functools.partial(pickle.dumps, protocol=mailbox.PICKLE_PROTOCOL)
+_loads, _dumps = mailbox.loads, mailbox.dumps
 _fast_send, _fast_recv, _fast_irecv = mailbox.p2p_send, mailbox.p2p_recv, mailbox.p2p_irecv
 _fast_sendobj, _fast_recvobj = mailbox.p2p_sendobj, mailbox.p2p_recvobj
 _MISS, _NativeCore = mailbox.MISS, mailbox.NativeCore

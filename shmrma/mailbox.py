@@ -34,6 +34,7 @@ an object receive, ``payload`` (the bytes). A synchronous send's receiver
 acknowledges the match itself, as soon as a receive takes the message.
 """
 import atexit
+import functools
 import pickle
 import struct
 from collections import deque
@@ -403,9 +404,9 @@ def _setup_native():
         flag_sync=FLAG_SYNC, sync_shift=SYNC_SHIFT, pad_flag=PAD_FLAG,
         subcontexts=SUBCONTEXTS, sync_ack=SYNC_ACK, any_source=constants.ANY_SOURCE,
         any_tag=constants.ANY_TAG, err_truncate=errors.ERR_TRUNCATE, p2p=P2P,
-        tag_ub=constants.TAG_UB, wait_slice=job.WAIT_SLICE, loads=pickle.loads,
-        dumps=pickle.dumps, protocol=PICKLE_PROTOCOL, miss=MISS, flag_staged=FLAG_STAGED,
-        flag_staging=FLAG_STAGING, staging_header=STAGING_HEADER)
+        tag_ub=constants.TAG_UB, wait_slice=job.WAIT_SLICE, miss=MISS,
+        flag_staged=FLAG_STAGED, flag_staging=FLAG_STAGING, staging_header=STAGING_HEADER)
+    _native.pickle_setup(pickle.dumps, pickle.loads, PICKLE_PROTOCOL)
     return _native
 
 
@@ -414,10 +415,12 @@ if atomic.BACKEND == "c":
     CommCore, NativeCore = _native.CommCore, _native.Core
     p2p_send, p2p_recv, p2p_irecv = _native.p2p_send, _native.p2p_recv, _native.p2p_irecv
     p2p_sendobj, p2p_recvobj = _native.p2p_sendobj, _native.p2p_recvobj
+    dumps, loads = _native.dumps, _native.loads     # pickle's, quicker for small objects
 else:
     CommCore, NativeCore = _PythonCommCore, None
     p2p_send = p2p_recv = p2p_irecv = _miss
     p2p_sendobj = p2p_recvobj = _miss_object
+    dumps, loads = functools.partial(pickle.dumps, protocol=PICKLE_PROTOCOL), pickle.loads
 
 
 _mailbox = None

@@ -111,10 +111,17 @@ def _drain(comm, result):
         result += (("left behind", bytes(left)),)
 
 
+# the kinds shmrma/csrc/pickles.c pickles itself, at its limits, and past them
+QUICK = (0, 255, 256, 65536, -1, -2**31, 2**31, 2.5, float("-inf"), True, False, None,
+         "", "é" * 127, "é" * 128, b"", b"x" * 255, b"x" * 256, "\ud800")
+
+
 def _objects(comm, rank):
     """send/recv/isend/irecv/sendrecv of objects, statuses included."""
     out = []
     if rank == 0:
+        for obj in QUICK:
+            comm.send(obj, 1, 4)
         comm.send({"a": 1}, 1, 5)
         comm.isend([1, 2], 1, 6).wait()
         comm.send(None, 1, 7)
@@ -123,6 +130,9 @@ def _objects(comm, rank):
         comm.send(b"x" * 50000, 1, 8)
     else:
         status = MPI.Status()
+        for _ in QUICK:
+            got = comm.recv(None, 0, 4, status)
+            out.append((type(got).__name__, repr(got), _status(status)))
         out.append((comm.recv(None, 0, 5, status), _status(status)))
         out.append(comm.irecv(source=0, tag=6).wait())
         out.append(comm.recv(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=status))
@@ -183,11 +193,14 @@ def _both():
 def test_fast_and_python_paths_end_the_same():
     """Every scenario gives the same bytes, statuses and errors with the fast paths
     on and off, on both ranks."""
-    for fast, slow, _, untaken in shmrma.launch(_both, 2, timeout=100):
+    for rank, (fast, slow, _, untaken) in enumerate(shmrma.launch(_both, 2, timeout=100)):
         assert set(fast) == set(slow)
         for name in fast:
             assert fast[name] == slow[name], name
         assert not any(took for calls in untaken.values() for _, took in calls)
+        if rank == 1:
+            received = [got[:2] for got in fast["objects"][:len(QUICK)]]
+            assert received == [(type(obj).__name__, repr(obj)) for obj in QUICK]
 
 
 # scenario: (rank 0's send takes the fast path, rank 1's receive takes it)

@@ -3,7 +3,8 @@
  *
  * The extension is one module built from several files, one per concept:
  * shmrma/_native.c (atomics, wait cells, the RMA fast path), transport.c
- * (point-to-point messages) and collectives.c (collectives on shared memory).
+ * (point-to-point messages), collectives.c (collectives on shared memory) and
+ * pickles.c (the pickles of objects in messages).
  * This header holds the primitives they all use: seq_cst atomics on shared
  * words, the futex wake-up, the one wait policy, argument parsing, buffer
  * operands and the element-wise reduction kernels.
@@ -163,9 +164,25 @@ typedef struct {
 
 extern PyTypeObject CommCoreType;
 
+/* --- pickles of objects in messages (pickles.c) ---------------------------------- */
+
+#define QUICK_PICKLE_MAX 288    /* the longest pickle quick_dumps writes */
+
+/* obj's pickle into out[:QUICK_PICKLE_MAX] when obj is of a kind written here
+ * (int32, float, bool, None, str and bytes up to 255 bytes): its length, else
+ * -1 with no error set. */
+Py_ssize_t quick_dumps(PyObject *obj, char *out);
+/* The object pickled in data[:len] when it is a pickle quick_dumps writes;
+ * NULL with no error set otherwise (pickle.loads then reads it). */
+PyObject *quick_loads(const char *data, Py_ssize_t len);
+/* pickle.dumps(obj, protocol) and pickle.loads(data), quick where they can be */
+PyObject *pickle_dumps(PyObject *obj);
+PyObject *pickle_loads(PyObject *data);
+
 /* --- the other files' parts of the module ---------------------------------------- */
 
 int transport_init(PyObject *module);
 int collectives_init(PyObject *module);
+int pickles_init(PyObject *module);
 
 #endif

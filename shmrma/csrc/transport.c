@@ -26,7 +26,6 @@ static Py_ssize_t STAGING_HEADER;
 static int32_t SUBCONTEXTS, SYNC_ACK, ANY_SOURCE, ANY_TAG, ERR_TRUNCATE;
 static int32_t P2P, TAG_UB;
 static double WAIT_SLICE;       /* how long a fast path waits before Python's checks */
-static PyObject *g_loads, *g_dumps, *g_protocol;  /* pickle.loads, pickle.dumps, its protocol */
 static PyObject *g_miss;        /* what p2p_sendobj and p2p_recvobj answer when they miss */
 static int g_setup_done = 0;
 
@@ -1699,7 +1698,10 @@ n_p2p_sendobj(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     CommCore *c;
     Transport *t = g_current;
     int32_t dest, tag, world;
-    PyObject *data, *call[3];
+    char quick[QUICK_PICKLE_MAX];
+    const char *pickled;
+    Py_ssize_t len;
+    PyObject *data = NULL;
     if (check_nargs("p2p_sendobj", nargs, 4) < 0)
         return NULL;
     if (!(c = fast_comm(args[0])) || (dest = fast_rank(c, args[2], 0)) == MISSING ||
@@ -1707,20 +1709,23 @@ n_p2p_sendobj(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         Py_INCREF(g_miss);
         return g_miss;
     }
-    call[0] = NULL;
-    call[1] = args[1];
-    call[2] = g_protocol;
-    data = PyObject_Vectorcall(g_dumps, call + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
-    if (data == NULL || !PyBytes_CheckExact(data))
-        return data;
+    if ((len = quick_dumps(args[1], quick)) >= 0)
+        pickled = quick;
+    else {
+        data = pickle_dumps(args[1]);
+        if (data == NULL || !PyBytes_CheckExact(data))
+            return data;
+        pickled = PyBytes_AS_STRING(data);
+        len = PyBytes_GET_SIZE(data);
+    }
     world = c->ranks[dest];
-    if (t->queues[world].head == NULL && PyBytes_GET_SIZE(data) <= t->inline_max &&
-            push(t, world, FLAG_PICKLED, c->context * SUBCONTEXTS + P2P, tag,
-                 PyBytes_GET_SIZE(data), PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))) {
-        Py_DECREF(data);
+    if (t->queues[world].head == NULL && len <= t->inline_max &&
+            push(t, world, FLAG_PICKLED, c->context * SUBCONTEXTS + P2P, tag, len, pickled,
+                 len)) {
+        Py_XDECREF(data);
         Py_RETURN_TRUE;
     }
-    return data;
+    return data != NULL ? data : PyBytes_FromStringAndSize(quick, len);
 }
 
 static PyObject *g_str_source, *g_str_tag, *g_str_count, *g_str_error;
@@ -1845,7 +1850,7 @@ n_p2p_recvobj(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     }
     /* an empty message is None, as mpi4py loads it */
     if (core->count)
-        obj = PyObject_CallOneArg(g_loads, core->payload);
+        obj = pickle_loads(core->payload);
     else {
         obj = Py_None;
         Py_INCREF(obj);
@@ -1874,25 +1879,19 @@ n_transport_setup(PyObject *m, PyObject *args, PyObject *kwds)
     static char *kwlist[] = {"channel_header", "off_head", "off_tail", "off_blocked",
                              "flag_pickled", "flag_in_segment", "flag_sync", "sync_shift",
                              "pad_flag", "subcontexts", "sync_ack", "any_source", "any_tag",
-                             "err_truncate", "p2p", "tag_ub", "wait_slice", "loads", "dumps",
-                             "protocol", "miss", "flag_staged", "flag_staging",
+                             "err_truncate", "p2p", "tag_ub", "wait_slice",
+                             "miss", "flag_staged", "flag_staging",
                              "staging_header", NULL};
-    PyObject *loads, *dumps, *protocol, *miss;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "$nnnniiiiiiiiiiiidOOOOiin:transport_setup",
+    PyObject *miss;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "$nnnniiiiiiiiiiiidOiin:transport_setup",
                                      kwlist,
                                      &CHANNEL_HEADER, &OFF_HEAD, &OFF_TAIL, &OFF_BLOCKED,
                                      &FLAG_PICKLED, &FLAG_IN_SEGMENT, &FLAG_SYNC, &SYNC_SHIFT,
                                      &PAD_FLAG, &SUBCONTEXTS, &SYNC_ACK, &ANY_SOURCE,
                                      &ANY_TAG, &ERR_TRUNCATE, &P2P, &TAG_UB, &WAIT_SLICE,
-                                     &loads, &dumps, &protocol, &miss, &FLAG_STAGED,
+                                     &miss, &FLAG_STAGED,
                                      &FLAG_STAGING, &STAGING_HEADER))
         return NULL;
-    Py_INCREF(loads);
-    Py_XSETREF(g_loads, loads);
-    Py_INCREF(dumps);
-    Py_XSETREF(g_dumps, dumps);
-    Py_INCREF(protocol);
-    Py_XSETREF(g_protocol, protocol);
     Py_INCREF(miss);
     Py_XSETREF(g_miss, miss);
     g_setup_done = 1;
