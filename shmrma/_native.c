@@ -1086,12 +1086,6 @@ operand_get(PyObject *obj, int writable, Operand *o)
     return 0;
 }
 
-static inline int
-overlap(const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb)
-{
-    return a < b + nb && b < a + na;
-}
-
 /* --- element kernels: target[i] = incoming[i] op target[i], as numpy computes it --- */
 
 /* One loop per (element type, op), all made by EACH from the op's expression

@@ -28,8 +28,9 @@ part in every step, so nobody is left waiting.
 ``exchange`` moves byte streams (each member's outgoing bytes) to whoever wants
 parts of them; ``fold`` reduces vectors element-wise in rank order.
 collective.py builds every blocking collective from the two;
-shmrma/csrc/collectives.c runs the common cases of Bcast, Reduce and Allreduce
-in C on the same areas and protocol, so a member on either path meets the others.
+shmrma/csrc/collectives.c runs the common cases (plain buffers, pickles that fit
+the small area) in C on the same areas and protocol, so a member on either path
+meets the others.
 """
 import struct
 
@@ -446,10 +447,14 @@ if atomic.BACKEND == "c":
                               in_place=constants.IN_PLACE, sliced_above=SLICED_ABOVE)
     fast_bcast, fast_reduce = _native.coll_bcast, _native.coll_reduce
     fast_allreduce = _native.coll_allreduce
+    fast_scan, fast_reduce_scatter_block = _native.coll_scan, _native.coll_reduce_scatter_block
+    fast_gather, fast_allgather = _native.coll_gather, _native.coll_allgather
+    fast_scatter, fast_alltoall = _native.coll_scatter, _native.coll_alltoall
     fast_allgather_bytes, fast_bcast_bytes = (_native.coll_allgather_bytes,
                                               _native.coll_bcast_bytes)
 else:
     def _miss(*args):
         return False
-    fast_bcast = fast_reduce = fast_allreduce = _miss
+    fast_bcast = fast_reduce = fast_allreduce = fast_scan = fast_reduce_scatter_block = _miss
+    fast_gather = fast_allgather = fast_scatter = fast_alltoall = _miss
     fast_allgather_bytes = fast_bcast_bytes = _miss

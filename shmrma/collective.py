@@ -13,8 +13,9 @@ import struct
 
 from . import buffers, constants, errors
 from . import op as ops
-from .collarea import (Call, exchange, fast_allgather_bytes, fast_allreduce, fast_bcast,
-                       fast_bcast_bytes, fast_reduce, fold, local)
+from .collarea import (Call, exchange, fast_allgather, fast_allgather_bytes, fast_allreduce,
+                       fast_alltoall, fast_bcast, fast_bcast_bytes, fast_gather, fast_reduce,
+                       fast_reduce_scatter_block, fast_scan, fast_scatter, fold, local)
 from .comm import _dumps, _loads, slot_barrier
 from .derived import element_dtype
 
@@ -137,15 +138,17 @@ class Collectives:
             message.finish()
 
     def Gather(self, sendbuf, recvbuf, root=0):
-        self._gather("Gather", sendbuf, recvbuf, root, _data, self._parts_with_own)
+        taken = fast_gather(self._state_value, sendbuf, recvbuf, root)
+        if taken is not True:
+            self._gather("Gather", sendbuf, recvbuf, root, _data, self._parts_with_own, taken)
 
     def Gatherv(self, sendbuf, recvbuf, root=0):
         self._gather("Gatherv", sendbuf, recvbuf, root, _plain, self._vector_with_own)
 
-    def _gather(self, name, sendbuf, recvbuf, root, data_of, parts_of):
+    def _gather(self, name, sendbuf, recvbuf, root, data_of, parts_of, taken=None):
         """Every rank's send buffer into its part of the root's (root None: every
-        rank's, the Allgather forms)."""
-        call = Call(self, name)
+        rank's, the Allgather forms); ``taken``: what the C path handed over."""
+        call = Call(self, name, taken or None)
         me = self._s.rank
         if root is not None:
             root = local(call, self._root, root)
@@ -158,7 +161,10 @@ class Collectives:
         parts.finish()
 
     def Allgather(self, sendbuf, recvbuf):
-        self._gather("Allgather", sendbuf, recvbuf, None, _data, self._parts_with_own)
+        taken = fast_allgather(self._state_value, sendbuf, recvbuf)
+        if taken is not True:
+            self._gather("Allgather", sendbuf, recvbuf, None, _data, self._parts_with_own,
+                         taken)
 
     def Allgatherv(self, sendbuf, recvbuf):
         self._gather("Allgatherv", sendbuf, recvbuf, None, _plain, self._vector_with_own)
@@ -169,15 +175,17 @@ class Collectives:
                 if call.agrees(rank, lengths[rank], len(parts.part(rank)))]
 
     def Scatter(self, sendbuf, recvbuf, root=0):
-        self._scatter("Scatter", sendbuf, recvbuf, root, self._parts_of)
+        taken = fast_scatter(self._state_value, sendbuf, recvbuf, root)
+        if taken is not True:
+            self._scatter("Scatter", sendbuf, recvbuf, root, self._parts_of, taken)
 
     def Scatterv(self, sendbuf, recvbuf, root=0):
         self._scatter("Scatterv", sendbuf, recvbuf, root, self._vector_parts)
 
-    def _scatter(self, name, sendbuf, recvbuf, root, parts_of):
+    def _scatter(self, name, sendbuf, recvbuf, root, parts_of, taken=None):
         """The root's parts (after a table of where each lies) to their ranks; the
         root copies its own unless ``recvbuf`` is IN_PLACE."""
-        call = Call(self, name)
+        call = Call(self, name, taken or None)
         root = local(call, self._root, root)
         me = self._s.rank
         if me == root:
@@ -197,14 +205,16 @@ class Collectives:
         received.finish()
 
     def Alltoall(self, sendbuf, recvbuf):
-        self._alltoall("Alltoall", self._alltoall_parts, sendbuf, recvbuf)
+        taken = fast_alltoall(self._state_value, sendbuf, recvbuf)
+        if taken is not True:
+            self._alltoall("Alltoall", self._alltoall_parts, sendbuf, recvbuf, taken)
 
     def Alltoallv(self, sendbuf, recvbuf):
         self._alltoall("Alltoallv", self._alltoallv_parts, sendbuf, recvbuf)
 
-    def _alltoall(self, name, parts_of, sendbuf, recvbuf):
+    def _alltoall(self, name, parts_of, sendbuf, recvbuf, taken=None):
         """Every rank's parts (after a table of where each lies) to their ranks."""
-        call = Call(self, name)
+        call = Call(self, name, taken or None)
         both = local(call, parts_of, sendbuf, recvbuf)
         sends, receives = both if both else (None, None)
         me = self._s.rank
@@ -252,7 +262,10 @@ class Collectives:
 
     def _scan(self, name, sendbuf, recvbuf, op, inclusive):
         """Rank r folds ranks 0..r (Scan) or 0..r-1 (Exscan: rank 0 receives nothing)."""
-        call = Call(self, name)
+        taken = fast_scan(self._state_value, sendbuf, recvbuf, op, inclusive)
+        if taken is True:
+            return
+        call = Call(self, name, taken or None)
         send, receive = local(call, _reduce_buffers, sendbuf, recvbuf, op) or (None, None)
         last = self._s.rank + inclusive
         self._fold(call, send, receive, op, lambda lengths: (0, last) if last else None)
@@ -280,16 +293,18 @@ class Collectives:
         receive.finish()
 
     def Reduce_scatter_block(self, sendbuf, recvbuf, op=ops.SUM):
-        self._reduce_and_scatter("Reduce_scatter_block", sendbuf, recvbuf, op, None)
+        taken = fast_reduce_scatter_block(self._state_value, sendbuf, recvbuf, op)
+        if taken is not True:
+            self._reduce_and_scatter("Reduce_scatter_block", sendbuf, recvbuf, op, None, taken)
 
     def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=ops.SUM):
         if recvcounts is None:  # every rank's receive count, as mpi4py gathers them
             recvcounts = self.allgather(_count_or_none(recvbuf))
         self._reduce_and_scatter("Reduce_scatter", sendbuf, recvbuf, op, recvcounts)
 
-    def _reduce_and_scatter(self, name, sendbuf, recvbuf, op, counts):
+    def _reduce_and_scatter(self, name, sendbuf, recvbuf, op, counts, taken=None):
         """Rank r folds block r of everyone's vector."""
-        call = Call(self, name)
+        call = Call(self, name, taken or None)
         send, receive, offsets = (local(call, self._scatter_buffers, sendbuf, recvbuf, op,
                                         counts) or (None, None, None))
         me = self._s.rank

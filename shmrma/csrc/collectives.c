@@ -103,31 +103,39 @@ await_step(CommCore *c, PyObject *state, int which, uint32_t sequence, int rank)
     return rc;
 }
 
-/* One step: this member's header and chunk, its arrival, then the wait: for
- * every member's arrival, or with `from` >= 0 (a broadcast's root) for that
- * member's deposit only (the root waits for nobody).  The parity of the slots
- * the step used, or -1 with an exception set.
+/* The first half of a step: wait until every member arrived at the step before,
+ * so that this member's slot of the step's parity is free.  The slot's data,
+ * to write the chunk into, or NULL with an exception set. */
+static char *
+begin_step(CommCore *c, PyObject *state, int which)
+{
+    AreaCore *a = &c->areas[which];
+    uint32_t sequence = ++a->seq;
+    if (c->size > 1 && !all_arrived(c, which, sequence - 1) &&
+            await_step(c, state, which, sequence - 1, -1) < 0)
+        return NULL;
+    return data_at(c, which, c->to_rank[c->world_rank], (int)(sequence & 1));
+}
+
+/* The second half: this member's header, its arrival, then the wait: for every
+ * member's arrival, or with `from` >= 0 (a broadcast's root) for that member's
+ * deposit only (the root waits for nobody).  The parity of the slots the step
+ * used, or -1 with an exception set.
  *
  * A member deposits into a parity only once every member arrived at the step
  * before, and members arrive only after they read what they needed of the step
  * before that: so no slot is overwritten while read, whoever waits for whom. */
 static int
-step(CommCore *c, PyObject *state, int which, int64_t length, int64_t unit,
-     const char *chunk, Py_ssize_t len, int from)
+end_step(CommCore *c, PyObject *state, int which, int64_t length, int64_t unit, int from)
 {
     AreaCore *a = &c->areas[which];
-    uint32_t sequence = ++a->seq;
+    uint32_t sequence = a->seq;
     int parity = (int)(sequence & 1);
     int me = c->to_rank[c->world_rank];
     SlotHeader *h = slot_at(c, which, me, parity);
-    if (c->size > 1 && !all_arrived(c, which, sequence - 1) &&
-            await_step(c, state, which, sequence - 1, -1) < 0)
-        return -1;
     h->error = 0;
     h->length = length;
     h->unit = unit;
-    if (len)
-        memcpy((char *)h + SLOT_HEADER, chunk, (size_t)len);
     __atomic_store_n(&h->ready, (int32_t)sequence, SC);
     if (c->size == 1)
         return parity;
@@ -137,6 +145,19 @@ step(CommCore *c, PyObject *state, int which, int64_t length, int64_t unit,
     if (await_step(c, state, which, sequence, from) < 0)
         return -1;
     return parity;
+}
+
+/* One step whose chunk is chunk[:len] (see end_step). */
+static int
+step(CommCore *c, PyObject *state, int which, int64_t length, int64_t unit,
+     const char *chunk, Py_ssize_t len, int from)
+{
+    char *slot = begin_step(c, state, which);
+    if (slot == NULL)
+        return -1;
+    if (len)
+        memcpy(slot, chunk, (size_t)len);
+    return end_step(c, state, which, length, unit, from);
 }
 
 /* Does every member's first step agree with this one's (no error, the same
@@ -205,50 +226,71 @@ whole_items(Py_ssize_t slot, Py_ssize_t unit)
     return slot - slot % unit;
 }
 
-/* A reduction's data: (send, recv) plain buffers of one numeric format and
- * length, sendbuf possibly IN_PLACE; recv NULL where the result is not
- * wanted (Reduce off the root).  0, or -1 for a miss. */
+/* A call's send and receive buffers, each there or not. */
 typedef struct {
     Operand send, recv;
     int has_send, has_recv;
+} Pair;
+
+static void
+pair_release(Pair *p)
+{
+    if (p->has_send)
+        operand_release(&p->send);
+    if (p->has_recv)
+        operand_release(&p->recv);
+}
+
+/* Do the two buffers share bytes? */
+static int
+pair_overlaps(Pair *p)
+{
+    return overlap(p->send.view.buf, p->send.view.len, p->recv.view.buf, p->recv.view.len);
+}
+
+/* The reductions, by which ranks each member folds over which bytes. */
+enum { ALLREDUCE, REDUCE, SCAN, EXSCAN, REDUCE_SCATTER_BLOCK };
+
+/* A reduction's data: (send, recv) plain buffers of one numeric format, sendbuf
+ * possibly IN_PLACE; recv unused where the result is not wanted (Reduce off the
+ * root).  This member folds ranks [first, last) over the bytes [low, high) of
+ * the vectors into recv (from its start). */
+typedef struct {
+    Pair io;
     const char *data;           /* what this member brings */
     Py_ssize_t nbytes, unit;
     int etype, op;
+    int first, last;            /* last == first: nothing folded here */
+    Py_ssize_t low, high;
 } Reduction;
 
-static void
-reduction_release(Reduction *r)
-{
-    if (r->has_send)
-        operand_release(&r->send);
-    if (r->has_recv)
-        operand_release(&r->recv);
-}
-
+/* 0, or -1 for a miss (nothing held).  `blocks`: the receive buffer holds one
+ * block of the send vector in that many (Reduce_scatter_block), the whole
+ * vector with IN_PLACE. */
 static int
 reduction_args(Reduction *r, PyObject *sendbuf, PyObject *recvbuf, PyObject *op,
-               int receives)
+               int receives, int blocks)
 {
     Operand *mine;
     memset(r, 0, sizeof(*r));
     if (receives) {
-        if (operand_get(recvbuf, 1, &r->recv) < 0)
+        if (operand_get(recvbuf, 1, &r->io.recv) < 0)
             return -1;
-        r->has_recv = 1;
+        r->io.has_recv = 1;
     }
     if (sendbuf == g_in_place) {
-        if (!receives)
-            goto miss;          /* IN_PLACE off the root: Python raises ERR_BUFFER */
-        mine = &r->recv;
+        if (!receives || r->io.recv.count % blocks)
+            goto miss;          /* Python raises ERR_BUFFER, or that the blocks are uneven */
+        mine = &r->io.recv;
     }
     else {
-        if (operand_get(sendbuf, 0, &r->send) < 0)
+        if (operand_get(sendbuf, 0, &r->io.send) < 0)
             goto miss;
-        r->has_send = 1;
-        mine = &r->send;
-        if (receives && (r->send.code != r->recv.code || r->send.view.len != r->recv.view.len ||
-                         ((char *)r->send.view.buf < (char *)r->recv.view.buf + r->recv.view.len &&
-                          (char *)r->recv.view.buf < (char *)r->send.view.buf + r->send.view.len)))
+        r->io.has_send = 1;
+        mine = &r->io.send;
+        if (receives && (r->io.send.code != r->io.recv.code ||
+                         r->io.send.view.len != r->io.recv.view.len * blocks ||
+                         pair_overlaps(&r->io)))
             goto miss;
     }
     r->data = mine->view.buf;
@@ -260,25 +302,49 @@ reduction_args(Reduction *r, PyObject *sendbuf, PyObject *recvbuf, PyObject *op,
         goto miss;
     return 0;
 miss:
-    reduction_release(r);
+    pair_release(&r->io);
     return -1;
 }
 
-/* into[:len] = the fold of every member's bytes [from, from+len) of the step's
- * chunk, in rank order. */
+/* What member `me` of `n` folds in a reduction of this kind. */
 static void
-fold_chunk(CommCore *c, Reduction *r, int which, int parity, Py_ssize_t from, char *into,
-           Py_ssize_t len)
+reduction_span(Reduction *r, int kind, int receives, int me, int n)
+{
+    Py_ssize_t block = r->nbytes / n;
+    r->first = 0;
+    r->last = !receives ? 0 : kind == SCAN ? me + 1 : kind == EXSCAN ? me : n;
+    r->low = kind == REDUCE_SCATTER_BLOCK ? me * block : 0;
+    r->high = kind == REDUCE_SCATTER_BLOCK ? r->low + block : r->nbytes;
+}
+
+/* into[:len] = the fold of members [first, last)'s bytes [from, from+len) of the
+ * step's chunk, in rank order. */
+static void
+fold_chunk(CommCore *c, Reduction *r, int which, int parity, int first, int last,
+           Py_ssize_t from, char *into, Py_ssize_t len)
 {
     int rank;
-    if (c->size == 1) {
-        memcpy(into, data_at(c, which, 0, parity) + from, (size_t)len);
+    if (last - first == 1) {
+        memcpy(into, data_at(c, which, first, parity) + from, (size_t)len);
         return;
     }
-    fold_all(r->etype, r->op, data_at(c, which, 0, parity) + from,
-             data_at(c, which, 1, parity) + from, into, len);
-    for (rank = 2; rank < c->size; rank++)
+    fold_all(r->etype, r->op, data_at(c, which, first, parity) + from,
+             data_at(c, which, first + 1, parity) + from, into, len);
+    for (rank = first + 2; rank < last; rank++)
         fold_all(r->etype, r->op, into, data_at(c, which, rank, parity) + from, into, len);
+}
+
+/* Fold what this member wants of the chunk [start, start + size) of the vectors
+ * (collarea._combine). */
+static void
+fold_wanted(CommCore *c, Reduction *r, int which, int parity, Py_ssize_t start,
+            Py_ssize_t size)
+{
+    Py_ssize_t low = r->low > start ? r->low : start;
+    Py_ssize_t high = r->high < start + size ? r->high : start + size;
+    if (r->last > r->first && low < high)
+        fold_chunk(c, r, which, parity, r->first, r->last, low - start,
+                   (char *)r->io.recv.view.buf + (low - r->low), high - low);
 }
 
 /* A whole fold through the large area at more than SLICED_ABOVE ranks, two steps
@@ -289,7 +355,7 @@ sliced(CommCore *c, PyObject *state, Reduction *r, int receives)
 {
     Py_ssize_t size = whole_items(c->areas[LARGE].slot, r->unit), start;
     int me = c->to_rank[c->world_rank], n = c->size, q;
-    char *recv = receives ? (char *)r->recv.view.buf : NULL, *spare = NULL;
+    char *recv = receives ? (char *)r->io.recv.view.buf : NULL, *spare = NULL;
     if (!receives && (spare = PyMem_Malloc((size_t)(size / n + size % n + r->unit))) == NULL) {
         PyErr_NoMemory();
         return -1;
@@ -302,7 +368,7 @@ sliced(CommCore *c, PyObject *state, Reduction *r, int receives)
         int parity = step(c, state, LARGE, r->nbytes, r->unit, r->data + start, len, -1);
         if (parity < 0)
             break;
-        fold_chunk(c, r, LARGE, parity, low, mine, high - low);
+        fold_chunk(c, r, LARGE, parity, 0, n, low, mine, high - low);
         if ((parity = step(c, state, LARGE, r->nbytes, r->unit, mine, high - low, -1)) < 0)
             break;
         for (q = 0; receives && q < n; q++)
@@ -314,9 +380,11 @@ sliced(CommCore *c, PyObject *state, Reduction *r, int receives)
     return start < r->nbytes ? -1 : 0;
 }
 
-/* Reduce (root >= 0) or Allreduce (root -1). */
+/* A reduction of this kind (root: Reduce's; -1 for the others): True, NULL
+ * with an exception set, False (missed), or (parity, lengths, units). */
 static PyObject *
-reduce(PyObject *state, PyObject *sendbuf, PyObject *recvbuf, PyObject *op, long root)
+reduction(PyObject *state, PyObject *sendbuf, PyObject *recvbuf, PyObject *op, int kind,
+          long root)
 {
     CommCore *c = coll_comm(state);
     Reduction r;
@@ -326,9 +394,11 @@ reduce(PyObject *state, PyObject *sendbuf, PyObject *recvbuf, PyObject *op, long
     if (c == NULL || root >= c->size)
         Py_RETURN_FALSE;
     me = c->to_rank[c->world_rank];
-    receives = root < 0 || me == root;
-    if (reduction_args(&r, sendbuf, recvbuf, op, receives) < 0)
+    receives = kind != REDUCE || me == root;
+    if (reduction_args(&r, sendbuf, recvbuf, op, receives,
+                       kind == REDUCE_SCATTER_BLOCK ? c->size : 1) < 0)
         Py_RETURN_FALSE;
+    reduction_span(&r, kind, receives, me, c->size);
     chunk = whole_items(c->areas[SMALL].slot, r.unit);
     parity = step(c, state, SMALL, r.nbytes, r.unit, r.data,
                   r.nbytes < chunk ? r.nbytes : chunk, -1);
@@ -337,11 +407,9 @@ reduce(PyObject *state, PyObject *sendbuf, PyObject *recvbuf, PyObject *op, long
     else if (!agreed(c, parity, r.nbytes, r.unit) ||
              (r.nbytes > chunk && c->areas[LARGE].base == NULL))
         result = hand_over(c, parity);
-    else if (r.nbytes <= chunk) {
-        if (receives)
-            fold_chunk(c, &r, SMALL, parity, 0, (char *)r.recv.view.buf, r.nbytes);
-    }
-    else if (c->size > SLICED_ABOVE) {
+    else if (r.nbytes <= chunk)
+        fold_wanted(c, &r, SMALL, parity, 0, chunk);
+    else if ((kind == ALLREDUCE || kind == REDUCE) && c->size > SLICED_ABOVE) {
         if (sliced(c, state, &r, receives) < 0)
             result = NULL;
     }
@@ -353,23 +421,22 @@ reduce(PyObject *state, PyObject *sendbuf, PyObject *recvbuf, PyObject *op, long
                 result = NULL;
                 break;
             }
-            if (receives)
-                fold_chunk(c, &r, LARGE, parity, 0, (char *)r.recv.view.buf + start, len);
+            fold_wanted(c, &r, LARGE, parity, start, chunk);
         }
     }
-    reduction_release(&r);
+    pair_release(&r.io);
     Py_XINCREF(result);
     return result;
 }
 
-/* coll_allreduce(state, sendbuf, recvbuf, op) -> True, False (missed), or
+/* coll_allreduce(state, sendbuf, recvbuf, op) -> True, False (missed) or
  * (parity, lengths, units) for Python to go on from */
 static PyObject *
 n_coll_allreduce(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     if (check_nargs("coll_allreduce", nargs, 4) < 0)
         return NULL;
-    return reduce(args[0], args[1], args[2], args[3], -1);
+    return reduction(args[0], args[1], args[2], args[3], ALLREDUCE, -1);
 }
 
 /* coll_reduce(state, sendbuf, recvbuf, op, root) -> as coll_allreduce */
@@ -381,7 +448,27 @@ n_coll_reduce(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     if ((root = plain_int(args[4])) < 0)
         Py_RETURN_FALSE;
-    return reduce(args[0], args[1], args[2], args[3], root);
+    return reduction(args[0], args[1], args[2], args[3], REDUCE, root);
+}
+
+/* coll_scan(state, sendbuf, recvbuf, op, inclusive) -> as coll_allreduce: Scan
+ * (inclusive True) or Exscan */
+static PyObject *
+n_coll_scan(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs("coll_scan", nargs, 5) < 0)
+        return NULL;
+    return reduction(args[0], args[1], args[2], args[3],
+                     PyObject_IsTrue(args[4]) ? SCAN : EXSCAN, -1);
+}
+
+/* coll_reduce_scatter_block(state, sendbuf, recvbuf, op) -> as coll_allreduce */
+static PyObject *
+n_coll_reduce_scatter_block(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs("coll_reduce_scatter_block", nargs, 4) < 0)
+        return NULL;
+    return reduction(args[0], args[1], args[2], args[3], REDUCE_SCATTER_BLOCK, -1);
 }
 
 /* coll_bcast(state, buf, root) -> as coll_allreduce */
@@ -528,6 +615,271 @@ n_coll_bcast_bytes(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     return deposited(c, (int)root, parity);
 }
 
+/* --- Gather, Allgather, Scatter, Alltoall of plain buffers ------------------------
+ *
+ * What the members deposit is what collective.py's exchange moves: Gather's and
+ * Allgather's streams are the parts themselves (the root of a Gather brings
+ * nothing), Scatter's and Alltoall's a table of (offset, length) per rank, then
+ * the parts (collective._parts_stream).  C takes the call when every stream fits
+ * the small area; otherwise, or when a member failed or a part does not fit its
+ * place, it hands the call over after the first step. */
+
+typedef struct {
+    int64_t offset, length;
+} TableEntry;
+
+/* The parts (send and receive buffers cut in `n`) of a call; `part` bytes each. */
+typedef struct {
+    Pair io;
+    Py_ssize_t part;
+} Parts;
+
+/* Fill p: recvbuf (when `receives`) writable and cut in n parts, sendbuf
+ * (unless IN_PLACE, allowed only where `in_place`) of `send_parts` parts of the
+ * same size, the two apart.  0, or -1 for a miss (nothing held). */
+static int
+parts_args(Parts *p, PyObject *sendbuf, PyObject *recvbuf, int n, int receives,
+           int send_parts, int in_place)
+{
+    memset(p, 0, sizeof(*p));
+    if (receives) {
+        if (operand_get(recvbuf, 1, &p->io.recv) < 0)
+            return -1;
+        p->io.has_recv = 1;
+        if (p->io.recv.count % n)
+            goto miss;
+        p->part = p->io.recv.view.len / n;
+    }
+    if (sendbuf == g_in_place) {
+        if (in_place && receives)
+            return 0;
+        goto miss;
+    }
+    if (operand_get(sendbuf, 0, &p->io.send) < 0)
+        goto miss;
+    p->io.has_send = 1;
+    if (send_parts > 1 && p->io.send.count % send_parts)
+        goto miss;
+    if (!receives)
+        p->part = p->io.send.view.len / send_parts;
+    else if (p->io.send.view.len != p->part * send_parts || pair_overlaps(&p->io))
+        goto miss;
+    return 0;
+miss:
+    pair_release(&p->io);
+    return -1;
+}
+
+static inline char *
+part_at(Operand *o, Py_ssize_t part, int index)
+{
+    return (char *)o->view.buf + part * index;
+}
+
+/* Deposit the first step of a table stream of `n` parts of `part` bytes from
+ * data: the table, then as much of the data as the slot holds.  The parity, or
+ * -1 with an exception set. */
+static int
+table_step(CommCore *c, PyObject *state, const char *data, Py_ssize_t part)
+{
+    int n = c->size, r;
+    Py_ssize_t table = n * (Py_ssize_t)sizeof(TableEntry), slot = c->areas[SMALL].slot;
+    Py_ssize_t body = n * part;
+    char *into = begin_step(c, state, SMALL);
+    if (into == NULL)
+        return -1;
+    for (r = 0; r < n; r++) {
+        TableEntry e = {table + r * part, part};
+        memcpy(into + r * sizeof(TableEntry), &e, sizeof(e));
+    }
+    memcpy(into + table, data, (size_t)(body < slot - table ? body : slot - table));
+    return end_step(c, state, SMALL, table + body, 0, -1);
+}
+
+/* Where part `index` of rank's table stream lies in its slot, when whole there
+ * and `part` bytes long; NULL otherwise. */
+static const char *
+table_part(CommCore *c, int rank, int parity, int index, Py_ssize_t part)
+{
+    SlotHeader *h = slot_at(c, SMALL, rank, parity);
+    TableEntry e;
+    if (h->length < (int64_t)((index + 1) * sizeof(TableEntry)))
+        return NULL;
+    memcpy(&e, data_at(c, SMALL, rank, parity) + index * sizeof(TableEntry), sizeof(e));
+    if (e.length != part || e.offset < 0 || e.offset + e.length > h->length)
+        return NULL;
+    return data_at(c, SMALL, rank, parity) + e.offset;
+}
+
+/* Did every member take part, each rank other than `skip` bringing `length`
+ * bytes (any length when < 0), all within a small slot? */
+static int
+all_bring(CommCore *c, int parity, int skip, int64_t length)
+{
+    int r;
+    if (!all_small(c, parity, -1))
+        return 0;
+    for (r = 0; length >= 0 && r < c->size; r++)
+        if (r != skip && slot_at(c, SMALL, r, parity)->length != length)
+            return 0;
+    return 1;
+}
+
+/* Gather (root >= 0) or Allgather (root -1). */
+static PyObject *
+gather(PyObject *state, PyObject *sendbuf, PyObject *recvbuf, long root)
+{
+    CommCore *c = coll_comm(state);
+    Parts p;
+    int me, r, receives, parity;
+    const char *own;
+    Py_ssize_t length;
+    PyObject *result = Py_True;
+    if (c == NULL || root >= c->size)
+        Py_RETURN_FALSE;
+    me = c->to_rank[c->world_rank];
+    receives = root < 0 || me == root;
+    if (parts_args(&p, sendbuf, recvbuf, c->size, receives, 1, 1) < 0)
+        Py_RETURN_FALSE;
+    own = p.io.has_send ? p.io.send.view.buf : receives ? part_at(&p.io.recv, p.part, me) : NULL;
+    length = me == root ? 0 : p.part;
+    parity = step(c, state, SMALL, length, 0, own,
+                  length < c->areas[SMALL].slot ? length : c->areas[SMALL].slot, -1);
+    if (parity < 0)
+        result = NULL;
+    else if (!all_bring(c, parity, root < 0 ? -1 : (int)root, receives ? p.part : -1))
+        result = hand_over(c, parity);
+    else if (receives) {
+        for (r = 0; r < c->size; r++)
+            if (r != me)
+                memcpy(part_at(&p.io.recv, p.part, r), data_at(c, SMALL, r, parity),
+                       (size_t)p.part);
+        if (p.io.has_send)
+            memcpy(part_at(&p.io.recv, p.part, me), own, (size_t)p.part);
+    }
+    pair_release(&p.io);
+    Py_XINCREF(result);
+    return result;
+}
+
+/* coll_gather(state, sendbuf, recvbuf, root) -> True, False (missed) or (parity,
+ * lengths, units) for Python to go on from */
+static PyObject *
+n_coll_gather(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    long root;
+    if (check_nargs("coll_gather", nargs, 4) < 0)
+        return NULL;
+    if ((root = plain_int(args[3])) < 0)
+        Py_RETURN_FALSE;
+    return gather(args[0], args[1], args[2], root);
+}
+
+/* coll_allgather(state, sendbuf, recvbuf) -> as coll_gather */
+static PyObject *
+n_coll_allgather(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs("coll_allgather", nargs, 3) < 0)
+        return NULL;
+    return gather(args[0], args[1], args[2], -1);
+}
+
+/* coll_scatter(state, sendbuf, recvbuf, root) -> as coll_gather */
+static PyObject *
+n_coll_scatter(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    CommCore *c;
+    Parts p;
+    long root;
+    int me, parity;
+    const char *mine = NULL;
+    PyObject *result = Py_True;
+    if (check_nargs("coll_scatter", nargs, 4) < 0)
+        return NULL;
+    if (!(c = coll_comm(args[0])) || (root = plain_int(args[3])) < 0 || root >= c->size ||
+            c->size * (Py_ssize_t)sizeof(TableEntry) > c->areas[SMALL].slot)
+        Py_RETURN_FALSE;
+    me = c->to_rank[c->world_rank];
+    if (me == root) {
+        /* the root's parts are its send buffer's; its own goes to recvbuf */
+        if (parts_args(&p, args[1], Py_None, c->size, 0, c->size, 0) < 0)
+            Py_RETURN_FALSE;
+        if (args[2] != g_in_place) {
+            if (operand_get(args[2], 1, &p.io.recv) < 0) {
+                pair_release(&p.io);
+                Py_RETURN_FALSE;
+            }
+            p.io.has_recv = 1;
+            if (p.io.recv.view.len != p.part || pair_overlaps(&p.io)) {
+                pair_release(&p.io);
+                Py_RETURN_FALSE;
+            }
+        }
+        parity = table_step(c, args[0], p.io.send.view.buf, p.part);
+    }
+    else {
+        memset(&p, 0, sizeof(p));      /* sendbuf is not significant here */
+        if (operand_get(args[2], 1, &p.io.recv) < 0)
+            Py_RETURN_FALSE;
+        p.io.has_recv = 1;
+        p.part = p.io.recv.view.len;
+        parity = step(c, args[0], SMALL, 0, 0, NULL, 0, -1);
+    }
+    if (parity < 0)
+        result = NULL;
+    else if (!all_bring(c, parity, -1, -1) ||
+             (me != root && !(mine = table_part(c, (int)root, parity, me, p.part))))
+        result = hand_over(c, parity);
+    else if (me != root)
+        memcpy(p.io.recv.view.buf, mine, (size_t)p.part);
+    else if (p.io.has_recv)
+        memcpy(p.io.recv.view.buf, part_at(&p.io.send, p.part, me), (size_t)p.part);
+    pair_release(&p.io);
+    Py_XINCREF(result);
+    return result;
+}
+
+/* coll_alltoall(state, sendbuf, recvbuf) -> as coll_gather */
+static PyObject *
+n_coll_alltoall(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    CommCore *c;
+    Parts p;
+    int me, r, parity;
+    PyObject *result = Py_True;
+    if (check_nargs("coll_alltoall", nargs, 3) < 0)
+        return NULL;
+    if (!(c = coll_comm(args[0])) ||
+            c->size * (Py_ssize_t)sizeof(TableEntry) > c->areas[SMALL].slot ||
+            parts_args(&p, args[1], args[2], c->size, 1, c->size, 1) < 0)
+        Py_RETURN_FALSE;
+    me = c->to_rank[c->world_rank];
+    parity = table_step(c, args[0], p.io.has_send ? p.io.send.view.buf : p.io.recv.view.buf, p.part);
+    if (parity < 0)
+        result = NULL;
+    else if (!all_bring(c, parity, -1, -1))
+        result = hand_over(c, parity);
+    else {
+        for (r = 0; r < c->size; r++)
+            if (r != me && table_part(c, r, parity, me, p.part) == NULL)
+                break;
+        if (r < c->size)
+            result = hand_over(c, parity);
+        else {
+            for (r = 0; r < c->size; r++)
+                if (r != me)
+                    memcpy(part_at(&p.io.recv, p.part, r), table_part(c, r, parity, me, p.part),
+                           (size_t)p.part);
+            if (p.io.has_send)
+                memcpy(part_at(&p.io.recv, p.part, me), part_at(&p.io.send, p.part, me),
+                       (size_t)p.part);
+        }
+    }
+    pair_release(&p.io);
+    Py_XINCREF(result);
+    return result;
+}
+
 /* collectives_setup(**constants): the area layout and the Python helpers. */
 static PyObject *
 n_collectives_setup(PyObject *m, PyObject *args, PyObject *kwds)
@@ -564,6 +916,19 @@ static PyMethodDef collective_functions[] = {
      "coll_reduce(state, sendbuf, recvbuf, op, root) -> as coll_allreduce."},
     {"coll_bcast", (PyCFunction)(void (*)(void))n_coll_bcast, METH_FASTCALL,
      "coll_bcast(state, buf, root) -> as coll_allreduce."},
+    {"coll_scan", (PyCFunction)(void (*)(void))n_coll_scan, METH_FASTCALL,
+     "coll_scan(state, sendbuf, recvbuf, op, inclusive) -> as coll_allreduce."},
+    {"coll_reduce_scatter_block", (PyCFunction)(void (*)(void))n_coll_reduce_scatter_block,
+     METH_FASTCALL, "coll_reduce_scatter_block(state, sendbuf, recvbuf, op) -> as "
+     "coll_allreduce."},
+    {"coll_gather", (PyCFunction)(void (*)(void))n_coll_gather, METH_FASTCALL,
+     "coll_gather(state, sendbuf, recvbuf, root) -> as coll_allreduce."},
+    {"coll_allgather", (PyCFunction)(void (*)(void))n_coll_allgather, METH_FASTCALL,
+     "coll_allgather(state, sendbuf, recvbuf) -> as coll_allreduce."},
+    {"coll_scatter", (PyCFunction)(void (*)(void))n_coll_scatter, METH_FASTCALL,
+     "coll_scatter(state, sendbuf, recvbuf, root) -> as coll_allreduce."},
+    {"coll_alltoall", (PyCFunction)(void (*)(void))n_coll_alltoall, METH_FASTCALL,
+     "coll_alltoall(state, sendbuf, recvbuf) -> as coll_allreduce."},
     {"coll_allgather_bytes", (PyCFunction)(void (*)(void))n_coll_allgather_bytes,
      METH_FASTCALL, "coll_allgather_bytes(state, data) -> every member's bytes, False "
      "(missed) or (parity, lengths, units)."},

@@ -103,6 +103,12 @@ extern long g_proc_null;
 
 /* --- buffer operands and reduction kernels ------------------------------------ */
 
+static inline int
+overlap(const void *a, Py_ssize_t na, const void *b, Py_ssize_t nb)
+{
+    return (const char *)a < (const char *)b + nb && (const char *)b < (const char *)a + na;
+}
+
 /* The ops the kernels know, in the order rma_setup() receives them. */
 enum { OP_SUM, OP_PROD, OP_MAX, OP_MIN, OP_BAND, OP_BOR, OP_BXOR,
        OP_LAND, OP_LOR, OP_LXOR, OP_REPLACE, OP_NO_OP, N_OPS };
