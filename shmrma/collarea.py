@@ -236,6 +236,7 @@ def wait_check(state, sequence, first):
     problem = job.job_problem(state.ranks, text)
     if problem is not None:
         raise problem
+    job.run_idle_hooks()
 
 
 def wait_over():

@@ -512,6 +512,21 @@ def _folded(parts, op, datatype):
     return numpy.ascontiguousarray(result, dtype=dtype).tobytes()
 
 
+def _fold_into(parts, op, datatype, into):
+    """``into`` (a writable byte view) = ``parts`` folded in rank order: in place for a
+    predefined op, with no array made per step (fresh memory costs a page fault a
+    page); a user's function gets its own arrays, as in _folded."""
+    if not op.is_predefined:
+        into[:] = _folded(parts, op, datatype)
+        return
+    import numpy
+    dtype = element_dtype(datatype)
+    out = numpy.frombuffer(into, dtype=dtype)
+    out[...] = numpy.frombuffer(parts[0], dtype=dtype)
+    for part in parts[1:]:
+        op.apply(out, numpy.frombuffer(part, dtype=dtype), datatype, out=out)
+
+
 def _reduce_send(sendbuf, op):
     if sendbuf is constants.IN_PLACE:
         errors.fail(errors.ERR_BUFFER, "IN_PLACE is valid for Reduce only at the root; "
@@ -565,33 +580,12 @@ def _count_or_none(recvbuf):
         return None     # the call itself raises it, and tells the others
 
 
-def _prefix_folds(values, op, every=True):
-    """[v0, v0 op v1, v0 op v1 op v2, ...]: MPI's rank order. Unless ``every``,
-    only the last is kept (the others are None): a reduction needs no more."""
-    folds = [values[0]]
-    for value in values[1:]:
-        folds.append(op(folds[-1], value))
-        if not every:
-            folds[-2] = None
-    return folds
-
-
-# what rank r gets of the folds (folds[k]: ranks 0..k folded)
-def _total(folds, rank):
-    return folds[-1]
-
-
-def _inclusive(folds, rank):
-    return folds[rank]
-
-
-def _exclusive(folds, rank):
-    return folds[rank - 1] if rank else None
-
-
 def _fold(values, op):
     """values[0] op values[1] op ... in rank order, as MPI reduces."""
-    return _prefix_folds(values, op, every=False)[-1]
+    result = values[0]
+    for value in values[1:]:
+        result = op(result, value)
+    return result
 
 
 def _sequence_of_size(items, size, call):

@@ -21,7 +21,7 @@ class CommState(mailbox.CommCore):
     its base holds what the point-to-point fast paths need of it."""
 
     __slots__ = ("context", "ranks", "rank", "slot", "name", "world_to_rank", "info",
-                 "topology", "area", "large_area")
+                 "topology", "area", "large_area", "nbc")
 
     def __init__(self, context, ranks, slot, name=""):
         self.context = context
@@ -33,6 +33,7 @@ class CommState(mailbox.CommCore):
         self.world_to_rank = {w: i for i, w in enumerate(self.ranks)}
         self.freed = False
         self.area = self.large_area = None   # the collective areas (collarea.py), at first use
+        self.nbc = None         # the nonblocking collectives' channel (nbcarea.py), at first use
         self._bind(context, self.ranks, job.world_size(), me)
         self.info = {}
         self.topology = None    # a topology.CartTopology for a Cartcomm
@@ -59,9 +60,11 @@ def claim_slot(world, members):
 
 
 def release_slot(world, slot, references=1):
+    """Give up ``references`` to the slot: True when they were its last."""
     address = world.slot_address(slot)
-    atomic.fetch_add32(address + job.OFF_SLOT_REFS, -references)
+    left = atomic.fetch_add32(address + job.OFF_SLOT_REFS, -references) - references
     atomic.forget(address, job.SLOT_BYTES)  # the next communicator may take another slot
+    return left == 0
 
 
 def barrier_cells(state):
@@ -394,12 +397,15 @@ class Comm:
         if state.context in (job.WORLD_CONTEXT, job.SELF_CONTEXT):
             errors.fail(errors.ERR_COMM, "COMM_WORLD and COMM_SELF cannot be freed; free "
                         "only communicators you created (Dup, Split, Create...)")
-        if state.slot is not None:
-            release_slot(job.current(), state.slot)
+        if state.slot is not None and release_slot(job.current(), state.slot):
+            from . import nbcarea
+            nbcarea.unlink_channel(state)   # the last member out: nobody maps it any more
         state._unbind_areas()       # the fast paths must not reach them any more
         for area in (state.area, state.large_area):     # collarea.Area objects
             if area is not None:
                 area.close()
+        if state.nbc is not None:
+            state.nbc.free()
         state.freed = True
         self._state_value = None
 

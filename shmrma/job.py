@@ -21,6 +21,8 @@ OFF_NRANKS = 8
 OFF_ABORT = 64          # wait cell: 0 running, 1 aborted
 OFF_ABORT_RANK = 72     # rank whose failure aborted the job, -1 for the launcher
 OFF_NEXT_CONTEXT = 128  # 64-bit counter of communicator context ids
+OFF_SECRET = 192        # 16 random bytes: the job's segments that ranks find by name
+SECRET_BYTES = 16
 
 RANK_BLOCK = 256
 OFF_PID = 0
@@ -91,6 +93,7 @@ class World:
         segment.unlink()
         world = cls(job_id, nranks, segment)
         struct.pack_into("<Qi", world.mem, OFF_MAGIC, MAGIC, nranks)
+        world.mem[OFF_SECRET:OFF_SECRET + SECRET_BYTES] = os.urandom(SECRET_BYTES)
         atomic.store64(world.base + OFF_NEXT_CONTEXT, FIRST_FREE_CONTEXT)
         atomic.store32(world.base + OFF_ABORT_RANK, -1)
         atomic.store32(world.slot_address(WORLD_SLOT) + OFF_SLOT_REFS, nranks)
@@ -105,6 +108,15 @@ class World:
 
     def slot_address(self, slot):
         return self.base + self.layout.slots_offset + slot * SLOT_BYTES
+
+    def shared_name(self, tag):
+        """The segment name every rank of the job derives from ``tag``, which nobody
+        outside the job can guess: it is keyed with the job's secret, which only its
+        ranks read (the world segment is inherited, never named)."""
+        import hashlib
+        key = bytes(self.mem[OFF_SECRET:OFF_SECRET + SECRET_BYTES])
+        digest = hashlib.blake2b(tag.encode(), key=key, digest_size=8).hexdigest()
+        return "/%s%s" % (segments.job_prefix(self.job_id), digest)
 
     def channel_offset(self, src, dst):
         return self.layout.channels_offset + (src * self.size + dst) * self.layout.channel_bytes
@@ -273,6 +285,22 @@ def _reset_hooks_run():
 
 # --- waiting -----------------------------------------------------------------
 
+# Work that must go on while a rank waits for anything (nonblocking collectives
+# whose deposits or reads other ranks need): each hook runs at every slice of a
+# long wait and at every wake-up of a message wait, and must never block.
+_idle_hooks = []
+
+
+def on_idle(hook):
+    _idle_hooks.append(hook)
+    return hook
+
+
+def run_idle_hooks():
+    for hook in _idle_hooks:
+        hook()
+
+
 def job_problem(peers=(), what=None):
     """The exception a wait should raise now (job aborted, a needed rank gone), or None."""
     world = current()
@@ -328,6 +356,7 @@ def wait_cell(address, old, what, peers=()):
                 return value
             if problem is not None:
                 raise problem
+            run_idle_hooks()
             value = atomic.cell_wait(address, old, WAIT_SLICE)
             if value != old:
                 return value

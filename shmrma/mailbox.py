@@ -359,6 +359,7 @@ def wait_for(box, condition, what, peers=()):
     """Make progress until ``condition()`` holds, sleeping on this rank's doorbell."""
     while True:
         bell = box.progress()
+        job.run_idle_hooks()
         if condition():
             return
         job.wait_cell(box.doorbell, bell, what, peers)

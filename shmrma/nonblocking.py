@@ -2,114 +2,105 @@
 Iscatter(v), Iallgather(v), Ialltoall(v), Ireduce, Iallreduce, Iscan, Iexscan,
 Ireduce_scatter(_block).
 
-At the call a rank sends at once everything it contributes (sends never wait
-for their receiver) and posts a receive for everything it expects, on a
-subcontext of their own; the request completes when those arrived, then
-folds reductions in rank order. Messages between two ranks keep their order
-and every rank calls the collectives in the same order, so several may be
-outstanding. A rank whose arguments are wrong raises at the call, after
-sending an empty notice where its data was awaited, so the others' Wait raises
-too (naming it) instead of hanging. Sync handles do not travel here (ERR_TYPE).
+They run on the communicator's channel (nbcarea.py): at the call a rank
+deposits the stream it contributes, without waiting for anyone; its request
+completes once the ranks whose streams it needs deposited theirs, when it
+copies or folds them (reductions in rank order) straight from shared memory.
+Every rank calls the collectives in the same order, so several may be
+outstanding. Each collective below is a plan: this rank's stream, the ranks
+that read it, the ranks it reads, and what it does with their streams. A rank
+whose arguments are wrong raises at the call, having deposited its error where
+its stream was awaited, so the ranks that needed it raise at Wait (naming it)
+instead of hanging. Sync handles do not travel here (ERR_TYPE).
 """
 from . import constants, errors
 from . import op as ops
-from .collective import (_count_or_none, _exclusive, _inclusive, _Parts, _plain,
-                         _plain_message, _prefix_folds, _reduce_buffers, _reduce_send, _total,
-                         element_dtype)
-from .comm import NONBLOCKING
+from .collective import (TABLE, _count_or_none, _entry, _Parts, _parts_stream,
+                         _plain, _plain_message, _reduce_buffers, _reduce_send)
+from .collective import _fold_into as _fold_parts_into
+from .nbcarea import Operation, channel_of
 from .request import Request
 
-_EMPTY = memoryview(bytearray(0))
-TAG = 0            # a rank's contribution
-NOTICE = 1         # and above: an empty failure notice, NOTICE + class + NOTICE_RANKS * rank
-NOTICE_RANKS = 256
 
+class _Collective(Request):
+    """The request of a nonblocking collective: done once its operation is."""
 
-class _Exchange(Request):
-    """The request of a nonblocking collective: done once every expected message
-    arrived (then ``finish`` runs once); a notice or a size mismatch is its error."""
-
-    def __init__(self, comm, name, expected, finish=None):
+    def __init__(self, comm, operation):
         self._null = False
-        self._done = False
-        self._state, self._name, self._finish_with = comm._s, name, finish
-        self._receives = [(rank, view, comm._irecv(rank, constants.ANY_TAG, view, NONBLOCKING))
-                          for rank, view in expected]
+        self._state, self._operation = comm._s, operation
+        self._channel = channel_of(comm._s)
+
+    @property
+    def _done(self):
+        return self._operation.done
 
     def _poll(self):
-        if not self._done and all(receive._poll() for _, _, receive in self._receives):
-            self._error = self._problem()
-            if self._error is None and self._finish_with is not None:
-                try:
-                    self._finish_with()
-                except Exception as exc:    # an MPI error, or a user op's own
-                    self._error = exc
-            self._done = True
-        return self._done
-
-    def _problem(self):
-        for rank, view, receive in self._receives:
-            status = receive._status
-            if status.tag >= NOTICE:
-                culprit, error_class = divmod(status.tag - NOTICE, NOTICE_RANKS)
-                return errors.Exception(error_class, "%s: rank %d failed in this call (%s) "
-                                        "and sent nothing; its own error says what to fix"
-                                        % (self._name, culprit,
-                                           errors.error_string(error_class)))
-            if receive._error is not None:
-                return receive._error
-            if status.count != len(view):
-                return errors.Exception(
-                    errors.ERR_TRUNCATE if status.count > len(view) else errors.ERR_COUNT,
-                    "%s: rank %d sent %d bytes where this rank expects %d; every rank "
-                    "must pass the same count and datatype"
-                    % (self._name, rank, status.count, len(view)))
-        return None
+        operation = self._operation
+        if not operation.done:
+            self._channel.progress()
+        if operation.done and operation.error is not None:
+            self._error, operation.error = operation.error, None
+        return operation.done
 
     def _describe(self):
-        waiting = [rank for rank, _, receive in self._receives if not receive._poll()]
-        return "%s on %s: nothing yet from ranks %s" % (self._name, self._state.name or
-                                                       "a communicator", waiting)
+        operation = self._operation
+        if not operation.deposited:
+            return ("%s on %s: its turn to deposit (a rank has not finished a collective "
+                    "%d steps back)" % (operation.name, self._channel.label,
+                                        self._channel.started - operation.step))
+        return "%s on %s: nothing yet from rank %s" % (operation.name, self._channel.label,
+                                                       operation.waiting_for)
 
     def _peers(self):
         return self._state.ranks
 
 
-def _start(comm, name, targets, plan):
-    """Run ``plan()`` -> (data for each target rank, expected (rank, view) pairs,
-    finish); send the data, or notices when ``plan`` raised (then raise it)."""
+def _start(comm, name, plan):
+    """Run ``plan()`` -> (stream, readers, sources, finish) and start the collective;
+    when plan raises, deposit its error class for the readers, then raise."""
+    channel = channel_of(comm._s)
     try:
-        sends, expected, finish = plan()
+        stream, readers, sources, finish = plan()
     except Exception as exc:
         error_class = (exc.Get_error_class() if isinstance(exc, errors.Exception)
                        else errors.ERR_ARG)
-        notice = NOTICE + error_class + NOTICE_RANKS * comm._s.rank
-        for rank in targets:
-            comm._isend_bytes(b"", rank, notice, False, NONBLOCKING)
+        channel.start(Operation(name, None, comm._others(), [], None, error_class))
         raise
-    for rank in targets:
-        comm._isend_bytes(sends[rank], rank, TAG, False, NONBLOCKING)
-    return _Exchange(comm, name, expected, finish)
+    operation = Operation(name, stream, readers, sources, finish)
+    channel.start(operation)
+    return _Collective(comm, operation)
 
 
-def _fold_into(receive, parts, op, pick=_total, rank=0):
-    """``receive`` = ``pick`` of the folds of ``parts`` in rank order (all of them,
-    or this rank's prefix for the scans; nothing when pick gives None)."""
-    import numpy
-    dtype = element_dtype(receive.datatype)
-    arrays = [numpy.frombuffer(bytes(part), dtype=dtype) for part in parts]
-    folds = _prefix_folds(arrays, lambda a, b: op.apply(a, b, receive.datatype),
-                          every=pick is not _total)
-    result = pick(folds, rank)
-    if result is not None:
-        receive.data[:] = numpy.ascontiguousarray(result, dtype=dtype).tobytes()
-        receive.finish()
+def _take(name, rank, view, into):
+    """Copy rank's ``view`` into ``into``, which it must fill exactly."""
+    if len(view) != len(into):
+        raise errors.Exception(
+            errors.ERR_TRUNCATE if len(view) > len(into) else errors.ERR_COUNT,
+            "%s: rank %d sent %d bytes where this rank expects %d; every rank must pass "
+            "the same count and datatype" % (name, rank, len(view), len(into)))
+    into[:] = view
 
 
-def _receive_plan(root, buf):
-    """The plan of a rank that only receives ``buf`` from ``root`` (Ibcast, Iscatter)."""
-    received = _plain_message(buf, True)
-    return {}, [(root, received.data)], received.finish
+def _table_part(view, index):
+    """Part ``index`` of a stream that starts with a table (collective._parts_stream)."""
+    offset, length = _entry(view, index) if len(view) >= (index + 1) * TABLE.size else (0, 0)
+    return view[offset:offset + length]
+
+
+def _fold_into(name, op, send, receive, views, folded, me, block=None):
+    """``receive`` = the vectors of the ranks ``folded`` (their streams, ``send`` for
+    this rank) folded in rank order, over the byte range ``block`` (all when None);
+    every stream must be as long as ``send``."""
+    mine = memoryview(send.data).cast("B")
+    for rank, view in views.items():
+        if len(view) != len(mine):
+            _take(name, rank, view, mine)   # raises the mismatch
+    if not folded:
+        return      # Iexscan at rank 0: nothing to fold
+    low, high = block or (0, len(mine))
+    parts = [(mine if rank == me else views[rank])[low:high] for rank in folded]
+    _fold_parts_into(parts, op, send.datatype, memoryview(receive.data).cast("B"))
+    receive.finish()
 
 
 class NonblockingCollectives:
@@ -117,15 +108,24 @@ class NonblockingCollectives:
 
     def Ibarrier(self):
         others = self._others()
-        return _start(self, "Ibarrier", others, lambda: (
-            {rank: b"" for rank in others}, [(rank, _EMPTY) for rank in others], None))
+        return _start(self, "Ibarrier", lambda: (b"", others, others, None))
 
     def Ibcast(self, buf, root=0):
         root, others = self._root(root), self._others()
         if self._s.rank == root:
-            return _start(self, "Ibcast", others, lambda: (
-                dict.fromkeys(others, _plain(buf, False)), [], None))
-        return _start(self, "Ibcast", [], lambda: _receive_plan(root, buf))
+            return _start(self, "Ibcast", lambda: (_plain(buf, False), others, [], None))
+        return _start(self, "Ibcast", lambda: self._receive_plan("Ibcast", root, buf, None))
+
+    def _receive_plan(self, name, root, buf, index):
+        """A rank that only receives ``buf`` from ``root``: its whole stream, or part
+        ``index`` of it (Iscatter)."""
+        received = _plain_message(buf, True)
+
+        def finish(views):
+            view = views[root] if index is None else _table_part(views[root], index)
+            _take(name, root, view, received.data)
+            received.finish()
+        return b"", [], [root], finish
 
     def Igather(self, sendbuf, recvbuf, root=0):
         return self._igather("Igather", sendbuf, recvbuf, root, self._own_part)
@@ -136,13 +136,21 @@ class NonblockingCollectives:
     def _igather(self, name, sendbuf, recvbuf, root, with_own):
         root = self._root(root)
         if self._s.rank != root:
-            return _start(self, name, [root], lambda: ({root: _plain(sendbuf, False)}, [],
-                                                       None))
+            return _start(self, name, lambda: (_plain(sendbuf, False), [root], [], None))
 
         def plan():
             parts = with_own(sendbuf, recvbuf, name)
-            return {}, [(rank, parts.part(rank)) for rank in self._others()], parts.finish
-        return _start(self, name, [], plan)
+            return b"", [], self._others(), self._taker(name, parts, lambda view, rank: view)
+        return _start(self, name, plan)
+
+    def _taker(self, name, parts, part_of):
+        """The finish that takes ``part_of(view, rank)`` of each other rank into its
+        part of ``parts``."""
+        def finish(views):
+            for rank, view in views.items():
+                _take(name, rank, part_of(view, rank), parts.part(rank))
+            parts.finish()
+        return finish
 
     def Iscatter(self, sendbuf, recvbuf, root=0):
         return self._iscatter("Iscatter", sendbuf, recvbuf, root, self._parts_of)
@@ -151,16 +159,16 @@ class NonblockingCollectives:
         return self._iscatter("Iscatterv", sendbuf, recvbuf, root, self._vector_parts)
 
     def _iscatter(self, name, sendbuf, recvbuf, root, parts_of):
-        root, others = self._root(root), self._others()
-        if self._s.rank != root:
-            return _start(self, name, [], lambda: _receive_plan(root, recvbuf))
+        root, me = self._root(root), self._s.rank
+        if me != root:
+            return _start(self, name, lambda: self._receive_plan(name, root, recvbuf, me))
 
         def plan():
             parts = parts_of(sendbuf, False)
             if recvbuf is not constants.IN_PLACE:
                 self._copy_own(parts, recvbuf, name)
-            return {rank: parts.part(rank) for rank in others}, [], None
-        return _start(self, name, others, plan)
+            return _parts_stream(parts, self.size), self._others(), [], None
+        return _start(self, name, plan)
 
     def Iallgather(self, sendbuf, recvbuf):
         return self._iallgather("Iallgather", sendbuf, recvbuf, self._own_part)
@@ -173,55 +181,62 @@ class NonblockingCollectives:
 
         def plan():
             parts = with_own(sendbuf, recvbuf, name)
-            return (dict.fromkeys(others, parts.part(self._s.rank)),
-                    [(rank, parts.part(rank)) for rank in others], parts.finish)
-        return _start(self, name, others, plan)
+            return (parts.part(self._s.rank), others, others,
+                    self._taker(name, parts, lambda view, rank: view))
+        return _start(self, name, plan)
 
     def Ialltoall(self, sendbuf, recvbuf):
-        return self._ialltoall("Ialltoall", sendbuf, recvbuf, self._alltoall_with_own)
+        return self._ialltoall("Ialltoall", sendbuf, recvbuf, self._alltoall_parts)
 
     def Ialltoallv(self, sendbuf, recvbuf):
         return self._ialltoall("Ialltoallv", sendbuf, recvbuf, self._alltoallv_parts)
 
-    def _ialltoall(self, name, sendbuf, recvbuf, with_own):
-        others = self._others()
+    def _ialltoall(self, name, sendbuf, recvbuf, parts_of):
+        others, me = self._others(), self._s.rank
 
         def plan():
-            sends, receives = with_own(sendbuf, recvbuf)
-            return ({rank: sends.part(rank) for rank in others},
-                    [(rank, receives.part(rank)) for rank in others], receives.finish)
-        return _start(self, name, others, plan)
+            sends, receives = parts_of(sendbuf, recvbuf)
+            return (_parts_stream(sends, self.size), others, others,
+                    self._taker(name, receives, lambda view, rank: _table_part(view, me)))
+        return _start(self, name, plan)
 
-    def _alltoall_with_own(self, sendbuf, recvbuf):
-        sends, receives = self._alltoall_parts(sendbuf, recvbuf)
-        receives[self._s.rank][:] = sends[self._s.rank]
-        return sends, receives
-
+    # --- reductions ---
     def Ireduce(self, sendbuf, recvbuf, op=ops.SUM, root=0):
         root = self._root(root)
         if self._s.rank != root:
-            return _start(self, "Ireduce", [root], lambda: (
-                {root: _reduce_send(sendbuf, op).data}, [], None))
-        return _start(self, "Ireduce", [], lambda: self._fold_plan(sendbuf, recvbuf, op,
-                                                                   []))
+            return _start(self, "Ireduce", lambda: (_reduce_send(sendbuf, op).data, [root], [],
+                                                    None))
+        every = list(range(self.size))
+        return _start(self, "Ireduce", lambda: self._fold_plan(
+            "Ireduce", op, _reduce_buffers(sendbuf, recvbuf, op), [], self._others(), every))
 
     def Iallreduce(self, sendbuf, recvbuf, op=ops.SUM):
-        others = self._others()
-        return _start(self, "Iallreduce", others,
-                      lambda: self._fold_plan(sendbuf, recvbuf, op, others))
+        others, every = self._others(), list(range(self.size))
+        return _start(self, "Iallreduce", lambda: self._fold_plan(
+            "Iallreduce", op, _reduce_buffers(sendbuf, recvbuf, op), others, others, every))
 
     def Iscan(self, sendbuf, recvbuf, op=ops.SUM):
-        return self._prefix("Iscan", sendbuf, recvbuf, op, _inclusive)
+        return self._prefix("Iscan", sendbuf, recvbuf, op, 1)
 
     def Iexscan(self, sendbuf, recvbuf, op=ops.SUM):
-        return self._prefix("Iexscan", sendbuf, recvbuf, op, _exclusive)
+        return self._prefix("Iexscan", sendbuf, recvbuf, op, 0)
 
-    def _prefix(self, name, sendbuf, recvbuf, op, pick):
-        """Each rank's contribution to the ranks above it; each folds the prefix."""
+    def _prefix(self, name, sendbuf, recvbuf, op, inclusive):
+        """Each rank's vector to the ranks above it; rank r folds ranks 0..r (Iscan)
+        or 0..r-1 (Iexscan: rank 0 receives nothing)."""
         rank = self._s.rank
         above, below = list(range(rank + 1, self.size)), list(range(rank))
-        return _start(self, name, above, lambda: self._fold_plan(
-            sendbuf, recvbuf, op, above, below, pick))
+        return _start(self, name, lambda: self._fold_plan(
+            name, op, _reduce_buffers(sendbuf, recvbuf, op), above, below,
+            list(range(rank + inclusive))))
+
+    def _fold_plan(self, name, op, buffers, readers, sources, folded, block=None):
+        """This rank's vector to ``readers``; at completion the vectors of ``folded``
+        (``sources``' and maybe this rank's) folded into the receive buffer."""
+        send, receive = buffers
+        me = self._s.rank
+        return send.data, readers, sources, lambda views: _fold_into(
+            name, op, send, receive, views, folded, me, block)
 
     def Ireduce_scatter_block(self, sendbuf, recvbuf, op=ops.SUM):
         return self._ireduce_scatter("Ireduce_scatter_block", sendbuf, recvbuf, op, None)
@@ -232,36 +247,14 @@ class NonblockingCollectives:
         return self._ireduce_scatter("Ireduce_scatter", sendbuf, recvbuf, op, recvcounts)
 
     def _ireduce_scatter(self, name, sendbuf, recvbuf, op, counts):
-        """Block r of every rank's vector goes to rank r, which folds them."""
-        others, rank = self._others(), self._s.rank
+        """Every rank's whole vector to every other; rank r folds block r of them."""
+        others, me, every = self._others(), self._s.rank, list(range(self.size))
 
         def plan():
             send, receive, offsets = self._scatter_buffers(sendbuf, recvbuf, op, counts)
-            source = memoryview(bytes(send.data))
-            blocks = [source[offsets[r]:offsets[r + 1]] for r in range(self.size)]
-            scratch = {other: memoryview(bytearray(receive.nbytes)) for other in others}
-            scratch[rank] = blocks[rank]
-
-            def finish():
-                _fold_into(receive, [scratch[r] for r in range(self.size)], op)
-            return ({other: blocks[other] for other in others},
-                    [(other, scratch[other]) for other in others], finish)
-        return _start(self, name, others, plan)
-
-    def _fold_plan(self, sendbuf, recvbuf, op, targets, sources=None, pick=_total):
-        """Send my contribution to ``targets``, take those of ``sources`` (every
-        other rank when None), fold them with mine in rank order at completion."""
-        send, receive = _reduce_buffers(sendbuf, recvbuf, op)
-        mine, rank = bytes(send.data), self._s.rank
-        sources = self._others() if sources is None else sources
-        scratch = {source: memoryview(bytearray(send.nbytes)) for source in sources}
-        scratch[rank] = mine
-
-        def finish():
-            _fold_into(receive, [scratch[r] for r in sorted(scratch)], op, pick,
-                       sorted(scratch).index(rank))
-        return (dict.fromkeys(targets, mine),
-                [(source, scratch[source]) for source in sources], finish)
+            return self._fold_plan(name, op, (send, receive), others, others, every,
+                                   (offsets[me], offsets[me + 1]))
+        return _start(self, name, plan)
 
     def _own_part(self, sendbuf, recvbuf, name):
         parts = _Parts.of(_plain_message(recvbuf, True, self.size), self.size)

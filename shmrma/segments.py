@@ -148,6 +148,23 @@ class Region:
     attach = classmethod(Segment.attach.__func__)
     unlink = Segment.unlink
 
+    @classmethod
+    def create_or_attach(cls, name, size):
+        """Segment ``name`` of ``size`` bytes: created here, or mapped if another rank
+        created it first (every rank asks for the same size, and reserves it: a
+        rank that comes before the creator reserved it reserves it itself)."""
+        try:
+            shm = posix_ipc.SharedMemory(name, posix_ipc.O_CREX, mode=0o600)
+        except posix_ipc.ExistentialError:
+            shm = posix_ipc.SharedMemory(name, 0)
+        fd = shm.fd
+        try:
+            _reserve(fd, size)
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(name, size, fd)
+
     @property
     def buffer(self):
         return memoryview((ctypes.c_char * self.size).from_address(self.address)).cast("B")

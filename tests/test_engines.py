@@ -16,7 +16,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 MESSAGE_TESTS = ("test_p2p.py", "test_collectives.py", "test_derived_messages.py",
                  "test_requests.py", "test_handle_sync.py", "test_large_messages.py",
-                 "test_collectives_fastpath.py")
+                 "test_collectives_fastpath.py", "test_nbcarea.py")
 
 
 @pytest.mark.timeout(300)

@@ -1,0 +1,376 @@
+"""The nonblocking collectives of a communicator, on shared memory.
+
+A nonblocking collective must not wait for anyone when it starts, may be
+outstanding with others, and completes in the Test or Wait of any member. Each
+communicator that starts one maps a *channel* area that every member shares:
+per member, SLOTS slots used in turn (the i-th collective in slot i % SLOTS),
+and the count of collectives each member has *finished* (read everything it
+needed of, in order). Starting a collective *deposits* this member's stream (the
+bytes it contributes) in its slot: inline when it fits, else in this rank's
+outbox (below), the slot then saying where; the step number, written last,
+marks the slot ready. Members that need the stream (the collective's readers)
+have their doorbell rung. A member completes its collective once every member it
+needs (its sources) has deposited that step: it reads their streams straight
+from shared memory (copies, folds) and finishes the step.
+
+A slot is deposited into again only when every member has finished the step
+that used it before (SLOTS steps back), so nothing is overwritten while read;
+should a member be that far behind, the deposit waits in this rank's queue and
+is made by a later call (any wait runs the queue, see job.on_idle). A member
+that is waited for by a deposit rings everyone once it finishes a step.
+
+A rank whose arguments are wrong deposits its error class instead of a stream
+and raises at once; the members that need its stream raise at Wait, naming it.
+
+The *outbox* holds the streams too long for a slot: one segment per rank,
+shared by its communicators, used as a ring; a stream's bytes are given back
+once every member of its communicator finished its step. A stream larger than
+the free room moves the outbox to a larger segment (a new generation, which
+readers map by name when they meet it); the old one goes when its last stream
+does. Names derive from the job's secret (job.World.shared_name), so every
+member finds them without telling each other, and nobody outside the job can.
+The channel area is unlinked once every member mapped it (or when the last
+member frees the communicator); a rank unlinks its outbox once every other rank
+mapped it, or it is retired; whatever is left, the job's sweep unlinks.
+"""
+import collections
+import struct
+
+from . import atomic, errors, job, segments
+
+SLOTS = 16              # steps a member may be ahead of the slowest reader
+INLINE = 1024           # stream bytes a slot holds; longer streams go to the outbox
+LINE = 64
+SLOT_HEADER = 64
+# ready (the step, written last), error class, stream length, and where a long
+# stream lies: outbox generation (0: inline), offset, outbox size
+HEADER = struct.Struct("<iiqqqq")
+OFF_MAPPED = 0          # members that mapped the channel area
+OFF_GATED = 4           # members whose deposit waits for a slot to be finished
+OUTBOX_MIN = 1 << 20
+MASK32 = 0xFFFFFFFF
+
+
+def channel_of(state):
+    """The communicator's channel, mapped at its first nonblocking collective."""
+    if state.nbc is None:
+        state.nbc = Channel(state)
+    return state.nbc
+
+
+class Channel:
+    """A communicator's nonblocking collectives as this member runs them."""
+
+    def __init__(self, state):
+        self.state = state
+        self.n, self.me = len(state.ranks), state.rank
+        self.world = job.current()
+        self.label = state.name or "a communicator"
+        self.started = 0            # steps started here
+        self.finished = 0           # steps finished here, in order
+        self.done_early = set()     # steps finished out of order
+        self.operations = collections.deque()   # started, not yet finished in order
+        self.gated = False
+        self.freed = False
+        self.region = _map(state, self.nbytes())
+        self.base = self.region.address
+        self.mem = self.region.buffer
+
+    def nbytes(self):
+        return LINE * (1 + self.n) + self.n * SLOTS * (SLOT_HEADER + INLINE)
+
+    def _finished_at(self, rank):
+        return self.base + LINE * (1 + rank)
+
+    def _slot(self, rank, step):
+        """Offset of rank's slot for ``step`` in the area (its header)."""
+        return LINE * (1 + self.n) + (rank * SLOTS + step % SLOTS) * (SLOT_HEADER + INLINE)
+
+    def slowest(self):
+        """The fewest steps any member has finished."""
+        return min(self.finished if rank == self.me else
+                   atomic.load64(self._finished_at(rank)) for rank in range(self.n))
+
+    # --- starting, progress ---
+    def start(self, operation):
+        self.started += 1
+        operation.step = self.started
+        self.operations.append(operation)
+        _active.add(self)
+        self.progress()
+
+    def progress(self):
+        """Deposit what may be, complete what can be, finish steps in order."""
+        for operation in self.operations:
+            if not operation.deposited and not self._deposit(operation):
+                break
+        for operation in self.operations:
+            if operation.deposited and not operation.read:
+                self._try_read(operation)
+        self._finish_steps()
+
+    def _deposit(self, operation):
+        step = operation.step
+        if self.n > 1 and step - SLOTS > self.slowest():
+            if not self.gated:      # say so, then look again: a finisher rings us then
+                self.gated = True
+                atomic.fetch_add32(self.base + OFF_GATED, 1)
+                return self._deposit(operation)
+            return False
+        if self.gated:
+            self.gated = False
+            atomic.fetch_add32(self.base + OFF_GATED, -1)
+        if self.n > 1:
+            self._write(operation)
+            for rank in operation.readers:
+                atomic.cell_add(self.world.doorbell(self.state.ranks[rank]), 1)
+        operation.deposited = True
+        if not operation.sources:
+            operation.complete({})
+        return True
+
+    def _write(self, operation):
+        """The stream (or the error) into this member's slot, the step last."""
+        offset = self._slot(self.me, operation.step)
+        stream = operation.stream
+        error, length, where = operation.error_class, 0, (0, 0, 0)
+        if not error and stream is not None:
+            length = len(stream)
+            try:
+                where = _outbox().put(stream, self, operation.step) if length > INLINE else where
+            except errors.Exception as exc:     # no room for an outbox: its readers learn it
+                operation.error = exc
+                error, length = exc.Get_error_class(), 0
+            if not error and not where[0]:
+                data = offset + SLOT_HEADER
+                self.mem[data:data + length] = stream
+        HEADER.pack_into(self.mem, offset, 0, error, length, *where)
+        atomic.store32(self.base + offset, operation.step & MASK32)
+
+    def _try_read(self, operation):
+        step = operation.step & MASK32
+        headers = {}
+        for rank in operation.sources:
+            offset = self._slot(rank, operation.step)
+            if atomic.load32(self.base + offset) != step:
+                operation.waiting_for = rank
+                return
+            headers[rank] = HEADER.unpack_from(self.mem, offset)
+        views = {}
+        for rank, (_, error, length, generation, start, size) in headers.items():
+            if error:
+                operation.complete(None, errors.Exception(
+                    error, "%s: rank %d failed in this call (%s) and sent nothing; its own "
+                    "error says what to fix" % (operation.name, rank, errors.error_string(error))))
+                return
+            if generation:
+                views[rank] = _outbox_of(self.state.ranks[rank], generation, size)[
+                    start:start + length]
+            else:
+                data = self._slot(rank, operation.step) + SLOT_HEADER
+                views[rank] = self.mem[data:data + length]
+        operation.complete(views)
+
+    def _finish_steps(self):
+        for operation in [op for op in self.operations if op.read and op.deposited]:
+            self.done_early.add(operation.step)
+        before = self.finished
+        while self.finished + 1 in self.done_early:
+            self.done_early.discard(self.finished + 1)
+            self.finished += 1
+        while self.operations and self.operations[0].step <= self.finished:
+            self.operations.popleft()
+        if self.finished != before and self.n > 1:
+            atomic.store64(self._finished_at(self.me), self.finished)
+            if atomic.load32(self.base + OFF_GATED):
+                for rank in self.state.ranks:
+                    if rank != self.world.rank:
+                        atomic.cell_add(self.world.doorbell(rank), 1)
+        if not self.operations:
+            _active.discard(self)
+            self._close_if_done()
+
+    def free(self):
+        """The communicator was freed: unmap once nothing of ours is read any more."""
+        self.freed = True
+        self._close_if_done()
+
+    def _close_if_done(self):
+        if self.freed and not self.operations and self.region is not None and \
+                not _outbox().holds(self):
+            mem, self.mem = self.mem, None
+            mem.release()
+            self.region.close()
+            self.region = None
+
+
+class Operation:
+    """One member's part in one nonblocking collective: what it deposits (``stream``,
+    or ``error_class`` when its arguments were wrong), who reads it (``readers``),
+    whose streams it needs (``sources``) and what it does with them
+    (``finish(views)``, views mapping each source to its stream)."""
+
+    def __init__(self, name, stream, readers, sources, finish, error_class=0):
+        self.name = name
+        self.stream, self.readers, self.sources = stream, readers, sources
+        self.finish_with, self.error_class = finish, error_class
+        self.step = 0
+        self.deposited = self.read = False
+        self.error = None
+        self.waiting_for = None
+
+    def complete(self, views, error=None):
+        """Read the sources' streams (once): the error the request raises, if any."""
+        self.read = True
+        self.stream = None
+        if error is not None:
+            self.error = self.error or error
+        elif self.finish_with is not None and self.error is None:
+            try:
+                self.finish_with(views)
+            except Exception as exc:  # a mismatch, a user op's own error
+                self.error = exc
+        self.finish_with = None
+
+    @property
+    def done(self):
+        return self.deposited and self.read
+
+
+# --- the outbox ---------------------------------------------------------------
+
+class Outbox:
+    """This rank's streams too long for a slot (see the module docstring)."""
+
+    def __init__(self):
+        self.generation = 0
+        self.region = None
+        self.size = 0
+        self.head = LINE            # where the next stream goes; [0, LINE) counts mappers
+        self.streams = collections.deque()  # (start, end, generation, channel, step)
+        self.retired = {}           # generation -> region still holding streams
+
+    def put(self, stream, channel, step):
+        """Copy ``stream`` in: (generation, offset, size) to find it by."""
+        self.release()
+        length = len(stream)
+        start = self._room(length)
+        if start is None:
+            self._grow(length)
+            start = LINE
+        self.region.buffer[start:start + length] = stream
+        self.head = start + length
+        self.streams.append((start, start + length, self.generation, channel, step))
+        return self.generation, start, self.size
+
+    def _room(self, length):
+        """Where ``length`` bytes fit in the current generation, or None."""
+        mine = [s for s in self.streams if s[2] == self.generation]
+        if self.region is None:
+            return None
+        if not mine:
+            return LINE if LINE + length <= self.size else None
+        tail = mine[0][0]
+        if self.head > tail:        # used: [tail, head); free: the end, then the start
+            if self.head + length <= self.size:
+                return self.head
+            return LINE if LINE + length <= tail else None
+        return self.head if self.head + length <= tail else None
+
+    def _grow(self, length):
+        if self.region is not None:
+            if any(s[2] == self.generation for s in self.streams):
+                self.retired[self.generation] = self.region
+            else:
+                self._drop(self.region)
+        size = OUTBOX_MIN
+        while size < 2 * (length + LINE):
+            size *= 2
+        self.generation += 1
+        world = job.current()
+        self.region = segments.Region.create_or_attach(
+            world.shared_name("outbox.%d.%d" % (world.rank, self.generation)), size)
+        self.size, self.head = size, LINE
+
+    def release(self):
+        """Give back the streams every member of their communicator finished."""
+        while self.streams:
+            _, _, generation, channel, step = self.streams[0]
+            if channel.n > 1 and step > channel.slowest():
+                break
+            self.streams.popleft()
+            if generation in self.retired and \
+                    not any(s[2] == generation for s in self.streams):
+                self._drop(self.retired.pop(generation))
+            channel._close_if_done()
+
+    def holds(self, channel):
+        return any(s[3] is channel for s in self.streams)
+
+    @staticmethod
+    def _drop(region):
+        region.unlink()
+        region.close()
+
+
+_outboxes = []          # this rank's (one, made at first use)
+_mapped = {}            # (world rank, generation) -> the other ranks' outboxes mapped here
+_active = set()         # channels with collectives not yet finished here
+
+
+def _outbox():
+    if not _outboxes:
+        _outboxes.append(Outbox())
+    return _outboxes[0]
+
+
+def _outbox_of(world_rank, generation, size):
+    """A view of another rank's outbox, mapped at first sight; the last rank to map
+    a generation unlinks its name."""
+    key = (world_rank, generation)
+    if key not in _mapped:
+        world = job.current()
+        region = segments.Region.attach(
+            world.shared_name("outbox.%d.%d" % (world_rank, generation)), size)
+        _mapped[key] = region
+        if atomic.fetch_add32(region.address, 1) + 1 == world.size - 1:
+            region.unlink()
+    return _mapped[key].buffer
+
+
+@job.on_idle
+def _progress_all():
+    """A rank waiting for anything runs its collectives' deposits and reads: others
+    may be waiting for them."""
+    for channel in list(_active):
+        channel.progress()
+    if _outboxes:
+        _outboxes[0].release()
+
+
+@job.on_new_rank
+def _forget():
+    _outboxes.clear()
+    _mapped.clear()
+    _active.clear()
+
+
+def _map(state, nbytes):
+    """The channel area: created by the first member to start a collective, mapped by
+    the others when they start theirs; the last to map it unlinks its name."""
+    from .collarea import _PrivateRegion
+    size = len(state.ranks)
+    if size == 1:
+        return _PrivateRegion(nbytes)
+    world = job.current()
+    region = segments.Region.create_or_attach(world.shared_name("nbc.%d" % state.context),
+                                              nbytes)
+    if atomic.fetch_add32(region.address + OFF_MAPPED, 1) + 1 == size:
+        region.unlink()
+    return region
+
+
+def unlink_channel(state):
+    """The last member frees the communicator: its channel's name goes, mapped or not."""
+    if len(state.ranks) > 1:
+        segments.unlink(job.current().shared_name("nbc.%d" % state.context))
