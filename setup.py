@@ -29,7 +29,8 @@ class OptionalBuildExt(build_ext):
 setup(
     ext_modules=[Extension(
         "shmrma._native", ["shmrma/_native.c", "shmrma/csrc/transport.c",
-                            "shmrma/csrc/collectives.c", "shmrma/csrc/pickles.c"],
+                            "shmrma/csrc/collectives.c", "shmrma/csrc/pickles.c",
+                            "shmrma/csrc/nbc.c"],
         depends=["shmrma/csrc/native.h"],
         extra_compile_args=["-O2", "-std=c11"])],
     cmdclass={"build_ext": OptionalBuildExt},

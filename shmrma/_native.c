@@ -2090,7 +2090,8 @@ PyInit__native(void)
         Py_DECREF(mod);
         return NULL;
     }
-    if (transport_init(mod) < 0 || collectives_init(mod) < 0 || pickles_init(mod) < 0) {
+    if (transport_init(mod) < 0 || collectives_init(mod) < 0 || pickles_init(mod) < 0 ||
+            nbc_init(mod) < 0) {
         Py_DECREF(mod);
         return NULL;
     }

@@ -38,6 +38,11 @@ import struct
 
 from . import atomic, errors, job, segments
 
+if atomic.BACKEND == "c":
+    from ._native import ChannelCore as _CHANNEL_BASE
+else:
+    _CHANNEL_BASE = object      # _ChannelState below
+
 SLOTS = 16              # steps a member may be ahead of the slowest reader
 INLINE = 1024           # stream bytes a slot holds; longer streams go to the outbox
 LINE = 64
@@ -58,23 +63,55 @@ def channel_of(state):
     return state.nbc
 
 
-class Channel:
+class _ChannelState:
+    """What a channel keeps for its protocol, on the fallback engine: with the C
+    extension it is _native.ChannelCore, which nbc.c shares (the same fields and
+    the same _finish_steps)."""
+
+    def __init__(self):
+        self.operations = []        # outstanding here, in step order
+        self.started = self.deposited = self.finished = 0   # steps, each in order
+        self.gated = self.freed = 0
+        self.n = self.me = 0
+        self._doorbells = ()
+
+    def _bind(self, address, doorbells):
+        self._doorbells = tuple(doorbells)
+
+    def _finish_steps(self):
+        """Pop the done operations at the head, in step order, and publish the count."""
+        before, operations = self.finished, self.operations
+        while operations and operations[0].read and operations[0].deposited:
+            self.finished = operations.pop(0).step
+        if self.finished != before and self.n > 1:
+            atomic.store64(self._finished_at(self.me), self.finished)
+            if atomic.load32(self.base + OFF_GATED):
+                for rank, bell in enumerate(self._doorbells):
+                    if rank != self.me:
+                        atomic.cell_add(bell, 1)
+        if not operations:
+            _active.discard(self)
+            if self.freed:
+                self._close_if_done()
+
+
+if _CHANNEL_BASE is object:
+    _CHANNEL_BASE = _ChannelState
+
+
+class Channel(_CHANNEL_BASE):
     """A communicator's nonblocking collectives as this member runs them."""
 
     def __init__(self, state):
+        super().__init__()
         self.state = state
         self.n, self.me = len(state.ranks), state.rank
         self.world = job.current()
         self.label = state.name or "a communicator"
-        self.started = 0            # steps started here
-        self.finished = 0           # steps finished here, in order
-        self.done_early = set()     # steps finished out of order
-        self.operations = collections.deque()   # started, not yet finished in order
-        self.gated = False
-        self.freed = False
         self.region = _map(state, self.nbytes())
         self.base = self.region.address
         self.mem = self.region.buffer
+        self._bind(self.base, [self.world.doorbell(rank) for rank in state.ranks])
 
     def nbytes(self):
         return LINE * (1 + self.n) + self.n * SLOTS * (SLOT_HEADER + INLINE)
@@ -105,26 +142,27 @@ class Channel:
             if not operation.deposited and not self._deposit(operation):
                 break
         for operation in self.operations:
-            if operation.deposited and not operation.read:
-                self._try_read(operation)
+            if not operation.read and operation.deposited:
+                operation.try_read(self)
         self._finish_steps()
 
     def _deposit(self, operation):
         step = operation.step
         if self.n > 1 and step - SLOTS > self.slowest():
             if not self.gated:      # say so, then look again: a finisher rings us then
-                self.gated = True
+                self.gated = 1
                 atomic.fetch_add32(self.base + OFF_GATED, 1)
                 return self._deposit(operation)
             return False
         if self.gated:
-            self.gated = False
+            self.gated = 0
             atomic.fetch_add32(self.base + OFF_GATED, -1)
         if self.n > 1:
             self._write(operation)
             for rank in operation.readers:
                 atomic.cell_add(self.world.doorbell(self.state.ranks[rank]), 1)
         operation.deposited = True
+        self.deposited = step
         if not operation.sources:
             operation.complete({})
         return True
@@ -147,61 +185,58 @@ class Channel:
         HEADER.pack_into(self.mem, offset, 0, error, length, *where)
         atomic.store32(self.base + offset, operation.step & MASK32)
 
-    def _try_read(self, operation):
+    def _read(self, operation):
+        """Complete ``operation`` if every source deposited its step."""
         step = operation.step & MASK32
-        headers = {}
         for rank in operation.sources:
-            offset = self._slot(rank, operation.step)
-            if atomic.load32(self.base + offset) != step:
+            if atomic.load32(self.base + self._slot(rank, operation.step)) != step:
                 operation.waiting_for = rank
                 return
-            headers[rank] = HEADER.unpack_from(self.mem, offset)
         views = {}
-        for rank, (_, error, length, generation, start, size) in headers.items():
+        for rank in operation.sources:
+            error = HEADER.unpack_from(self.mem, self._slot(rank, operation.step))[1]
             if error:
-                operation.complete(None, errors.Exception(
-                    error, "%s: rank %d failed in this call (%s) and sent nothing; its own "
-                    "error says what to fix" % (operation.name, rank, errors.error_string(error))))
+                operation.complete(None, failed(operation.name, rank, error))
                 return
-            if generation:
-                views[rank] = _outbox_of(self.state.ranks[rank], generation, size)[
-                    start:start + length]
-            else:
-                data = self._slot(rank, operation.step) + SLOT_HEADER
-                views[rank] = self.mem[data:data + length]
+            views[rank] = self._stream_view(rank, operation.step)
         operation.complete(views)
 
-    def _finish_steps(self):
-        for operation in [op for op in self.operations if op.read and op.deposited]:
-            self.done_early.add(operation.step)
-        before = self.finished
-        while self.finished + 1 in self.done_early:
-            self.done_early.discard(self.finished + 1)
-            self.finished += 1
-        while self.operations and self.operations[0].step <= self.finished:
-            self.operations.popleft()
-        if self.finished != before and self.n > 1:
-            atomic.store64(self._finished_at(self.me), self.finished)
-            if atomic.load32(self.base + OFF_GATED):
-                for rank in self.state.ranks:
-                    if rank != self.world.rank:
-                        atomic.cell_add(self.world.doorbell(rank), 1)
-        if not self.operations:
-            _active.discard(self)
-            self._close_if_done()
+    def _stream_view(self, rank, step):
+        """Rank's stream for ``step``: in its slot, or in its outbox."""
+        offset = self._slot(rank, step)
+        _, _, length, generation, start, size = HEADER.unpack_from(self.mem, offset)
+        if generation:
+            return _outbox_of(self.state.ranks[rank], generation, size)[start:start + length]
+        return self.mem[offset + SLOT_HEADER:offset + SLOT_HEADER + length]
 
     def free(self):
         """The communicator was freed: unmap once nothing of ours is read any more."""
-        self.freed = True
+        self.freed = 1
         self._close_if_done()
 
     def _close_if_done(self):
         if self.freed and not self.operations and self.region is not None and \
                 not _outbox().holds(self):
+            self._bind(0, ())
             mem, self.mem = self.mem, None
             mem.release()
             self.region.close()
             self.region = None
+
+
+def failed(name, rank, error_class):
+    """The error of a collective whose source ``rank`` deposited its error instead."""
+    return errors.Exception(error_class, "%s: rank %d failed in this call (%s) and sent "
+                            "nothing; its own error says what to fix"
+                            % (name, rank, errors.error_string(error_class)))
+
+
+def mismatch(name, rank, got, expected):
+    """The error of a collective whose source ``rank`` brought ``got`` bytes."""
+    return errors.Exception(
+        errors.ERR_TRUNCATE if got > expected else errors.ERR_COUNT,
+        "%s: rank %d sent %d bytes where this rank expects %d; every rank must pass the "
+        "same count and datatype" % (name, rank, got, expected))
 
 
 class Operation:
@@ -231,6 +266,9 @@ class Operation:
             except Exception as exc:  # a mismatch, a user op's own error
                 self.error = exc
         self.finish_with = None
+
+    def try_read(self, channel):
+        channel._read(self)
 
     @property
     def done(self):

@@ -13,12 +13,12 @@ whose arguments are wrong raises at the call, having deposited its error where
 its stream was awaited, so the ranks that needed it raise at Wait (naming it)
 instead of hanging. Sync handles do not travel here (ERR_TYPE).
 """
-from . import constants, errors
+from . import atomic, constants, errors, job
 from . import op as ops
 from .collective import (TABLE, _count_or_none, _entry, _Parts, _parts_stream,
                          _plain, _plain_message, _reduce_buffers, _reduce_send)
 from .collective import _fold_into as _fold_parts_into
-from .nbcarea import Operation, channel_of
+from .nbcarea import Operation, channel_of, mismatch
 from .request import Request
 
 
@@ -74,10 +74,7 @@ def _start(comm, name, plan):
 def _take(name, rank, view, into):
     """Copy rank's ``view`` into ``into``, which it must fill exactly."""
     if len(view) != len(into):
-        raise errors.Exception(
-            errors.ERR_TRUNCATE if len(view) > len(into) else errors.ERR_COUNT,
-            "%s: rank %d sent %d bytes where this rank expects %d; every rank must pass "
-            "the same count and datatype" % (name, rank, len(view), len(into)))
+        raise mismatch(name, rank, len(view), len(into))
     into[:] = view
 
 
@@ -107,10 +104,16 @@ class NonblockingCollectives:
     """Mixin of Intracomm; it uses the buffer helpers of collective.Collectives."""
 
     def Ibarrier(self):
+        request = _fast_start(self._s.nbc, _BARRIER, None, None, None, 0)
+        if request is not False:
+            return request
         others = self._others()
         return _start(self, "Ibarrier", lambda: (b"", others, others, None))
 
     def Ibcast(self, buf, root=0):
+        request = _fast_start(self._s.nbc, _BCAST, buf, None, None, root)
+        if request is not False:
+            return request
         root, others = self._root(root), self._others()
         if self._s.rank == root:
             return _start(self, "Ibcast", lambda: (_plain(buf, False), others, [], None))
@@ -171,6 +174,9 @@ class NonblockingCollectives:
         return _start(self, name, plan)
 
     def Iallgather(self, sendbuf, recvbuf):
+        request = _fast_start(self._s.nbc, _ALLGATHER, sendbuf, recvbuf, None, 0)
+        if request is not False:
+            return request
         return self._iallgather("Iallgather", sendbuf, recvbuf, self._own_part)
 
     def Iallgatherv(self, sendbuf, recvbuf):
@@ -202,6 +208,9 @@ class NonblockingCollectives:
 
     # --- reductions ---
     def Ireduce(self, sendbuf, recvbuf, op=ops.SUM, root=0):
+        request = _fast_start(self._s.nbc, _REDUCE, sendbuf, recvbuf, op, root)
+        if request is not False:
+            return request
         root = self._root(root)
         if self._s.rank != root:
             return _start(self, "Ireduce", lambda: (_reduce_send(sendbuf, op).data, [root], [],
@@ -211,6 +220,9 @@ class NonblockingCollectives:
             "Ireduce", op, _reduce_buffers(sendbuf, recvbuf, op), [], self._others(), every))
 
     def Iallreduce(self, sendbuf, recvbuf, op=ops.SUM):
+        request = _fast_start(self._s.nbc, _ALLREDUCE, sendbuf, recvbuf, op, 0)
+        if request is not False:
+            return request
         others, every = self._others(), list(range(self.size))
         return _start(self, "Iallreduce", lambda: self._fold_plan(
             "Iallreduce", op, _reduce_buffers(sendbuf, recvbuf, op), others, others, every))
@@ -259,3 +271,41 @@ class NonblockingCollectives:
     def _own_part(self, sendbuf, recvbuf, name):
         parts = _Parts.of(_plain_message(recvbuf, True, self.size), self.size)
         return self._with_own(parts, sendbuf, _plain, name)
+
+
+# --- the C path (shmrma/csrc/nbc.c) ---------------------------------------------
+
+if atomic.BACKEND == "c":
+    from . import _native, nbcarea
+
+    class _FastCollective(_native.NbcOp, Request):
+        """A nonblocking collective started in C, whose Wait and Test run in C; when
+        they cannot, they go on here, as any request's."""
+
+        def _poll(self):
+            if not self.read:
+                self._channel.progress()
+            if self.read and self.error is not None:
+                self._error, self.error = self.error, None
+            return bool(self.read)
+
+        def _describe(self):
+            return "%s on %s: a rank has not started it yet" % (self.name,
+                                                                self._channel.label)
+
+        def _peers(self):
+            return self._channel.state.ranks
+
+    _native.nbc_setup(slots=nbcarea.SLOTS, inline=nbcarea.INLINE,
+                      slot_header=nbcarea.SLOT_HEADER, line=nbcarea.LINE,
+                      off_gated=nbcarea.OFF_GATED, wait_slice=job.WAIT_SLICE,
+                      active=nbcarea._active, failed=nbcarea.failed, mismatch=mismatch,
+                      request_type=_FastCollective, python_wait=Request.Wait,
+                      python_test=Request.Test, in_place=constants.IN_PLACE)
+    _fast_start = _native.nbc_start
+    _BARRIER, _BCAST, _REDUCE = _native.NBC_BARRIER, _native.NBC_BCAST, _native.NBC_REDUCE
+    _ALLREDUCE, _ALLGATHER = _native.NBC_ALLREDUCE, _native.NBC_ALLGATHER
+else:
+    def _fast_start(*args):
+        return False
+    _BARRIER = _BCAST = _REDUCE = _ALLREDUCE = _ALLGATHER = None

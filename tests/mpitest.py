@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from shmrma import MPI, mailbox
+from shmrma import MPI, fastpath, mailbox
 
 
 def raises_mpi(error_class, match=None):
@@ -34,3 +34,49 @@ def dead_rank_ends_the_job(run_shmrma, tmp_path, call):
     result = run_shmrma(["-n", 2, "--timeout", 30, program], timeout=50)
     assert result.returncode == 4, result.stderr
     assert time.monotonic() - started < 20
+
+
+# --- differential runs of the fast paths against the Python path -------------------
+
+def outcome(fn):
+    """What calling ``fn`` ends in, comparable across ranks and runs."""
+    import numpy as np
+    try:
+        result = fn()
+    except MPI.Exception as exc:
+        return ("MPI.Exception", exc.Get_error_class())
+    except Exception as exc:  # noqa: BLE001 - the exact exception is what we compare
+        return (type(exc).__name__,)
+    if isinstance(result, np.ndarray):
+        return ("ok", result.tobytes())
+    return ("ok", result)
+
+
+def run_in_every_mode(scenarios, spy):
+    """Every scenario of ``scenarios(comm)`` (name -> call) with the fast paths on at
+    every rank, off at every rank, then on at even ranks only: [(outcomes, taken)]
+    for the three, ``taken`` being what ``spy.take()`` recorded of each call."""
+    comm = MPI.COMM_WORLD
+    runs = []
+    for fast in (True, False, comm.rank % 2 == 0):
+        fastpath.enable(fast)
+        outcomes, taken = {}, {}
+        try:
+            for name, call in scenarios(comm).items():
+                comm.Barrier()
+                spy.take()
+                outcomes[name] = outcome(call)
+                taken[name] = spy.take()
+        finally:
+            fastpath.enable(True)
+        runs.append((outcomes, taken))
+    return runs
+
+
+def assert_every_mode_agrees(results, missed):
+    """Each rank ended every scenario the same in the three modes, and the Python-only
+    mode took no fast path (``missed(record)`` tells a record that did not)."""
+    for fast, slow, mixed in results:
+        for name in fast[0]:
+            assert fast[0][name] == slow[0][name] == mixed[0][name], name
+        assert all(missed(record) for records in slow[1].values() for record in records)

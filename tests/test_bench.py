@@ -860,7 +860,7 @@ def test_messages_cases_are_valid_runs():
 @pytest.mark.parametrize("name,nranks", [("osu_latency", 2), ("osu_bw", 2), ("obj_latency", 2),
                                          ("osu_allreduce", 3), ("osu_bcast", 3),
                                          ("osu_barrier", 3), ("obj_allreduce", 3),
-                                         ("obj_bcast", 3)])
+                                         ("obj_bcast", 3), ("osu_iallreduce", 3)])
 def test_messages_benchmarks_print_omb_rows(run_shmrma, name, nranks):
     """Each OSU point-to-point or collective benchmark (and object form) runs on
     shmrma and prints OMB's header and one row per size."""

@@ -17,23 +17,12 @@ import pytest
 
 import shmrma
 from shmrma import MPI, atomic, collective, fastpath
+from mpitest import assert_every_mode_agrees, run_in_every_mode
 
 FAST = ("fast_bcast", "fast_reduce", "fast_allreduce", "fast_allgather_bytes",
         "fast_bcast_bytes", "fast_gather", "fast_allgather", "fast_scatter", "fast_alltoall",
         "fast_scan", "fast_reduce_scatter_block")
 BIG = 1 << 17       # 1 MiB of doubles: past the small area, chunked through the large one
-
-
-def outcome(fn):
-    try:
-        result = fn()
-    except MPI.Exception as exc:
-        return ("MPI.Exception", exc.Get_error_class())
-    except Exception as exc:  # noqa: BLE001 - the exact exception is what we compare
-        return (type(exc).__name__,)
-    if isinstance(result, np.ndarray):
-        return ("ok", result.tobytes())
-    return ("ok", result)
 
 
 class Spy:
@@ -196,37 +185,17 @@ def _nan_fold(comm):
     return out
 
 
-def _run(fast):
-    comm = MPI.COMM_WORLD
-    comm.allgather(None)    # the first collective maps the small area (in Python)
-    spy = Spy()
-    fastpath.enable(fast)
-    results, taken = {}, {}
-    try:
-        for name, call in _scenarios(comm).items():
-            comm.Barrier()
-            spy.take()
-            results[name] = outcome(call)
-            taken[name] = spy.take()
-    finally:
-        fastpath.enable(True)
-    return results, taken
-
-
 def _all_modes():
-    """Fast everywhere, nowhere, then at even ranks only."""
-    rank = MPI.COMM_WORLD.rank
-    return [_run(True), _run(False), _run(rank % 2 == 0)]
+    MPI.COMM_WORLD.allgather(None)  # the first collective maps the small area (in Python)
+    return run_in_every_mode(_scenarios, Spy())
 
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("nranks", [1, 2, 3])
 def test_fast_slow_and_mixed_paths_end_the_same(nranks):
     """Every scenario gives the same results and errors on every path."""
-    for fast, slow, mixed in shmrma.launch(_all_modes, nranks, timeout=100):
-        for name in fast[0]:
-            assert fast[0][name] == slow[0][name] == mixed[0][name], name
-        assert not any(took != "missed" for calls in slow[1].values() for _, took in calls)
+    assert_every_mode_agrees(shmrma.launch(_all_modes, nranks, timeout=100),
+                             lambda record: record[1] == "missed")
 
 
 @pytest.mark.timeout(120)

@@ -16,7 +16,8 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 MESSAGE_TESTS = ("test_p2p.py", "test_collectives.py", "test_derived_messages.py",
                  "test_requests.py", "test_handle_sync.py", "test_large_messages.py",
-                 "test_collectives_fastpath.py", "test_nbcarea.py")
+                 "test_collectives_fastpath.py", "test_nbcarea.py",
+                 "test_nbc_fastpath.py")
 
 
 @pytest.mark.timeout(300)

@@ -337,7 +337,10 @@ MESSAGES_SUITE = (
         ("Barrier n=%d (osu_barrier), us", "osu_barrier", 8,
          {2: 0.5, 4: 0.5, 8: 0.5, 16: 1.0}),
         ("Allreduce 1 MiB float32 n=%d (osu_allreduce), us", "osu_allreduce", MIB,
-         {2: 1.0, 4: 1.0}))
+         {2: 1.0, 4: 1.0}),
+        ("Iallreduce 8 B + Wait n=%d (osu_iallreduce), us", "osu_iallreduce", 8, {}),
+        ("Iallreduce 1 MiB float32 + Wait n=%d (osu_iallreduce), us", "osu_iallreduce", MIB,
+         {}))
 ) + (
     HaloCase("Halo n=4: messages (Isend/Irecv/Waitall) on both, us/iter", "messages",
              reference_form="messages"),

@@ -11,6 +11,8 @@ NAME is one of OMB 7.x's
   osu_bcast      Bcast from rank 0, then a Barrier-free loop: the average over the
   osu_allreduce  ranks of each one's time per call (Allreduce of float32, SUM)
   osu_barrier    Barrier: the average over the ranks of each one's time per call
+  osu_iallreduce Iallreduce of float32, SUM, then Wait (OMB's with no compute to
+                 overlap: the latency of the nonblocking form)
 or one of the object forms (pickled Python objects, which OMB has not):
   obj_latency    ping-pong of send/recv of a bytes object of the size
   obj_allreduce  allreduce of an int (the size column says 8)
@@ -33,9 +35,11 @@ LOOPS = {"latency": ((10000, 100), (1000, 10)), "bw": ((100, 10), (20, 2)),
          "collective": ((1000, 100), (100, 10))}
 KINDS = {"osu_latency": "latency", "osu_bw": "bw", "osu_bcast": "collective",
          "osu_allreduce": "collective", "osu_barrier": "collective",
+         "osu_iallreduce": "collective",
          "obj_latency": "latency", "obj_allreduce": "collective", "obj_bcast": "collective"}
 TITLES = {"osu_latency": "Latency", "osu_bw": "Bandwidth", "osu_bcast": "Broadcast Latency",
           "osu_allreduce": "Allreduce Latency", "osu_barrier": "Barrier Latency",
+          "osu_iallreduce": "Iallreduce Latency",
           "obj_latency": "send/recv of objects Latency",
           "obj_allreduce": "allreduce of an int Latency",
           "obj_bcast": "bcast of objects Latency"}
@@ -102,9 +106,11 @@ class Run:
             return self._bandwidth(send, recv)
         if self.name == "osu_bcast":
             return lambda: comm.Bcast(recv if rank else send, 0)
-        if self.name == "osu_allreduce":
+        if self.name in ("osu_allreduce", "osu_iallreduce"):
             floats = np.ones(max(size // 4, 1), np.float32)
             out = np.zeros_like(floats)
+            if self.name == "osu_iallreduce":
+                return lambda: comm.Iallreduce(floats, out, MPI.SUM).Wait()
             return lambda: comm.Allreduce(floats, out, MPI.SUM)
         if self.name == "osu_barrier":
             return comm.Barrier

@@ -226,28 +226,6 @@ whole_items(Py_ssize_t slot, Py_ssize_t unit)
     return slot - slot % unit;
 }
 
-/* A call's send and receive buffers, each there or not. */
-typedef struct {
-    Operand send, recv;
-    int has_send, has_recv;
-} Pair;
-
-static void
-pair_release(Pair *p)
-{
-    if (p->has_send)
-        operand_release(&p->send);
-    if (p->has_recv)
-        operand_release(&p->recv);
-}
-
-/* Do the two buffers share bytes? */
-static int
-pair_overlaps(Pair *p)
-{
-    return overlap(p->send.view.buf, p->send.view.len, p->recv.view.buf, p->recv.view.len);
-}
-
 /* The reductions, by which ranks each member folds over which bytes. */
 enum { ALLREDUCE, REDUCE, SCAN, EXSCAN, REDUCE_SCATTER_BLOCK };
 

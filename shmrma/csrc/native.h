@@ -3,8 +3,9 @@
  *
  * The extension is one module built from several files, one per concept:
  * shmrma/_native.c (atomics, wait cells, the RMA fast path), transport.c
- * (point-to-point messages), collectives.c (collectives on shared memory) and
- * pickles.c (the pickles of objects in messages).
+ * (point-to-point messages), collectives.c (collectives on shared memory),
+ * nbc.c (nonblocking collectives) and pickles.c (the pickles of objects in
+ * messages).
  * This header holds the primitives they all use: seq_cst atomics on shared
  * words, the futex wake-up, the one wait policy, argument parsing, buffer
  * operands and the element-wise reduction kernels.
@@ -133,6 +134,29 @@ typedef struct {
 int operand_get(PyObject *obj, int writable, Operand *o);
 void operand_release(Operand *o);
 
+/* A call's send and receive buffers, each there or not. */
+typedef struct {
+    Operand send, recv;
+    int has_send, has_recv;
+} Pair;
+
+static inline void
+pair_release(Pair *p)
+{
+    if (p->has_send)
+        operand_release(&p->send);
+    if (p->has_recv)
+        operand_release(&p->recv);
+    p->has_send = p->has_recv = 0;
+}
+
+/* Do the two buffers share bytes? */
+static inline int
+pair_overlaps(Pair *p)
+{
+    return overlap(p->send.view.buf, p->send.view.len, p->recv.view.buf, p->recv.view.len);
+}
+
 /* target[i] = incoming[i] op target[i] over nbytes, the old target bytes to
  * result first when not NULL. */
 void combine_all(int etype, int op, const char *incoming, char *target, char *result,
@@ -190,5 +214,6 @@ PyObject *pickle_loads(PyObject *data);
 int transport_init(PyObject *module);
 int collectives_init(PyObject *module);
 int pickles_init(PyObject *module);
+int nbc_init(PyObject *module);
 
 #endif

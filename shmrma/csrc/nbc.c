@@ -1,0 +1,876 @@
+/*
+ * The nonblocking collectives' common cases in C, on the channel of
+ * shmrma/nbcarea.py (read its docstring first).
+ *
+ * ChannelCore holds what the channel's protocol keeps per communicator (the
+ * area, the members' doorbells, the steps started, deposited and finished
+ * here, the operations outstanding in step order); nbcarea.Channel derives
+ * from it and runs the general case in Python on the same state.  The calls
+ * whose arguments are plain (C-contiguous buffers of a numeric format, a
+ * predefined op the kernels know, an int root in range) and whose stream fits
+ * a slot start here when nothing of this rank waits to be deposited before
+ * them: the stream goes into this member's slot, and the request is an
+ * NbcOp, which reads its sources' slots (copies, folds in rank order) in its
+ * own Wait and Test, or in the channel's progress among Python operations.
+ * Anything else misses (False) with nothing touched; a Wait that does not end
+ * within a wait slice, or that would need the channel's queue run, goes on in
+ * Python (request.Request.Wait), which checks the job's health as it waits.
+ */
+#include "native.h"
+
+static Py_ssize_t SLOTS, INLINE, SLOT_HEADER, LINE, OFF_GATED;
+static double WAIT_SLICE;
+static PyObject *g_active;          /* nbcarea._active */
+static PyObject *g_failed;          /* nbcarea.failed(name, rank, error class) -> exception */
+static PyObject *g_mismatch;        /* nbcarea.mismatch(name, rank, got, expected) -> exception */
+static PyObject *g_request_type;    /* nonblocking._FastCollective */
+static PyObject *g_python_wait, *g_python_test;   /* request.Request.Wait and .Test */
+static PyObject *g_in_place;
+static int g_setup_done = 0;
+
+typedef struct {                    /* a slot's header: nbcarea.HEADER */
+    int32_t ready, error;
+    int64_t length, generation, offset, size;
+} NbcHeader;
+
+typedef struct {
+    PyObject_HEAD
+    char *base;                     /* the channel area; NULL until bound */
+    int32_t n, me;
+    int32_t **doorbells;            /* each member's */
+    long long started, deposited, finished;
+    int gated, freed;
+    PyObject *operations;           /* a list, in step order */
+} ChannelCore;
+
+enum { BARRIER, BCAST, REDUCE, ALLREDUCE, ALLGATHER };
+static const char *const KIND_NAMES[] = {"Ibarrier", "Ibcast", "Ireduce", "Iallreduce",
+                                         "Iallgather"};
+
+typedef struct {
+    PyObject_HEAD
+    ChannelCore *channel;
+    long long step;
+    int kind, root, op, etype, unit;
+    int deposited, read, null_;
+    Pair io;                        /* held until read */
+    Py_ssize_t part;                /* Iallgather: bytes of one member's part */
+    PyObject *error;
+} NbcOp;
+
+static PyTypeObject ChannelCoreType, NbcOpType;
+
+/* --- the area --------------------------------------------------------------- */
+
+static inline int64_t *
+finished_at(ChannelCore *c, int rank)
+{
+    return (int64_t *)(c->base + LINE * (1 + rank));
+}
+
+static inline char *
+slot_of(ChannelCore *c, int rank, long long step)
+{
+    return c->base + LINE * (1 + c->n) + (rank * SLOTS + step % SLOTS) * (SLOT_HEADER + INLINE);
+}
+
+static long long
+slowest(ChannelCore *c)
+{
+    long long least = c->finished;
+    int r;
+    for (r = 0; r < c->n; r++)
+        if (r != c->me) {
+            long long f = __atomic_load_n(finished_at(c, r), SC);
+            if (f < least)
+                least = f;
+        }
+    return least;
+}
+
+static int
+deposited_step(ChannelCore *c, int rank, long long step)
+{
+    return __atomic_load_n((int32_t *)slot_of(c, rank, step), SC) == (int32_t)(uint32_t)step;
+}
+
+/* --- finishing steps (nbcarea.Channel._finish_steps) -------------------------- */
+
+static int
+op_done(PyObject *op)
+{
+    PyObject *v;
+    int read, deposited;
+    if (PyObject_TypeCheck(op, &NbcOpType))
+        return ((NbcOp *)op)->read && ((NbcOp *)op)->deposited;
+    if ((v = PyObject_GetAttrString(op, "read")) == NULL)
+        return -1;
+    read = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    if ((v = PyObject_GetAttrString(op, "deposited")) == NULL)
+        return -1;
+    deposited = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return read > 0 && deposited > 0;
+}
+
+static long long
+op_step(PyObject *op)
+{
+    PyObject *v;
+    long long step;
+    if (PyObject_TypeCheck(op, &NbcOpType))
+        return ((NbcOp *)op)->step;
+    if ((v = PyObject_GetAttrString(op, "step")) == NULL)
+        return -1;
+    step = PyLong_AsLongLong(v);
+    Py_DECREF(v);
+    return step;
+}
+
+static void
+ring_all_others(ChannelCore *c)
+{
+    int r;
+    for (r = 0; r < c->n; r++)
+        if (r != c->me)
+            cell_bump(c->doorbells[r]);
+}
+
+/* Pop the done operations at the head, in step order, and publish the count. */
+static int
+finish_steps(ChannelCore *c)
+{
+    long long before = c->finished;
+    while (PyList_GET_SIZE(c->operations) > 0) {
+        PyObject *head = PyList_GET_ITEM(c->operations, 0);
+        int done = op_done(head);
+        long long step;
+        if (done < 0)
+            return -1;
+        if (!done)
+            break;
+        if ((step = op_step(head)) < 0 && PyErr_Occurred())
+            return -1;
+        c->finished = step;
+        if (PyList_SetSlice(c->operations, 0, 1, NULL) < 0)
+            return -1;
+    }
+    if (c->finished != before && c->n > 1) {
+        __atomic_store_n(finished_at(c, c->me), (int64_t)c->finished, SC);
+        if (__atomic_load_n((int32_t *)(c->base + OFF_GATED), SC))
+            ring_all_others(c);
+    }
+    if (PyList_GET_SIZE(c->operations) == 0) {
+        if (PySet_Discard(g_active, (PyObject *)c) < 0)
+            return -1;
+        if (c->freed) {
+            PyObject *r = PyObject_CallMethod((PyObject *)c, "_close_if_done", NULL);
+            if (r == NULL)
+                return -1;
+            Py_DECREF(r);
+        }
+    }
+    return 0;
+}
+
+/* --- ChannelCore -------------------------------------------------------------- */
+
+static PyObject *
+channel_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    ChannelCore *c = (ChannelCore *)type->tp_alloc(type, 0);
+    if (c != NULL && (c->operations = PyList_New(0)) == NULL) {
+        Py_DECREF(c);
+        return NULL;
+    }
+    return (PyObject *)c;
+}
+
+static void
+channel_dealloc(ChannelCore *c)
+{
+    PyObject_GC_UnTrack(c);
+    Py_CLEAR(c->operations);
+    PyMem_Free(c->doorbells);
+    Py_TYPE(c)->tp_free((PyObject *)c);
+}
+
+static int
+channel_traverse(ChannelCore *c, visitproc visit, void *arg)
+{
+    Py_VISIT(c->operations);
+    return 0;
+}
+
+static int
+channel_clear(ChannelCore *c)
+{
+    Py_CLEAR(c->operations);
+    return 0;
+}
+
+/* _bind(address, doorbells): the area (0 when unmapped) and each member's doorbell */
+static PyObject *
+channel_bind(ChannelCore *c, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *seq;
+    Py_ssize_t i, n;
+    int32_t **bells;
+    uint64_t address;
+    if (check_nargs("_bind", nargs, 2) < 0 || get_u64(args[0], &address) < 0)
+        return NULL;
+    if ((seq = PySequence_Fast(args[1], "_bind(): doorbells must be a sequence")) == NULL)
+        return NULL;
+    n = PySequence_Fast_GET_SIZE(seq);
+    if ((bells = PyMem_Calloc((size_t)(n ? n : 1), sizeof(*bells))) == NULL) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    for (i = 0; i < n; i++) {
+        uint64_t bell;
+        if (get_u64(PySequence_Fast_GET_ITEM(seq, i), &bell) < 0) {
+            PyMem_Free(bells);
+            Py_DECREF(seq);
+            return NULL;
+        }
+        bells[i] = (int32_t *)(uintptr_t)bell;
+    }
+    Py_DECREF(seq);
+    PyMem_Free(c->doorbells);
+    c->doorbells = bells;
+    c->base = (char *)(uintptr_t)address;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+channel_finish_steps(ChannelCore *c, PyObject *unused)
+{
+    if (finish_steps(c) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef channel_methods[] = {
+    {"_bind", (PyCFunction)(void (*)(void))channel_bind, METH_FASTCALL,
+     "_bind(address, doorbells): the channel area and each member's doorbell address."},
+    {"_finish_steps", (PyCFunction)channel_finish_steps, METH_NOARGS,
+     "Pop the done operations at the head in step order, publish the count finished."},
+    {NULL}
+};
+
+static PyMemberDef channel_members[] = {
+    {"n", T_INT, offsetof(ChannelCore, n), 0, "members"},
+    {"me", T_INT, offsetof(ChannelCore, me), 0, "this member's rank"},
+    {"started", T_LONGLONG, offsetof(ChannelCore, started), 0, "steps started here"},
+    {"deposited", T_LONGLONG, offsetof(ChannelCore, deposited), 0, "steps deposited here"},
+    {"finished", T_LONGLONG, offsetof(ChannelCore, finished), 0,
+     "steps finished here, in order"},
+    {"gated", T_INT, offsetof(ChannelCore, gated), 0,
+     "this member counts itself among those waiting for a slot"},
+    {"freed", T_INT, offsetof(ChannelCore, freed), 0, "the communicator was freed"},
+    {"operations", T_OBJECT_EX, offsetof(ChannelCore, operations), 0,
+     "operations outstanding here, in step order"},
+    {NULL}
+};
+
+static PyTypeObject ChannelCoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "shmrma._native.ChannelCore",
+    .tp_basicsize = sizeof(ChannelCore),
+    .tp_dealloc = (destructor)channel_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "A communicator's nonblocking-collective channel as C sees it "
+              "(nbcarea.Channel derives from it).",
+    .tp_traverse = (traverseproc)channel_traverse,
+    .tp_clear = (inquiry)channel_clear,
+    .tp_methods = channel_methods,
+    .tp_members = channel_members,
+    .tp_new = channel_new,
+};
+
+/* --- NbcOp: reading its sources --------------------------------------------- */
+
+static int
+fail_with(NbcOp *o, PyObject *maker, const char *format, ...)
+{
+    PyObject *exc;
+    va_list va;
+    va_start(va, format);
+    exc = Py_VaBuildValue(format, va);
+    va_end(va);
+    if (exc == NULL)
+        return -1;
+    Py_SETREF(exc, PyObject_CallObject(maker, exc));
+    if (exc == NULL)
+        return -1;
+    Py_XSETREF(o->error, exc);
+    return 0;
+}
+
+static inline NbcHeader *
+header_of(ChannelCore *c, int rank, long long step)
+{
+    return (NbcHeader *)slot_of(c, rank, step);
+}
+
+/* Source rank's stream for o's step: in its slot, or (a long one that the
+ * Python path deposited) in its outbox, through Channel._stream_view; then
+ * *held is set and the view must be released.  NULL with an exception set. */
+static const char *
+stream_at(NbcOp *o, int rank, Py_buffer *view, int *held)
+{
+    ChannelCore *c = o->channel;
+    PyObject *obj;
+    *held = 0;
+    if (!header_of(c, rank, o->step)->generation)
+        return slot_of(c, rank, o->step) + SLOT_HEADER;
+    obj = PyObject_CallMethod((PyObject *)c, "_stream_view", "iL", rank, o->step);
+    if (obj == NULL)
+        return NULL;
+    if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) < 0) {
+        Py_DECREF(obj);
+        return NULL;
+    }
+    Py_DECREF(obj);
+    *held = 1;
+    return view->buf;
+}
+
+/* Copy or fold (fold_op >= 0: into = into op stream) rank's stream into `into`. */
+static int
+use_stream(NbcOp *o, int rank, char *into, Py_ssize_t len, int fold_op)
+{
+    Py_buffer view;
+    int held;
+    const char *data = stream_at(o, rank, &view, &held);
+    if (data == NULL)
+        return -1;
+    if (fold_op < 0)
+        memcpy(into, data, (size_t)len);
+    else
+        fold_all(o->etype, fold_op, into, data, into, len);
+    if (held)
+        PyBuffer_Release(&view);
+    return 0;
+}
+
+/* Does source `rank` bring what this member expects?  0 (an error kept) or 1. */
+static int
+source_ok(NbcOp *o, int rank, int64_t expected)
+{
+    NbcHeader *h = header_of(o->channel, rank, o->step);
+    const char *name = KIND_NAMES[o->kind];
+    if (h->error)
+        return fail_with(o, g_failed, "(sii)", name, rank, h->error) < 0 ? -1 : 0;
+    if (expected >= 0 && h->length != expected)
+        return fail_with(o, g_mismatch, "(siLL)", name, rank, (long long)h->length,
+                         (long long)expected) < 0 ? -1 : 0;
+    return 1;
+}
+
+/* The sources this member reads: all others, the root, or none. */
+static int
+reads_from(NbcOp *o, int rank)
+{
+    ChannelCore *c = o->channel;
+    if (rank == c->me)
+        return 0;
+    switch (o->kind) {
+    case BCAST:
+        return rank == o->root;
+    case REDUCE:
+        return c->me == o->root;
+    default:
+        return 1;
+    }
+}
+
+/* Check every source this member reads (all others, or the root): 1 when all
+ * bring `expected` bytes (any when < 0), 0 with the error kept, -1 on failure. */
+static int
+sources_ok(NbcOp *o, int64_t expected)
+{
+    ChannelCore *c = o->channel;
+    int r, ok;
+    for (r = 0; r < c->n; r++)
+        if (reads_from(o, r) && (ok = source_ok(o, r, expected)) != 1)
+            return ok;
+    return 1;
+}
+
+/* The sources' streams into the receive buffer, every source being there. */
+static int
+take(NbcOp *o)
+{
+    ChannelCore *c = o->channel;
+    int r, ok;
+    char *recv = o->io.has_recv ? o->io.recv.view.buf : NULL;
+    Py_ssize_t len = o->io.has_recv ? o->io.recv.view.len : 0;
+    if (o->kind == BARRIER || (o->kind == BCAST && c->me == o->root) ||
+            (o->kind == REDUCE && c->me != o->root))
+        return sources_ok(o, -1) < 0 ? -1 : 0;
+    if ((ok = sources_ok(o, o->kind == ALLGATHER ? o->part : len)) != 1)
+        return ok;
+    switch (o->kind) {
+    case BCAST:
+        return use_stream(o, o->root, recv, len, -1);
+    case ALLGATHER:
+        for (r = 0; r < c->n; r++)
+            if (r != c->me && use_stream(o, r, recv + r * o->part, o->part, -1) < 0)
+                return -1;
+        return 0;
+    default:        /* REDUCE, ALLREDUCE: in rank order, this member's from its slot
+                     * (recv may be its send buffer) */
+        for (r = 0; r < c->n; r++)
+            if (use_stream(o, r, recv, len, r == 0 ? -1 : o->op) < 0)
+                return -1;
+        return 0;
+    }
+}
+
+/* Read the sources if they all deposited: 1 (read), 0 (not yet), -1 (error set). */
+static int
+try_read(NbcOp *o)
+{
+    ChannelCore *c = o->channel;
+    int r;
+    if (o->read)
+        return 1;
+    for (r = 0; r < c->n; r++)
+        if (reads_from(o, r) && !deposited_step(c, r, o->step))
+            return 0;
+    if (take(o) < 0)
+        return -1;
+    o->read = 1;
+    pair_release(&o->io);
+    return 1;
+}
+
+static PyObject *
+nbcop_try_read(NbcOp *o, PyObject *channel)
+{
+    int rc = try_read(o);
+    if (rc < 0)
+        return NULL;
+    return PyBool_FromLong(rc);
+}
+
+/* --- NbcOp: Wait and Test ------------------------------------------------------ */
+
+/* Complete a read operation as Request._finish does: null, then its error. */
+static PyObject *
+report(NbcOp *o)
+{
+    PyObject *error = o->error;
+    if (finish_steps(o->channel) < 0)
+        return NULL;
+    o->null_ = 1;
+    if (error != NULL) {
+        o->error = NULL;
+        PyErr_SetObject((PyObject *)Py_TYPE(error), error);
+        Py_DECREF(error);
+        return NULL;
+    }
+    Py_RETURN_TRUE;
+}
+
+/* The Python path of Wait or Test, with the same arguments. */
+static PyObject *
+python_path(PyObject *method, NbcOp *o, PyObject *const *args, Py_ssize_t nargs,
+            PyObject *kwnames)
+{
+    PyObject *call[3];
+    Py_ssize_t i, total = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+    if (total > 1) {
+        PyErr_SetString(PyExc_TypeError, "Wait()/Test() take at most one argument (status)");
+        return NULL;
+    }
+    call[0] = NULL;
+    call[1] = (PyObject *)o;
+    for (i = 0; i < total; i++)
+        call[2 + i] = args[i];
+    return PyObject_Vectorcall(method, call + 1, (1 + nargs) | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                               kwnames);
+}
+
+/* Can C complete this operation: no status asked for, nothing of this rank
+ * left to deposit (the Python path runs that queue), the operation live? */
+static int
+c_can_complete(NbcOp *o, Py_ssize_t nargs, PyObject *kwnames, PyObject *const *args)
+{
+    if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0)
+        return 0;
+    if (nargs > 0 && args[0] != Py_None)
+        return 0;
+    return !o->null_ && o->channel->deposited == o->channel->started;
+}
+
+static PyObject *
+nbcop_wait(NbcOp *o, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    int32_t *bell;
+    int64_t deadline;
+    int rc;
+    if (!c_can_complete(o, nargs, kwnames, args))
+        return python_path(g_python_wait, o, args, nargs, kwnames);
+    bell = o->channel->doorbells[o->channel->me];
+    deadline = now_ns() + (int64_t)(WAIT_SLICE * 1e9);
+    for (;;) {
+        int32_t seen, rung = __atomic_load_n(bell, SC);
+        int64_t left;
+        if ((rc = try_read(o)) != 0)
+            break;
+        if ((left = deadline - now_ns()) <= 0)
+            return python_path(g_python_wait, o, args, nargs, kwnames);
+        if (wait_changed(bell, rung, left * 1e-9, &seen) < 0)
+            return NULL;
+    }
+    if (rc < 0)
+        return NULL;
+    return report(o);
+}
+
+static PyObject *
+nbcop_test(NbcOp *o, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    int rc;
+    if (!c_can_complete(o, nargs, kwnames, args))
+        return python_path(g_python_test, o, args, nargs, kwnames);
+    if ((rc = try_read(o)) < 0)
+        return NULL;
+    if (rc == 0)
+        return python_path(g_python_test, o, args, nargs, kwnames);
+    return report(o);
+}
+
+static void
+nbcop_dealloc(NbcOp *o)
+{
+    PyObject_GC_UnTrack(o);
+    pair_release(&o->io);
+    Py_CLEAR(o->channel);
+    Py_CLEAR(o->error);
+    Py_TYPE(o)->tp_free((PyObject *)o);
+}
+
+static int
+nbcop_traverse(NbcOp *o, visitproc visit, void *arg)
+{
+    Py_VISIT(o->channel);
+    Py_VISIT(o->error);
+    return 0;
+}
+
+static int
+nbcop_clear(NbcOp *o)
+{
+    Py_CLEAR(o->channel);
+    Py_CLEAR(o->error);
+    return 0;
+}
+
+static PyObject *
+nbcop_get_name(NbcOp *o, void *closure)
+{
+    return PyUnicode_FromString(KIND_NAMES[o->kind]);
+}
+
+static PyObject *
+nbcop_get_channel(NbcOp *o, void *closure)
+{
+    PyObject *c = o->channel ? (PyObject *)o->channel : Py_None;
+    Py_INCREF(c);
+    return c;
+}
+
+static PyGetSetDef nbcop_getset[] = {
+    {"name", (getter)nbcop_get_name, NULL, "the call's name", NULL},
+    {"_channel", (getter)nbcop_get_channel, NULL, "the channel it runs on", NULL},
+    {NULL}
+};
+
+static PyMemberDef nbcop_members[] = {
+    {"step", T_LONGLONG, offsetof(NbcOp, step), READONLY, "its step on the channel"},
+    {"deposited", T_INT, offsetof(NbcOp, deposited), READONLY, "always: C deposits at once"},
+    {"read", T_INT, offsetof(NbcOp, read), READONLY, "its sources were read"},
+    {"_null", T_BOOL, offsetof(NbcOp, null_), 0, "completed and reported"},
+    {"error", T_OBJECT, offsetof(NbcOp, error), 0, "the exception its completion raises"},
+    {NULL}
+};
+
+static PyMethodDef nbcop_methods[] = {
+    {"try_read", (PyCFunction)nbcop_try_read, METH_O,
+     "try_read(channel) -> bool: read the sources if they all deposited."},
+    {"Wait", (PyCFunction)(void (*)(void))nbcop_wait, METH_FASTCALL | METH_KEYWORDS,
+     "Wait(status=None): as Request.Wait."},
+    {"Test", (PyCFunction)(void (*)(void))nbcop_test, METH_FASTCALL | METH_KEYWORDS,
+     "Test(status=None) -> bool: as Request.Test."},
+    {NULL}
+};
+
+static PyTypeObject NbcOpType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "shmrma._native.NbcOp",
+    .tp_basicsize = sizeof(NbcOp),
+    .tp_dealloc = (destructor)nbcop_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "A nonblocking collective started in C (nonblocking._FastCollective "
+              "derives from it).",
+    .tp_traverse = (traverseproc)nbcop_traverse,
+    .tp_clear = (inquiry)nbcop_clear,
+    .tp_methods = nbcop_methods,
+    .tp_members = nbcop_members,
+    .tp_getset = nbcop_getset,
+};
+
+/* --- starting ------------------------------------------------------------------ */
+
+/* The channel of a fast start: bound, live, nothing of this rank queued, and
+ * the slot of the next step free.  NULL: miss. */
+static ChannelCore *
+fast_channel(PyObject *obj)
+{
+    ChannelCore *c = (ChannelCore *)obj;
+    if (!g_fast_enabled || !g_setup_done || !PyObject_TypeCheck(obj, &ChannelCoreType) ||
+            c->base == NULL || c->freed || c->deposited != c->started)
+        return NULL;
+    if (c->n > 1 && c->started + 1 - SLOTS > slowest(c))
+        return NULL;
+    return c;
+}
+
+/* Parse the buffers of `kind` into o: 0, or -1 for a miss (nothing held). */
+static int
+start_args(NbcOp *o, PyObject *sendbuf, PyObject *recvbuf, PyObject *op)
+{
+    ChannelCore *c = o->channel;
+    int me = c->me, root_side = o->root == me;
+    Operand *mine;
+    switch (o->kind) {
+    case BARRIER:
+        return 0;
+    case BCAST:         /* sendbuf: the buffer */
+        if (operand_get(sendbuf, !root_side, root_side ? &o->io.send : &o->io.recv) < 0)
+            return -1;
+        if (root_side)
+            o->io.has_send = 1;
+        else
+            o->io.has_recv = 1;
+        return (root_side ? o->io.send.view.len : 0) <= INLINE ? 0 : -1;
+    case ALLGATHER:
+        if (operand_get(recvbuf, 1, &o->io.recv) < 0)
+            return -1;
+        o->io.has_recv = 1;
+        if (o->io.recv.count % c->n)
+            return -1;
+        o->part = o->io.recv.view.len / c->n;
+        if (sendbuf != g_in_place) {
+            if (operand_get(sendbuf, 0, &o->io.send) < 0)
+                return -1;
+            o->io.has_send = 1;
+            if (o->io.send.view.len != o->part ||
+                    pair_overlaps(&o->io))
+                return -1;
+        }
+        return o->part <= INLINE ? 0 : -1;
+    case REDUCE:
+    case ALLREDUCE:
+        if (o->kind == ALLREDUCE || root_side) {
+            if (operand_get(recvbuf, 1, &o->io.recv) < 0)
+                return -1;
+            o->io.has_recv = 1;
+        }
+        if (sendbuf == g_in_place) {
+            if (!o->io.has_recv)
+                return -1;
+            mine = &o->io.recv;
+        }
+        else {
+            if (operand_get(sendbuf, 0, &o->io.send) < 0)
+                return -1;
+            o->io.has_send = 1;
+            mine = &o->io.send;
+            if (o->io.has_recv && (o->io.send.code != o->io.recv.code ||
+                                o->io.send.view.len != o->io.recv.view.len ||
+                                pair_overlaps(&o->io)))
+                return -1;
+        }
+        o->etype = mine->etype;
+        o->op = op_code(op, o->etype, 0);
+        if (o->op < 0 || o->op == OP_REPLACE || mine->view.len > INLINE)
+            return -1;
+        return 0;
+    }
+    return -1;
+}
+
+/* What this member deposits: (data, length). */
+static void
+stream_of(NbcOp *o, const char **data, Py_ssize_t *len)
+{
+    ChannelCore *c = o->channel;
+    *data = NULL;
+    *len = 0;
+    switch (o->kind) {
+    case BCAST:
+        if (o->io.has_send) {
+            *data = o->io.send.view.buf;
+            *len = o->io.send.view.len;
+        }
+        return;
+    case ALLGATHER:
+        *data = o->io.has_send ? (char *)o->io.send.view.buf
+                            : (char *)o->io.recv.view.buf + c->me * o->part;
+        *len = o->part;
+        return;
+    case REDUCE:
+    case ALLREDUCE:
+        *data = o->io.has_send ? o->io.send.view.buf : o->io.recv.view.buf;
+        *len = o->io.has_send ? o->io.send.view.len : o->io.recv.view.len;
+        return;
+    }
+}
+
+/* Is `rank` a reader of this member's stream? */
+static int
+reader(NbcOp *o, int rank)
+{
+    ChannelCore *c = o->channel;
+    if (rank == c->me)
+        return 0;
+    switch (o->kind) {
+    case BCAST:
+        return c->me == o->root;
+    case REDUCE:
+        return rank == o->root;
+    default:
+        return 1;
+    }
+}
+
+/* Deposit o's stream in this member's slot of step, then ring its readers. */
+static void
+deposit(NbcOp *o)
+{
+    ChannelCore *c = o->channel;
+    NbcHeader *h;
+    const char *data;
+    Py_ssize_t len;
+    int r;
+    stream_of(o, &data, &len);
+    h = header_of(c, c->me, o->step);
+    h->error = 0;
+    h->length = len;
+    h->generation = h->offset = h->size = 0;
+    if (len)
+        memcpy(slot_of(c, c->me, o->step) + SLOT_HEADER, data, (size_t)len);
+    __atomic_store_n(&h->ready, (int32_t)(uint32_t)o->step, SC);
+    for (r = 0; r < c->n; r++)
+        if (reader(o, r))
+            cell_bump(c->doorbells[r]);
+}
+
+/* nbc_start(channel, kind, sendbuf, recvbuf, op, root) -> the request, or False */
+static PyObject *
+n_nbc_start(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    ChannelCore *c;
+    NbcOp *o;
+    long kind, root = 0;
+    if (check_nargs("nbc_start", nargs, 6) < 0)
+        return NULL;
+    if (!(c = fast_channel(args[0])) || (kind = plain_int(args[1])) < 0 || kind > ALLGATHER)
+        Py_RETURN_FALSE;
+    if ((kind == BCAST || kind == REDUCE) &&
+            ((root = plain_int(args[5])) < 0 || root >= c->n))
+        Py_RETURN_FALSE;
+    o = (NbcOp *)((PyTypeObject *)g_request_type)->tp_alloc((PyTypeObject *)g_request_type, 0);
+    if (o == NULL)
+        return NULL;
+    Py_INCREF(c);
+    o->channel = c;
+    o->kind = (int)kind;
+    o->root = (int)root;
+    if (start_args(o, args[2], args[3], args[4]) < 0) {
+        Py_DECREF(o);
+        Py_RETURN_FALSE;
+    }
+    if (o->kind == ALLGATHER && o->io.has_send)    /* this member's part, as Python's plan */
+        memcpy((char *)o->io.recv.view.buf + c->me * o->part, o->io.send.view.buf, (size_t)o->part);
+    o->step = ++c->started;
+    c->deposited = c->started;
+    o->deposited = 1;
+    deposit(o);
+    if (PyList_Append(c->operations, (PyObject *)o) < 0 || PySet_Add(g_active, args[0]) < 0 ||
+            try_read(o) < 0 || finish_steps(c) < 0) {
+        Py_DECREF(o);
+        return NULL;
+    }
+    return (PyObject *)o;
+}
+
+/* nbc_setup(**constants): the area's layout and the Python helpers. */
+static PyObject *
+n_nbc_setup(PyObject *m, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"slots", "inline", "slot_header", "line", "off_gated",
+                             "wait_slice", "active", "failed", "mismatch", "request_type",
+                             "python_wait", "python_test", "in_place", NULL};
+    PyObject *objs[7];
+    int i;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "$nnnnndOOOOOOO:nbc_setup", kwlist,
+                                     &SLOTS, &INLINE, &SLOT_HEADER, &LINE, &OFF_GATED,
+                                     &WAIT_SLICE, &objs[0], &objs[1], &objs[2], &objs[3],
+                                     &objs[4], &objs[5], &objs[6]))
+        return NULL;
+    if (SLOT_HEADER < (Py_ssize_t)sizeof(NbcHeader) || !PyType_Check(objs[3]) ||
+            !PyType_IsSubtype((PyTypeObject *)objs[3], &NbcOpType)) {
+        PyErr_SetString(PyExc_ValueError, "nbc_setup(): bad slot header or request type");
+        return NULL;
+    }
+    for (i = 0; i < 7; i++)
+        Py_INCREF(objs[i]);
+    Py_XSETREF(g_active, objs[0]);
+    Py_XSETREF(g_failed, objs[1]);
+    Py_XSETREF(g_mismatch, objs[2]);
+    Py_XSETREF(g_request_type, objs[3]);
+    Py_XSETREF(g_python_wait, objs[4]);
+    Py_XSETREF(g_python_test, objs[5]);
+    Py_XSETREF(g_in_place, objs[6]);
+    g_setup_done = 1;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef nbc_functions[] = {
+    {"nbc_setup", (PyCFunction)(void (*)(void))n_nbc_setup, METH_VARARGS | METH_KEYWORDS,
+     "nbc_setup(**constants): the channel layout and the Python helpers."},
+    {"nbc_start", (PyCFunction)(void (*)(void))n_nbc_start, METH_FASTCALL,
+     "nbc_start(channel, kind, sendbuf, recvbuf, op, root) -> the request, or False "
+     "(missed, nothing done)."},
+    {NULL}
+};
+
+int
+nbc_init(PyObject *module)
+{
+    PyTypeObject *types[] = {&ChannelCoreType, &NbcOpType};
+    const char *names[] = {"ChannelCore", "NbcOp"};
+    int i;
+    for (i = 0; i < 2; i++) {
+        if (PyType_Ready(types[i]) < 0)
+            return -1;
+        Py_INCREF(types[i]);
+        if (PyModule_AddObject(module, names[i], (PyObject *)types[i]) < 0) {
+            Py_DECREF(types[i]);
+            return -1;
+        }
+    }
+    if (PyModule_AddIntConstant(module, "NBC_BARRIER", BARRIER) < 0 ||
+            PyModule_AddIntConstant(module, "NBC_BCAST", BCAST) < 0 ||
+            PyModule_AddIntConstant(module, "NBC_REDUCE", REDUCE) < 0 ||
+            PyModule_AddIntConstant(module, "NBC_ALLREDUCE", ALLREDUCE) < 0 ||
+            PyModule_AddIntConstant(module, "NBC_ALLGATHER", ALLGATHER) < 0)
+        return -1;
+    return PyModule_AddFunctions(module, nbc_functions);
+}

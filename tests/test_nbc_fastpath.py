@@ -1,0 +1,166 @@
+"""The nonblocking collectives' C path (shmrma/csrc/nbc.c) against the Python path.
+
+Ibarrier, Ibcast, Ireduce, Iallreduce and Iallgather of plain buffers whose
+streams fit a slot start in C on the channel of nbcarea.py, and their Wait and
+Test read the others' slots in C. Every scenario runs with the fast paths on at
+every rank, off at every rank, and on at even ranks only (both paths meet in one
+collective, and C operations sit among Python ones on one channel), and must end
+the same on every rank: the same bytes, the same errors. No checklist rule covers
+collectives; the behaviour is MPI-3.1 §5.12's and mpi4py's.
+"""
+import numpy as np
+import pytest
+
+import shmrma
+from shmrma import MPI, atomic, nbcarea, nonblocking
+from mpitest import assert_every_mode_agrees, run_in_every_mode
+
+
+class Spy:
+    """Records whether each fast start took its call."""
+
+    def __init__(self):
+        self.calls = []
+        start = nonblocking._fast_start
+
+        def spy(*args):
+            request = start(*args)
+            self.calls.append(request is not False)
+            return request
+        nonblocking._fast_start = spy
+
+    def take(self):
+        calls, self.calls = self.calls, []
+        return calls
+
+
+def _scenarios(comm):
+    rank, size = comm.rank, comm.size
+    last = size - 1
+
+    def bcast(n, root):
+        buf = np.arange(n, dtype="f8") * (root + 1) if rank == root else np.full(n, -1.0)
+        comm.Ibcast(buf, root).Wait()
+        return buf
+
+    def allreduce(n, op=MPI.SUM, in_place=False, count=None):
+        send = np.arange(count or n, dtype="i8") * (rank + 1) + rank
+        out = np.zeros(count or n, "i8")
+        if in_place:
+            comm.Iallreduce(MPI.IN_PLACE, send, op).Wait()
+            return send
+        comm.Iallreduce(send, out, op).Wait()
+        return out
+
+    def reduce(n, root):
+        out = np.full(n, -1.0) if rank == root else None
+        comm.Ireduce(np.full(n, rank + 0.25), out, MPI.MAX, root).Wait()
+        return out
+
+    def allgather(n, in_place=False):
+        out = np.full(n * size, -1, "i2")
+        send = np.arange(n, dtype="i2") + 10 * rank
+        if in_place:
+            out[rank * n:(rank + 1) * n] = send
+            send = MPI.IN_PLACE
+        comm.Iallgather(send, out).Wait()
+        return out
+
+    def tested():
+        """Test until done, then Test again on the completed (null) request."""
+        out = np.zeros(2)
+        request = comm.Iallreduce(np.full(2, rank + 1.0), out)
+        while not request.Test():
+            pass
+        return out.tolist(), bool(request), request.Test()
+
+    def mixed():
+        """C and Python operations outstanding together, completed in reverse."""
+        total, gathered = np.zeros(3), np.full(sum(range(1, size + 1)), -1, "i4")
+        counts = [r + 1 for r in range(size)]
+        requests = [comm.Iallreduce(np.full(3, rank * 1.0), total), comm.Ibarrier(),
+                    comm.Iallgatherv(np.full(rank + 1, rank, "i4"), [gathered, counts]),
+                    comm.Ibcast(np.arange(5.0) if rank == 0 else np.zeros(5), 0)]
+        statuses = [MPI.Status() for _ in requests]
+        MPI.Request.Waitall(requests[::-1], statuses[::-1])
+        return total.tolist(), gathered.tolist(), [bool(r) for r in requests]
+
+    def far_ahead():
+        """Three times as many outstanding as there are slots: past them C misses
+        and the Python path queues the deposits."""
+        outs = [np.zeros(1) for _ in range(3 * nbcarea.SLOTS)]
+        requests = [comm.Iallreduce(np.ones(1) * (rank + k), out) for k, out in enumerate(outs)]
+        MPI.Request.Waitall(requests)
+        return [out[0] for out in outs]
+
+    return {
+        "Ibarrier": lambda: comm.Ibarrier().Wait(),
+        "Ibcast small": lambda: bcast(4, last),
+        "Ibcast large": lambda: bcast(40000, 0),          # the root's stream in its outbox
+        "Iallreduce small": lambda: allreduce(3),
+        "Iallreduce in place": lambda: allreduce(5, MPI.BXOR, in_place=True),
+        "Iallreduce NaN": lambda: _nan_fold(comm),
+        "Iallreduce large": lambda: allreduce(20000, MPI.PROD),
+        "Ireduce root 0": lambda: reduce(2, 0),
+        "Ireduce root last": lambda: reduce(7, last),
+        "Iallgather": lambda: allgather(3),
+        "Iallgather in place": lambda: allgather(2, in_place=True),
+        "Iallreduce mismatch": lambda: allreduce(2, count=3 if rank == last else 2),
+        "Ibcast short": lambda: comm.Ibcast(np.zeros(4 if rank == 0 else 2), 0).Wait(),
+        "Ibcast no buffer at root": lambda: comm.Ibcast(None if rank == 0 else np.zeros(1),
+                                                        0).Wait(),
+        "Iallreduce bad op here": lambda: comm.Iallreduce(
+            np.ones(2), np.zeros(2), MPI.BAND if rank == 0 else MPI.SUM).Wait(),
+        "Ibcast bad root": lambda: comm.Ibcast(np.zeros(1), size).Wait(),
+        "Test loop": tested,
+        "mixed outstanding": mixed,
+        "far ahead": far_ahead,
+    }
+
+
+def _nan_fold(comm):
+    values = [np.nan, -0.0, 1.0, np.inf]
+    out = np.zeros(4)
+    comm.Iallreduce(np.array([values[(comm.rank + i) % 4] for i in range(4)]), out,
+                    MPI.MAX).Wait()
+    return out
+
+
+def _all_modes():
+    MPI.COMM_WORLD.Ibarrier().Wait()    # the first maps the channel (in Python)
+    return run_in_every_mode(_scenarios, Spy())
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("nranks", [1, 2, 3])
+def test_fast_slow_and_mixed_paths_end_the_same(nranks):
+    """Every scenario gives the same results and errors on every path."""
+    assert_every_mode_agrees(shmrma.launch(_all_modes, nranks, timeout=100),
+                             lambda took: not took)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.skipif(atomic.BACKEND != "c", reason="the fallback engine has no C path")
+def test_the_c_path_takes_the_common_cases():
+    """Plain buffers whose streams fit a slot start in C; derived or odd buffers,
+    streams beyond a slot, bad arguments and a rank too far ahead miss."""
+    results = shmrma.launch(_all_modes, 3, timeout=100)
+    for rank, (fast, _, _) in enumerate(results):
+        taken, outcomes = fast[1], fast[0]
+        for name in ("Ibarrier", "Ibcast small", "Iallreduce small", "Iallreduce in place",
+                     "Iallreduce NaN", "Ireduce root 0", "Ireduce root last", "Iallgather",
+                     "Iallgather in place", "Test loop"):
+            assert taken[name] == [True], (rank, name, taken[name])
+            assert outcomes[name][0] == "ok", (rank, name, outcomes[name])
+        assert taken["Iallreduce large"] == [False]
+        # the root's 320 KB stream goes to its outbox (Python); the others read it in C
+        assert taken["Ibcast large"] == [rank != 0]
+        assert taken["Ibcast bad root"] == [False]
+        assert taken["mixed outstanding"] == [True, True, True]
+        far = taken["far ahead"]
+        assert far[:nbcarea.SLOTS] == [True] * nbcarea.SLOTS and not all(far)
+        # errors: the failing rank misses in C and raises; the others read its error
+        assert taken["Iallreduce bad op here"] == [rank != 0]
+        assert outcomes["Iallreduce bad op here"][0] == "MPI.Exception"
+        assert outcomes["Ibcast no buffer at root"][0] in ("MPI.Exception", "TypeError",
+                                                           "ValueError", "BufferError")
