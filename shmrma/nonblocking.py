@@ -13,6 +13,8 @@ whose arguments are wrong raises at the call, having deposited its error where
 its stream was awaited, so the ranks that needed it raise at Wait (naming it)
 instead of hanging. Sync handles do not travel here (ERR_TYPE).
 """
+import collections
+
 from . import atomic, constants, errors, job
 from . import op as ops
 from .collective import (TABLE, _count_or_none, _entry, _Parts, _parts_stream,
@@ -104,14 +106,14 @@ class NonblockingCollectives:
     """Mixin of Intracomm; it uses the buffer helpers of collective.Collectives."""
 
     def Ibarrier(self):
-        request = _fast_start(self._s.nbc, _BARRIER, None, None, None, 0)
+        request = _fast_start(self._s.nbc, _KIND["Ibarrier"], None, None, None, 0)
         if request is not False:
             return request
         others = self._others()
         return _start(self, "Ibarrier", lambda: (b"", others, others, None))
 
     def Ibcast(self, buf, root=0):
-        request = _fast_start(self._s.nbc, _BCAST, buf, None, None, root)
+        request = _fast_start(self._s.nbc, _KIND["Ibcast"], buf, None, None, root)
         if request is not False:
             return request
         root, others = self._root(root), self._others()
@@ -131,6 +133,9 @@ class NonblockingCollectives:
         return b"", [], [root], finish
 
     def Igather(self, sendbuf, recvbuf, root=0):
+        request = _fast_start(self._s.nbc, _KIND["Igather"], sendbuf, recvbuf, None, root)
+        if request is not False:
+            return request
         return self._igather("Igather", sendbuf, recvbuf, root, self._own_part)
 
     def Igatherv(self, sendbuf, recvbuf, root=0):
@@ -156,6 +161,9 @@ class NonblockingCollectives:
         return finish
 
     def Iscatter(self, sendbuf, recvbuf, root=0):
+        request = _fast_start(self._s.nbc, _KIND["Iscatter"], sendbuf, recvbuf, None, root)
+        if request is not False:
+            return request
         return self._iscatter("Iscatter", sendbuf, recvbuf, root, self._parts_of)
 
     def Iscatterv(self, sendbuf, recvbuf, root=0):
@@ -174,7 +182,7 @@ class NonblockingCollectives:
         return _start(self, name, plan)
 
     def Iallgather(self, sendbuf, recvbuf):
-        request = _fast_start(self._s.nbc, _ALLGATHER, sendbuf, recvbuf, None, 0)
+        request = _fast_start(self._s.nbc, _KIND["Iallgather"], sendbuf, recvbuf, None, 0)
         if request is not False:
             return request
         return self._iallgather("Iallgather", sendbuf, recvbuf, self._own_part)
@@ -192,6 +200,9 @@ class NonblockingCollectives:
         return _start(self, name, plan)
 
     def Ialltoall(self, sendbuf, recvbuf):
+        request = _fast_start(self._s.nbc, _KIND["Ialltoall"], sendbuf, recvbuf, None, 0)
+        if request is not False:
+            return request
         return self._ialltoall("Ialltoall", sendbuf, recvbuf, self._alltoall_parts)
 
     def Ialltoallv(self, sendbuf, recvbuf):
@@ -208,7 +219,7 @@ class NonblockingCollectives:
 
     # --- reductions ---
     def Ireduce(self, sendbuf, recvbuf, op=ops.SUM, root=0):
-        request = _fast_start(self._s.nbc, _REDUCE, sendbuf, recvbuf, op, root)
+        request = _fast_start(self._s.nbc, _KIND["Ireduce"], sendbuf, recvbuf, op, root)
         if request is not False:
             return request
         root = self._root(root)
@@ -220,7 +231,7 @@ class NonblockingCollectives:
             "Ireduce", op, _reduce_buffers(sendbuf, recvbuf, op), [], self._others(), every))
 
     def Iallreduce(self, sendbuf, recvbuf, op=ops.SUM):
-        request = _fast_start(self._s.nbc, _ALLREDUCE, sendbuf, recvbuf, op, 0)
+        request = _fast_start(self._s.nbc, _KIND["Iallreduce"], sendbuf, recvbuf, op, 0)
         if request is not False:
             return request
         others, every = self._others(), list(range(self.size))
@@ -228,9 +239,15 @@ class NonblockingCollectives:
             "Iallreduce", op, _reduce_buffers(sendbuf, recvbuf, op), others, others, every))
 
     def Iscan(self, sendbuf, recvbuf, op=ops.SUM):
+        request = _fast_start(self._s.nbc, _KIND["Iscan"], sendbuf, recvbuf, op, 0)
+        if request is not False:
+            return request
         return self._prefix("Iscan", sendbuf, recvbuf, op, 1)
 
     def Iexscan(self, sendbuf, recvbuf, op=ops.SUM):
+        request = _fast_start(self._s.nbc, _KIND["Iexscan"], sendbuf, recvbuf, op, 0)
+        if request is not False:
+            return request
         return self._prefix("Iexscan", sendbuf, recvbuf, op, 0)
 
     def _prefix(self, name, sendbuf, recvbuf, op, inclusive):
@@ -251,6 +268,10 @@ class NonblockingCollectives:
             name, op, send, receive, views, folded, me, block)
 
     def Ireduce_scatter_block(self, sendbuf, recvbuf, op=ops.SUM):
+        request = _fast_start(self._s.nbc, _KIND["Ireduce_scatter_block"], sendbuf, recvbuf,
+                              op, 0)
+        if request is not False:
+            return request
         return self._ireduce_scatter("Ireduce_scatter_block", sendbuf, recvbuf, op, None)
 
     def Ireduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=ops.SUM):
@@ -303,9 +324,9 @@ if atomic.BACKEND == "c":
                       request_type=_FastCollective, python_wait=Request.Wait,
                       python_test=Request.Test, in_place=constants.IN_PLACE)
     _fast_start = _native.nbc_start
-    _BARRIER, _BCAST, _REDUCE = _native.NBC_BARRIER, _native.NBC_BCAST, _native.NBC_REDUCE
-    _ALLREDUCE, _ALLGATHER = _native.NBC_ALLREDUCE, _native.NBC_ALLGATHER
+    # the C path numbers its kinds by their names' order in NBC_KINDS
+    _KIND = {name: number for number, name in enumerate(_native.NBC_KINDS)}
 else:
     def _fast_start(*args):
         return False
-    _BARRIER = _BCAST = _REDUCE = _ALLREDUCE = _ALLGATHER = None
+    _KIND = collections.defaultdict(type(None))     # any kind: no C path

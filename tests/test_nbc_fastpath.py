@@ -1,7 +1,7 @@
 """The nonblocking collectives' C path (shmrma/csrc/nbc.c) against the Python path.
 
-Ibarrier, Ibcast, Ireduce, Iallreduce and Iallgather of plain buffers whose
-streams fit a slot start in C on the channel of nbcarea.py, and their Wait and
+Every nonblocking collective but the vector forms and Ireduce_scatter, on plain
+buffers whose streams fit a slot, starts in C on the channel of nbcarea.py, and their Wait and
 Test read the others' slots in C. Every scenario runs with the fast paths on at
 every rank, off at every rank, and on at even ranks only (both paths meet in one
 collective, and C operations sit among Python ones on one channel), and must end
@@ -93,7 +93,68 @@ def _scenarios(comm):
         MPI.Request.Waitall(requests)
         return [out[0] for out in outs]
 
+    def gather(n, root, in_place=False, count=None):
+        send = np.arange(count or n, dtype="i4") + 100 * rank
+        out = np.full(n * size, -1, "i4") if rank == root else None
+        if in_place and rank == root:
+            out[rank * n:(rank + 1) * n] = send
+            send = MPI.IN_PLACE
+        comm.Igather(send, out, root).Wait()
+        return out
+
+    def scatter(n, root, in_place=False, count=None):
+        send = np.arange(n * size, dtype="f4") + 0.5 if rank == root else None
+        out = np.full(count or n, -1, "f4")
+        comm.Iscatter(send, MPI.IN_PLACE if in_place and rank == root else out, root).Wait()
+        return out
+
+    def alltoall(n, in_place=False, count=None):
+        send = np.arange(n * size, dtype="u2") + 1000 * rank
+        out = np.zeros((count or n) * size, "u2")
+        if in_place:
+            comm.Ialltoall(MPI.IN_PLACE, send).Wait()
+            return send
+        comm.Ialltoall(send, out).Wait()
+        return out
+
+    def scan(n, inclusive=True, in_place=False, op=MPI.SUM):
+        send = np.arange(n, dtype="f8") * (rank + 1) - rank
+        out = np.full(n, -7.0)
+        start = comm.Iscan if inclusive else comm.Iexscan
+        if in_place:
+            start(MPI.IN_PLACE, send, op).Wait()
+            return send
+        start(send, out, op).Wait()
+        return out
+
+    def reduce_scatter_block(n, in_place=False, op=MPI.SUM):
+        send = np.arange(n * size, dtype="i8") * (rank + 2)
+        out = np.zeros(n, "i8")
+        if in_place:
+            comm.Ireduce_scatter_block(MPI.IN_PLACE, send, op).Wait()
+            return send[:n]
+        comm.Ireduce_scatter_block(send, out, op).Wait()
+        return out
+
     return {
+        "Igather": lambda: gather(3, last),
+        "Igather in place": lambda: gather(2, 0, in_place=True),
+        "Igather mismatch": lambda: gather(2, 0, count=3 if rank == last else 2),
+        "Iscatter": lambda: scatter(3, last),
+        "Iscatter in place": lambda: scatter(2, 0, in_place=True),
+        "Iscatter short receive": lambda: scatter(4, 0, count=3 if rank == last else 4),
+        "Iscatter large": lambda: scatter(30000, 0),     # the root's stream in its outbox
+        "Ialltoall": lambda: alltoall(3),
+        "Ialltoall in place": lambda: alltoall(2, in_place=True),
+        "Ialltoall mismatch": lambda: alltoall(2, count=3 if rank == 0 else 2),
+        "Ialltoall large": lambda: alltoall(40000),
+        "Iscan": lambda: scan(3),
+        "Iscan in place": lambda: scan(4, in_place=True, op=MPI.PROD),
+        "Iexscan": lambda: scan(2, inclusive=False, op=MPI.MAX),
+        "Iexscan in place": lambda: scan(3, inclusive=False, in_place=True),
+        "Iscan mismatch": lambda: scan(2 if rank == 0 else 3),
+        "Ireduce_scatter_block": lambda: reduce_scatter_block(3),
+        "Ireduce_scatter_block in place": lambda: reduce_scatter_block(2, True, MPI.BOR),
         "Ibarrier": lambda: comm.Ibarrier().Wait(),
         "Ibcast small": lambda: bcast(4, last),
         "Ibcast large": lambda: bcast(40000, 0),          # the root's stream in its outbox
@@ -149,10 +210,22 @@ def test_the_c_path_takes_the_common_cases():
         taken, outcomes = fast[1], fast[0]
         for name in ("Ibarrier", "Ibcast small", "Iallreduce small", "Iallreduce in place",
                      "Iallreduce NaN", "Ireduce root 0", "Ireduce root last", "Iallgather",
-                     "Iallgather in place", "Test loop"):
+                     "Iallgather in place", "Test loop", "Igather", "Igather in place",
+                     "Iscatter", "Iscatter in place", "Ialltoall", "Ialltoall in place", "Iscan",
+                     "Iscan in place", "Iexscan", "Iexscan in place", "Ireduce_scatter_block",
+                     "Ireduce_scatter_block in place"):
             assert taken[name] == [True], (rank, name, taken[name])
             assert outcomes[name][0] == "ok", (rank, name, outcomes[name])
         assert taken["Iallreduce large"] == [False]
+        assert taken["Ialltoall large"] == [False]
+        assert taken["Iscatter large"] == [rank != 0]
+        # a rank whose own buffers disagree misses (Python raises); the others read
+        assert taken["Ialltoall mismatch"] == [rank != 0]
+        assert taken["Iscatter short receive"] == [True]
+        for name in ("Igather mismatch", "Iscatter short receive", "Ialltoall mismatch",
+                     "Iscan mismatch"):
+            assert any(outcome[0] == "MPI.Exception" for outcome in
+                       [results[r][0][0][name] for r in range(3)]), name
         # the root's 320 KB stream goes to its outbox (Python); the others read it in C
         assert taken["Ibcast large"] == [rank != 0]
         assert taken["Ibcast bad root"] == [False]

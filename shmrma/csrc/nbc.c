@@ -43,20 +43,32 @@ typedef struct {
     PyObject *operations;           /* a list, in step order */
 } ChannelCore;
 
-enum { BARRIER, BCAST, REDUCE, ALLREDUCE, ALLGATHER };
+enum { BARRIER, BCAST, REDUCE, ALLREDUCE, ALLGATHER, GATHER, SCATTER, ALLTOALL, SCAN, EXSCAN,
+       REDUCE_SCATTER_BLOCK, KINDS };
 static const char *const KIND_NAMES[] = {"Ibarrier", "Ibcast", "Ireduce", "Iallreduce",
-                                         "Iallgather"};
+                                         "Iallgather", "Igather", "Iscatter", "Ialltoall",
+                                         "Iscan", "Iexscan", "Ireduce_scatter_block"};
+
+#define FOLDS(kind) ((kind) == REDUCE || (kind) == ALLREDUCE || (kind) == SCAN || \
+                     (kind) == EXSCAN || (kind) == REDUCE_SCATTER_BLOCK)
+#define TABLED(kind) ((kind) == SCATTER || (kind) == ALLTOALL)
 
 typedef struct {
     PyObject_HEAD
     ChannelCore *channel;
     long long step;
-    int kind, root, op, etype, unit;
+    int kind, root, op, etype;
     int deposited, read, null_;
     Pair io;                        /* held until read */
-    Py_ssize_t part;                /* Iallgather: bytes of one member's part */
+    Py_ssize_t part;                /* the parts' bytes (gathers, scatters, alltoall) */
+    int last;                       /* folds: ranks [0, last) are folded */
+    Py_ssize_t low, high;           /* folds: the bytes of each vector folded */
     PyObject *error;
 } NbcOp;
+
+typedef struct {                    /* an entry of a stream's table (collective.TABLE) */
+    int64_t offset, length;
+} TableEntry;
 
 static PyTypeObject ChannelCoreType, NbcOpType;
 
@@ -337,9 +349,10 @@ stream_at(NbcOp *o, int rank, Py_buffer *view, int *held)
     return view->buf;
 }
 
-/* Copy or fold (fold_op >= 0: into = into op stream) rank's stream into `into`. */
+/* Copy or fold (fold_op >= 0: into = into op stream) len bytes of rank's
+ * stream from `from` into `into`. */
 static int
-use_stream(NbcOp *o, int rank, char *into, Py_ssize_t len, int fold_op)
+use_stream(NbcOp *o, int rank, Py_ssize_t from, char *into, Py_ssize_t len, int fold_op)
 {
     Py_buffer view;
     int held;
@@ -347,11 +360,34 @@ use_stream(NbcOp *o, int rank, char *into, Py_ssize_t len, int fold_op)
     if (data == NULL)
         return -1;
     if (fold_op < 0)
-        memcpy(into, data, (size_t)len);
+        memcpy(into, data + from, (size_t)len);
     else
-        fold_all(o->etype, fold_op, into, data, into, len);
+        fold_all(o->etype, fold_op, into, data + from, into, len);
     if (held)
         PyBuffer_Release(&view);
+    return 0;
+}
+
+/* Where part `index` of rank's table stream lies: *from and *len, as Python's
+ * nonblocking._table_part slices it (nothing when the table is short). */
+static int
+table_entry(NbcOp *o, int rank, int index, Py_ssize_t *from, Py_ssize_t *len)
+{
+    Py_buffer view;
+    int held;
+    int64_t size = header_of(o->channel, rank, o->step)->length;
+    TableEntry e = {0, 0};
+    const char *data = stream_at(o, rank, &view, &held);
+    if (data == NULL)
+        return -1;
+    if (size >= (int64_t)((index + 1) * sizeof(TableEntry)))
+        memcpy(&e, data + index * sizeof(TableEntry), sizeof(e));
+    if (held)
+        PyBuffer_Release(&view);
+    if (e.offset < 0 || e.offset > size || e.length < 0)
+        e.offset = e.length = 0;
+    *from = (Py_ssize_t)e.offset;
+    *len = (Py_ssize_t)(e.length < size - e.offset ? e.length : size - e.offset);
     return 0;
 }
 
@@ -369,21 +405,39 @@ source_ok(NbcOp *o, int rank, int64_t expected)
     return 1;
 }
 
-/* The sources this member reads: all others, the root, or none. */
+/* Does member `to` read member `from`'s stream? */
 static int
-reads_from(NbcOp *o, int rank)
+flows(NbcOp *o, int from, int to)
 {
-    ChannelCore *c = o->channel;
-    if (rank == c->me)
+    if (from == to)
         return 0;
     switch (o->kind) {
     case BCAST:
-        return rank == o->root;
+    case SCATTER:
+        return from == o->root;
     case REDUCE:
-        return c->me == o->root;
+    case GATHER:
+        return to == o->root;
+    case SCAN:
+    case EXSCAN:
+        return from < to;
     default:
         return 1;
     }
+}
+
+/* Does this member read rank's stream? */
+static int
+reads_from(NbcOp *o, int rank)
+{
+    return flows(o, rank, o->channel->me);
+}
+
+/* Does rank read this member's stream? */
+static int
+reader(NbcOp *o, int rank)
+{
+    return flows(o, o->channel->me, rank);
 }
 
 /* Check every source this member reads (all others, or the root): 1 when all
@@ -399,6 +453,30 @@ sources_ok(NbcOp *o, int64_t expected)
     return 1;
 }
 
+/* Part `index` of each source's table stream into its part of recv (`into`
+ * NULL: the one part the root sends, into recv). */
+static int
+take_parts(NbcOp *o, int index)
+{
+    ChannelCore *c = o->channel;
+    Py_ssize_t from, len;
+    int r;
+    for (r = 0; r < c->n; r++) {
+        char *into = o->kind == SCATTER ? o->io.recv.view.buf
+                                        : (char *)o->io.recv.view.buf + r * o->part;
+        if (!reads_from(o, r))
+            continue;
+        if (table_entry(o, r, index, &from, &len) < 0)
+            return -1;
+        if (len != o->part)
+            return fail_with(o, g_mismatch, "(siLL)", KIND_NAMES[o->kind], r, (long long)len,
+                             (long long)o->part);
+        if (use_stream(o, r, from, into, len, -1) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* The sources' streams into the receive buffer, every source being there. */
 static int
 take(NbcOp *o)
@@ -406,24 +484,40 @@ take(NbcOp *o)
     ChannelCore *c = o->channel;
     int r, ok;
     char *recv = o->io.has_recv ? o->io.recv.view.buf : NULL;
-    Py_ssize_t len = o->io.has_recv ? o->io.recv.view.len : 0;
-    if (o->kind == BARRIER || (o->kind == BCAST && c->me == o->root) ||
-            (o->kind == REDUCE && c->me != o->root))
-        return sources_ok(o, -1) < 0 ? -1 : 0;
-    if ((ok = sources_ok(o, o->kind == ALLGATHER ? o->part : len)) != 1)
+    int64_t expected = -1;
+    switch (o->kind) {
+    case BCAST:
+        expected = o->io.has_recv ? o->io.recv.view.len : -1;
+        break;
+    case ALLGATHER:
+    case GATHER:
+        expected = o->part;
+        break;
+    default:
+        if (FOLDS(o->kind))
+            expected = header_of(c, c->me, o->step)->length;
+    }
+    if ((ok = sources_ok(o, expected)) != 1)
         return ok;
     switch (o->kind) {
     case BCAST:
-        return use_stream(o, o->root, recv, len, -1);
+        return recv == NULL ? 0 : use_stream(o, o->root, 0, recv, expected, -1);
     case ALLGATHER:
+    case GATHER:
         for (r = 0; r < c->n; r++)
-            if (r != c->me && use_stream(o, r, recv + r * o->part, o->part, -1) < 0)
+            if (reads_from(o, r) && use_stream(o, r, 0, recv + r * o->part, o->part, -1) < 0)
                 return -1;
         return 0;
-    default:        /* REDUCE, ALLREDUCE: in rank order, this member's from its slot
-                     * (recv may be its send buffer) */
-        for (r = 0; r < c->n; r++)
-            if (use_stream(o, r, recv, len, r == 0 ? -1 : o->op) < 0)
+    case SCATTER:
+    case ALLTOALL:
+        return recv == NULL ? 0 : take_parts(o, c->me);
+    default:
+        if (!FOLDS(o->kind) || recv == NULL)
+            return 0;
+        /* ranks [0, last) in rank order, this member's vector from its own slot
+         * (recv may be its send buffer) */
+        for (r = 0; r < o->last; r++)
+            if (use_stream(o, r, o->low, recv, o->high - o->low, r == 0 ? -1 : o->op) < 0)
                 return -1;
         return 0;
     }
@@ -640,13 +734,76 @@ fast_channel(PyObject *obj)
     return c;
 }
 
-/* Parse the buffers of `kind` into o: 0, or -1 for a miss (nothing held). */
+/* recvbuf into o->io.recv (writable), cut in `parts` parts of o->part bytes. */
+static int
+recv_parts(NbcOp *o, PyObject *recvbuf, int parts)
+{
+    if (operand_get(recvbuf, 1, &o->io.recv) < 0)
+        return -1;
+    o->io.has_recv = 1;
+    if (o->io.recv.count % parts)
+        return -1;
+    o->part = o->io.recv.view.len / parts;
+    return 0;
+}
+
+/* sendbuf into o->io.send: `parts` parts of o->part bytes, apart from recv;
+ * IN_PLACE where `in_place`. */
+static int
+send_parts(NbcOp *o, PyObject *sendbuf, int parts, int in_place)
+{
+    if (sendbuf == g_in_place)
+        return in_place && o->io.has_recv ? 0 : -1;
+    if (operand_get(sendbuf, 0, &o->io.send) < 0)
+        return -1;
+    o->io.has_send = 1;
+    if (o->io.send.count % parts || o->io.send.view.len != o->part * parts)
+        return -1;
+    return o->io.has_recv && pair_overlaps(&o->io) ? -1 : 0;
+}
+
+/* A reduction's buffers (recvbuf holds one block of the vectors in `blocks`, the
+ * whole vector with IN_PLACE), its op, and the ranks and bytes folded. */
+static int
+fold_args(NbcOp *o, PyObject *sendbuf, PyObject *recvbuf, PyObject *op, int blocks)
+{
+    ChannelCore *c = o->channel;
+    int me = c->me, receives = o->kind != REDUCE || me == o->root;
+    Operand *mine;
+    if (receives && recv_parts(o, recvbuf, 1) < 0)
+        return -1;
+    if (sendbuf == g_in_place) {
+        if (!receives || o->io.recv.count % blocks)
+            return -1;
+        mine = &o->io.recv;
+    }
+    else {
+        if (operand_get(sendbuf, 0, &o->io.send) < 0)
+            return -1;
+        o->io.has_send = 1;
+        mine = &o->io.send;
+        if (receives && (o->io.send.code != o->io.recv.code ||
+                         o->io.send.view.len != o->io.recv.view.len * blocks ||
+                         pair_overlaps(&o->io)))
+            return -1;
+    }
+    o->etype = mine->etype;
+    o->op = op_code(op, o->etype, 0);
+    if (o->op < 0 || o->op == OP_REPLACE)
+        return -1;
+    o->last = !receives ? 0 : o->kind == SCAN ? me + 1 : o->kind == EXSCAN ? me : c->n;
+    o->low = o->kind == REDUCE_SCATTER_BLOCK ? me * (mine->view.len / blocks) : 0;
+    o->high = o->kind == REDUCE_SCATTER_BLOCK ? o->low + mine->view.len / blocks
+                                              : mine->view.len;
+    return 0;
+}
+
+/* Parse the buffers of o's kind into o: 0, or -1 for a miss (nothing touched). */
 static int
 start_args(NbcOp *o, PyObject *sendbuf, PyObject *recvbuf, PyObject *op)
 {
     ChannelCore *c = o->channel;
-    int me = c->me, root_side = o->root == me;
-    Operand *mine;
+    int me = c->me, root_side = o->root == me, n = c->n;
     switch (o->kind) {
     case BARRIER:
         return 0;
@@ -657,114 +814,141 @@ start_args(NbcOp *o, PyObject *sendbuf, PyObject *recvbuf, PyObject *op)
             o->io.has_send = 1;
         else
             o->io.has_recv = 1;
-        return (root_side ? o->io.send.view.len : 0) <= INLINE ? 0 : -1;
-    case ALLGATHER:
-        if (operand_get(recvbuf, 1, &o->io.recv) < 0)
-            return -1;
-        o->io.has_recv = 1;
-        if (o->io.recv.count % c->n)
-            return -1;
-        o->part = o->io.recv.view.len / c->n;
-        if (sendbuf != g_in_place) {
+        return 0;
+    case GATHER:
+        if (!root_side) {
             if (operand_get(sendbuf, 0, &o->io.send) < 0)
                 return -1;
             o->io.has_send = 1;
-            if (o->io.send.view.len != o->part ||
-                    pair_overlaps(&o->io))
-                return -1;
+            return 0;
         }
-        return o->part <= INLINE ? 0 : -1;
-    case REDUCE:
-    case ALLREDUCE:
-        if (o->kind == ALLREDUCE || root_side) {
+        /* fall through: the root takes its own part as an Allgather does */
+    case ALLGATHER:
+        return recv_parts(o, recvbuf, n) < 0 || send_parts(o, sendbuf, 1, 1) < 0 ? -1 : 0;
+    case SCATTER:
+        if (!root_side)
+            return recv_parts(o, recvbuf, 1);
+        if (operand_get(sendbuf, 0, &o->io.send) < 0)
+            return -1;
+        o->io.has_send = 1;
+        if (o->io.send.count % n)
+            return -1;
+        o->part = o->io.send.view.len / n;
+        if (recvbuf != g_in_place) {
             if (operand_get(recvbuf, 1, &o->io.recv) < 0)
                 return -1;
             o->io.has_recv = 1;
-        }
-        if (sendbuf == g_in_place) {
-            if (!o->io.has_recv)
-                return -1;
-            mine = &o->io.recv;
-        }
-        else {
-            if (operand_get(sendbuf, 0, &o->io.send) < 0)
-                return -1;
-            o->io.has_send = 1;
-            mine = &o->io.send;
-            if (o->io.has_recv && (o->io.send.code != o->io.recv.code ||
-                                o->io.send.view.len != o->io.recv.view.len ||
-                                pair_overlaps(&o->io)))
+            if (o->io.recv.view.len != o->part || pair_overlaps(&o->io))
                 return -1;
         }
-        o->etype = mine->etype;
-        o->op = op_code(op, o->etype, 0);
-        if (o->op < 0 || o->op == OP_REPLACE || mine->view.len > INLINE)
-            return -1;
         return 0;
+    case ALLTOALL:
+        return recv_parts(o, recvbuf, n) < 0 || send_parts(o, sendbuf, n, 1) < 0 ? -1 : 0;
+    default:
+        return fold_args(o, sendbuf, recvbuf, op, o->kind == REDUCE_SCATTER_BLOCK ? n : 1);
     }
-    return -1;
 }
 
-/* What this member deposits: (data, length). */
+/* This member's own part into its receive buffer, where Python's plan puts it
+ * at the call (send buffer given, not IN_PLACE). */
 static void
-stream_of(NbcOp *o, const char **data, Py_ssize_t *len)
+take_own(NbcOp *o)
+{
+    int me = o->channel->me;
+    const char *own;
+    if (!o->io.has_send || !o->io.has_recv)
+        return;
+    switch (o->kind) {
+    case GATHER:
+    case ALLGATHER:
+        own = o->io.send.view.buf;
+        break;
+    case SCATTER:
+    case ALLTOALL:
+        own = (char *)o->io.send.view.buf + me * o->part;
+        break;
+    default:
+        return;
+    }
+    memcpy(o->kind == SCATTER ? (char *)o->io.recv.view.buf
+                              : (char *)o->io.recv.view.buf + me * o->part, own,
+           (size_t)o->part);
+}
+
+/* What this member deposits: (data, length), after a table of its parts for
+ * Iscatter's root and Ialltoall (*table set). */
+static void
+stream_of(NbcOp *o, const char **data, Py_ssize_t *len, int *table)
 {
     ChannelCore *c = o->channel;
+    Pair *io = &o->io;
     *data = NULL;
     *len = 0;
+    *table = 0;
     switch (o->kind) {
+    case BARRIER:
+        return;
     case BCAST:
-        if (o->io.has_send) {
-            *data = o->io.send.view.buf;
-            *len = o->io.send.view.len;
+    case GATHER:
+        if (io->has_send && (o->kind == BCAST || c->me != o->root)) {
+            *data = io->send.view.buf;
+            *len = io->send.view.len;
         }
         return;
     case ALLGATHER:
-        *data = o->io.has_send ? (char *)o->io.send.view.buf
-                            : (char *)o->io.recv.view.buf + c->me * o->part;
+        *data = io->has_send ? (char *)io->send.view.buf
+                             : (char *)io->recv.view.buf + c->me * o->part;
         *len = o->part;
         return;
-    case REDUCE:
-    case ALLREDUCE:
-        *data = o->io.has_send ? o->io.send.view.buf : o->io.recv.view.buf;
-        *len = o->io.has_send ? o->io.send.view.len : o->io.recv.view.len;
+    case SCATTER:
+    case ALLTOALL:
+        if (o->kind == SCATTER && c->me != o->root)
+            return;
+        *table = 1;
+        *data = io->has_send ? io->send.view.buf : io->recv.view.buf;
+        *len = o->part * c->n;
         return;
+    default:        /* the folds: this member's whole vector */
+        *data = io->has_send ? io->send.view.buf : io->recv.view.buf;
+        *len = io->has_send ? io->send.view.len : io->recv.view.len;
     }
 }
 
-/* Is `rank` a reader of this member's stream? */
-static int
-reader(NbcOp *o, int rank)
+/* The bytes this member deposits, or -1 when they do not fit a slot. */
+static Py_ssize_t
+stream_bytes(NbcOp *o)
 {
-    ChannelCore *c = o->channel;
-    if (rank == c->me)
-        return 0;
-    switch (o->kind) {
-    case BCAST:
-        return c->me == o->root;
-    case REDUCE:
-        return rank == o->root;
-    default:
-        return 1;
-    }
+    const char *data;
+    Py_ssize_t len;
+    int table;
+    stream_of(o, &data, &len, &table);
+    len += table ? o->channel->n * (Py_ssize_t)sizeof(TableEntry) : 0;
+    return len <= INLINE ? len : -1;
 }
 
-/* Deposit o's stream in this member's slot of step, then ring its readers. */
+/* Deposit o's stream in this member's slot of its step, then ring its readers. */
 static void
 deposit(NbcOp *o)
 {
     ChannelCore *c = o->channel;
-    NbcHeader *h;
+    NbcHeader *h = header_of(c, c->me, o->step);
+    char *into = slot_of(c, c->me, o->step) + SLOT_HEADER;
     const char *data;
-    Py_ssize_t len;
-    int r;
-    stream_of(o, &data, &len);
-    h = header_of(c, c->me, o->step);
+    Py_ssize_t len, head = 0;
+    int r, table;
+    stream_of(o, &data, &len, &table);
+    if (table) {        /* collective._parts_stream: (offset, length) of each part */
+        head = c->n * (Py_ssize_t)sizeof(TableEntry);
+        for (r = 0; r < c->n; r++) {
+            TableEntry e = {head + r * o->part, o->part};
+            memcpy(into + r * sizeof(e), &e, sizeof(e));
+        }
+    }
     h->error = 0;
-    h->length = len;
+    h->length = head + len;
     h->generation = h->offset = h->size = 0;
     if (len)
-        memcpy(slot_of(c, c->me, o->step) + SLOT_HEADER, data, (size_t)len);
+        memcpy(into + head, data, (size_t)len);
     __atomic_store_n(&h->ready, (int32_t)(uint32_t)o->step, SC);
     for (r = 0; r < c->n; r++)
         if (reader(o, r))
@@ -780,10 +964,12 @@ n_nbc_start(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     long kind, root = 0;
     if (check_nargs("nbc_start", nargs, 6) < 0)
         return NULL;
-    if (!(c = fast_channel(args[0])) || (kind = plain_int(args[1])) < 0 || kind > ALLGATHER)
+    if (!(c = fast_channel(args[0])) || (kind = plain_int(args[1])) < 0 || kind >= KINDS)
         Py_RETURN_FALSE;
-    if ((kind == BCAST || kind == REDUCE) &&
+    if ((kind == BCAST || kind == REDUCE || kind == GATHER || kind == SCATTER) &&
             ((root = plain_int(args[5])) < 0 || root >= c->n))
+        Py_RETURN_FALSE;
+    if (TABLED(kind) && c->n * (Py_ssize_t)sizeof(TableEntry) > INLINE)
         Py_RETURN_FALSE;
     o = (NbcOp *)((PyTypeObject *)g_request_type)->tp_alloc((PyTypeObject *)g_request_type, 0);
     if (o == NULL)
@@ -792,12 +978,11 @@ n_nbc_start(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     o->channel = c;
     o->kind = (int)kind;
     o->root = (int)root;
-    if (start_args(o, args[2], args[3], args[4]) < 0) {
+    if (start_args(o, args[2], args[3], args[4]) < 0 || stream_bytes(o) < 0) {
         Py_DECREF(o);
         Py_RETURN_FALSE;
     }
-    if (o->kind == ALLGATHER && o->io.has_send)    /* this member's part, as Python's plan */
-        memcpy((char *)o->io.recv.view.buf + c->me * o->part, o->io.send.view.buf, (size_t)o->part);
+    take_own(o);
     o->step = ++c->started;
     c->deposited = c->started;
     o->deposited = 1;
@@ -866,11 +1051,20 @@ nbc_init(PyObject *module)
             return -1;
         }
     }
-    if (PyModule_AddIntConstant(module, "NBC_BARRIER", BARRIER) < 0 ||
-            PyModule_AddIntConstant(module, "NBC_BCAST", BCAST) < 0 ||
-            PyModule_AddIntConstant(module, "NBC_REDUCE", REDUCE) < 0 ||
-            PyModule_AddIntConstant(module, "NBC_ALLREDUCE", ALLREDUCE) < 0 ||
-            PyModule_AddIntConstant(module, "NBC_ALLGATHER", ALLGATHER) < 0)
+    PyObject *kinds = PyTuple_New(KINDS);
+    if (kinds == NULL)
         return -1;
+    for (i = 0; i < KINDS; i++) {
+        PyObject *name = PyUnicode_FromString(KIND_NAMES[i]);
+        if (name == NULL) {
+            Py_DECREF(kinds);
+            return -1;
+        }
+        PyTuple_SET_ITEM(kinds, i, name);
+    }
+    if (PyModule_AddObject(module, "NBC_KINDS", kinds) < 0) {
+        Py_DECREF(kinds);
+        return -1;
+    }
     return PyModule_AddFunctions(module, nbc_functions);
 }
