@@ -30,7 +30,8 @@ setup(
     ext_modules=[Extension(
         "shmrma._native", ["shmrma/_native.c", "shmrma/csrc/transport.c",
                             "shmrma/csrc/collectives.c", "shmrma/csrc/pickles.c",
-                            "shmrma/csrc/nbc.c"],
+                            "shmrma/csrc/nbc.c", "shmrma/csrc/counters.c",
+                            "shmrma/csrc/winbarrier.c"],
         depends=["shmrma/csrc/native.h"],
         extra_compile_args=["-O2", "-std=c11"])],
     cmdclass={"build_ext": OptionalBuildExt},

@@ -321,6 +321,23 @@ wait_changed(int32_t *cell, int32_t old, double timeout, int32_t *out)
 }
 
 int
+wait_bell(int32_t *bell, int (*poll)(void *), void *arg, double slice)
+{
+    int64_t deadline = now_ns() + (int64_t)(slice * 1e9);
+    for (;;) {
+        int32_t seen, rung = __atomic_load_n(bell, SC);
+        int64_t left;
+        int rc = poll(arg);
+        if (rc != 0)
+            return rc;
+        if ((left = deadline - now_ns()) <= 0)
+            return 0;
+        if (wait_changed(bell, rung, left * 1e-9, &seen) < 0)
+            return -1;
+    }
+}
+
+int
 get_timeout(PyObject *obj, const char *fname, double *out)
 {
     double timeout = PyFloat_AsDouble(obj);
@@ -552,48 +569,6 @@ n_set_wait_params(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
  * lock_all, and which ranks a Lock epoch covers).
  */
 
-/* The kinds of RMA call, as the proposal's MODE_WIN_PUT/GET/ACCUMULATE bits. */
-enum { KIND_PUT = 1, KIND_GET = 2, KIND_ACCUMULATE = 4 };
-
-/* What a Lock epoch to a target holds (FastTarget.locked). */
-enum { HELD_NONE, HELD_NOCHECK, HELD_SHARED, HELD_EXCLUSIVE };
-
-typedef struct {
-    char *base;                 /* NULL: not mapped here, every call misses */
-    Py_ssize_t size;
-    Py_ssize_t unit;            /* disp_unit */
-    int32_t *acc_lock;          /* wait cell: 0 free, 1 held */
-    int locked;                 /* HELD_*: the Lock epoch open to this rank */
-    int started;                /* the open Start epoch's group holds this rank */
-    char *control;              /* the rank's control block; NULL: not set */
-    uint32_t posts_used;        /* Posts of this rank that our Starts matched */
-    int counter_kinds;          /* KIND_* an active Sync_ops request to the rank covers */
-} FastTarget;
-
-typedef struct {
-    PyObject_HEAD
-    Py_ssize_t n;
-    FastTarget *targets;
-    int open;                   /* 0 once the window is freed */
-    int fence_open;
-    int rma_since_fence;
-    int lock_all;
-    int nlocked;
-    int start_open;             /* a Start epoch is open, maybe with an empty group */
-    Py_ssize_t me;              /* this rank in the window; -1: sync not set up */
-    char *posts;                /* the post matrix: n x n wait cells, origin-major */
-    int32_t *bar_count;         /* the window communicator's barrier slot */
-    int32_t *bar_gen;
-    Py_ssize_t bar_size;
-    uint32_t completes_due;     /* Completes our Posts so far await (mod 2**32) */
-    PyObject *post_group;       /* the open Post's origins (a tuple), or None */
-    PyObject *groups;           /* group handle -> window ranks (window.window_ranks) */
-    int ncounter;               /* targets with an active Sync_ops request (counter epochs) */
-    uint32_t barrier_seq;       /* window barriers (Ibarrier) this rank entered */
-    int barrier_pending;        /* some member may not have entered barrier_seq yet */
-} WinTable;
-
-static PyTypeObject WinTableType;
 
 int g_fast_enabled = 1;
 long g_proc_null = -1;
@@ -757,37 +732,31 @@ static PyObject *
 table_set_control(WinTable *t, PyObject *const *args, Py_ssize_t nargs)
 {
     FastTarget *slot;
-    void *control;
-    if (check_nargs("set_control", nargs, 2) < 0) return NULL;
+    void *control, *doorbell;
+    if (check_nargs("set_control", nargs, 3) < 0) return NULL;
     if (!(slot = table_slot(t, args[0]))) return NULL;
     if (!(control = get_addr(args[1], 64, "set_control"))) return NULL;
+    if (!(doorbell = get_addr(args[2], 8, "set_control"))) return NULL;
     slot->control = control;
+    slot->doorbell = doorbell;
     Py_RETURN_NONE;
 }
 
 static PyObject *
 table_set_sync(WinTable *t, PyObject *const *args, Py_ssize_t nargs)
 {
-    Py_ssize_t me, size;
-    void *posts, *count = NULL, *gen = NULL;
-    if (check_nargs("set_sync", nargs, 5) < 0) return NULL;
+    Py_ssize_t me;
+    void *posts;
+    if (check_nargs("set_sync", nargs, 2) < 0) return NULL;
     me = PyLong_AsSsize_t(args[0]);
     if (me == -1 && PyErr_Occurred()) return NULL;
     if (!(posts = get_addr(args[1], 8, "set_sync"))) return NULL;
-    size = PyLong_AsSsize_t(args[4]);
-    if (size == -1 && PyErr_Occurred()) return NULL;
-    if (size > 1 && (!(count = get_addr(args[2], 4, "set_sync")) ||
-                     !(gen = get_addr(args[3], 8, "set_sync"))))
-        return NULL;
-    if (me < 0 || me >= t->n || size < 1) {
-        PyErr_SetString(PyExc_ValueError, "set_sync(): bad rank or size");
+    if (me < 0 || me >= t->n) {
+        PyErr_SetString(PyExc_ValueError, "set_sync(): bad rank");
         return NULL;
     }
     t->me = me;
     t->posts = posts;
-    t->bar_count = count;
-    t->bar_gen = gen;
-    t->bar_size = size;
     Py_RETURN_NONE;
 }
 
@@ -803,16 +772,49 @@ table_set_started(WinTable *t, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
+void
+counter_epoch_change(WinTable *t, Py_ssize_t rank, int mode, int delta)
+{
+    FastTarget *slot = &t->targets[rank];
+    int bit, kinds = 0;
+    for (bit = 0; bit < 3; bit++) {
+        if (mode & (1 << bit))
+            slot->counter_modes[bit] += delta;
+        if (slot->counter_modes[bit] > 0)
+            kinds |= 1 << bit;
+    }
+    t->ncounter += (kinds != 0) - (slot->counter_kinds != 0);
+    slot->counter_kinds = kinds;
+}
+
+/* open_counter_epoch(rank, mode) / close_counter_epoch(rank, mode) */
 static PyObject *
-table_set_counter_kinds(WinTable *t, PyObject *const *args, Py_ssize_t nargs)
+table_counter_epoch(WinTable *t, PyObject *const *args, Py_ssize_t nargs, int delta)
 {
     FastTarget *slot;
-    long kinds;
-    if (slot_and_int(t, args, nargs, "set_counter_kinds", &slot, &kinds) < 0) return NULL;
-    kinds &= KIND_PUT | KIND_GET | KIND_ACCUMULATE;
-    t->ncounter += (kinds != 0) - (slot->counter_kinds != 0);
-    slot->counter_kinds = (int)kinds;
+    long mode;
+    if (slot_and_int(t, args, nargs, "counter_epoch", &slot, &mode) < 0) return NULL;
+    counter_epoch_change(t, slot - t->targets, (int)mode, delta);
     Py_RETURN_NONE;
+}
+
+static PyObject *
+table_open_counter_epoch(WinTable *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    return table_counter_epoch(t, args, nargs, 1);
+}
+
+static PyObject *
+table_close_counter_epoch(WinTable *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    return table_counter_epoch(t, args, nargs, -1);
+}
+
+static PyObject *
+table_counter_kinds(WinTable *t, PyObject *rank)
+{
+    FastTarget *slot = table_slot(t, rank);
+    return slot ? PyLong_FromLong(slot->counter_kinds) : NULL;
 }
 
 static PyObject *
@@ -832,9 +834,13 @@ static PyMethodDef table_methods[] = {
      "set_locked(rank, flag): a Lock epoch to the rank opened (True) or closed."},
     {"set_started", (PyCFunction)(void (*)(void))table_set_started, METH_FASTCALL,
      "set_started(rank, flag): a Start epoch whose group holds the rank opened or closed."},
-    {"set_counter_kinds", (PyCFunction)(void (*)(void))table_set_counter_kinds,
-     METH_FASTCALL, "set_counter_kinds(rank, kinds): the RMA kinds (MODE_WIN_* bits) "
-     "that active Sync_ops requests to the rank cover."},
+    {"open_counter_epoch", (PyCFunction)(void (*)(void))table_open_counter_epoch,
+     METH_FASTCALL, "open_counter_epoch(rank, mode): a Sync_ops request of mode "
+     "(MODE_WIN_* bits) to the rank started (A14)."},
+    {"close_counter_epoch", (PyCFunction)(void (*)(void))table_close_counter_epoch,
+     METH_FASTCALL, "close_counter_epoch(rank, mode): one such request completed."},
+    {"counter_kinds", (PyCFunction)table_counter_kinds, METH_O,
+     "counter_kinds(rank) -> the MODE_WIN_* bits the active Sync_ops requests to it cover."},
     {"locked", (PyCFunction)table_locked, METH_O,
      "locked(rank) -> 0 none, 1 Lock with NOCHECK, 2 shared, 3 exclusive."},
     {"started", (PyCFunction)table_started, METH_O,
@@ -846,9 +852,9 @@ static PyMethodDef table_methods[] = {
     {"use_post", (PyCFunction)table_use_post, METH_O,
      "use_post(rank) -> the count of the rank's Posts matched before this one."},
     {"set_control", (PyCFunction)(void (*)(void))table_set_control, METH_FASTCALL,
-     "set_control(rank, address): the rank's control block."},
+     "set_control(rank, address, doorbell): the rank's control block and doorbell."},
     {"set_sync", (PyCFunction)(void (*)(void))table_set_sync, METH_FASTCALL,
-     "set_sync(me, post_matrix, barrier_count, barrier_generation, comm_size)."},
+     "set_sync(me, post_matrix): this rank and the post matrix."},
     {"close", (PyCFunction)table_close, METH_NOARGS,
      "close(): the window is freed; every call misses from now on."},
     {NULL, NULL, 0, NULL}
@@ -871,11 +877,15 @@ static PyMemberDef table_members[] = {
     {"groups", T_OBJECT, offsetof(WinTable, groups), READONLY,
      "group handle -> window ranks, filled by window.window_ranks"},
     {"nlocked", T_INT, offsetof(WinTable, nlocked), READONLY, "open Lock epochs"},
+    {"ncounter", T_INT, offsetof(WinTable, ncounter), READONLY,
+     "targets with an active Sync_ops request"},
+    {"sync_active", T_INT, offsetof(WinTable, sync_active), 0,
+     "started synchronization requests not yet completed (Win.Free refuses)"},
     {"open", T_INT, offsetof(WinTable, open), READONLY, "not yet closed"},
     {NULL, 0, 0, 0, NULL}
 };
 
-static PyTypeObject WinTableType = {
+PyTypeObject WinTableType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "shmrma._native.WinTable",
     .tp_basicsize = sizeof(WinTable),
@@ -925,12 +935,12 @@ static PyTypeObject BufferExporterType = {
 
 /* Offsets of the words of a rank's control block (shmrma/control.py), given by
  * rma_sync_setup(). */
-static Py_ssize_t g_off_ticket, g_off_read, g_off_write, g_off_completes, g_off_exposed,
-    g_off_entered;
+static Py_ssize_t g_off_ticket, g_off_read, g_off_write, g_off_completes, g_off_exposed;
+Py_ssize_t g_off_entered;
 
 /* Has rank entered the window barrier this rank entered last (Ibarrier, A3)? */
-static int
-barrier_entered(WinTable *t, long rank)
+int
+barrier_entered(WinTable *t, Py_ssize_t rank)
 {
     char *control = t->targets[rank].control;
     uint32_t entered;
@@ -1554,15 +1564,10 @@ op_name_tuple(void)
 
 #define LOCK_EXCLUSIVE 234
 #define LOCK_SHARED 235
-#define MODE_NOCHECK 1024
-#define MODE_NOPRECEDE 8192
-#define MODE_NOSUCCEED 16384
-#define ALL_MODES (1024 | 2048 | 4096 | 8192 | 16384)
 
 /* Spins of a wait before it is handed to Python (which spins again, yields
  * and sleeps, with its checks): long enough for a peer that is running, a
  * few microseconds. */
-#define SYNC_SPIN_NS (g_spin * 1000)   /* the wait policy's spin */
 
 
 #define WORD(control, off) ((int32_t *)((control) + (off)))
@@ -1595,6 +1600,31 @@ spin_while(int32_t *cell, int32_t old)
     return spin_on(cell, old, 0);
 }
 
+int
+no_status(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    return (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0) &&
+        (nargs == 0 || args[0] == Py_None);
+}
+
+PyObject *
+request_python_path(PyObject *method, PyObject *self, PyObject *const *args,
+                    Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *call[3];
+    Py_ssize_t i, total = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+    if (total > 1) {
+        PyErr_SetString(PyExc_TypeError, "Wait()/Test() take at most one argument (status)");
+        return NULL;
+    }
+    call[0] = NULL;
+    call[1] = self;
+    for (i = 0; i < total; i++)
+        call[2 + i] = args[i];
+    return PyObject_Vectorcall(method, call + 1, (1 + nargs) | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                               kwnames);
+}
+
 /* An exact int argument, or -1 (the arguments taken here are all >= 0). */
 long
 plain_int(PyObject *obj)
@@ -1609,7 +1639,7 @@ plain_int(PyObject *obj)
 }
 
 /* The table when sync calls may run on it here, else NULL. */
-static WinTable *
+WinTable *
 sync_table(PyObject *table)
 {
     WinTable *t = (WinTable *)table;
@@ -1758,38 +1788,6 @@ n_rma_unlock_all(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
             lock_release(t->targets[r].control, HELD_SHARED);
     t->lock_all = 0;
     DONE;
-}
-
-/* rma_fence(table, assertion) -> True, False, or the barrier generation this
- * rank arrived at and still waits for (the Python path waits, then closes). */
-static PyObject *
-n_rma_fence(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
-{
-    WinTable *t;
-    long assertion;
-    int32_t generation;
-    if (check_nargs("rma_fence", nargs, 2) < 0) return NULL;
-    if (!(t = sync_table(args[0])))
-        MISS;
-    assertion = plain_int(args[1]);
-    if (assertion < 0 || (assertion & ~ALL_MODES) || t->lock_all || t->nlocked ||
-            t->start_open || t->post_group != Py_None || t->ncounter ||
-            ((assertion & MODE_NOPRECEDE) && t->fence_open && t->rma_since_fence))
-        MISS;
-    __atomic_thread_fence(SC);
-    t->fence_open = !(assertion & MODE_NOSUCCEED);
-    t->rma_since_fence = 0;
-    if (t->bar_size < 2)
-        DONE;
-    generation = __atomic_load_n(t->bar_gen, SC);
-    if (__atomic_fetch_add(t->bar_count, 1, SC) + 1 >= t->bar_size) {
-        __atomic_store_n(t->bar_count, 0, SC);
-        cell_bump(t->bar_gen);
-        DONE;
-    }
-    if (spin_while(t->bar_gen, generation) == 0)
-        DONE;
-    return PyLong_FromLong(generation);
 }
 
 static inline int32_t *
@@ -2039,7 +2037,6 @@ static PyMethodDef native_methods[] = {
     FC(rma_unlock, "rma_unlock(table, rank) -> bool."),
     FC(rma_lock_all, "rma_lock_all(table, assertion) -> True, False or (rank, ticket)."),
     FC(rma_unlock_all, "rma_unlock_all(table) -> bool."),
-    FC(rma_fence, "rma_fence(table, assertion) -> True, False or the awaited generation."),
     FC(rma_start, "rma_start(table, group, assertion) -> bool."),
     FC(rma_complete, "rma_complete(table) -> bool."),
     FC(rma_post, "rma_post(table, group, assertion) -> bool."),
@@ -2091,7 +2088,7 @@ PyInit__native(void)
         return NULL;
     }
     if (transport_init(mod) < 0 || collectives_init(mod) < 0 || pickles_init(mod) < 0 ||
-            nbc_init(mod) < 0) {
+            nbc_init(mod) < 0 || counters_init(mod) < 0 || winbarrier_init(mod) < 0) {
         Py_DECREF(mod);
         return NULL;
     }

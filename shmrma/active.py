@@ -18,10 +18,10 @@ and are compared by difference.
 """
 from .control import (COUNT_WRAP, OFF_COMPLETES, OFF_EXPOSED, OFF_LOCK_TICKET, OFF_LOCK_WRITE,
                       count_reached)
-from . import atomic, errors, fastpath, job
+from . import atomic, errors, fastpath, job, winbarrier
 from .assertions import MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOSUCCEED, checked
 
-_fast_fence, _fast_start, _fast_complete = fastpath.fence, fastpath.start, fastpath.complete
+_fast_start, _fast_complete = fastpath.start, fastpath.complete
 _fast_post, _fast_wait, _fast_test = fastpath.post, fastpath.wait, fastpath.test
 
 
@@ -31,18 +31,8 @@ class ActiveTarget:
     _sync = None    # the window's fastpath table (window.Win._from_state sets it)
 
     def Fence(self, assertion=0):
-        done = _fast_fence(self._sync, assertion)
-        if done is True:
-            return
-        state = self._s
-        if done is not False:   # arrived at the barrier; the epoch is already switched
-            _await_barrier(state, done)
-            return
-        assertion = checked(assertion, "Fence")
-        state.epoch.before_fence(bool(assertion & MODE_NOPRECEDE))
-        atomic.fence()
-        state.comm.Barrier()
-        state.epoch.after_fence(bool(assertion & MODE_NOSUCCEED))
+        # every RMA call is complete when it returns: a Fence is the window barrier
+        winbarrier.barrier(self._s, self._sync, assertion, "Fence")
 
     # --- access epochs: Start and Complete ---
     def Start(self, group, assertion=0):
@@ -118,13 +108,6 @@ def _end_exposure(state):
     atomic.fence()      # the origins' RMA are visible to local loads (R88)
     atomic.store32(state.control_of(state.rank) + OFF_EXPOSED, 0)
     state.epoch.table.post_group = None
-
-
-def _await_barrier(state, generation):
-    """Finish a Fence whose barrier arrival the fast path made: wait for the release."""
-    from .comm import barrier_cells
-    job.wait_cell(barrier_cells(state.comm._s)[1], generation,
-                  "Fence on a window of %d ranks" % len(state.sizes), state.world_ranks)
 
 
 def _completes_cell(state):

@@ -68,8 +68,7 @@ def release_slot(world, slot, references=1):
 
 
 def barrier_cells(state):
-    """(arrival count, generation wait cell) of the communicator's counting barrier,
-    which a window's Fence uses too (its fast path in C)."""
+    """(arrival count, generation wait cell) of the communicator's counting barrier."""
     address = job.current().slot_address(state.slot)
     return address + job.OFF_SLOT_COUNT, address + job.OFF_SLOT_GENERATION
 

@@ -25,7 +25,7 @@ import weakref
 import posix_ipc
 
 from . import atomic, errors, info as infos, job, segments
-from .request import Prequest, Status
+from .request import Prequest, Request, Status
 from .synchandle import SYNC_NULL, Sync  # noqa: F401 (SYNC_NULL re-exported)
 
 MODE_WIN_PUT = 1
@@ -37,14 +37,22 @@ COUNTERS_PER_SEGMENT = 64
 SEGMENT_BYTES = COUNTERS_PER_SEGMENT * COUNTER_BYTES
 OFF_GENERATION = 8          # in a counter's line: allocations + frees (odd while allocated)
 OFF_OWNER = 12              # in a counter's line: the rank that allocated it (A25)
+COUNT_MAX = 2**31 - 1       # a counter is a signed 32-bit word
 POLL_PER_SPIN = 32          # a Sync_object Wait polls 32 x SHMRMA_SPIN times, then sleeps
 
-# the RMA calls of each mode (rma.Communication names them this way)
-_KIND_OF_CALL = {"Put": MODE_WIN_PUT, "Get": MODE_WIN_GET}
 
+if atomic.BACKEND == "c":
+    from . import _native
+    _native.counters_setup(OFF_GENERATION, job.WAIT_SLICE, Request.Wait, Request.Test)
+    _SyncCore = _native.SyncCore
+    SYNC_OPS, SYNC_OBJECT = _native.SYNC_OPS, _native.SYNC_OBJECT
+else:
+    class _SyncCore:
+        """csrc/counters.c's SyncCore on the fallback: every call takes the Python path."""
 
-def kind_of(call):
-    return _KIND_OF_CALL.get(call, MODE_WIN_ACCUMULATE)
+        def Start(self):
+            self._start()
+    SYNC_OPS, SYNC_OBJECT = 1, 2
 
 
 class Counters:
@@ -56,7 +64,6 @@ class Counters:
         self.owned = []             # segments this rank created
         self.free_slots = []        # (segment name, slot)
         self.mapped = {}            # segment name -> Segment
-        self.active = {}            # id -> started, uncompleted request (Win.Free checks)
         self.requests = weakref.WeakValueDictionary()  # id -> request not freed (Change_comm)
         self.allocated = 0          # counters handed out and not freed
 
@@ -120,22 +127,28 @@ class Counters:
         self.owned, self.mapped, self.free_slots = [], {}, []
 
 
-class _SyncRequest(Prequest):
-    _null = False
-    _done = True            # inactive: nothing to wait for
+class _SyncRequest(_SyncCore, Prequest):
+    """Start, Wait and Test run in C (csrc/counters.c) and come here when C declines;
+    the request's state lives in SyncCore's fields, which both read and write."""
+
     _persistent = True
 
-    def __init__(self, state):
+    def __init__(self, state, kind, counter, restart):
         self._state = state
+        self._table = state.epoch.table
         state.counters.requests[id(self)] = self
+        self._null = False
+        self._done = True       # inactive: nothing to wait for
         self._active = False
         self._completed = False     # completed since its last Start (A23: Free allowed)
+        self._counter, self._restart = counter, restart
+        self._kind = kind       # last: C takes the calls once the fields are set
 
     @property
     def _inactive(self):
         return not self._active
 
-    def Start(self):
+    def _start(self):
         state = self._state
         if self._null:
             errors.fail(errors.ERR_REQUEST, "Start on a freed synchronization request")
@@ -146,11 +159,11 @@ class _SyncRequest(Prequest):
             errors.fail(errors.ERR_WIN, "Start: the window of this request was freed")
         self._arm()
         self._active, self._completed = True, False
-        state.counters.active[id(self)] = self
+        state.epoch.table.sync_active += 1
 
     def _deactivate(self):
         self._active = False
-        self._state.counters.active.pop(id(self), None)
+        self._state.epoch.table.sync_active -= 1
 
     def _peers(self):
         return self._state.world_ranks
@@ -190,11 +203,9 @@ class SyncOpsRequest(_SyncRequest):
     """Sync_ops_init: signals its target's counter when Wait or Test completes it."""
 
     def __init__(self, state, target, mode, counter, generation, restart):
-        super().__init__(state)
-        self._target, self._mode, self._counter = target, mode, counter
-        self._generation = generation
-        self._restart = restart
-        self._owner_world = state.world_ranks[target]
+        self._target, self._mode, self._generation = target, mode, generation
+        self._doorbell = job.current().doorbell(state.world_ranks[target])
+        super().__init__(state, SYNC_OPS, counter, restart)
 
     def _arm(self):
         self._state.epoch.open_counter_epoch(self._target, self._mode)
@@ -213,22 +224,21 @@ class SyncOpsRequest(_SyncRequest):
                         "freed by its owner (rank %d); nothing was signalled (A25)"
                         % self._target)
         atomic.cell_add(self._counter, -1)
-        atomic.cell_add(job.current().doorbell(self._owner_world), 1)
+        atomic.cell_add(self._doorbell, 1)
         if not self._restart:
             self._deactivate()
 
     def _deactivate(self):
         super()._deactivate()
-        self._state.epoch.close_counter_epoch(self._target, self._mode)
+        self._state.epoch.table.close_counter_epoch(self._target, self._mode)
 
 
 class SyncObjectRequest(_SyncRequest):
     """Sync_object_init: complete when the local counter is back to 0."""
 
     def __init__(self, state, counter, count, restart):
-        super().__init__(state)
-        self._counter, self._count, self._restart = counter, count, restart
-        self._done = True
+        self._count = count
+        super().__init__(state, SYNC_OBJECT, counter, restart)
 
     def _arm(self, call="Start"):
         before = atomic.fetch_add32(self._counter, self._count)
@@ -385,8 +395,8 @@ class CounterCalls:
 
     def Free_sync_objects(self, syncs):
         state = self._s
-        waited_on = {request._counter for request in state.counters.active.values()
-                     if isinstance(request, SyncObjectRequest)}
+        waited_on = {request._counter for request in list(state.counters.requests.values())
+                     if isinstance(request, SyncObjectRequest) and request._active}
         for index, sync in enumerate(syncs):
             address = state.counters.address(sync, "Free_sync_objects")
             if sync.owner != state.rank:
@@ -413,6 +423,9 @@ class CounterCalls:
     def Sync_object_init(self, sync_counter, count, info=None):
         state = self._s
         count = checked_number(count, "Sync_object_init", "count")
+        if count > COUNT_MAX:
+            errors.fail(errors.ERR_COUNT, "Sync_object_init: count %d does not fit the "
+                        "counter, a signed 32-bit word; use at most %d" % (count, COUNT_MAX))
         counter = state.counters.address(sync_counter, "Sync_object_init")
         check_owner(sync_counter, state.rank, "Sync_object_init")
         return SyncObjectRequest(state, counter, count, restart_of(info, "Sync_object_init"))

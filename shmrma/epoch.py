@@ -8,7 +8,6 @@ checks calls against it and opens and closes epochs in it itself, so this
 class keeps no copy of its own and the two never disagree.
 """
 from . import constants, errors, fastpath
-from .counters import kind_of
 
 # What a Lock epoch to a target holds (the table's locked(rank))
 HELD_NONE, HELD_NOCHECK, HELD_SHARED, HELD_EXCLUSIVE = range(4)
@@ -40,7 +39,6 @@ class Epoch:
         self.window = window
         self.nranks = len(window.sizes)
         self.table = fastpath.Table(self.nranks)
-        self.counter_epochs = {}     # target -> [sync modes of the active Sync_ops requests]
 
     # --- what is open ---
     @property
@@ -91,35 +89,27 @@ class Epoch:
 
     # --- counter epochs (Sync_ops_init, A14) ---
     def open_counter_epoch(self, target, mode):
+        """The Python path of a Sync_ops request's Start (csrc/counters.c's check)."""
         self._no_start("Start of a Sync_ops request")
         self._leave_fence("Start of a Sync_ops request")
-        self.counter_epochs.setdefault(target, []).append(mode)
-        self._counter_kinds_changed(target)
+        self.table.open_counter_epoch(target, mode)
 
-    def close_counter_epoch(self, target, mode):
-        modes = self.counter_epochs[target]
-        modes.remove(mode)
-        if not modes:
-            del self.counter_epochs[target]
-        self._counter_kinds_changed(target)
-
-    def _counter_kinds_changed(self, target):
-        kinds = 0
-        for mode in self.counter_epochs.get(target, ()):
-            kinds |= mode
-        self.table.set_counter_kinds(target, kinds)   # the C fast path covers them too
-
-    def _counter_covers(self, rank, call):
-        kind = kind_of(call.split(" ")[0])
-        return any(mode & kind for mode in self.counter_epochs.get(rank, ()))
+    @property
+    def counter_targets(self):
+        """The targets of the active Sync_ops requests."""
+        table = self.table
+        if not table.ncounter:
+            return []
+        return [rank for rank in range(self.nranks) if table.counter_kinds(rank)]
 
     # --- communication calls ---
-    def check_access(self, rank, call):
-        """An RMA call to ``rank`` needs an access epoch that covers it (R65, R82, R165)."""
+    def check_access(self, rank, call, kind):
+        """An RMA call to ``rank`` of ``kind`` (a MODE_WIN_* bit) needs an access epoch
+        that covers it (R65, R82, R165)."""
         table = self.table
         if table.lock_all or table.fence_open or table.locked(rank) or table.started(rank):
             return
-        if self.counter_epochs and self._counter_covers(rank, call):
+        if table.ncounter and table.counter_kinds(rank) & kind:
             return
         if table.start_open:
             sync_error("%s to rank %d, which is not in the group of the open Start epoch "
@@ -136,7 +126,7 @@ class Epoch:
         """RMA to PROC_NULL needs some open access epoch, whatever it covers (A38)."""
         table = self.table
         if not (table.lock_all or table.nlocked or table.fence_open or table.start_open
-                or self.counter_epochs):
+                or table.ncounter):
             sync_error("%s to PROC_NULL outside any access epoch: open one first with "
                        "Fence(), Start(group), Lock() or Lock_all()" % call)
 
@@ -190,10 +180,10 @@ class Epoch:
             sync_error("%s inside a Start epoch: call Complete() first (R66)" % call)
 
     def _no_counter_epoch(self, call):
-        if self.counter_epochs:
+        if self.table.ncounter:
             sync_error("%s while Sync_ops requests to ranks %s are active: complete them "
                        "first (A14: counter epochs may not overlap fence or PSCW epochs)"
-                       % (call, sorted(self.counter_epochs)))
+                       % (call, self.counter_targets))
 
     def before_start(self):
         self._no_start("Start")
@@ -255,6 +245,6 @@ class Epoch:
             sync_error("%s with RMA not completed by a Fence: call Fence() first" % call)
         if self.table.barrier_pending:
             sync_error("%s with an Ibarrier request not completed: Wait for it first" % call)
-        if self.window.counters.active:
+        if self.table.sync_active:
             sync_error("%s with %d started synchronization requests not completed: "
-                       "Wait for them first (R22)" % (call, len(self.window.counters.active)))
+                       "Wait for them first (R22)" % (call, self.table.sync_active))

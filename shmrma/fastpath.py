@@ -49,21 +49,34 @@ class _PythonTable:
         self.post_group = None
         self.groups = {}
         self.barrier_seq = self.barrier_pending = 0
+        self.ncounter = self.sync_active = 0
         self.open = 1
         self._locked = [0] * nranks
         self._started = [False] * nranks
         self._posts_used = [0] * nranks
+        self._counter_modes = [[0, 0, 0] for _ in range(nranks)]
 
     def set_target(self, rank, base, size, disp_unit, acc_lock):
         pass
 
-    def set_control(self, rank, address):
+    def set_control(self, rank, address, doorbell):
         pass
 
-    def set_counter_kinds(self, rank, kinds):
-        pass
+    def open_counter_epoch(self, rank, mode, delta=1):
+        before = self.counter_kinds(rank)
+        modes = self._counter_modes[rank]
+        for bit in range(3):
+            if mode & (1 << bit):
+                modes[bit] += delta
+        self.ncounter += bool(self.counter_kinds(rank)) - bool(before)
 
-    def set_sync(self, me, post_matrix, barrier_count, barrier_generation, size):
+    def close_counter_epoch(self, rank, mode):
+        self.open_counter_epoch(rank, mode, -1)
+
+    def counter_kinds(self, rank):
+        return sum(1 << bit for bit, n in enumerate(self._counter_modes[rank]) if n > 0)
+
+    def set_sync(self, me, post_matrix):
         pass
 
     def set_locked(self, rank, state):
@@ -121,12 +134,12 @@ if _impl is not None:
     compare_and_swap, flush = _impl.rma_compare_and_swap, _impl.rma_flush
     lock, unlock, lock_all, unlock_all = (_impl.rma_lock, _impl.rma_unlock,
                                           _impl.rma_lock_all, _impl.rma_unlock_all)
-    fence, start, complete = _impl.rma_fence, _impl.rma_start, _impl.rma_complete
+    start, complete = _impl.rma_start, _impl.rma_complete
     post, wait, test = _impl.rma_post, _impl.rma_wait, _impl.rma_test
 else:
     Table = _PythonTable
     put = get = accumulate = get_accumulate = fetch_and_op = compare_and_swap = _miss
-    flush = lock = unlock = lock_all = unlock_all = fence = start = complete = _miss
+    flush = lock = unlock = lock_all = unlock_all = start = complete = _miss
     post = wait = _miss
 
     def test(table):
@@ -159,13 +172,10 @@ FLUSH_YIELD = 16   # with more ranks than CPUs, yield at every 16th Flush (_nati
 
 def bind_sync(state):
     """Give the table what the synchronization calls use: every rank's control
-    block, the post matrix and the window communicator's barrier slot."""
-    from .comm import barrier_cells
+    block and doorbell, and the post matrix."""
     if _impl is not None:
         _impl.set_flush_yield(FLUSH_YIELD if job.current().oversubscribed else 0)
-    table = state.epoch.table
+    table, world = state.epoch.table, job.current()
     for rank in range(len(state.sizes)):
-        table.set_control(rank, state.control_of(rank))
-    comm = state.comm._s
-    cells = barrier_cells(comm) if len(comm.ranks) > 1 else (0, 0)
-    table.set_sync(state.rank, state.post_cell(0, 0), cells[0], cells[1], len(comm.ranks))
+        table.set_control(rank, state.control_of(rank), world.doorbell(state.world_ranks[rank]))
+    table.set_sync(state.rank, state.post_cell(0, 0))

@@ -16,6 +16,7 @@ import operator
 from .control import OFF_ACCUMULATE_LOCK
 from . import atomic, buffers, constants, errors, fastpath, job, winbarrier
 from . import datatype as datatypes
+from .counters import MODE_WIN_ACCUMULATE, MODE_WIN_GET, MODE_WIN_PUT
 from . import derived
 from . import op as ops
 from .lazy import numpy
@@ -210,7 +211,7 @@ class Communication:
 
     _fast = None    # the window's fastpath table, bound by the first Python-path call
 
-    def _access(self, call, target_rank):
+    def _access(self, call, target_rank, kind=MODE_WIN_ACCUMULATE):
         """(window state, target rank as an int) when ``call`` may reach the target;
         (None, None) for PROC_NULL, which makes any call a no-op whatever its buffers
         (R38, lessons 26) but still needs an open epoch (A38)."""
@@ -221,7 +222,7 @@ class Communication:
             state.epoch.check_some_epoch(call)
             return None, None
         target_rank = state.check_rank(target_rank, "target rank")
-        state.epoch.check_access(target_rank, call)
+        state.epoch.check_access(target_rank, call, kind)
         if state.epoch.table.barrier_pending:
             winbarrier.await_entry(state, target_rank)
         return state, target_rank
@@ -229,7 +230,7 @@ class Communication:
     def Put(self, origin, target_rank, target=None):
         if _fast_put(self._fast, origin, target_rank, target):
             return
-        state, target_rank = self._access("Put", target_rank)
+        state, target_rank = self._access("Put", target_rank, MODE_WIN_PUT)
         if state is None:
             return
         transfer = parse(state, "Put", origin, target_rank, target, False)
@@ -239,7 +240,7 @@ class Communication:
     def Get(self, origin, target_rank, target=None):
         if _fast_get(self._fast, origin, target_rank, target):
             return
-        state, target_rank = self._access("Get", target_rank)
+        state, target_rank = self._access("Get", target_rank, MODE_WIN_GET)
         if state is None:
             return
         transfer = parse(state, "Get", origin, target_rank, target, True)

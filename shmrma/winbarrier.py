@@ -12,12 +12,20 @@ completes waits, where needed, until its target has entered the same barrier
 request completes when every member has entered (R168): then every RMA any of
 them issued before its Ibarrier is complete here. Blocking and nonblocking
 forms mix in one barrier (R170); the request cannot be freed or cancelled
-(R171).
+(R171). Ibarrier and the request's Wait and Test run in C (csrc/winbarrier.c)
+and come here when C declines.
 """
 from . import atomic, errors, job
 from .assertions import MODE_NOPRECEDE, MODE_NOSUCCEED, checked
 from .control import COUNT_WRAP, OFF_BARRIER_ENTERED, count_reached
 from .request import Request
+
+if atomic.BACKEND == "c":
+    from . import _native
+    _BarrierCore = _native.BarrierCore
+else:
+    class _BarrierCore:
+        """csrc/winbarrier.c's BarrierCore on the fallback: every call runs in Python."""
 
 def _entered(state, rank):
     """Has ``rank`` entered the barrier this rank entered last?"""
@@ -33,13 +41,14 @@ def await_entry(state, rank):
                    "for its target)" % rank, [state.world_ranks[rank]])
 
 
-class BarrierRequest(Request):
+class BarrierRequest(_BarrierCore, Request):
     """The request of Ibarrier: complete once every member entered the barrier."""
 
     def __init__(self, state, seq):
         self._null = False
         self._done = False
         self._state = state
+        self._table = state.epoch.table
         self._seq = seq
 
     def _poll(self):
@@ -69,25 +78,55 @@ class BarrierRequest(Request):
         errors.fail(errors.ERR_REQUEST, "an Ibarrier request cannot be cancelled (R171)")
 
 
+def enter(state, assertion, call):
+    """Count this rank into its next window barrier, under the fence's rules: the
+    barrier's number (the Python path of Fence, Barrier and Ibarrier)."""
+    assertion = checked(assertion, call)
+    epoch = state.epoch
+    epoch.before_fence(bool(assertion & MODE_NOPRECEDE), call)
+    table = epoch.table
+    atomic.fence()
+    table.barrier_seq = (table.barrier_seq + 1) % COUNT_WRAP
+    table.barrier_pending = 1
+    atomic.cell_add(state.control_of(state.rank) + OFF_BARRIER_ENTERED, 1)
+    world = job.current()
+    for member in state.world_ranks:    # members waiting on their doorbell re-check
+        if member != world.rank:
+            atomic.cell_add(world.doorbell(member), 1)
+    epoch.after_fence(bool(assertion & MODE_NOSUCCEED))
+    return table.barrier_seq
+
+
+def barrier(state, table, assertion, call):
+    """Fence and Barrier: enter the window barrier and wait until every member did."""
+    entered = _fast_barrier(table, assertion)
+    if entered is True:
+        return
+    if entered is False:
+        entered = enter(state, assertion, call)
+    BarrierRequest(state, entered).Wait()
+
+
 class WindowBarrier:
     """Mixin of Win."""
 
     def Ibarrier(self, assertion=0):
+        request = _fast_ibarrier(self._sync, assertion, self._s)
+        if request is not False:
+            return request
         state = self._s
-        assertion = checked(assertion, "Ibarrier")
-        epoch = state.epoch
-        epoch.before_fence(bool(assertion & MODE_NOPRECEDE), "Ibarrier")
-        table = epoch.table
-        atomic.fence()
-        table.barrier_seq = (table.barrier_seq + 1) % COUNT_WRAP
-        table.barrier_pending = 1
-        atomic.cell_add(state.control_of(state.rank) + OFF_BARRIER_ENTERED, 1)
-        world = job.current()
-        for member in state.world_ranks:    # members waiting on their doorbell re-check
-            if member != world.rank:
-                atomic.cell_add(world.doorbell(member), 1)
-        epoch.after_fence(bool(assertion & MODE_NOSUCCEED))
-        return BarrierRequest(state, table.barrier_seq)
+        return BarrierRequest(state, enter(state, assertion, "Ibarrier"))
 
     def Barrier(self, assertion=0):
-        self.Ibarrier(assertion).Wait()
+        barrier(self._s, self._sync, assertion, "Barrier")
+
+
+if atomic.BACKEND == "c":
+    _native.winbarrier_setup(BarrierRequest, job.WAIT_SLICE, Request.Wait, Request.Test)
+    _fast_barrier, _fast_ibarrier = _native.win_barrier, _native.win_ibarrier
+else:
+    def _fast_barrier(table, assertion):
+        return False
+
+    def _fast_ibarrier(table, assertion, state):
+        return False

@@ -340,7 +340,7 @@ def test_pure_signal_self_synchronization_and_argument_errors():
     RMA (Put/Get/Accumulate inside it are ERR_RMA_SYNC); count 0 completes at Start.
     A18: an own handle with another target, or a received handle with any target but
     its owner, is ERR_ARG; Sync_object_init of a received handle ERR_ARG; count < 0
-    ERR_COUNT; sync_mode bits outside the three modes ERR_ARG; a bad target ERR_RANK;
+    or beyond the counter's int32 ERR_COUNT; sync_mode bits outside the three modes ERR_ARG; a bad target ERR_RANK;
     info restart other than true/false ERR_INFO_VALUE."""
     def body():
         comm = MPI.COMM_WORLD
@@ -386,6 +386,7 @@ def test_pure_signal_self_synchronization_and_argument_errors():
             error_of(win.Sync_ops_init, rank, 0, theirs[0]),         # remote handle, self target
             error_of(win.Sync_object_init, theirs[0], 1),            # remote handle
             error_of(win.Sync_object_init, mine[0], -1),
+            error_of(win.Sync_object_init, mine[0], 2**31),          # beyond an int32 word
             error_of(win.Sync_ops_init, other, 8, theirs[0]),
             error_of(win.Sync_ops_init, other, MPI.MODE_WIN_PUT | 16, theirs[0]),
             error_of(win.Sync_ops_init, other, -1, theirs[0]),
@@ -406,7 +407,7 @@ def test_pure_signal_self_synchronization_and_argument_errors():
         assert out["mode0"] == (0, 0, 0)
         assert out["count0"] == (True, 0)
         assert out["errors"] == [MPI.ERR_ARG, MPI.ERR_ARG, MPI.ERR_ARG, MPI.ERR_COUNT,
-                                 MPI.ERR_ARG, MPI.ERR_ARG, MPI.ERR_ARG, MPI.ERR_RANK,
+                                 MPI.ERR_COUNT, MPI.ERR_ARG, MPI.ERR_ARG, MPI.ERR_ARG, MPI.ERR_RANK,
                                  MPI.ERR_RANK, MPI.ERR_INFO_VALUE, MPI.ERR_INFO_VALUE]
         assert out["all_modes_ok"] is None
 

@@ -1,11 +1,12 @@
-"""The fallback engine: the message and collective tests again with SHMRMA_NATIVE=0.
+"""The fallback engine: the message, collective, window, synchronization and
+counter tests again with SHMRMA_NATIVE=0.
 
 shmrma runs on its C extension; without it (no compiler, or SHMRMA_NATIVE=0) the
-`atomics` package and mailbox.Mailbox, the Python transport, take over. Both
-implement one protocol, so the same tests must pass on both: this runs the
-message tests in a child pytest on the fallback (the fast paths then never take
-a call, so tests/test_messages_fastpath.py compares the Python path with itself
-there). The suite of this process covers the C engine.
+`atomics` package, mailbox.Mailbox (the Python transport) and the Python paths of
+the window calls take over. Both implement one protocol, so the same tests must
+pass on both: this runs them in a child pytest on the fallback (the fast paths
+then never take a call, so the differential tests compare the Python path with
+itself there). The suite of this process covers the C engine.
 """
 import os
 import subprocess
@@ -18,14 +19,25 @@ MESSAGE_TESTS = ("test_p2p.py", "test_collectives.py", "test_derived_messages.py
                  "test_requests.py", "test_handle_sync.py", "test_large_messages.py",
                  "test_collectives_fastpath.py", "test_nbcarea.py",
                  "test_nbc_fastpath.py")
+WINDOW_TESTS = ("test_window.py", "test_rma.py", "test_pscw.py", "test_sync.py",
+                "test_syncpath.py", "test_winbarrier.py", "test_counters.py")
+
+
+def run_on_fallback(names):
+    env = dict(os.environ, SHMRMA_NATIVE="0")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+        + [os.path.join(HERE, name) for name in names],
+        env=env, cwd=os.path.dirname(HERE), capture_output=True, text=True, timeout=280)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert " passed" in result.stdout and "failed" not in result.stdout
 
 
 @pytest.mark.timeout(300)
 def test_message_tests_pass_on_the_fallback_engine():
-    env = dict(os.environ, SHMRMA_NATIVE="0")
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-        + [os.path.join(HERE, name) for name in MESSAGE_TESTS],
-        env=env, cwd=os.path.dirname(HERE), capture_output=True, text=True, timeout=280)
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert " passed" in result.stdout and "failed" not in result.stdout
+    run_on_fallback(MESSAGE_TESTS)
+
+
+@pytest.mark.timeout(300)
+def test_window_and_counter_tests_pass_on_the_fallback_engine():
+    run_on_fallback(WINDOW_TESTS)

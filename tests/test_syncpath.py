@@ -186,7 +186,7 @@ def test_common_cases_take_the_fast_path():
     Post/Wait/Test with plain arguments are done in C (the spies see True), Start and
     Post from the second use of a group on."""
     def body():
-        from shmrma import active, passive
+        from shmrma import active, passive, winbarrier
         comm = MPI.COMM_WORLD
         rank, peer = comm.Get_rank(), 1 - comm.Get_rank()
         win = MPI.Win.Allocate(8, 8, comm=comm)
@@ -203,9 +203,9 @@ def test_common_cases_take_the_fast_path():
             setattr(module, name, wrapper)
         for name in ("_fast_lock", "_fast_unlock", "_fast_lock_all", "_fast_unlock_all"):
             spy(passive, name)
-        for name in ("_fast_fence", "_fast_start", "_fast_complete", "_fast_post",
-                     "_fast_wait"):
+        for name in ("_fast_start", "_fast_complete", "_fast_post", "_fast_wait"):
             spy(active, name)
+        spy(winbarrier, "_fast_barrier")    # Fence is the window barrier
         comm.Barrier()
         for _ in range(20):
             comm.Barrier()      # the peer's Wait is over: its window is not exposed (R102)
@@ -241,7 +241,7 @@ def test_common_cases_take_the_fast_path():
         # a group's first use maps it to window ranks in Python; then C has it cached
         assert rank_counts["_fast_start"][0] + rank_counts["_fast_post"][0] == 39, rank_counts
     # the last rank to arrive at a Fence finishes it in C; the other may outwait the spin
-    fast_fences = sum(rank_counts["_fast_fence"][0] for rank_counts in counts)
+    fast_fences = sum(rank_counts["_fast_barrier"][0] for rank_counts in counts)
     assert fast_fences >= 40, counts
 
 
@@ -253,7 +253,7 @@ def test_lock_tickets_and_fence_arrivals_finish_in_python():
     Lock_all stuck on its second rank, and a Fence whose peer arrives 0.3 s late, each
     come back from C with what they drew and finish in the Python path."""
     def body():
-        from shmrma import active, passive
+        from shmrma import passive, winbarrier
         comm = MPI.COMM_WORLD
         rank = comm.Get_rank()
         win = MPI.Win.Allocate(8, 8, comm=comm)
@@ -270,7 +270,7 @@ def test_lock_tickets_and_fence_arrivals_finish_in_python():
             setattr(module, name, wrapper)
         watch(passive, "_fast_lock")
         watch(passive, "_fast_lock_all")
-        watch(active, "_fast_fence")
+        watch(winbarrier, "_fast_barrier")     # Fence's
         out = {}
         if rank == 1:
             win.Lock(1, MPI.LOCK_EXCLUSIVE)
@@ -307,7 +307,7 @@ def test_lock_tickets_and_fence_arrivals_finish_in_python():
         return out
     first, second = shmrma.launch(body, 2, timeout=50)
     assert first["value"] == 42 and first["lock_waited"] >= 0.25
-    assert first["handed"] == ["_fast_fence", "_fast_lock", "_fast_lock_all"]
+    assert first["handed"] == ["_fast_barrier", "_fast_lock", "_fast_lock_all"]
 
 
 # --- fast and slow calls mix across ranks -------------------------------------------------

@@ -4,11 +4,11 @@
  * The extension is one module built from several files, one per concept:
  * shmrma/_native.c (atomics, wait cells, the RMA fast path), transport.c
  * (point-to-point messages), collectives.c (collectives on shared memory),
- * nbc.c (nonblocking collectives) and pickles.c (the pickles of objects in
- * messages).
+ * nbc.c (nonblocking collectives), counters.c (the requests of the
+ * synchronization counters) and pickles.c (the pickles of objects in messages).
  * This header holds the primitives they all use: seq_cst atomics on shared
  * words, the futex wake-up, the one wait policy, argument parsing, buffer
- * operands and the element-wise reduction kernels.
+ * operands, the element-wise reduction kernels and the window table.
  */
 #ifndef SHMRMA_NATIVE_H
 #define SHMRMA_NATIVE_H
@@ -84,12 +84,19 @@ now_ns(void)
 /* --- the wait policy (_native.c) -------------------------------------------- */
 
 extern long g_spin, g_yields;
+#define SYNC_SPIN_NS (g_spin * 1000)   /* the wait policy's spin, in nanoseconds */
 
 /* Wait (GIL released, signals handled) until *cell != old or timeout seconds
  * pass: spin g_spin times, yield g_yields times, then sleep on the futex.
  * Stores the last value read in *out; -1 with an exception when a signal
  * handler raised. */
 int wait_changed(int32_t *cell, int32_t old, double timeout, int32_t *out);
+
+/* Wait on a doorbell (a wait cell every event that may complete a request of
+ * this rank rings) until poll(arg) says done (> 0) or fails (< 0), for at most
+ * `slice` seconds: poll's result, 0 when the slice passed (the Python path
+ * then waits on with the job's abort checks), -1 on a signal's exception. */
+int wait_bell(int32_t *bell, int (*poll)(void *), void *arg, double slice);
 
 /* --- arguments -------------------------------------------------------------- */
 
@@ -100,6 +107,13 @@ int get_timeout(PyObject *obj, const char *fname, double *out);
 long plain_int(PyObject *obj);          /* an exact int >= 0, else -1 */
 
 extern int g_fast_enabled;              /* rma_enable(): False makes fast paths miss */
+
+/* A request's Wait or Test in C takes no status: does the call pass none? */
+int no_status(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+/* method(self, *args, **kwnames): the Python path of a request's Wait or Test
+ * (at most the status argument). */
+PyObject *request_python_path(PyObject *method, PyObject *self, PyObject *const *args,
+                              Py_ssize_t nargs, PyObject *kwnames);
 extern long g_proc_null;
 
 /* --- buffer operands and reduction kernels ------------------------------------ */
@@ -170,6 +184,66 @@ void fold_all(int etype, int op, const char *fold, const char *part, char *into,
  * this kind of call, -1 otherwise. */
 int op_code(PyObject *op, int etype, int fetches);
 
+/* --- the window table (_native.c) ------------------------------------------------ */
+
+/* The kinds of RMA call, as the proposal's MODE_WIN_PUT/GET/ACCUMULATE bits. */
+enum { KIND_PUT = 1, KIND_GET = 2, KIND_ACCUMULATE = 4 };
+
+/* What a Lock epoch to a target holds (FastTarget.locked). */
+enum { HELD_NONE, HELD_NOCHECK, HELD_SHARED, HELD_EXCLUSIVE };
+
+typedef struct {
+    char *base;                 /* NULL: not mapped here, every call misses */
+    Py_ssize_t size;
+    Py_ssize_t unit;            /* disp_unit */
+    int32_t *acc_lock;          /* wait cell: 0 free, 1 held */
+    int locked;                 /* HELD_*: the Lock epoch open to this rank */
+    int started;                /* the open Start epoch's group holds this rank */
+    char *control;              /* the rank's control block; NULL: not set */
+    int32_t *doorbell;          /* the rank's doorbell (job.py); NULL: not set */
+    uint32_t posts_used;        /* Posts of this rank that our Starts matched */
+    int counter_kinds;          /* KIND_* an active Sync_ops request to the rank covers */
+    int counter_modes[3];       /* active Sync_ops requests to the rank, per KIND_* bit */
+} FastTarget;
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t n;
+    FastTarget *targets;
+    int open;                   /* 0 once the window is freed */
+    int fence_open;
+    int rma_since_fence;
+    int lock_all;
+    int nlocked;
+    int start_open;             /* a Start epoch is open, maybe with an empty group */
+    Py_ssize_t me;              /* this rank in the window; -1: sync not set up */
+    char *posts;                /* the post matrix: n x n wait cells, origin-major */
+    uint32_t completes_due;     /* Completes our Posts so far await (mod 2**32) */
+    PyObject *post_group;       /* the open Post's origins (a tuple), or None */
+    PyObject *groups;           /* group handle -> window ranks (window.window_ranks) */
+    int ncounter;               /* targets with an active Sync_ops request (counter epochs) */
+    int sync_active;            /* started, uncompleted synchronization requests */
+    uint32_t barrier_seq;       /* window barriers (Ibarrier) this rank entered */
+    int barrier_pending;        /* some member may not have entered barrier_seq yet */
+} WinTable;
+
+extern PyTypeObject WinTableType;
+
+/* The assertions of the synchronization calls (shmrma/assertions.py). */
+#define MODE_NOCHECK 1024
+#define MODE_NOPRECEDE 8192
+#define MODE_NOSUCCEED 16384
+#define ALL_MODES (1024 | 2048 | 4096 | 8192 | 16384)
+
+/* The table when sync calls may run on it here, else NULL. */
+WinTable *sync_table(PyObject *table);
+/* Open (delta 1) or close (-1) a counter epoch of `mode` (KIND_* bits) to rank. */
+void counter_epoch_change(WinTable *t, Py_ssize_t rank, int mode, int delta);
+/* The offset of the window barriers a rank entered in its control block. */
+extern Py_ssize_t g_off_entered;
+/* Has rank entered the window barrier this rank entered last (Ibarrier, A3)? */
+int barrier_entered(WinTable *t, Py_ssize_t rank);
+
 /* --- communicators (transport.c) ------------------------------------------------ */
 
 /* A collective area as this rank maps it (collarea.py); base NULL: not yet. */
@@ -215,5 +289,7 @@ int transport_init(PyObject *module);
 int collectives_init(PyObject *module);
 int pickles_init(PyObject *module);
 int nbc_init(PyObject *module);
+int counters_init(PyObject *module);
+int winbarrier_init(PyObject *module);
 
 #endif

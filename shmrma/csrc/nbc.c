@@ -569,59 +569,33 @@ report(NbcOp *o)
     Py_RETURN_TRUE;
 }
 
-/* The Python path of Wait or Test, with the same arguments. */
-static PyObject *
-python_path(PyObject *method, NbcOp *o, PyObject *const *args, Py_ssize_t nargs,
-            PyObject *kwnames)
-{
-    PyObject *call[3];
-    Py_ssize_t i, total = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
-    if (total > 1) {
-        PyErr_SetString(PyExc_TypeError, "Wait()/Test() take at most one argument (status)");
-        return NULL;
-    }
-    call[0] = NULL;
-    call[1] = (PyObject *)o;
-    for (i = 0; i < total; i++)
-        call[2 + i] = args[i];
-    return PyObject_Vectorcall(method, call + 1, (1 + nargs) | PY_VECTORCALL_ARGUMENTS_OFFSET,
-                               kwnames);
-}
-
 /* Can C complete this operation: no status asked for, nothing of this rank
  * left to deposit (the Python path runs that queue), the operation live? */
 static int
 c_can_complete(NbcOp *o, Py_ssize_t nargs, PyObject *kwnames, PyObject *const *args)
 {
-    if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0)
-        return 0;
-    if (nargs > 0 && args[0] != Py_None)
-        return 0;
-    return !o->null_ && o->channel->deposited == o->channel->started;
+    return no_status(args, nargs, kwnames) && !o->null_ &&
+        o->channel->deposited == o->channel->started;
+}
+
+/* poll() for wait_bell */
+static int
+poll_op(void *o)
+{
+    return try_read((NbcOp *)o);
 }
 
 static PyObject *
 nbcop_wait(NbcOp *o, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    int32_t *bell;
-    int64_t deadline;
     int rc;
     if (!c_can_complete(o, nargs, kwnames, args))
-        return python_path(g_python_wait, o, args, nargs, kwnames);
-    bell = o->channel->doorbells[o->channel->me];
-    deadline = now_ns() + (int64_t)(WAIT_SLICE * 1e9);
-    for (;;) {
-        int32_t seen, rung = __atomic_load_n(bell, SC);
-        int64_t left;
-        if ((rc = try_read(o)) != 0)
-            break;
-        if ((left = deadline - now_ns()) <= 0)
-            return python_path(g_python_wait, o, args, nargs, kwnames);
-        if (wait_changed(bell, rung, left * 1e-9, &seen) < 0)
-            return NULL;
-    }
+        return request_python_path(g_python_wait, (PyObject *)o, args, nargs, kwnames);
+    rc = wait_bell(o->channel->doorbells[o->channel->me], poll_op, o, WAIT_SLICE);
     if (rc < 0)
         return NULL;
+    if (rc == 0)        /* a long wait: Python waits on, with the job's abort checks */
+        return request_python_path(g_python_wait, (PyObject *)o, args, nargs, kwnames);
     return report(o);
 }
 
@@ -630,11 +604,11 @@ nbcop_test(NbcOp *o, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     int rc;
     if (!c_can_complete(o, nargs, kwnames, args))
-        return python_path(g_python_test, o, args, nargs, kwnames);
+        return request_python_path(g_python_test, (PyObject *)o, args, nargs, kwnames);
     if ((rc = try_read(o)) < 0)
         return NULL;
     if (rc == 0)
-        return python_path(g_python_test, o, args, nargs, kwnames);
+        return request_python_path(g_python_test, (PyObject *)o, args, nargs, kwnames);
     return report(o);
 }
 

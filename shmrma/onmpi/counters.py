@@ -30,6 +30,10 @@ from ..synchandle import SYNC_NULL, Sync
 from . import errors
 from .requests import PyRequest, empty, make_progress
 
+# the RMA kind (MODE_WIN_*) of each call the guard sees by name; any other accumulates
+_KIND_OF_CALL = {"Put": rules.MODE_WIN_PUT, "Rput": rules.MODE_WIN_PUT,
+                 "Get": rules.MODE_WIN_GET, "Rget": rules.MODE_WIN_GET}
+
 CAPACITY_VARIABLE = "SHMRMA_SYNC_OBJECTS"
 DEFAULT_CAPACITY = 256
 _WORD = _mpi.INT64_T
@@ -339,7 +343,7 @@ class CounterCalls:
     def _check_covered(self, call, target):
         """ERR_RMA_SYNC for RMA in the counter epoch that no active Sync_ops request to
         its target covers (A14), as on shared memory; MPI's Lock_all would admit it."""
-        kind = rules.kind_of({"Rput": "Put", "Rget": "Get"}.get(call, call))
+        kind = _KIND_OF_CALL.get(call, rules.MODE_WIN_ACCUMULATE)
         if not any(mode & kind for mode in self._covering.get(target, ())):
             errors.fail(shm.ERR_RMA_SYNC, "%s to rank %d: the window's epoch is the counter "
                         "epoch of Sync_ops requests, and none active to rank %d has this "
