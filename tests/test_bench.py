@@ -604,9 +604,9 @@ def test_sync_rounds_reject_an_unknown_kind():
     assert status != 0 and "usage" in err
 
 
-@pytest.mark.parametrize("form", ["counters", "standard"])
+@pytest.mark.parametrize("form", ["counters", "per_message", "standard"])
 def test_notification_forms_run_and_parse(form):
-    """shmrma/bench/notify.py: both forms ping-pong a Put and its signal on 2 ranks and
+    """shmrma/bench/notify.py: every form ping-pongs a Put and its signal on 2 ranks and
     print what NotifyCase reads; mpi4py's side always runs the standard form."""
     run = os.path.join(BIN, "shmrma-run")
     _, status, out, err = jobs.run_job([run, "-n", "2", "--timeout", "50", "-m",

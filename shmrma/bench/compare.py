@@ -271,6 +271,8 @@ COUNTERS_SUITE = (
                on_mpi_backend=(
                    "Notify 8 B: counters on the mpi backend vs counters on shm, us",
                    "Notify 8 B: counters on the mpi backend vs MPI-3 calls, us")),
+    NotifyCase("Notify 8 B: counters started per message vs MPI-3 calls, us",
+               "per_message"),
     NotifyCase("Notify 8 B: MPI-3 calls on both, us", "standard"),
     HaloCase("Halo A3 n=4: shmrma counters vs mpi4py Fence, us/iter", "counters",
              on_mpi_backend=(

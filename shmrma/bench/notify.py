@@ -8,8 +8,10 @@ waiting for it, ping-pong between 2 ranks; the result is half a round trip.
 
 FORM is
   counters  the proposal's synchronization counters: Sync_ops_init(peer, MODE_WIN_PUT)
-            around the Put, the consumer waiting in Sync_object_init's request
-            (shmrma, on either backend)
+            around the Put, the consumer waiting in Sync_object_init's request,
+            both requests with info restart=true (shmrma, on either backend)
+  per_message  the same requests without restart, started for every message:
+            Start, Put, Wait (shmrma, on either backend)
   standard  MPI-3 calls only: inside Lock_all, Put + Flush, then Fetch_and_op(+1) on
             the peer's flag + Flush; the consumer polls its own flag with
             Fetch_and_op(NO_OP) + Flush until it moved
@@ -20,7 +22,7 @@ import sys
 
 from .jobs import mpi_module
 
-FORMS = ("counters", "standard")
+FORMS = ("counters", "per_message", "standard")
 
 
 def counters(MPI, win, comm, peer, iterations):
@@ -49,6 +51,43 @@ def counters(MPI, win, comm, peer, iterations):
     for _ in range(iterations):
         one()
     elapsed = MPI.Wtime() - start
+    signal.Free()
+    arrived.Free()
+    win.Free_sync_objects(mine)
+    return elapsed
+
+
+def per_message(MPI, win, comm, peer, iterations):
+    import numpy as np
+    mine = win.Alloc_sync_objects(1)
+    theirs = comm.sendrecv(mine[0], dest=peer, source=peer)
+    signal = win.Sync_ops_init(peer, MPI.MODE_WIN_PUT, theirs)
+    arrived = win.Sync_object_init(mine[0], 1)
+    data = np.zeros(1, dtype="i8")
+    comm.Barrier()
+
+    def send():
+        signal.Start()
+        win.Put(data, peer)
+        signal.Wait()
+
+    def receive():
+        arrived.Start()     # a signal that came first is banked (A16)
+        arrived.Wait()
+
+    def ping():
+        send()
+        receive()
+
+    def pong():
+        receive()
+        send()
+    one = ping if comm.Get_rank() == 0 else pong
+    start = MPI.Wtime()
+    for _ in range(iterations):
+        one()
+    elapsed = MPI.Wtime() - start
+    comm.Barrier()
     signal.Free()
     arrived.Free()
     win.Free_sync_objects(mine)
@@ -115,7 +154,7 @@ def main(argv):
         raise SystemExit("notify runs on exactly 2 ranks")
     win = MPI.Win.Allocate(16, 8, MPI.INFO_NULL, comm)
     peer = 1 - comm.Get_rank()
-    run = counters if form == "counters" else standard
+    run = {"counters": counters, "per_message": per_message, "standard": standard}[form]
     run(MPI, win, comm, peer, max(10, iterations // 10))      # warm-up
     comm.Barrier()
     elapsed = comm.allreduce(run(MPI, win, comm, peer, iterations), op=MPI.MAX)
