@@ -25,32 +25,41 @@ from .jobs import mpi_module
 FORMS = ("counters", "per_message", "standard")
 
 
-def counters(MPI, win, comm, peer, iterations):
-    import numpy as np
+def ping_pong(MPI, comm, send, receive, iterations):
+    """Rank 0 sends then receives, rank 1 receives then sends: the elapsed time."""
+    if comm.Get_rank() == 0:
+        first, second = send, receive
+    else:
+        first, second = receive, send
+    start = MPI.Wtime()
+    for _ in range(iterations):
+        first()
+        second()
+    return MPI.Wtime() - start
+
+
+def counter_requests(MPI, win, comm, peer, info):
+    """(my counter, a Sync_ops request signalling the peer's, a Sync_object request
+    on mine of count 1), with ``info``."""
     mine = win.Alloc_sync_objects(1)
     theirs = comm.sendrecv(mine[0], dest=peer, source=peer)
-    signal = win.Sync_ops_init(peer, MPI.MODE_WIN_PUT, theirs, {"restart": "true"})
-    arrived = win.Sync_object_init(mine[0], 1, {"restart": "true"})
+    return (mine, win.Sync_ops_init(peer, MPI.MODE_WIN_PUT, theirs, info),
+            win.Sync_object_init(mine[0], 1, info))
+
+
+def counters(MPI, win, comm, peer, iterations):
+    import numpy as np
+    mine, signal, arrived = counter_requests(MPI, win, comm, peer, {"restart": "true"})
     data = np.zeros(1, dtype="i8")
-    put, send, receive = win.Put, signal.Wait, arrived.Wait
+    put, signalled = win.Put, signal.Wait
     signal.Start()
     arrived.Start()
     comm.Barrier()
 
-    def ping():
+    def send():
         put(data, peer)
-        send()
-        receive()
-
-    def pong():
-        receive()
-        put(data, peer)
-        send()
-    one = ping if comm.Get_rank() == 0 else pong
-    start = MPI.Wtime()
-    for _ in range(iterations):
-        one()
-    elapsed = MPI.Wtime() - start
+        signalled()
+    elapsed = ping_pong(MPI, comm, send, arrived.Wait, iterations)
     signal.Free()
     arrived.Free()
     win.Free_sync_objects(mine)
@@ -59,10 +68,7 @@ def counters(MPI, win, comm, peer, iterations):
 
 def per_message(MPI, win, comm, peer, iterations):
     import numpy as np
-    mine = win.Alloc_sync_objects(1)
-    theirs = comm.sendrecv(mine[0], dest=peer, source=peer)
-    signal = win.Sync_ops_init(peer, MPI.MODE_WIN_PUT, theirs)
-    arrived = win.Sync_object_init(mine[0], 1)
+    mine, signal, arrived = counter_requests(MPI, win, comm, peer, None)
     data = np.zeros(1, dtype="i8")
     comm.Barrier()
 
@@ -74,19 +80,7 @@ def per_message(MPI, win, comm, peer, iterations):
     def receive():
         arrived.Start()     # a signal that came first is banked (A16)
         arrived.Wait()
-
-    def ping():
-        send()
-        receive()
-
-    def pong():
-        receive()
-        send()
-    one = ping if comm.Get_rank() == 0 else pong
-    start = MPI.Wtime()
-    for _ in range(iterations):
-        one()
-    elapsed = MPI.Wtime() - start
+    elapsed = ping_pong(MPI, comm, send, receive, iterations)
     comm.Barrier()
     signal.Free()
     arrived.Free()
@@ -125,19 +119,7 @@ def standard(MPI, win, comm, peer, iterations):
     win.Lock_all()
     comm.Barrier()      # both flags are 0 before either signals
     send, receive = flag_signals(MPI, win, me, peer, np.zeros(1, "i8"))
-
-    def ping():
-        send()
-        receive()
-
-    def pong():
-        receive()
-        send()
-    one = ping if me == 0 else pong
-    start = MPI.Wtime()
-    for _ in range(iterations):
-        one()
-    elapsed = MPI.Wtime() - start
+    elapsed = ping_pong(MPI, comm, send, receive, iterations)
     win.Unlock_all()
     return elapsed
 
