@@ -12,8 +12,19 @@ collectives accept it (checklist R154, A25).
 """
 import operator
 
-from . import constants, derived, errors, synchandle
+from . import constants, derived, dlpack, errors, synchandle
 from . import datatype as datatypes
+
+
+def _foreign_view(obj):
+    """A memoryview of a buffer without the buffer protocol: a DLPack producer's."""
+    if dlpack.is_producer(obj):
+        return memoryview(dlpack.view(obj))
+    error = dlpack.device_error(obj)
+    if error is not None:
+        raise error
+    raise TypeError("expected a buffer object (bytes, bytearray, numpy array, MPI.buffer, "
+                    "a DLPack producer...), not %s" % type(obj).__name__)
 
 
 def as_view(obj, writable):
@@ -24,8 +35,7 @@ def as_view(obj, writable):
         try:
             view = memoryview(obj)
         except TypeError:
-            raise TypeError("expected a buffer object (bytes, bytearray, numpy array, "
-                            "MPI.buffer...), not %s" % type(obj).__name__) from None
+            view = _foreign_view(obj)
     if writable and view.readonly:
         raise BufferError("the buffer is read-only but this call writes into it; "
                           "pass a writable buffer (e.g. bytearray or a numpy array)")

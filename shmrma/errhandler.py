@@ -8,13 +8,29 @@ from . import errors, job
 
 
 class Errhandler:
-    """``MPI.Errhandler``."""
+    """``MPI.Errhandler``. Handles compare by the handler they name, as mpi4py's do:
+    ``win.Get_errhandler()`` gives a new handle, which ``Free`` turns into
+    ERRHANDLER_NULL; the module's constants stay what they are."""
+
+    _constant = False
 
     def __init__(self, name=None):
         self._name = name
 
     def __bool__(self):
         return self._name is not None
+
+    def __eq__(self, other):
+        if not isinstance(other, Errhandler):
+            return NotImplemented
+        return self._name == other._name
+
+    def __ne__(self, other):
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(self):
+        return hash(self._name)
 
     def __repr__(self):
         return "MPI.%s" % (self._name or "ERRHANDLER_NULL")
@@ -23,13 +39,22 @@ class Errhandler:
         return self._name or "ERRHANDLER_NULL"
 
     def Free(self):
-        pass
+        if not self._constant:
+            self._name = None
 
 
-ERRHANDLER_NULL = Errhandler()
-ERRORS_RETURN = Errhandler("ERRORS_RETURN")
-ERRORS_ARE_FATAL = Errhandler("ERRORS_ARE_FATAL")
-ERRORS_ABORT = Errhandler("ERRORS_ABORT")
+def _constant(name=None):
+    handler = Errhandler(name)
+    handler._constant = True
+    return handler
+
+
+ERRHANDLER_NULL = _constant()
+ERRORS_RETURN = _constant("ERRORS_RETURN")
+ERRORS_ARE_FATAL = _constant("ERRORS_ARE_FATAL")
+ERRORS_ABORT = _constant("ERRORS_ABORT")
+PREDEFINED = {handler._name: handler for handler in (ERRORS_RETURN, ERRORS_ARE_FATAL,
+                                                      ERRORS_ABORT)}
 
 
 def fatal(exc, where):

@@ -122,8 +122,11 @@ class Op(Handle):
 
     # -- runtime -------------------------------------------------------------
 
-    def check(self, datatype, where=REDUCTION):
+    def check(self, datatype, where=REDUCTION, empty=False):
         """Raise ERR_OP unless this op may combine ``datatype`` in a call of kind ``where``.
+
+        ``empty``: the call combines no element, so the op need not be defined on the
+        type (MPICH accepts such a zero-count call, and mpi4py's suite relies on it).
 
         ``where`` is REDUCTION, ACCUMULATE or GET_ACCUMULATE. User-defined ops are
         accepted in reductions only; REPLACE and NO_OP in RMA only (R52), NO_OP not
@@ -145,7 +148,8 @@ class Op(Handle):
             fail(ERR_TYPE, "the datatype %r mixes basic types (a struct of several); a "
                            "predefined operation combines elements of one basic type" % datatype)
         _check_rma_only_ops(handle.name, where)
-        if handle.type_classes is not None and basic.type_class not in handle.type_classes:
+        if (handle.type_classes is not None and basic.type_class not in handle.type_classes
+                and not empty):
             fail(ERR_OP, "MPI.%s is not defined for %r (a %s type); it is defined for %s "
                          "types" % (handle.name, basic, basic.type_class,
                                     " and ".join(handle.type_classes)))

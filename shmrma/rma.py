@@ -109,7 +109,9 @@ def _check_committed(datatype, role):
 def parse(state, call, origin, rank, target, writable_origin, origin_moves=True):
     """Parse and check one call against the target's window; raises before any byte moves.
 
-    ``origin_moves`` is False for NO_OP, whose origin is ignored (R47).
+    ``origin_moves`` is False for NO_OP, whose origin is ignored (R47). The caller
+    counts the call as RMA of the fence epoch (``epoch.issued``) once its bytes
+    moved: a call that raised is no RMA a Fence must complete.
     """
     message = buffers.message(origin, writable=writable_origin, sparse=True)
     disp, count, datatype = _target_spec(target, message.count, message.datatype)
@@ -129,7 +131,6 @@ def parse(state, call, origin, rank, target, writable_origin, origin_moves=True)
     offset = disp * state.units[rank]
     if state.dynamic:
         # absolute addresses, checked against the attached regions on access (R14, R18)
-        state.epoch.issued()
         return Transfer(message.data, message.first, origin_side, target_side, offset, rank)
     if disp < 0:
         errors.fail(errors.ERR_DISP, "%s: target displacement %d is negative" % (call, disp))
@@ -141,12 +142,13 @@ def parse(state, call, origin, rank, target, writable_origin, origin_moves=True)
                     "outside its window of %d bytes"
                     % (call, offset + target_side.low, offset + target_side.high, disp,
                        state.units[rank], rank, size))
-    state.epoch.issued()
     return Transfer(message.data, message.first, origin_side, target_side, offset, rank)
 
 
-def _check_accumulate_types(call, op, kind, *datatypes_used):
-    """The one basic type every datatype of an accumulate is built from (R45).
+def _check_accumulate_types(call, op, kind, nbytes, *datatypes_used):
+    """The one basic type every datatype of an accumulate is built from (R45), and
+    ``op`` defined on it unless the call moves no byte (MPICH accepts a zero-count
+    call whatever the op, and mpi4py's suite relies on it).
 
     One type, not one representation: LONG and INT64_T are both 8-byte signed
     integers on LP64, yet their signatures differ and MPICH 5 rejects the pair
@@ -162,7 +164,7 @@ def _check_accumulate_types(call, op, kind, *datatypes_used):
             errors.fail(errors.ERR_TYPE, "%s: every datatype must be built from one basic "
                         "type, got %s and %s (R45)" % (call, first.Get_name(),
                                                        other.Get_name()))
-    op.check(first, kind)
+    op.check(first, kind, empty=not nbytes)
     return first
 
 
@@ -236,6 +238,7 @@ class Communication:
         transfer = parse(state, "Put", origin, target_rank, target, False)
         transfer.target.store(state.targets[target_rank], transfer.offset,
                               transfer.packed_origin())
+        state.epoch.issued()
 
     def Get(self, origin, target_rank, target=None):
         if _fast_get(self._fast, origin, target_rank, target):
@@ -246,6 +249,7 @@ class Communication:
         transfer = parse(state, "Get", origin, target_rank, target, True)
         packed = transfer.target.load(state.targets[target_rank], transfer.offset)
         transfer.origin.unpack(packed, transfer.data, transfer.first)
+        state.epoch.issued()
 
     def Accumulate(self, origin, target_rank, target=None, op=ops.SUM):
         if _fast_accumulate(self._fast, origin, target_rank, target, op):
@@ -254,8 +258,8 @@ class Communication:
         if state is None:
             return
         transfer = parse(state, "Accumulate", origin, target_rank, target, False)
-        basic = _check_accumulate_types("Accumulate", op, ops.ACCUMULATE, transfer.datatype,
-                                        transfer.target_type)
+        basic = _check_accumulate_types("Accumulate", op, ops.ACCUMULATE, transfer.nbytes,
+                                        transfer.datatype, transfer.target_type)
         incoming = numpy.frombuffer(transfer.packed_origin(), dtype=basic.dtype)
         memory = state.targets[target_rank]
         with AccumulateLock(state, target_rank):
@@ -263,6 +267,7 @@ class Communication:
                                         dtype=basic.dtype)
             op.apply(incoming, existing, basic, out=existing)
             transfer.target.store(memory, transfer.offset, existing)
+        state.epoch.issued()
 
     def Get_accumulate(self, origin, result, target_rank, target=None, op=ops.SUM):
         if _fast_get_accumulate(self._fast, origin, result, target_rank, target, op):
@@ -281,7 +286,7 @@ class Communication:
         transfer = parse(state, call, origin, target_rank, target, writable_origin,
                          origin_moves=moves)
         involved = [received.datatype, transfer.target_type]
-        basic = _check_accumulate_types(call, op, ops.GET_ACCUMULATE,
+        basic = _check_accumulate_types(call, op, ops.GET_ACCUMULATE, transfer.nbytes,
                                         *(involved + [transfer.datatype] if moves
                                           else involved))
         if result_side.nbytes != transfer.nbytes:
@@ -303,6 +308,7 @@ class Communication:
                 existing = numpy.frombuffer(packed, dtype=basic.dtype)
                 op.apply(incoming, existing, basic, out=existing)
                 transfer.target.store(memory, transfer.offset, existing)
+        state.epoch.issued()
 
     def Fetch_and_op(self, origin, result, target_rank, target_disp=0, op=ops.SUM):
         if _fast_fetch_and_op(self._fast, origin, result, target_rank, target_disp, op):
@@ -348,6 +354,7 @@ class Communication:
             outgoing.data[:] = old
             if old == bytes(expected.data):
                 transfer.target.store(memory, transfer.offset, incoming.data)
+        state.epoch.issued()
 
     # --- request-based forms (R53-R59) ---
     def Rput(self, origin, target_rank, target=None):

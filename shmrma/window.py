@@ -127,6 +127,13 @@ class Win(Communication, ActiveTarget, PassiveTarget, WindowBarrier, CounterCall
     def __repr__(self):
         return "<MPI.Win %s>" % ("WIN_NULL" if self._state is None else repr(self._state.name))
 
+    def __reduce__(self):
+        # as mpi4py: WIN_NULL pickles by name, a window (memory of one job) does not
+        if self._state is None:
+            return "WIN_NULL"
+        raise ValueError("cannot pickle MPI.Win %r: a window exists only in its job; "
+                         "send what it holds instead" % self._state.name)
+
     @property
     def _s(self):
         state = self._state
@@ -288,7 +295,9 @@ class Win(Communication, ActiveTarget, PassiveTarget, WindowBarrier, CounterCall
         return self._s.rank
 
     def Get_name(self):
-        return self._s.name
+        if self._state is None:
+            return "MPI_WIN_NULL"       # as mpi4py names the null handle
+        return self._state.name
 
     def Set_name(self, name):
         self._s.name = str(name)
@@ -296,7 +305,7 @@ class Win(Communication, ActiveTarget, PassiveTarget, WindowBarrier, CounterCall
     name = property(Get_name, Set_name)
 
     def Get_errhandler(self):
-        return self._s.errhandler
+        return errhandler.Errhandler(self._s.errhandler._name)     # a handle of its own
 
     def Set_errhandler(self, handler):
         state = self._s
@@ -304,7 +313,7 @@ class Win(Communication, ActiveTarget, PassiveTarget, WindowBarrier, CounterCall
                            errhandler.ERRORS_ABORT):
             errors.fail(errors.ERR_ARG, "the error handler must be ERRORS_RETURN, "
                         "ERRORS_ARE_FATAL or ERRORS_ABORT, not %r" % (handler,))
-        state.errhandler = handler
+        state.errhandler = handler = errhandler.PREDEFINED[handler._name]
         self.__class__ = Win if handler is errhandler.ERRORS_RETURN else _FATAL_WIN
 
     # --- changing the group (seed 000 §1.2.6) -------------------------------------------

@@ -1097,3 +1097,26 @@ def test_get_accumulate_with_origin_aliasing_result_is_never_silently_wrong():
         win.Free()
         return outcomes
     assert shmrma.launch(body, 1, timeout=20) == [[True, True]]
+
+
+@pytest.mark.timeout(60)
+def test_zero_count_accumulates_take_any_op_and_a_refused_call_is_no_pending_rma():
+    """R45 as MPICH applies it (mpi4py's test_rma relies on it): a zero-count
+    Accumulate or Get_accumulate moves nothing, so SUM on MPI.BYTE is accepted there
+    (with one element it is ERR_OP); a call that raised is no RMA of the fence epoch:
+    Fence(MODE_NOPRECEDE) and Win.Free after it succeed (R78)."""
+    def body():
+        comm = MPI.COMM_WORLD
+        rank = comm.Get_rank()
+        win = MPI.Win.Allocate(8, 1, comm=comm)
+        none = bytearray(1)
+        win.Fence()
+        win.Accumulate([none, 0, MPI.BYTE], rank, op=MPI.SUM)
+        win.Get_accumulate([none, 0, MPI.BYTE], [bytearray(1), 0, MPI.BYTE], rank)
+        win.Fence(MPI.MODE_NOSUCCEED)
+        win.Fence()
+        refused = expect(MPI.ERR_OP, win.Accumulate, [none, 1, MPI.BYTE], rank, op=MPI.SUM)
+        win.Fence(MPI.MODE_NOPRECEDE)       # nothing was issued: the assertion holds
+        win.Free()
+        return refused.Get_error_class()
+    assert shmrma.launch(body, 2, timeout=30) == [MPI.ERR_OP] * 2

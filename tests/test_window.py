@@ -566,12 +566,36 @@ def test_errhandler_set_and_get():
     assert shmrma.launch(body, 2, timeout=20) == [(True, True, True)] * 2
 
 
+def test_errhandler_handles_free_to_null_and_windows_do_not_pickle():
+    """As mpi4py's test_win: Get_errhandler gives a handle of its own, equal to the
+    handler set, which Free turns into ERRHANDLER_NULL (the MPI constants stay);
+    a window pickles to ValueError, WIN_NULL by name and named 'MPI_WIN_NULL'."""
+    import pickle
+    win = MPI.Win.Allocate(8, comm=MPI.COMM_SELF)
+    for handler in (MPI.ERRORS_ARE_FATAL, MPI.ERRORS_RETURN):
+        before = win.Get_errhandler()
+        win.Set_errhandler(handler)
+        got = win.Get_errhandler()
+        assert got == handler and got is not handler
+        got.Free()
+        assert got == MPI.ERRHANDLER_NULL and not got and handler != MPI.ERRHANDLER_NULL
+        win.Set_errhandler(before)
+        before.Free()
+        assert before == MPI.ERRHANDLER_NULL
+    with pytest.raises(ValueError, match="cannot pickle"):
+        pickle.dumps(win)
+    win.Free()
+    assert pickle.loads(pickle.dumps(MPI.WIN_NULL)) is MPI.WIN_NULL
+    assert MPI.WIN_NULL.Get_name() == "MPI_WIN_NULL" and win.Get_name() == "MPI_WIN_NULL"
+
+
 # --- Free --------------------------------------------------------------------------------
 
 @pytest.mark.timeout(60)
 def test_free_makes_the_handle_null_and_every_call_err_win():
     """R21: Free turns the handle into WIN_NULL; any later use of it (communication,
-    synchronization, queries, a second Free) raises ERR_WIN; free() on it is a no-op."""
+    synchronization, queries, a second Free) raises ERR_WIN; free() on it is a no-op.
+    Get_name is mpi4py's exception: it names the null handle 'MPI_WIN_NULL'."""
     def body():
         win = MPI.Win.Allocate_shared(16, 1, comm=MPI.COMM_WORLD)
         assert win and win != MPI.WIN_NULL
@@ -587,15 +611,14 @@ def test_free_makes_the_handle_null_and_every_call_err_win():
             lambda: win.Unlock(0), lambda: win.Lock_all(), lambda: win.Unlock_all(),
             lambda: win.Flush(0), lambda: win.Flush_all(), lambda: win.Sync(),
             lambda: win.Shared_query(0), lambda: win.Get_attr(MPI.WIN_BASE),
-            lambda: win.Get_info(), lambda: win.Get_group(), lambda: win.Get_name(),
-            lambda: win.Set_name("x"), lambda: win.Get_errhandler(), lambda: win.tomemory(),
+            lambda: win.Get_info(), lambda: win.Get_group(), lambda: win.Set_name("x"), lambda: win.Get_errhandler(), lambda: win.tomemory(),
             lambda: win.Free(),
         ]
         for call in calls:
             expect(MPI.ERR_WIN, call)
         win.free()
-        return True
-    assert shmrma.launch(body, 2, timeout=20) == [True, True]
+        return win.Get_name()
+    assert shmrma.launch(body, 2, timeout=20) == ["MPI_WIN_NULL"] * 2
 
 
 @pytest.mark.timeout(60)

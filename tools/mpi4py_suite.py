@@ -1,0 +1,244 @@
+"""Run mpi4py's own test suite against shmrma: how much of the drop-in promise holds.
+
+    python tools/mpi4py_suite.py [--ranks 1,2,3] [--modules test_win,test_rma,test_rma_nb]
+                                 [--source DIR] [--timeout SECONDS] [--json FILE]
+
+The suite comes from mpi4py 4.1.2's source distribution (fetched once with pip
+into ~/.cache/shmrma, or taken from --source, the sdist's folder). At each rank
+count every module runs under ``shmrma-run`` in every rank, with a shim package
+first on sys.path whose ``mpi4py.MPI`` is ``shmrma.MPI`` (mpi4py's other
+modules, such as mpi4py.util, come from the installed mpi4py). Each rank
+reports every test method's outcome; a method passes when it passed on every
+rank (its subtests included). A module that cannot be imported counts all its
+tests as failed, and one that hangs is ended by the launcher's --timeout, its
+tests failed. The suite's fake-GPU arrays (``__cuda_array_interface__`` over
+host memory) are left out: shmrma refuses device memory (TypeError).
+
+Prints ``module ranks passed/total`` per line; exit status 1 when a rank count
+ran nothing.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import unittest
+
+VERSION = "4.1.2"
+CACHE = os.path.join(os.path.expanduser("~"), ".cache", "shmrma")
+SHIM = '''"""mpi4py's name, shmrma's MPI (written by tools/mpi4py_suite.py)."""
+import os
+import sys
+
+import mpi4py_real_path
+import shmrma.MPI as MPI
+
+__path__ = [os.path.dirname(__file__), mpi4py_real_path.PATH]
+sys.modules["mpi4py.MPI"] = MPI
+__version__ = "%s"
+
+
+def get_include():
+    return os.path.join(mpi4py_real_path.PATH, "include")
+
+
+def get_config():
+    return {}
+
+
+def profile(*args, **kwargs):
+    pass
+
+
+class _Rc:
+    initialize = finalize = threads = True
+    thread_level = "multiple"
+    errors = "exception"
+
+    def __call__(self, **kwargs):
+        vars(self).update(kwargs)
+
+
+rc = _Rc()
+''' % VERSION
+
+
+def fetch(cache=CACHE):
+    """The folder of mpi4py's sdist, downloaded and unpacked once."""
+    folder = os.path.join(cache, "mpi4py-%s" % VERSION)
+    if os.path.isdir(os.path.join(folder, "test")):
+        return folder
+    os.makedirs(cache, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-binary",
+                    ":all:", "--no-deps", "mpi4py==%s" % VERSION, "-d", cache], check=True)
+    with tarfile.open(os.path.join(cache, "mpi4py-%s.tar.gz" % VERSION)) as archive:
+        archive.extractall(cache, filter="data") if hasattr(tarfile, "data_filter") \
+            else archive.extractall(cache)
+    return folder
+
+
+def write_shim(where):
+    """A package folder holding the ``mpi4py`` shim; returns what goes on sys.path."""
+    import importlib.util
+    real = os.path.dirname(importlib.util.find_spec("mpi4py").origin)
+    os.makedirs(os.path.join(where, "mpi4py"), exist_ok=True)
+    with open(os.path.join(where, "mpi4py", "__init__.py"), "w") as out:
+        out.write(SHIM)
+    with open(os.path.join(where, "mpi4py_real_path.py"), "w") as out:
+        out.write("PATH = %r\n" % real)
+    return where
+
+
+# --- in every rank --------------------------------------------------------------------
+
+class _Outcomes(unittest.TestResult):
+    """Each test method's outcome; a failing subtest fails its method."""
+
+    def __init__(self):
+        super().__init__()
+        self.outcomes = {}
+
+    def _mark(self, test, passed):
+        key = test.id()
+        self.outcomes[key] = self.outcomes.get(key, True) and passed
+
+    def addSuccess(self, test):
+        self._mark(test, True)
+
+    def addSkip(self, test, reason):
+        self._mark(test, True)
+
+    def addExpectedFailure(self, test, err):
+        self._mark(test, True)
+
+    def addFailure(self, test, err):
+        self._mark(test, False)
+
+    def addError(self, test, err):
+        self._mark(getattr(test, "test_case", test), False)
+
+    def addUnexpectedSuccess(self, test):
+        self._mark(test, False)
+
+    def addSubTest(self, test, subtest, err):
+        if err is not None:
+            self._mark(test, False)
+
+
+def _host_backends_only(arrayimpl):
+    """Leave out the suite's fake-GPU arrays: shmrma refuses device memory."""
+    fake = getattr(arrayimpl, "BaseFakeGPUArray", None)
+    if fake is not None:
+        arrayimpl.ArrayBackends[:] = [cls for cls in arrayimpl.ArrayBackends
+                                      if not issubclass(cls, fake)]
+
+
+def worker(shim, test_dir, modules, out_dir):
+    sys.path[:0] = [shim, test_dir]
+    from shmrma import MPI
+    import arrayimpl
+    _host_backends_only(arrayimpl)
+    report = {}
+    for name in modules:
+        try:
+            module = __import__(name)
+        except Exception as exc:  # noqa: BLE001 - an import failure fails the module
+            report[name] = {"import_error": "%s: %s" % (type(exc).__name__, exc)}
+            continue
+        suite = unittest.defaultTestLoader.loadTestsFromModule(module)
+        result = _Outcomes()
+        suite.run(result)
+        report[name] = {"tests": result.outcomes}
+    path = os.path.join(out_dir, "rank%d.json" % MPI.COMM_WORLD.Get_rank())
+    with open(path, "w") as out:
+        json.dump(report, out)
+
+
+# --- the driver ---------------------------------------------------------------------
+
+def count_tests(test_dir, name):
+    """How many test methods the module holds, counted on mpi4py itself (for a module
+    that failed everywhere, even at import)."""
+    code = ("import sys, unittest; sys.path[:0] = [%r]\n"
+            "try:\n    m = __import__(%r)\n"
+            "    print(unittest.defaultTestLoader.loadTestsFromModule(m).countTestCases())\n"
+            "except Exception:\n    print(0)\n" % (test_dir, name))
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             cwd=test_dir, timeout=120)
+        return int(out.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError, subprocess.TimeoutExpired):
+        return 0
+
+
+def run(ranks, modules, source, timeout):
+    """{(module, ranks): (passed, total, note)}: each module in a job of its own, so
+    one that hangs or crashes costs only its own tests."""
+    test_dir = os.path.join(source, "test")
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        shim = write_shim(os.path.join(tmp, "shim"))
+        for n in ranks:
+            for name in modules:
+                out_dir = os.path.join(tmp, "%s-%d" % (name, n))
+                os.makedirs(out_dir)
+                launcher = [sys.executable, "-m", "shmrma.run", "-n", str(n),
+                            "--timeout", str(timeout), os.path.abspath(__file__),
+                            "--worker", "--shim", shim, "--source", source, "--out",
+                            out_dir, "--modules", name]
+                proc = subprocess.run(launcher, cwd=test_dir, capture_output=True,
+                                      text=True, timeout=timeout + 60)
+                reports = []
+                for rank in range(n):
+                    path = os.path.join(out_dir, "rank%d.json" % rank)
+                    if os.path.exists(path):
+                        with open(path) as src:
+                            reports.append(json.load(src))
+                results[name, n] = _merge(name, reports, n, proc, test_dir)
+    return results
+
+
+def _merge(name, reports, n, proc, test_dir):
+    if len(reports) < n:
+        note = "ended: %s" % (proc.stderr.strip().splitlines() or ["no report"])[-1]
+        return 0, count_tests(test_dir, name), note
+    parts = [report[name] for report in reports]
+    for part in parts:
+        if "import_error" in part:
+            return 0, count_tests(test_dir, name), part["import_error"]
+    tests = parts[0]["tests"]
+    passed = sum(all(part["tests"].get(test, False) for part in parts) for test in tests)
+    return passed, len(tests), ""
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ranks", default="1,2,3", help="rank counts (default 1,2,3)")
+    parser.add_argument("--modules", default="test_win,test_rma,test_rma_nb",
+                        help="the suite's modules, comma-separated")
+    parser.add_argument("--source", help="mpi4py's sdist folder (default: fetched)")
+    parser.add_argument("--timeout", type=int, default=300, help="per run, seconds")
+    parser.add_argument("--json", help="write the counts here")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--shim", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    modules = [m.strip() for m in args.modules.split(",") if m.strip()]
+    if args.worker:
+        worker(args.shim, os.path.join(args.source, "test"), modules, args.out)
+        return 0
+    source = os.path.abspath(args.source) if args.source else fetch()
+    ranks = [int(r) for r in args.ranks.split(",")]
+    results = run(ranks, modules, source, args.timeout)
+    for (name, n), (passed, total, note) in sorted(results.items()):
+        print("%-20s %2d ranks %4d/%-4d %s" % (name, n, passed, total, note), flush=True)
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"%s@%d" % key: value[:2] for key, value in results.items()}, out)
+    return 0 if all(total for _, total, _ in results.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
