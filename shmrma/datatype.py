@@ -23,10 +23,10 @@ from .lazy import numpy as np
 
 # Classes of basic types, as the reduction-operation rules of MPI group them
 # (MPI 3.1 §5.9.2). MPICH also treats CHAR as a C integer; so do we.
-INTEGER = "integer"
+INTEGER_CLASS = "integer"   # (INTEGER, LOGICAL, COMPLEX name Fortran types)
 FLOATING = "floating point"
-COMPLEX = "complex"
-LOGICAL = "logical"
+COMPLEX_CLASS = "complex"
+LOGICAL_CLASS = "logical"
 BYTE_CLASS = "byte"
 PAIR = "value-index pair"
 OPAQUE = "opaque"  # PACKED and WCHAR: no reduction op is defined on them
@@ -128,7 +128,7 @@ class Datatype(Handle):
 
     @property
     def type_class(self):
-        """Reduction class of the basic type (INTEGER, FLOATING, ...); None when null."""
+        """Reduction class of the basic type (INTEGER_CLASS, FLOATING, ...); None when null."""
         return None if self._handle is None else self._handle.type_class
 
     @property
@@ -252,41 +252,65 @@ def _handle_of(datatype, argument):
 # types and C_BOOL answer tocode() with their type string ("i4", "b1"), the others
 # with their typechar, as mpi4py's DatatypeCode does.
 _FIXED_WIDTH = {"C_BOOL", "INT8_T", "INT16_T", "INT32_T", "INT64_T",
-                "UINT8_T", "UINT16_T", "UINT32_T", "UINT64_T"}
+                "UINT8_T", "UINT16_T", "UINT32_T", "UINT64_T", "INTEGER1", "INTEGER2",
+                "INTEGER4", "INTEGER8", "REAL4", "REAL8", "REAL16", "COMPLEX8",
+                "COMPLEX16", "COMPLEX32"}
 _BASIC_TYPES = (
     ("PACKED", "B", OPAQUE, None, None),
     ("BYTE", "B", BYTE_CLASS, None, None),
-    ("CHAR", "b", INTEGER, "c", None),           # C char is signed on Linux
+    ("CHAR", "b", INTEGER_CLASS, "c", None),           # C char is signed on Linux
     ("WCHAR", "i4", OPAQUE, "U", None),          # wchar_t is a 32-bit int on Linux
-    ("SIGNED_CHAR", "b", INTEGER, None, None),
-    ("SHORT", "h", INTEGER, None, None),
-    ("INT", "i", INTEGER, None, None),
-    ("LONG", "l", INTEGER, None, None),
-    ("LONG_LONG", "q", INTEGER, None, "MPI_LONG_LONG_INT"),
-    ("UNSIGNED_CHAR", "B", INTEGER, None, None),
-    ("UNSIGNED_SHORT", "H", INTEGER, None, None),
-    ("UNSIGNED", "I", INTEGER, None, None),
-    ("UNSIGNED_LONG", "L", INTEGER, None, None),
-    ("UNSIGNED_LONG_LONG", "Q", INTEGER, None, None),
+    ("SIGNED_CHAR", "b", INTEGER_CLASS, None, None),
+    ("SHORT", "h", INTEGER_CLASS, None, None),
+    ("INT", "i", INTEGER_CLASS, None, None),
+    ("LONG", "l", INTEGER_CLASS, None, None),
+    ("LONG_LONG", "q", INTEGER_CLASS, None, "MPI_LONG_LONG_INT"),
+    ("UNSIGNED_CHAR", "B", INTEGER_CLASS, None, None),
+    ("UNSIGNED_SHORT", "H", INTEGER_CLASS, None, None),
+    ("UNSIGNED", "I", INTEGER_CLASS, None, None),
+    ("UNSIGNED_LONG", "L", INTEGER_CLASS, None, None),
+    ("UNSIGNED_LONG_LONG", "Q", INTEGER_CLASS, None, None),
     ("FLOAT", "f", FLOATING, None, None),
     ("DOUBLE", "d", FLOATING, None, None),
     ("LONG_DOUBLE", "g", FLOATING, None, None),
-    ("C_BOOL", "?", LOGICAL, None, None),
-    ("INT8_T", "i1", INTEGER, None, None),
-    ("INT16_T", "i2", INTEGER, None, None),
-    ("INT32_T", "i4", INTEGER, None, None),
-    ("INT64_T", "i8", INTEGER, None, None),
-    ("UINT8_T", "u1", INTEGER, None, None),
-    ("UINT16_T", "u2", INTEGER, None, None),
-    ("UINT32_T", "u4", INTEGER, None, None),
-    ("UINT64_T", "u8", INTEGER, None, None),
-    ("C_FLOAT_COMPLEX", "F", COMPLEX, None, "MPI_C_COMPLEX"),
-    ("C_DOUBLE_COMPLEX", "D", COMPLEX, None, None),
-    ("C_LONG_DOUBLE_COMPLEX", "G", COMPLEX, None, None),
-    ("AINT", "p", INTEGER, "p", None),
-    ("OFFSET", "q", INTEGER, "p", None),
-    ("COUNT", "q", INTEGER, "p", None),
+    ("C_BOOL", "?", LOGICAL_CLASS, None, None),
+    ("INT8_T", "i1", INTEGER_CLASS, None, None),
+    ("INT16_T", "i2", INTEGER_CLASS, None, None),
+    ("INT32_T", "i4", INTEGER_CLASS, None, None),
+    ("INT64_T", "i8", INTEGER_CLASS, None, None),
+    ("UINT8_T", "u1", INTEGER_CLASS, None, None),
+    ("UINT16_T", "u2", INTEGER_CLASS, None, None),
+    ("UINT32_T", "u4", INTEGER_CLASS, None, None),
+    ("UINT64_T", "u8", INTEGER_CLASS, None, None),
+    ("C_FLOAT_COMPLEX", "F", COMPLEX_CLASS, None, "MPI_C_COMPLEX"),
+    ("C_DOUBLE_COMPLEX", "D", COMPLEX_CLASS, None, None),
+    ("C_LONG_DOUBLE_COMPLEX", "G", COMPLEX_CLASS, None, None),
+    ("AINT", "p", INTEGER_CLASS, "p", None),
+    ("OFFSET", "q", INTEGER_CLASS, "p", None),
+    ("COUNT", "q", INTEGER_CLASS, "p", None),
+    ("FLOAT16_T", "e", FLOATING, None, "MPIX_C_FLOAT16"),
+    # Fortran's, as MPICH sizes them with gfortran on LP64 Linux
+    ("CHARACTER", "b", OPAQUE, "c", None),
+    ("LOGICAL", "i4", LOGICAL_CLASS, "i", None),
+    ("INTEGER", "i4", INTEGER_CLASS, "i", None),
+    ("REAL", "f", FLOATING, None, None),
+    ("DOUBLE_PRECISION", "d", FLOATING, None, None),
+    ("COMPLEX", "F", COMPLEX_CLASS, None, None),
+    ("DOUBLE_COMPLEX", "D", COMPLEX_CLASS, None, None),
+    ("INTEGER1", "i1", INTEGER_CLASS, None, None),
+    ("INTEGER2", "i2", INTEGER_CLASS, None, None),
+    ("INTEGER4", "i4", INTEGER_CLASS, None, None),
+    ("INTEGER8", "i8", INTEGER_CLASS, None, None),
+    ("REAL4", "f", FLOATING, None, None),
+    ("REAL8", "d", FLOATING, None, None),
+    ("REAL16", "g", FLOATING, None, None),
+    ("COMPLEX8", "F", COMPLEX_CLASS, None, None),
+    ("COMPLEX16", "D", COMPLEX_CLASS, None, None),
+    ("COMPLEX32", "G", COMPLEX_CLASS, None, None),
 )
+# what mpi4py on MPICH names but that MPI has not built: DATATYPE_NULL there too
+_ABSENT = ("BFLOAT16_T", "COMPLEX4", "INTEGER16", "LOGICAL1", "LOGICAL2", "LOGICAL4",
+           "LOGICAL8", "LOGICAL16", "REAL2")
 
 # name, type of the value (the index is always a C int), MPICH print name
 _PAIR_TYPES = (
@@ -304,17 +328,18 @@ _ALIASES = {
     "UNSIGNED_INT": "UNSIGNED", "SIGNED_SHORT": "SHORT", "SIGNED_INT": "INT",
     "SIGNED_LONG": "LONG", "SIGNED_LONG_LONG": "LONG_LONG",
     "SINT8_T": "INT8_T", "SINT16_T": "INT16_T", "SINT32_T": "INT32_T", "SINT64_T": "INT64_T",
+    "FLOAT32_T": "FLOAT", "FLOAT64_T": "DOUBLE",
 }
 
 
 # numpy's view of each element type (kind, char, itemsize), known without numpy:
 # importing numpy costs 0.1 s and a thread, and most ranks never need it.
-_NATIVE_SIZES = {c: struct.calcsize(c) for c in "bhilqBHILQfd?"}
+_NATIVE_SIZES = {c: struct.calcsize(c) for c in "bhilqBHILQefd?"}
 _NATIVE_SIZES["g"] = ctypes.sizeof(ctypes.c_longdouble)
 _NATIVE_SIZES["p"] = ctypes.sizeof(ctypes.c_ssize_t)
 _KIND_OF = dict.fromkeys("bhilqp", "i")
 _KIND_OF.update(dict.fromkeys("BHILQ", "u"))
-_KIND_OF.update({"f": "f", "d": "f", "g": "f", "?": "b"})
+_KIND_OF.update({"e": "f", "f": "f", "d": "f", "g": "f", "?": "b"})
 _CHAR_OF_SIZE = {("i", 1): "b", ("i", 2): "h", ("i", 4): "i", ("i", 8): "l",
                  ("u", 1): "B", ("u", 2): "H", ("u", 4): "I", ("u", 8): "L"}
 
@@ -382,6 +407,7 @@ PREDEFINED["HANDLE_SYNC"] = _predefined("HANDLE_SYNC", TypeHandle(
     dtype=lambda: np.dtype("V%d" % HANDLE_BYTES), type_class=HANDLE))
 
 DATATYPE_NULL = Datatype()
+PREDEFINED.update(dict.fromkeys(_ABSENT, DATATYPE_NULL))
 _PAIR_OF = {(PREDEFINED[value]._handle, PREDEFINED["INT"]._handle): PREDEFINED[name]
             for name, value, _ in _PAIR_TYPES}
 
@@ -394,7 +420,7 @@ __all__ = ["Datatype", "DATATYPE_NULL"] + sorted(PREDEFINED)
 
 # mpi4py's TypeDict (typemap.pxi) as it resolves on LP64 Linux with MPICH: later
 # entries there override earlier ones, so "i4" is INT32_T and not INT, "B" is
-# UNSIGNED_CHAR and not BYTE. numpy's float16 ("e") has no MPI type here.
+# UNSIGNED_CHAR and not BYTE; numpy's float16 ("e") is MPICH's MPIX_C_FLOAT16.
 _LONG_DOUBLE_BYTES = _NATIVE_SIZES["g"]
 _CODES_OF = {
     "C_BOOL": "? b1",
@@ -407,7 +433,7 @@ _CODES_OF = {
     "INT8_T": "i1", "INT16_T": "i2", "INT32_T": "i4", "INT64_T": "i8 M M8 m m8",
     "UINT8_T": "u1", "UINT16_T": "u2 u 1u", "UINT32_T": "u4", "UINT64_T": "u8",
     "CHAR": "c a S S1 s 1s", "WCHAR": "U U1 w 1w",
-    "AINT": "p", "COUNT": "n",
+    "AINT": "p", "COUNT": "n", "FLOAT16_T": "e f2",
 }
 _TYPECODES = {code: PREDEFINED[name] for name, codes in _CODES_OF.items() for code in codes.split()}
 

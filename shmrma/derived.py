@@ -171,15 +171,6 @@ def _old(datatype, call):
     return datatype
 
 
-def _bounds(old, displacements):
-    """MPI's lb/ub of copies of ``old`` at the given byte displacements."""
-    if not len(displacements):
-        return 0, 0
-    lb = min(displacements) + old.lb
-    ub = max(displacements) + old.ub
-    return lb, ub
-
-
 def _make(name, layout, lb, ub, basic):
     true_lb, true_ub = layout.mpi_true_bounds()
     handle = datatypes.TypeHandle(
@@ -201,13 +192,31 @@ def _mpi_size(layout):
     return size
 
 
-def _copies(old, displacements, name):
-    """A type made of ``old`` at each byte displacement (the common constructor)."""
-    displacements = [int(d) for d in displacements]
-    layout = Layout.of(old).replicated(displacements)
-    lb, ub = _bounds(old, displacements)
-    return _make(name, layout, lb, ub, old.basic if Layout.of(old).basic() is not None
-                 else None)
+def _blocks(old, blocklengths, starts, name):
+    """A type of blocks of copies of ``old``: block i holds blocklengths[i] copies, one
+    extent apart, from byte starts[i] (every constructor but subarray, struct and
+    resized). Held by its structure: when ``old`` is one dense run, a block is one
+    run, whatever its length (Create_contiguous(2**31 - 1) is one block, not 2**31
+    entries); other types repeat their runs per copy."""
+    lengths = numpy.asarray(blocklengths, dtype=numpy.int64).reshape(-1)
+    starts = numpy.asarray(starts, dtype=numpy.int64).reshape(-1)
+    keep = lengths > 0
+    lengths, starts = lengths[keep], starts[keep]
+    extent, layout = old.extent, Layout.of(old)
+    if not len(lengths):
+        return _make(name, Layout([], [], []), 0, 0, old.basic)
+    last = starts + (lengths - 1) * extent
+    lb = int(numpy.minimum(starts, last).min()) + old.lb
+    ub = int(numpy.maximum(starts, last).max()) + old.ub
+    basic = old.basic if layout.basic() is not None else None
+    if is_dense(old) and extent > 0:
+        runs = Layout(starts + int(layout.offsets[0]), lengths * extent,
+                      numpy.full(len(lengths), int(layout.basic_ids[0])))
+        return _make(name, runs, lb, ub, basic)
+    first_of_block = numpy.repeat(numpy.cumsum(lengths) - lengths, lengths)
+    within = numpy.arange(int(lengths.sum()), dtype=numpy.int64) - first_of_block
+    copies = numpy.repeat(starts, lengths) + within * extent
+    return _make(name, layout.replicated(copies), lb, ub, basic)
 
 
 def _non_negative(value, what, call):
@@ -218,16 +227,10 @@ def _non_negative(value, what, call):
     return value
 
 
-def _block_displacements(blocklengths, starts, extent):
-    """Byte displacements of every copy: block i has blocklengths[i] copies from starts[i]."""
-    return [start + j * extent for length, start in zip(blocklengths, starts)
-            for j in range(length)]
-
-
 def create_contiguous(self, count):
     old = _old(self, "contiguous type")
     count = _non_negative(count, "count", "Create_contiguous")
-    return _copies(old, [k * old.extent for k in range(count)], "contiguous")
+    return _blocks(old, [count], [0], "contiguous")
 
 
 def create_vector(self, count, blocklength, stride):
@@ -243,9 +246,8 @@ def create_hvector(self, count, blocklength, stride):
 def _strided(old, count, blocklength, stride_bytes, call):
     count = _non_negative(count, "count", call)
     blocklength = _non_negative(blocklength, "blocklength", call)
-    starts = [i * stride_bytes for i in range(count)]
-    return _copies(old, _block_displacements([blocklength] * count, starts, old.extent),
-                   call[7:].lower())
+    starts = numpy.arange(count, dtype=numpy.int64) * int(stride_bytes)
+    return _blocks(old, numpy.full(count, blocklength), starts, call[7:].lower())
 
 
 def create_indexed(self, blocklengths, displacements):
@@ -276,8 +278,7 @@ def _indexed(old, blocklengths, starts, call):
     if len(blocklengths) != len(starts):
         errors.fail(errors.ERR_ARG, "%s: %d block lengths but %d displacements"
                     % (call, len(blocklengths), len(starts)))
-    return _copies(old, _block_displacements(blocklengths, [int(s) for s in starts],
-                                             old.extent), call[7:].lower())
+    return _blocks(old, blocklengths, [int(s) for s in starts], call[7:].lower())
 
 
 def create_subarray(self, sizes, subsizes, starts, order=ORDER_C):

@@ -268,8 +268,8 @@ def _no_op(a, b, out):
     out[...] = b
 
 
-_I, _F, _C = _datatype.INTEGER, _datatype.FLOATING, _datatype.COMPLEX
-_L, _B, _P = _datatype.LOGICAL, _datatype.BYTE_CLASS, _datatype.PAIR
+_I, _F, _C = _datatype.INTEGER_CLASS, _datatype.FLOATING, _datatype.COMPLEX_CLASS
+_L, _B, _P = _datatype.LOGICAL_CLASS, _datatype.BYTE_CLASS, _datatype.PAIR
 
 # name, array kernel, basic type classes it is defined on (None: every class), commutative
 _PREDEFINED_OPS = (

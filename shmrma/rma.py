@@ -343,7 +343,7 @@ class Communication:
             raise ValueError("mismatch in origin and result MPI datatypes")
         basic = incoming.datatype.basic
         if (not incoming.datatype.is_predefined or basic.type_class not in (
-                datatypes.INTEGER, datatypes.LOGICAL, datatypes.BYTE_CLASS)):
+                datatypes.INTEGER_CLASS, datatypes.LOGICAL_CLASS, datatypes.BYTE_CLASS)):
             errors.fail(errors.ERR_TYPE, "Compare_and_swap works on one predefined integer, "
                         "logical or byte element, not %r (R51)" % incoming.datatype)
         transfer = parse(state, "Compare_and_swap", [incoming.data, 1, incoming.datatype],

@@ -10,6 +10,7 @@ import pickle
 import numpy as np
 import pytest
 
+from shmrma import MPI, derived
 from shmrma import datatype as dt
 from shmrma import errors
 from shmrma.datatype import DATATYPE_NULL, Datatype
@@ -297,8 +298,9 @@ def test_tocode_round_trips_through_fromcode_for_all_but_the_byte_like_types(nam
         assert back is datatype
 
 
-@pytest.mark.parametrize("code", ["x", "i4 ", "=i", "<i", "e", "f2", "2i", "T{d:a:i:b:}", "", 5])
+@pytest.mark.parametrize("code", ["x", "i4 ", "=i", "<i", "f3", "2i", "T{d:a:i:b:}", "", 5])
 def test_unknown_typecodes(code):
+    """Codes mpi4py on MPICH cannot map either ("e" and "f2" it maps to FLOAT16_T)."""
     with pytest.raises(ValueError, match="cannot map code"):
         Datatype.fromcode(code)
     with pytest.raises(KeyError, match="cannot map"):
@@ -359,10 +361,29 @@ def test_non_native_byte_order_is_a_buffer_error():
         dt.from_buffer_format(view.format, view.itemsize)
 
 
-@pytest.mark.parametrize("fmt", ["=i", "!i", "T{d:a:i:b:}", "e", "2i", "5s"])
+@pytest.mark.parametrize("fmt", ["=i", "!i", "T{d:a:i:b:}", "2i", "5s"])
 def test_formats_without_a_datatype_are_key_errors(fmt):
     with pytest.raises(KeyError, match="cannot map"):
         dt.from_buffer_format(fmt)
+
+
+def test_fortran_and_float16_types_as_mpi4py_names_them_on_mpich():
+    """mpi4py on MPICH: float16 is MPIX_C_FLOAT16 (typecode "e"), the Fortran types
+    have gfortran's sizes, FLOAT32_T/FLOAT64_T are FLOAT/DOUBLE, and what MPICH has
+    not built (BFLOAT16_T, LOGICAL1, ...) is DATATYPE_NULL; a 2**31-1 contiguous type
+    is held by its structure (one run), not per element."""
+    assert dt.from_buffer_format("e") is MPI.FLOAT16_T
+    assert (MPI.FLOAT16_T.Get_size(), MPI.FLOAT16_T.Get_name()) == (2, "MPIX_C_FLOAT16")
+    sizes = {"CHARACTER": 1, "LOGICAL": 4, "INTEGER": 4, "REAL": 4, "DOUBLE_PRECISION": 8,
+             "COMPLEX": 8, "DOUBLE_COMPLEX": 16, "INTEGER8": 8, "REAL16": 16, "COMPLEX32": 32}
+    for name, size in sizes.items():
+        assert getattr(MPI, name).Get_size() == size, name
+    assert MPI.FLOAT32_T is MPI.FLOAT and MPI.FLOAT64_T is MPI.DOUBLE
+    for name in ("BFLOAT16_T", "LOGICAL1", "INTEGER16", "REAL2"):
+        assert getattr(MPI, name) == MPI.DATATYPE_NULL, name
+    big = MPI.BYTE.Create_contiguous(2**31 - 1).Commit()
+    assert big.Get_size() == 2**31 - 1 and len(derived.Layout.of(big).offsets) == 1
+    big.Free()
 
 
 def test_item_size_disagreeing_with_the_format_is_a_buffer_error():
