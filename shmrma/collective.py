@@ -190,7 +190,7 @@ class Collectives:
         me = self._s.rank
         if me == root:
             parts = local(call, parts_of, sendbuf, False)
-            if parts is not None and recvbuf is not constants.IN_PLACE:
+            if parts is not None and _in_place(recvbuf) is not constants.IN_PLACE:
                 local(call, self._copy_own, parts, recvbuf, name)
             exchange(call, parts and _parts_stream(parts, self.size), _nothing)
             return
@@ -316,7 +316,7 @@ class Collectives:
         (``counts`` items per rank) and Reduce_scatter_block (None: blocks of the
         receive count). With IN_PLACE the whole vector is in recvbuf, and this
         rank's block of the result goes to its front."""
-        if sendbuf is constants.IN_PLACE:
+        if _in_place(sendbuf) is constants.IN_PLACE:
             whole = buffers.message(recvbuf, writable=True)
             send = buffers.Message(memoryview(bytes(whole.data)), whole.count,
                                    whole.datatype)
@@ -361,7 +361,7 @@ class Collectives:
 
     def _with_own(self, parts, sendbuf, data_of, name):
         """``parts`` with this rank's part filled from ``sendbuf`` (unless IN_PLACE)."""
-        if sendbuf is not constants.IN_PLACE:
+        if _in_place(sendbuf) is not constants.IN_PLACE:
             own, into = data_of(sendbuf, False), parts.part(self._s.rank)
             _check_part(own, len(into), name)
             into[:] = own
@@ -369,7 +369,7 @@ class Collectives:
 
     def _alltoallv_parts(self, sendbuf, recvbuf):
         receives = buffers.vector_message(recvbuf, True, self.size)
-        if sendbuf is constants.IN_PLACE:   # send what recvbuf holds, as laid out there
+        if _in_place(sendbuf) is constants.IN_PLACE:    # send what recvbuf holds
             sends = buffers.VectorMessage(memoryview(bytes(receives.data)), receives.counts,
                                           receives.displs, receives.extent)
         else:
@@ -387,12 +387,18 @@ class Collectives:
 
     def _alltoall_parts(self, sendbuf, recvbuf):
         receives = _Parts.of(_message(recvbuf, True, self.size), self.size)
-        source = (bytes(receives.whole) if sendbuf is constants.IN_PLACE
+        source = (bytes(receives.whole) if _in_place(sendbuf) is constants.IN_PLACE
                   else _data(sendbuf, False, self.size))
         _check_part(source, len(receives.whole), "Alltoall")
         sends = _Parts(memoryview(source), self.size)
         receives[self._s.rank][:] = sends[self._s.rank]
         return sends, receives
+
+
+def _in_place(buf):
+    """IN_PLACE for None where IN_PLACE is valid: mpi4py takes None for it there
+    (is_IN_PLACE in its msgbuffer.pxi), and programs pass it."""
+    return constants.IN_PLACE if buf is None else buf
 
 
 def _nothing(*args):
@@ -539,7 +545,7 @@ def _reduce_send(sendbuf, op):
 def _reduce_buffers(sendbuf, recvbuf, op):
     """(send, receive) messages of a reduction at a rank that receives the result."""
     receive = buffers.message(recvbuf, writable=True)
-    if sendbuf is constants.IN_PLACE:
+    if _in_place(sendbuf) is constants.IN_PLACE:
         send = buffers.Message(memoryview(bytes(receive.data)), receive.count,
                                receive.datatype)
     else:

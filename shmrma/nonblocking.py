@@ -20,6 +20,7 @@ from . import op as ops
 from .collective import (TABLE, _count_or_none, _entry, _Parts, _parts_stream,
                          _plain, _plain_message, _reduce_buffers, _reduce_send)
 from .collective import _fold_into as _fold_parts_into
+from .collective import _in_place
 from .nbcarea import Operation, channel_of, mismatch
 from .request import Request
 
@@ -176,7 +177,7 @@ class NonblockingCollectives:
 
         def plan():
             parts = parts_of(sendbuf, False)
-            if recvbuf is not constants.IN_PLACE:
+            if _in_place(recvbuf) is not constants.IN_PLACE:
                 self._copy_own(parts, recvbuf, name)
             return _parts_stream(parts, self.size), self._others(), [], None
         return _start(self, name, plan)

@@ -603,3 +603,63 @@ def test_nonblocking_collectives_interleave_at_random():
 def test_ibarrier_notices_a_dead_rank(run_shmrma, tmp_path):
     """An Ibarrier that waits for a rank that died ends the job instead of hanging."""
     dead_rank_ends_the_job(run_shmrma, tmp_path, "comm.Ibarrier().Wait()")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("nprocs", [2, 3])
+def test_none_is_in_place_where_in_place_is_valid(nprocs):
+    """As mpi4py (is_IN_PLACE: None or IN_PLACE): None as the send buffer of the
+    gathering and reducing collectives (at the root for Gather and Reduce) and as the
+    root's receive buffer of Scatter gives what IN_PLACE gives, blocking and
+    nonblocking; elsewhere None stays an error."""
+    def body():
+        comm = MPI.COMM_WORLD
+        rank, size = comm.Get_rank(), comm.Get_size()
+
+        def run(in_place):
+            out = {}
+            buf = np.arange(size, dtype="f8") * 0 - 1
+            buf[rank] = rank + 0.5
+            comm.Allgather(in_place, buf)
+            out["Allgather"] = buf.tolist()
+            buf = np.full(size, -1.0)
+            buf[rank] = rank + 0.25
+            comm.Iallgather(in_place, buf).Wait()
+            out["Iallgather"] = buf.tolist()
+            vec = np.arange(3, dtype="i8") + rank
+            comm.Allreduce(in_place, vec, MPI.SUM)
+            out["Allreduce"] = vec.tolist()
+            vec = np.arange(3, dtype="i8") + rank
+            comm.Iallreduce(in_place, vec, MPI.MAX).Wait()
+            out["Iallreduce"] = vec.tolist()
+            if rank == 0:
+                whole = np.full(size, -1.0)
+                whole[0] = 7.0
+                comm.Gather(in_place, whole, 0)
+                out["Gather"] = whole.tolist()
+                parts = np.arange(size, dtype="f8")
+                comm.Scatter(parts, in_place, 0)
+                out["Scatter"] = parts.tolist()
+                total = np.array([1, 2], dtype="i8")
+                comm.Reduce(in_place, total, MPI.SUM, 0)
+                out["Reduce"] = total.tolist()
+            else:
+                comm.Gather(np.array([float(rank)]), None, 0)
+                mine = np.zeros(1)
+                comm.Scatter(None, mine, 0)
+                out["Scatter"] = mine.tolist()
+                comm.Reduce(np.array([1, 2], dtype="i8"), None, MPI.SUM, 0)
+            return out
+        with_none, with_in_place = run(None), run(MPI.IN_PLACE)
+        try:
+            comm.Gather(None, None, 0) if rank == 1 else comm.Gather(np.zeros(1),
+                                                                     np.zeros(size), 0)
+            refused = None
+        except (MPI.Exception, TypeError, ValueError) as exc:
+            refused = type(exc).__name__
+        return with_none == with_in_place, with_none, refused
+    results = shmrma.launch(body, nprocs, timeout=40)
+    assert all(same for same, _, _ in results), results
+    assert results[0][1]["Allreduce"] == [sum(range(nprocs)) + nprocs * i for i in range(3)]
+    assert results[0][1]["Gather"] == [7.0] + [float(r) for r in range(1, nprocs)]
+    assert results[1][2] is not None    # None as a non-root's send buffer is an error
