@@ -175,7 +175,7 @@ class Job:
                 self.sweeper_fd = None
         return self.outcome
 
-    _interrupt_pending = False
+    _interrupt_pending = 0      # the signal (SIGINT, SIGTERM) that asks the job to end
 
     def _reap(self):
         while self.pids:
@@ -216,13 +216,16 @@ class Job:
         self.outcome.reason = "rank %d %s" % (rank, describe_status(wait_status))
 
     def _interrupted(self):
+        """Ctrl-C (SIGINT) or SIGTERM reached the launcher: end the job with it."""
+        signum = self._interrupt_pending
         self.outcome.interrupted = True
         if self.outcome.culprit is None:
-            self.outcome.status = 128 + signal.SIGINT
+            self.outcome.status = 128 + signum
             self.outcome.culprit = -1
-            self.outcome.reason = "interrupted (Ctrl-C)"
+            self.outcome.reason = ("interrupted (Ctrl-C)" if signum == signal.SIGINT
+                                   else "terminated by %s" % signal.Signals(signum).name)
         self.world.abort(-1)
-        self._kill_all(signal.SIGINT)
+        self._kill_all(signum)
 
     def _timed_out(self):
         self.outcome.timed_out = True
@@ -396,14 +399,15 @@ def _sweep_when_orphaned(read_end, job_id):
 
 def _install_wakeups(wake_write, owner):
     def on_interrupt(signum, frame):
-        owner._interrupt_pending = True
+        owner._interrupt_pending = signum
 
     previous = {
         "fd": signal.set_wakeup_fd(wake_write),
         signal.SIGCHLD: signal.signal(signal.SIGCHLD, lambda s, f: None),
     }
     if _in_main_thread():
-        previous[signal.SIGINT] = signal.signal(signal.SIGINT, on_interrupt)
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, on_interrupt)
     return previous
 
 

@@ -148,7 +148,9 @@ def main(argv=None):
         sys.stderr.write("shmrma-run: %s\n%s" % (exc, USAGE.split("\n\n")[0] + "\n"))
         return 2
     if options.mode == "script" and not os.path.isfile(options.target):
-        sys.stderr.write("shmrma-run: can't open file %r: no such file\n" % options.target)
+        why = ("it is a directory; give the program's .py file, or -m MODULE"
+               if os.path.isdir(options.target) else "no such file")
+        sys.stderr.write("shmrma-run: can't open file %r: %s\n" % (options.target, why))
         return 2
     if options.backend == "mpi":
         from .onmpi import launch as mpi_launch

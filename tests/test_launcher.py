@@ -403,20 +403,29 @@ else:
 
 
 @pytest.mark.timeout(60)
-def test_ctrl_c_to_launcher(popen, tmp_path):
+@pytest.mark.parametrize("signum,said", [(signal.SIGINT, "interrupted (Ctrl-C)"),
+                                         (signal.SIGTERM, "terminated by SIGTERM")])
+def test_ctrl_c_or_sigterm_to_launcher(popen, tmp_path, signum, said):
     """API.md §1, lessons 1: SIGINT to the launcher ends the job with 130 within 2 s,
-    ranks blocked in recv or sleeping included; no segment is left."""
+    ranks blocked in recv or sleeping included; no segment is left. SIGTERM (a batch
+    system ending the job) does the same with 143."""
     prog = program(tmp_path, INTERRUPTIBLE)
     job = popen(["-n", "2", prog])
     wait_for_files(tmp_path, "ready.*", 2)
     sent = time.monotonic()
-    job.proc.send_signal(signal.SIGINT)
+    job.proc.send_signal(signum)
     out, err = job.communicate()
     assert time.monotonic() - sent < 2.0
-    assert job.proc.returncode == 130
-    assert culprit_lines(err) == ["shmrma-run: interrupted (Ctrl-C); the job was ended"]
+    assert job.proc.returncode == 128 + signum
+    assert culprit_lines(err) == ["shmrma-run: %s; the job was ended" % said]
     assert "Traceback" not in err
     assert_swept(tmp_path)
+
+
+def test_a_directory_as_the_program_says_so(run_shmrma, tmp_path):
+    result = run_shmrma(["-n", "2", str(tmp_path)], timeout=30)
+    assert result.returncode == 2
+    assert "is a directory" in result.stderr and "no such file" not in result.stderr
 
 
 @pytest.mark.timeout(60)
