@@ -29,7 +29,10 @@ class Side(derived.Items):
     __slots__ = ()
 
     def store(self, memory, offset, packed):
-        """Write packed bytes into window memory whose item 0 is at ``offset``."""
+        """Write packed bytes into window memory whose item 0 is at ``offset``; no
+        item, no access (a zero-count call is a no-op wherever it points)."""
+        if not self.nbytes:
+            return
         if self.dense:
             memory.write(offset + self.low, _bytes(packed))
         else:
@@ -37,7 +40,7 @@ class Side(derived.Items):
 
     def load(self, memory, offset):
         """The packed bytes of window memory whose item 0 is at ``offset`` (a new array)."""
-        if self.dense:
+        if self.dense or not self.nbytes:
             data = numpy.empty(self.nbytes, dtype=numpy.uint8)
             memory.read_into(offset + self.low, memoryview(data))
             return data
@@ -106,14 +109,20 @@ def _check_committed(datatype, role):
         buffers.refuse_handles("RMA")
 
 
-def parse(state, call, origin, rank, target, writable_origin, origin_moves=True):
+def parse(state, call, origin, rank, target, writable_origin, origin_moves=True,
+          ignored_origin=None):
     """Parse and check one call against the target's window; raises before any byte moves.
 
-    ``origin_moves`` is False for NO_OP, whose origin is ignored (R47). The caller
+    ``origin_moves`` is False for NO_OP, whose origin is ignored (R47): then
+    ``ignored_origin`` (the result buffer's message) stands in for it, so an origin
+    of [None, 0, DATATYPE_NULL] is accepted, as MPICH and mpi4py accept it. The caller
     counts the call as RMA of the fence epoch (``epoch.issued``) once its bytes
     moved: a call that raised is no RMA a Fence must complete.
     """
-    message = buffers.message(origin, writable=writable_origin, sparse=True)
+    if ignored_origin is not None and not origin_moves:
+        message = ignored_origin
+    else:
+        message = buffers.message(origin, writable=writable_origin, sparse=True)
     disp, count, datatype = _target_spec(target, message.count, message.datatype)
     _check_committed(message.datatype, "origin")
     _check_committed(datatype, "target")
@@ -283,8 +292,10 @@ class Communication:
         moves = op is not ops.NO_OP
         received = buffers.message(result, writable=True, sparse=True)
         result_side = Side(received.datatype, received.count)
+        # mpi4py lets NO_OP's origin be [None, ...] (not a bare None), MPICH ignores it
+        no_memory = isinstance(origin, (list, tuple)) and len(origin) and origin[0] is None
         transfer = parse(state, call, origin, target_rank, target, writable_origin,
-                         origin_moves=moves)
+                         origin_moves=moves, ignored_origin=received if no_memory else None)
         involved = [received.datatype, transfer.target_type]
         basic = _check_accumulate_types(call, op, ops.GET_ACCUMULATE, transfer.nbytes,
                                         *(involved + [transfer.datatype] if moves
@@ -316,6 +327,7 @@ class Communication:
         state, target_rank = self._access("Fetch_and_op", target_rank)
         if state is None:
             return
+        # mpi4py wants a one-element origin even with NO_OP (unlike Get_accumulate)
         incoming = _single(origin, "origin", writable=False)
         outgoing = _single(result, "result", writable=True)
         if incoming.datatype != outgoing.datatype:

@@ -8,6 +8,7 @@ mapped by all, and unlinked once everyone has mapped them. Creation is
 collective and agrees on errors first, so a bad argument or a full /dev/shm
 raises the same error class on every rank instead of hanging the others.
 """
+import errno
 import mmap
 import operator
 import os
@@ -81,6 +82,22 @@ def _creation_problem(size, disp_unit):
     if _as_int(disp_unit) is None or disp_unit <= 0:
         return errors.ERR_DISP, "disp_unit must be a positive int, not %r" % (disp_unit,)
     return None
+
+
+def _segment_problem(exc, nbytes):
+    """(error class, message) of what creating or mapping a window's segment raised."""
+    if isinstance(exc, errors.Exception):
+        return exc.Get_error_class(), exc.message
+    if isinstance(exc, (OverflowError, ValueError)):
+        return errors.ERR_SIZE, ("the window's memory, %d bytes over all ranks, is more "
+                                 "than one segment can hold (%s)" % (nbytes, exc))
+    if isinstance(exc, MemoryError) or getattr(exc, "errno", None) in (errno.ENOMEM,
+                                                                         errno.ENOSPC):
+        return errors.ERR_NO_MEM, ("no room for the window's %d bytes in /dev/shm (%s)"
+                                   % (nbytes, exc))
+    if isinstance(exc, OSError):
+        return errors.ERR_OTHER, "its segment could not be made or mapped: %s" % exc
+    raise exc
 
 
 def _agree(comm, local):
@@ -441,22 +458,30 @@ class WindowState:
                 self.hints[key] = value
 
     def share_segment(self, nbytes):
-        """Rank 0 creates a segment, everyone maps it, then it is unlinked (collective)."""
+        """Rank 0 creates a segment, everyone maps it, then it is unlinked (collective).
+        A rank that cannot create or map it makes every rank raise its error, at once."""
         if nbytes == 0:
             return None
-        plan = created = None
+        plan = segment = problem = None
         if self.comm.Get_rank() == 0:
             try:
-                created = segments.Segment.create(job.current().job_id, nbytes)
-                plan = (None, created.name)
-            except errors.Exception as exc:
-                plan = ((exc.Get_error_class(), exc.message), None)
+                segment = segments.Segment.create(job.current().job_id, nbytes)
+                plan = (None, segment.name)
+            except Exception as exc:  # noqa: BLE001 - every rank must hear of it
+                plan = (_segment_problem(exc, nbytes), None)
         problem, name = self.comm.bcast(plan, 0)
         if problem is not None:
             errors.fail(problem[0], "window creation failed on rank 0: %s" % problem[1])
-        segment = created or segments.Segment.attach(name, nbytes)
-        self.comm.Barrier()
-        segment.unlink()
+        if segment is None:
+            try:
+                segment = segments.Segment.attach(name, nbytes)
+            except Exception as exc:  # noqa: BLE001
+                problem = _segment_problem(exc, nbytes)
+        try:
+            _agree(self.comm, (problem, None))     # every rank mapped it, or all raise
+        finally:
+            if segment is not None:
+                segment.unlink()
         return segment
 
     def reach_created_memory(self, places, own_view):

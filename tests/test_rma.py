@@ -1120,3 +1120,43 @@ def test_zero_count_accumulates_take_any_op_and_a_refused_call_is_no_pending_rma
         win.Free()
         return refused.Get_error_class()
     assert shmrma.launch(body, 2, timeout=30) == [MPI.ERR_OP] * 2
+
+
+@pytest.mark.timeout(60)
+def test_zero_count_calls_touch_nothing_and_no_op_ignores_the_origin():
+    """A zero-count call is a no-op wherever it points, with a derived target type on a
+    Win.Create window over another process's numpy memory and with a huge
+    displacement; NO_OP ignores the origin (R47): [None, 0, DATATYPE_NULL] in
+    Get_accumulate is accepted, as MPICH and mpi4py do (mpi4py still wants a
+    one-element origin in Fetch_and_op)."""
+    def body():
+        comm = MPI.COMM_WORLD
+        rank = comm.Get_rank()
+        memory = np.arange(16, dtype="i8") + 100 * rank
+        win = MPI.Win.Create(memory, 8, comm=comm)
+        column = MPI.INT64_T.Create_vector(2, 1, 3).Commit()
+        resized = MPI.INT64_T.Create_resized(0, 8).Commit()
+        peer = 1 - rank
+        none = np.zeros(0, "i8")
+        comm.Barrier()
+        win.Lock(peer)
+        win.Put([none, 0, MPI.INT64_T], peer, (0, 0, column))
+        win.Get([none, 0, MPI.INT64_T], peer, (0, 0, column))
+        win.Accumulate([none, 0, MPI.INT64_T], peer, (2**62, 0, resized))
+        fetched = np.zeros(2, "i8")
+        win.Get_accumulate([None, 0, MPI.DATATYPE_NULL], fetched, peer, (3, 2, MPI.LONG),
+                           op=MPI.NO_OP)
+        one = np.zeros(1, "i8")
+        win.Fetch_and_op(np.zeros(1, "i8"), one, peer, 5, op=MPI.NO_OP)
+        win.Unlock(peer)
+        comm.Barrier()
+        out = (memory.tolist(), fetched.tolist(), int(one[0]))
+        column.Free()
+        resized.Free()
+        win.Free()
+        return out
+    results = shmrma.launch(body, 2, timeout=30)
+    for rank, (memory, fetched, one) in enumerate(results):
+        peer = 1 - rank
+        assert memory == [v + 100 * rank for v in range(16)]     # nothing written
+        assert fetched == [3 + 100 * peer, 4 + 100 * peer] and one == 5 + 100 * peer

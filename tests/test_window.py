@@ -891,3 +891,36 @@ def test_create_over_unusable_memory_on_one_rank_fails_everywhere():
         MPI.Free_mem(mem)
         return ("rank 1" in str(exc) or rank == 1), leaked
     assert shmrma.launch(body, 3, timeout=30) == [(True, (0, True))] * 3
+
+
+@pytest.mark.timeout(60)
+def test_a_segment_no_rank_can_make_or_map_fails_on_every_rank_at_once():
+    """Creation errors are collective (R1-R3 as the checklist reads them for a runtime
+    that cannot always allocate): a total beyond one segment (2**62 bytes at each of 3
+    ranks, or 2**70 at one) is ERR_SIZE on every rank, and a rank that cannot map the
+    segment (out of file descriptors) makes every rank raise ERR_OTHER, instead of
+    leaving the others waiting; afterwards windows work and nothing is left behind."""
+    def body():
+        import errno as errnos
+        comm = MPI.COMM_WORLD
+        rank = comm.Get_rank()
+        out = []
+        for size in (2**62, 2**70 if rank == 0 else 8):
+            for make in (MPI.Win.Allocate, MPI.Win.Allocate_shared):
+                out.append(expect(MPI.ERR_SIZE, make, size, 1, comm=comm).Get_error_class())
+        real_attach = segments.Segment.attach
+
+        def no_descriptors(*args, **kwargs):
+            raise OSError(errnos.EMFILE, "Too many open files")
+        if rank == 1:
+            segments.Segment.attach = no_descriptors
+        try:
+            out.append(expect(MPI.ERR_OTHER, MPI.Win.Allocate, 64, 1, comm=comm)
+                       .Get_error_class())
+        finally:
+            segments.Segment.attach = real_attach
+        win = MPI.Win.Allocate(64, 1, comm=comm)
+        win.Free()
+        return out
+    results = shmrma.launch(body, 3, timeout=40)
+    assert results == [[MPI.ERR_SIZE] * 4 + [MPI.ERR_OTHER]] * 3
