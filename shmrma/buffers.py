@@ -28,7 +28,9 @@ def _foreign_view(obj):
 
 
 def as_view(obj, writable):
-    """A C-contiguous byte memoryview of ``obj``; BufferError as mpi4py raises it."""
+    """A C-contiguous memoryview of ``obj``'s memory; BufferError as mpi4py raises it.
+    A Fortran-ordered buffer is taken as mpi4py takes it: its elements in memory
+    order (numpy's ravel(order="K"), a view, not a copy)."""
     if isinstance(obj, memoryview):
         view = obj
     else:
@@ -40,8 +42,12 @@ def as_view(obj, writable):
         raise BufferError("the buffer is read-only but this call writes into it; "
                           "pass a writable buffer (e.g. bytearray or a numpy array)")
     if not view.c_contiguous:
-        raise BufferError("the buffer is not C-contiguous; pass a contiguous array "
-                          "(numpy.ascontiguousarray) or describe the layout with a datatype")
+        if not view.f_contiguous:
+            raise BufferError("the buffer is not contiguous; pass a contiguous array "
+                              "(numpy.ascontiguousarray) or describe the layout with a "
+                              "datatype")
+        import numpy
+        view = memoryview(numpy.asarray(view).ravel(order="K"))     # contiguous: a view
     return view
 
 

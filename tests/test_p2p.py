@@ -654,3 +654,25 @@ def test_matched_probe():
 def test_ssend_to_a_dead_rank_ends_the_job(run_shmrma, tmp_path):
     """A synchronous send whose receiver died ends the job instead of hanging."""
     dead_rank_ends_the_job(run_shmrma, tmp_path, "comm.Ssend(b'x', 1)")
+
+
+@pytest.mark.timeout(60)
+def test_fortran_ordered_buffers_travel_in_memory_order():
+    """As mpi4py (and its demo ex-3.08): any contiguous buffer is a buffer, C or
+    Fortran order, its elements taken in memory order; a strided one is BufferError."""
+    def body():
+        comm = MPI.COMM_WORLD
+        rank = comm.Get_rank()
+        grid = np.asfortranarray(np.arange(6, dtype="f8").reshape(2, 3) * (rank + 1))
+        got = np.asfortranarray(np.zeros((2, 3)))
+        comm.Sendrecv(grid, 1 - rank, 3, got, 1 - rank, 3)
+        try:
+            comm.Send(np.arange(10.0)[::2], 1 - rank, 4)
+            strided = None
+        except BufferError:
+            strided = "BufferError"
+        return got.tolist(), strided
+    results = shmrma.launch(body, 2, timeout=30)
+    for rank, (got, strided) in enumerate(results):
+        assert got == (np.arange(6.0).reshape(2, 3) * (2 - rank)).tolist()
+        assert strided == "BufferError"
