@@ -59,6 +59,19 @@ def claim_slot(world, members):
                 "you no longer need with comm.Free()" % job.MAX_COMM_SLOTS)
 
 
+def _rank_number(rank):
+    """A rank as an int: any int-like (numpy integers too), or a float with an integral
+    value, which mpi4py takes (programs compute ranks as ``nprocs / 2``; mpi4py would
+    truncate 1.5 too, which we refuse); anything else is TypeError."""
+    try:
+        return operator.index(rank)
+    except TypeError:
+        if isinstance(rank, float) or type(rank).__name__.startswith("float"):
+            if float(rank).is_integer():
+                return int(rank)
+        raise
+
+
 def release_slot(world, slot, references=1):
     """Give up ``references`` to the slot: True when they were its last."""
     address = world.slot_address(slot)
@@ -411,7 +424,7 @@ class Comm:
     # --- argument checks ---
     def _peer(self, rank, role, wildcard=False):
         state = self._s
-        rank = operator.index(rank)  # any int-like (numpy integers too), else TypeError
+        rank = _rank_number(rank)
         if rank == constants.PROC_NULL or (wildcard and rank == constants.ANY_SOURCE):
             return rank
         if not 0 <= rank < len(state.ranks):

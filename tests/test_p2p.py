@@ -676,3 +676,22 @@ def test_fortran_ordered_buffers_travel_in_memory_order():
     for rank, (got, strided) in enumerate(results):
         assert got == (np.arange(6.0).reshape(2, 3) * (2 - rank)).tolist()
         assert strided == "BufferError"
+
+
+@pytest.mark.timeout(60)
+def test_a_rank_computed_as_a_float_with_an_integral_value_is_taken():
+    """mpi4py takes ``nprocs / 2`` as a rank (its demo osu_multi_lat.py does); a
+    float that is not integral (which mpi4py would truncate) is a TypeError."""
+    def body():
+        comm = MPI.COMM_WORLD
+        rank, size = comm.Get_rank(), comm.Get_size()
+        peer = (rank + size / 2) % size
+        got = np.zeros(1)
+        comm.Sendrecv(np.array([float(rank)]), peer, 1, got, np.float64(peer), 1)
+        try:
+            comm.Send(np.zeros(1), 0.5, 2)
+            refused = None
+        except TypeError:
+            refused = "TypeError"
+        return float(got[0]), refused
+    assert shmrma.launch(body, 2, timeout=30) == [(1.0, "TypeError"), (0.0, "TypeError")]
