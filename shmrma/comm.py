@@ -304,6 +304,11 @@ class Comm:
 
     _state_value = None
 
+    def __new__(cls, comm=None):
+        # mpi4py's signature: subclasses call super().__new__(cls, comm) (its demo
+        # reductions.py does); __init__ does the rest
+        return super().__new__(cls)
+
     def __init__(self, comm=None):
         # Comm(other) is a new handle to the same communicator, as in mpi4py
         self._state_value = comm._state_value if isinstance(comm, Comm) else comm

@@ -244,3 +244,16 @@ def test_barrier_waits_for_every_member():
     assert waits[0][0] >= 0.15          # rank 0 waited (0.3 s) for rank 2 in the even group
     assert waits[1][0] < 0.15           # rank 1 is alone in its group
     assert waits[0][1] >= 0.15 and waits[2][1] >= 0.15  # everyone waited for rank 1
+
+
+def test_a_subclass_may_pass_the_communicator_to_new_as_mpi4py_allows():
+    """mpi4py's demo reductions.py: class Intracomm(MPI.Intracomm) whose __new__
+    calls super().__new__(cls, comm); the object is a handle to that communicator."""
+    class Scalable(MPI.Intracomm):
+        def __new__(cls, comm=None):
+            return super().__new__(cls, comm)
+
+    def body():
+        comm = Scalable(MPI.COMM_WORLD)
+        return comm == MPI.COMM_WORLD, comm.Get_size(), comm.allreduce(comm.Get_rank())
+    assert shmrma.launch(body, 2, timeout=30) == [(True, 2, 1)] * 2
