@@ -5,6 +5,7 @@ context id separates its traffic: user point-to-point, collectives and
 Create_group handshakes each use their own sub-context, so a user's ANY_TAG
 receive never takes a collective's message.
 """
+import numbers
 import operator
 import os
 import sys
@@ -66,9 +67,8 @@ def _rank_number(rank):
     try:
         return operator.index(rank)
     except TypeError:
-        if isinstance(rank, float) or type(rank).__name__.startswith("float"):
-            if float(rank).is_integer():
-                return int(rank)
+        if isinstance(rank, numbers.Real) and float(rank).is_integer():
+            return int(rank)
         raise
 
 

@@ -140,12 +140,19 @@ finish_object(SyncCore *s, WinTable *t)
     Py_RETURN_TRUE;
 }
 
+/* Sync_object: done, or the counter back to 0 (early signals: below)? */
+static int
+counter_reached(void *s)
+{
+    SyncCore *r = (SyncCore *)s;
+    return r->done || __atomic_load_n(CELL(r->counter), SC) <= 0;
+}
+
 static PyObject *
 sync_wait(SyncCore *s, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     WinTable *t = completable(s, args, nargs, kwnames);
-    int32_t *counter, value;
-    int64_t deadline;
+    int rc;
     if (t == NULL)
         return request_python_path(g_python_wait, (PyObject *)s, args, nargs, kwnames);
     if (s->kind == SYNC_OPS) {
@@ -153,16 +160,12 @@ sync_wait(SyncCore *s, PyObject *const *args, Py_ssize_t nargs, PyObject *kwname
             return request_python_path(g_python_wait, (PyObject *)s, args, nargs, kwnames);
         Py_RETURN_TRUE;
     }
-    counter = CELL(s->counter);
-    deadline = now_ns() + (int64_t)(g_wait_slice * 1e9);
-    while (!s->done && (value = __atomic_load_n(counter, SC)) > 0) {
-        int64_t left = deadline - now_ns();
-        int32_t seen;
-        if (left <= 0)      /* a long wait: Python goes on with the abort checks */
-            return request_python_path(g_python_wait, (PyObject *)s, args, nargs, kwnames);
-        if (wait_changed(counter, value, left * 1e-9, &seen) < 0)
-            return NULL;
-    }
+    /* the one wait policy, on the counter's own cell */
+    rc = wait_bell(CELL(s->counter), counter_reached, s, g_wait_slice);
+    if (rc < 0)
+        return NULL;
+    if (rc == 0)        /* a long wait: Python goes on with the abort checks */
+        return request_python_path(g_python_wait, (PyObject *)s, args, nargs, kwnames);
     return finish_object(s, t);
 }
 
@@ -177,7 +180,7 @@ sync_test(SyncCore *s, PyObject *const *args, Py_ssize_t nargs, PyObject *kwname
             return request_python_path(g_python_test, (PyObject *)s, args, nargs, kwnames);
         Py_RETURN_TRUE;
     }
-    if (!s->done && __atomic_load_n(CELL(s->counter), SC) > 0)
+    if (!counter_reached(s))
         /* not yet: the Python path makes progress on messages and says False */
         return request_python_path(g_python_test, (PyObject *)s, args, nargs, kwnames);
     return finish_object(s, t);

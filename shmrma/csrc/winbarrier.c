@@ -30,7 +30,19 @@ typedef struct {
 
 /* Has every member entered this request's barrier?  On the first yes, the
  * members' RMA before the barrier is visible here and RMA no longer waits. */
-static int all_entered(WinTable *t);
+/* Has every member entered this rank's latest barrier?  The first yes makes
+ * the members' RMA before it visible here and lets RMA go without waiting. */
+static int
+all_entered(WinTable *t)
+{
+    Py_ssize_t rank;
+    for (rank = 0; rank < t->n; rank++)
+        if (!barrier_entered(t, rank))
+            return 0;
+    __atomic_thread_fence(SC);
+    t->barrier_pending = 0;
+    return 1;
+}
 
 static int
 poll(BarrierCore *b, WinTable *t)
@@ -79,19 +91,6 @@ enter(WinTable *t, long assertion)
     t->rma_since_fence = 0;
 }
 
-/* Has every member entered this rank's latest barrier?  The first yes makes
- * the members' RMA before it visible here and lets RMA go without waiting. */
-static int
-all_entered(WinTable *t)
-{
-    Py_ssize_t rank;
-    for (rank = 0; rank < t->n; rank++)
-        if (!barrier_entered(t, rank))
-            return 0;
-    __atomic_thread_fence(SC);
-    t->barrier_pending = 0;
-    return 1;
-}
 
 /* all_entered() for wait_bell */
 static int
