@@ -12,7 +12,7 @@ collectives accept it (checklist R154, A25).
 """
 import operator
 
-from . import constants, derived, dlpack, errors, synchandle
+from . import constants, derived, dlpack, errors, memory, synchandle
 from . import datatype as datatypes
 
 
@@ -345,6 +345,88 @@ def vector_message(msg, writable, blocks):
     return VectorMessage(data, counts, displs, extent)
 
 
+class VectorWMessage:
+    """Alltoallw's buffer: rank i's ``counts[i]`` items of ``types[i]`` from byte
+    ``displs[i]`` of ``whole``. The parts' types differ, so each travels packed: the
+    parts lie one after another in ``data``, and ``finish`` unpacks what receives
+    wrote there into ``whole``."""
+
+    __slots__ = ("data", "whole", "_items", "_firsts", "_starts")
+
+    def __init__(self, whole, items, firsts):
+        self.whole, self._items, self._firsts = whole, items, firsts
+        self._starts = [0]
+        for item in items:
+            self._starts.append(self._starts[-1] + item.nbytes)
+        self.data = memoryview(bytearray(self._starts[-1]))
+        for index, (item, first) in enumerate(zip(items, firsts)):
+            if item.count:
+                self.part(index)[:] = memoryview(item.pack(whole, first)).cast("B")
+
+    def part(self, index):
+        start, stop = self.span(index)
+        return self.data[start:stop]
+
+    def span(self, index):
+        return self._starts[index], self._starts[index + 1]
+
+    def snapshot(self):
+        """A copy of the packed parts, to send (Alltoallw with IN_PLACE)."""
+        copy = VectorWMessage.__new__(VectorWMessage)
+        copy.whole, copy._items, copy._firsts = None, self._items, self._firsts
+        copy._starts, copy.data = self._starts, memoryview(bytes(self.data))
+        return copy
+
+    def finish(self):
+        for index, (item, first) in enumerate(zip(self._items, self._firsts)):
+            if item.count:
+                item.unpack(self.part(index), self.whole, first)
+
+
+def vector_w_message(msg, writable, blocks):
+    """Parse Alltoallw's message as mpi4py does: ``[buf, counts, displs, datatypes]``,
+    ``[buf, (counts, displs), datatypes]`` or ``[buf, datatypes]`` (then one item of
+    each type at byte 0). Displacements are in bytes; with MPI.BOTTOM they are
+    absolute addresses (MPI.Get_address), usually inside the datatypes."""
+    buf, counts, displs, types = _unpack_w(msg)
+    types = _per_rank(types, blocks, "datatypes", datatypes.lookup)
+    if any(datatype.type_class == datatypes.HANDLE for datatype in types):
+        refuse_handles("Alltoallw")
+    bottom = buf is constants.BOTTOM
+    if counts is None and displs is None:
+        counts, displs = [1] * blocks, [0] * blocks
+    elif bottom and (counts is None or displs is None):
+        raise ValueError("message: BOTTOM requires %s" % ("counts" if counts is None
+                                                           else "displs"))
+    counts, displs = _per_rank(counts, blocks, "counts"), _per_rank(displs, blocks, "displs")
+    if any(count < 0 for count in counts):
+        raise ValueError("message: negative count in %s" % (counts,))
+    items = [derived.Items(datatype, count) for datatype, count in zip(types, counts)]
+    if bottom:
+        used = [(displ + item.low, displ + item.high)
+                for displ, item in zip(displs, items) if item.count]
+        low = min((start for start, _ in used), default=0)
+        high = max((stop for _, stop in used), default=0)
+        whole = memory.at_address(low, high - low, writable)
+        return VectorWMessage(whole, items, [displ - low for displ in displs])
+    whole = as_view(buf, writable)
+    whole = whole.cast("B") if whole.format != "B" or whole.ndim != 1 else whole
+    for datatype, count, displ in zip(types, counts, displs):
+        _spread(whole, displ, count, datatype)
+    return VectorWMessage(whole, items, displs)
+
+
+def _unpack_w(msg):
+    if len(msg) == 2:
+        return msg[0], None, None, msg[1]
+    if len(msg) == 3:
+        buf, (counts, displs), types = msg
+        return buf, counts, displs, types
+    if len(msg) == 4:
+        return tuple(msg)
+    raise ValueError("message: expecting 2 to 4 items, got %d" % len(msg))
+
+
 def is_integral(value):
     """An int (or numpy integer) rather than a sequence, as mpi4py tells them apart."""
     if isinstance(value, (list, tuple, str, bytes)):
@@ -356,8 +438,8 @@ def is_integral(value):
     return True
 
 
-def _per_rank(values, blocks, what):
-    values = [operator.index(value) for value in values]
+def _per_rank(values, blocks, what, each=operator.index):
+    values = [each(value) for value in values]
     if len(values) != blocks:
         raise ValueError("message: expecting %d %s (one per rank), got %d"
                          % (blocks, what, len(values)))

@@ -212,6 +212,9 @@ class Collectives:
     def Alltoallv(self, sendbuf, recvbuf):
         self._alltoall("Alltoallv", self._alltoallv_parts, sendbuf, recvbuf)
 
+    def Alltoallw(self, sendbuf, recvbuf):
+        self._alltoall("Alltoallw", self._alltoallw_parts, sendbuf, recvbuf)
+
     def _alltoall(self, name, parts_of, sendbuf, recvbuf, taken=None):
         """Every rank's parts (after a table of where each lies) to their ranks."""
         call = Call(self, name, taken or None)
@@ -379,6 +382,15 @@ class Collectives:
         into[:] = own
         return sends, receives
 
+    def _alltoallw_parts(self, sendbuf, recvbuf):
+        receives = buffers.vector_w_message(recvbuf, True, self.size)
+        sends = (receives.snapshot() if _in_place(sendbuf) is constants.IN_PLACE
+                 else buffers.vector_w_message(sendbuf, False, self.size))
+        own, into = sends.part(self._s.rank), receives.part(self._s.rank)
+        _check_part(own, len(into), "Alltoallw")
+        into[:] = own
+        return sends, receives
+
     def _parts_with_own(self, sendbuf, recvbuf, name):
         """The receive buffer cut in one part per rank, this rank's part filled
         (Sync handles may travel: Gather and Allgather take HANDLE_SYNC)."""
@@ -456,7 +468,7 @@ def _parts_stream(parts, size):
     """A buffer cut in parts (_Parts, buffers.VectorMessage) as a table stream: the
     table, then the buffer as it is; the table says where each part lies."""
     table = bytearray(TABLE.size * size)
-    whole = parts.data if isinstance(parts, buffers.VectorMessage) else parts.whole
+    whole = parts.data
     for index in range(size):
         start, stop = parts.span(index)
         TABLE.pack_into(table, index * TABLE.size, len(table) + start, stop - start)
@@ -486,6 +498,10 @@ class _Parts:
         return self.whole[index * self.size:(index + 1) * self.size]
 
     part = __getitem__      # as buffers.VectorMessage's parts
+
+    @property
+    def data(self):
+        return self.whole
 
     def span(self, index):
         return index * self.size, (index + 1) * self.size

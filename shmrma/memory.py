@@ -8,7 +8,7 @@ directly. A buffer is a one-dimensional uint8 numpy array with mpi4py's
 import ctypes
 import operator
 
-from . import errors, job, segments
+from . import dlpack, errors, job, segments
 
 _segments_by_address = {}
 _buffer_class = None
@@ -163,11 +163,26 @@ def _forget_allocations():
     _segments_by_address.clear()
 
 
+def at_address(address, nbytes, writable):
+    """``nbytes`` of this process's memory from ``address`` on, as a byte view: the
+    buffer MPI.BOTTOM stands for, whose datatypes carry absolute addresses (from
+    MPI.Get_address). A wrong address faults, as it does in C MPI."""
+    if nbytes <= 0:
+        return memoryview(bytearray(0))
+    view = memoryview((ctypes.c_char * nbytes).from_address(address)).cast("B")
+    return view if writable else view.toreadonly()
+
+
 def get_address(location):
     """``MPI.Get_address``: the address of a buffer's first byte."""
     if isinstance(location, int):
         return int(location)
-    view = memoryview(location)
+    try:
+        view = memoryview(location)
+    except TypeError:
+        if not dlpack.is_producer(location):
+            raise
+        view = memoryview(dlpack.view(location))
     if view.nbytes == 0:
         return 0
     if not view.readonly:

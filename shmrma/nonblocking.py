@@ -209,6 +209,9 @@ class NonblockingCollectives:
     def Ialltoallv(self, sendbuf, recvbuf):
         return self._ialltoall("Ialltoallv", sendbuf, recvbuf, self._alltoallv_parts)
 
+    def Ialltoallw(self, sendbuf, recvbuf):
+        return self._ialltoall("Ialltoallw", sendbuf, recvbuf, self._alltoallw_parts)
+
     def _ialltoall(self, name, sendbuf, recvbuf, parts_of):
         others, me = self._others(), self._s.rank
 

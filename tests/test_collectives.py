@@ -663,3 +663,73 @@ def test_none_is_in_place_where_in_place_is_valid(nprocs):
     assert results[0][1]["Allreduce"] == [sum(range(nprocs)) + nprocs * i for i in range(3)]
     assert results[0][1]["Gather"] == [7.0] + [float(r) for r in range(1, nprocs)]
     assert results[1][2] is not None    # None as a non-root's send buffer is an error
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("nprocs", [1, 2, 3])
+def test_alltoallw_moves_each_part_with_its_own_type(nprocs):
+    """Alltoallw and Ialltoallw (MPI-3.1 §5.8): rank r sends rank j the column j of its
+    matrix (a vector type) and j receives it as plain doubles at a byte displacement;
+    IN_PLACE; MPI.BOTTOM with struct types at absolute addresses (MPI.Get_address);
+    a count that does not match is ERR_TRUNCATE on every rank, malformed specs are
+    ValueError, as in mpi4py, and nobody hangs."""
+    def body():
+        comm = MPI.COMM_WORLD
+        rank, size = comm.rank, comm.size
+        matrix = np.arange(size * size, dtype="f8").reshape(size, size) + 100 * rank
+        column = MPI.DOUBLE.Create_vector(size, 1, size).Commit()
+        got = {}
+        for name in ("Alltoallw", "Ialltoallw"):
+            recv = np.full((size, size + 1), -1.0)
+            send = [matrix, [1] * size, [8 * j for j in range(size)], [column] * size]
+            into = [recv, ([size] * size, [8 * (size + 1) * j for j in range(size)]),
+                    [MPI.DOUBLE] * size]
+            request = getattr(comm, name)(send, into)
+            if request is not None:
+                request.Wait()
+            got[name] = recv.copy()
+        # IN_PLACE: every rank swaps one int with every rank
+        ints = np.array([rank * 10 + j for j in range(size)], dtype="i4")
+        comm.Alltoallw(MPI.IN_PLACE, [ints, [1] * size, [4 * j for j in range(size)],
+                                      [MPI.INT] * size])
+        got["in_place"] = ints.copy()
+        # BOTTOM: the addresses are in the datatypes
+        source = np.full(2, float(rank))
+        target = np.zeros(2 * size)
+        base, at = MPI.Get_address(source), MPI.Get_address(target)
+        stypes = [MPI.Datatype.Create_struct([2], [base], [MPI.DOUBLE]).Commit()] * size
+        rtypes = [MPI.Datatype.Create_struct([2], [at + 16 * j], [MPI.DOUBLE]).Commit()
+                  for j in range(size)]
+        comm.Alltoallw([MPI.BOTTOM, [1] * size, [0] * size, stypes],
+                       [MPI.BOTTOM, ([1] * size, [0] * size), rtypes])
+        got["bottom"] = target.copy()
+        errors = []
+        for bad in ([np.zeros(1)],                                        # one item
+                    [MPI.BOTTOM, None, [0] * size, [MPI.BYTE] * size],    # BOTTOM, no counts
+                    [np.zeros(1), [0] * size, [0] * size, [MPI.BYTE] * (size + 1)]):
+            try:
+                comm.Alltoallw(bad, [np.zeros(8), [0] * size, [0] * size, [MPI.BYTE] * size])
+            except ValueError:
+                errors.append("ValueError")
+        try:        # rank 0 sends two doubles where one is expected
+            comm.Alltoallw([np.zeros(2 * size), [2 if rank == 0 else 1] * size,
+                            [16 * j for j in range(size)], [MPI.DOUBLE] * size],
+                           [np.zeros(size), [1] * size, [8 * j for j in range(size)],
+                            [MPI.DOUBLE] * size])
+        except MPI.Exception as exc:
+            errors.append(exc.Get_error_class())
+        comm.Barrier()
+        for datatype in [column] + rtypes + stypes[:1]:
+            datatype.Free()
+        return got, errors
+
+    for rank, (got, errors) in enumerate(shmrma.launch(body, nprocs, timeout=50)):
+        size = nprocs
+        expected = np.full((size, size + 1), -1.0)
+        for source in range(size):      # column `rank` of rank `source`'s matrix
+            expected[source, :size] = np.arange(size) * size + rank + 100 * source
+        assert (got["Alltoallw"] == expected).all() and (got["Ialltoallw"] == expected).all()
+        assert got["in_place"].tolist() == [source * 10 + rank for source in range(size)]
+        assert got["bottom"].tolist() == [float(j) for j in range(size) for _ in range(2)]
+        assert errors[:3] == ["ValueError"] * 3
+        assert errors[3:] == [MPI.ERR_TRUNCATE], errors
