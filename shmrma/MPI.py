@@ -18,7 +18,7 @@ else:
     from .memory import Alloc_mem, Free_mem, get_address as Get_address
     from .request import REQUEST_NULL, Grequest, Prequest, Request, Status
     from .comm import (BSEND_OVERHEAD, MESSAGE_NO_PROC, MESSAGE_NULL, Attach_buffer, Comm,
-                       Detach_buffer, Message)
+                       Detach_buffer, Flush_buffer, Iflush_buffer, Intercomm, Message)
     from .intracomm import COMM_NULL, COMM_SELF, COMM_WORLD, Intracomm
     from .topology import Cartcomm, Compute_dims
     from .group import GROUP_EMPTY, GROUP_NULL, Group

@@ -101,22 +101,48 @@ def slot_barrier(state):
 
 
 # --- the buffer of the buffered send mode ---------------------------------------
+# Bsend takes no room (every send is buffered in shared memory and is in the
+# receiver's queue when it returns), but programs attach a buffer first, one at a
+# time per owner: the process (MPI.Attach_buffer) or a communicator (MPI-4.1).
 BSEND_OVERHEAD = 96     # MPICH's: what each Bsend takes of the attached buffer
-_attached = []
+_attached = {}          # None (the process) or a CommState -> the attached buffer
+
+
+def _attach(owner, buf, where):
+    if owner in _attached:
+        errors.fail(errors.ERR_OTHER, "Attach_buffer: a buffer is attached to %s already; "
+                    "Detach_buffer it first" % where)
+    if buf is None or buf is constants.BUFFER_AUTOMATIC:
+        buf = constants.BUFFER_AUTOMATIC
+    else:
+        buffers.as_view(buf, writable=True)     # BufferError when read-only, as mpi4py
+    _attached[owner] = buf
+
+
+def _detach(owner):
+    """The buffer attached (BUFFER_AUTOMATIC included); with none, an empty
+    MPI.buffer, as mpi4py on MPICH returns."""
+    if owner in _attached:
+        return _attached.pop(owner)
+    from .memory import buffer_class
+    return buffer_class().fromaddress(0, 0)
 
 
 def Attach_buffer(buf):  # noqa: N802 - MPI's name
-    """Bsend takes no room (every send is buffered in shared memory), but programs
-    attach a buffer first, and one attached buffer at a time is the rule."""
-    if _attached:
-        errors.fail(errors.ERR_OTHER, "Attach_buffer: a buffer is attached already; "
-                    "Detach_buffer it first")
-    _attached.append(buf)
+    _attach(None, buf, "the process")
 
 
 def Detach_buffer():  # noqa: N802 - MPI's name
-    """The buffer Attach_buffer attached (None when there is none)."""
-    return _attached.pop() if _attached else None
+    return _detach(None)
+
+
+def Flush_buffer():  # noqa: N802 - MPI's name
+    """Nothing to wait for: a buffered message is in its receiver's queue once Bsend
+    returned."""
+
+
+def Iflush_buffer():  # noqa: N802 - MPI's name
+    return Completed()
 
 
 _sync_ids = [0]
@@ -311,7 +337,39 @@ class Comm:
 
     def __init__(self, comm=None):
         # Comm(other) is a new handle to the same communicator, as in mpi4py
+        if not isinstance(comm, (Comm, CommState, type(None))):
+            raise TypeError("Comm(): expecting a communicator to take a new handle of, "
+                            "got %s" % type(comm).__name__)
         self._state_value = comm._state_value if isinstance(comm, Comm) else comm
+
+    @classmethod
+    def Get_parent(cls):
+        """The null intercommunicator, as MPI gives a process nobody spawned: every
+        shmrma rank starts under shmrma-run (Spawn is not there)."""
+        return _NO_PARENT
+
+    # --- the buffered send mode's buffer (MPI-4.1) ---
+    def Attach_buffer(self, buf):
+        _attach(self._s, buf, "this communicator")
+
+    def Detach_buffer(self):
+        return _detach(self._s)
+
+    def Flush_buffer(self):
+        if self._s is not None:     # a live communicator, else ERR_COMM
+            Flush_buffer()
+
+    def Iflush_buffer(self):
+        return Iflush_buffer() if self._s is not None else None
+
+    def __reduce__(self):
+        # as mpi4py: a null handle pickles (the predefined ones by name, in their
+        # classes); a communicator is local to its job and cannot travel
+        if self._state_value is None:
+            return (type(self), ())
+        raise ValueError("cannot serialize '%s' instance: a communicator lives in one job; "
+                         "send what it is made of (its group's ranks) instead"
+                         % type(self).__name__)
 
     @property
     def _s(self):
@@ -418,6 +476,7 @@ class Comm:
             from . import nbcarea
             nbcarea.unlink_channel(state)   # the last member out: nobody maps it any more
         state._unbind_areas()       # the fast paths must not reach them any more
+        _attached.pop(state, None)  # freeing detaches its buffer (MPI-4.1 §3.6.1)
         for area in (state.area, state.large_area):     # collarea.Area objects
             if area is not None:
                 area.close()
@@ -668,6 +727,15 @@ def _claimed(probe):
     found = probe.message     # the first match, so the first with its own source and tag
     return Message(probe.state, mailbox.mailbox().find(found.context, found.source, found.tag,
                                                        True))
+
+
+class Intercomm(Comm):
+    """``MPI.Intercomm``. shmrma makes no intercommunicators yet (no Create_intercomm,
+    no Spawn: the README lists them as missing); this is the type of the null handle
+    MPI gives where one would be, Comm.Get_parent of a process nobody spawned."""
+
+
+_NO_PARENT = Intercomm()
 
 
 class Message:

@@ -58,8 +58,22 @@ class InPlaceType(int):
         return "IN_PLACE"
 
 
+class BufferAutomaticType(int):
+    """``MPI.BUFFER_AUTOMATIC``: buffered sends need no attached buffer (MPI-4.1)."""
+
+    def __new__(cls):
+        return int.__new__(cls, -2)     # MPICH's address
+
+    def __repr__(self):
+        return "BUFFER_AUTOMATIC"
+
+    def __reduce__(self):
+        return "BUFFER_AUTOMATIC"
+
+
 BOTTOM = BottomType()
 IN_PLACE = InPlaceType()
+BUFFER_AUTOMATIC = BufferAutomaticType()
 
 # kinds of process topology, as MPICH numbers them (Comm.Get_topology)
 GRAPH = 1

@@ -4,8 +4,11 @@ import operator
 
 from . import constants, errors, job
 from .collective import Collectives
-from .comm import HANDSHAKE, Comm, CommState, claim_slot, release_slot
+from .comm import HANDSHAKE, Comm, CommState, Completed, claim_slot, release_slot
 from .nonblocking import NonblockingCollectives
+from .request import Request, Status
+
+_IDUP_TAG = -1000   # below every user tag: Idup's plans never meet Create_group's
 
 
 class Intracomm(NonblockingCollectives, Collectives, Comm):
@@ -21,6 +24,34 @@ class Intracomm(NonblockingCollectives, Collectives, Comm):
 
     def Dup_with_info(self, info):
         return self.Dup(info)
+
+    def Idup(self, info=None):
+        """Nonblocking Dup: (the new communicator, a request). Rank 0 plans the new
+        communicator at once and sends the plan; each rank's request completes when
+        its plan is there, and only then is the new communicator usable, so no rank
+        waits in Idup for the others (MPI-3.1 §6.4.2)."""
+        state = self._s
+        if state.rank == 0:
+            plan = _allocate_or_error(1, [len(state.ranks)])
+            for rank in range(1, len(state.ranks)):
+                self._isend_bytes(_pickle(plan), rank, _IDUP_TAG, True, HANDSHAKE)
+            arrived = Completed(result=plan)
+        else:
+            arrived = self._irecv(0, _IDUP_TAG, None, HANDSHAKE)
+        comm = Intracomm()
+        return comm, _Duplication(arrived, comm, state.ranks, info)
+
+    def Idup_with_info(self, info):
+        return self.Idup(info)
+
+    def __reduce__(self):
+        if self is COMM_NULL:
+            return "COMM_NULL"
+        predefined = {job.WORLD_CONTEXT: COMM_WORLD, job.SELF_CONTEXT: COMM_SELF}.get(
+            getattr(self._state_value, "context", None))
+        if predefined is not None:      # a new handle to COMM_WORLD or COMM_SELF
+            return (type(self), (predefined,))
+        return Comm.__reduce__(self)
 
     def Split(self, color=0, key=0):
         state = self._s
@@ -76,6 +107,36 @@ class Intracomm(NonblockingCollectives, Collectives, Comm):
             plan = self._irecv(leader, tag, None, HANDSHAKE).wait()
         base, slots = _planned(plan)
         return Intracomm(CommState(base, world_ranks, slots[0]))
+
+
+class _Duplication(Request):
+    """Idup's request: complete once rank 0's plan arrived; completing it makes
+    ``comm`` the duplicate (or raises the error rank 0 met planning it)."""
+
+    def __init__(self, arrived, comm, ranks, info):
+        self._null = False
+        self._done = False
+        self._status = Status()
+        self._arrived, self._comm, self._ranks, self._info = arrived, comm, ranks, info
+
+    def _poll(self):
+        if not self._done and self._arrived._poll():
+            plan = self._arrived._result
+            if isinstance(plan, errors.Exception):
+                self._error = plan
+            else:
+                base, slots = plan
+                self._comm._state_value = CommState(base, self._ranks, slots[0])
+                if self._info is not None:
+                    self._comm.Set_info(self._info)
+            self._done = True
+        return self._done
+
+    def _describe(self):
+        return "rank 0's plan of the communicator Idup creates"
+
+    def _peers(self):
+        return self._arrived._peers()
 
 
 def _split_choice(rank, choice):

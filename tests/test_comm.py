@@ -257,3 +257,111 @@ def test_a_subclass_may_pass_the_communicator_to_new_as_mpi4py_allows():
         comm = Scalable(MPI.COMM_WORLD)
         return comm == MPI.COMM_WORLD, comm.Get_size(), comm.allreduce(comm.Get_rank())
     assert shmrma.launch(body, 2, timeout=30) == [(True, 2, 1)] * 2
+
+
+@pytest.mark.timeout(60)
+def test_idup_does_not_wait_for_the_other_ranks():
+    """MPI-3.1 §6.4.2: Idup is nonblocking. Rank 0 calls Idup and then sends to the
+    others, which receive first and call Idup after: a blocking Dup would deadlock. The new
+    communicator is usable once the request completed, congruent with its parent,
+    with the info given (Idup_with_info); Waitall takes Idup's requests."""
+    def body():
+        comm = MPI.COMM_WORLD
+        if comm.rank == 0:
+            first, request = comm.Idup()
+            for rank in range(1, comm.size):
+                comm.send("after Idup", rank)
+        else:
+            note = comm.recv(source=0)
+            first, request = comm.Idup()
+        unusable = bool(first) if not request.Test() else None
+        request.Wait()
+        info = MPI.Info.Create()
+        info["mpi_assert_no_any_tag"] = "true"
+        second, other = comm.Idup_with_info(info)
+        MPI.Request.Waitall([other])
+        out = (comm.rank and note, unusable, MPI.Comm.Compare(comm, first),
+               MPI.Comm.Compare(first, second), first.allreduce(comm.rank),
+               second.Get_info().Get("mpi_assert_no_any_tag"))
+        first.Free()
+        second.Free()
+        info.Free()
+        return out
+
+    for rank, out in enumerate(shmrma.launch(body, 3, timeout=50)):
+        assert out[0] == (0 if rank == 0 else "after Idup")
+        assert out[1] in (None, False)          # not a communicator before completion
+        assert out[2:] == (MPI.CONGRUENT, MPI.CONGRUENT, 3, "true")
+
+
+def test_communicator_handles_pickle_as_in_mpi4py():
+    """mpi4py's rules: COMM_NULL, COMM_WORLD and COMM_SELF pickle to themselves, a new
+    handle to them to an equal new handle; any other communicator is a ValueError
+    (it lives in one job). Comm() of anything but a communicator is a TypeError."""
+    import pickle
+
+    def body():
+        world = MPI.COMM_WORLD
+        again = [pickle.loads(pickle.dumps(c)) for c in (MPI.COMM_NULL, world, MPI.COMM_SELF)]
+        handle = pickle.loads(pickle.dumps(MPI.Intracomm(world)))
+        null = pickle.loads(pickle.dumps(MPI.Comm(MPI.COMM_NULL)))
+        dup = world.Dup()
+        try:
+            pickle.dumps(dup)
+            refused = None
+        except ValueError as exc:
+            refused = str(exc)
+        dup.Free()
+        try:
+            MPI.Comm((1, 2, 3))
+            typed = None
+        except TypeError:
+            typed = "TypeError"
+        return ([a is b for a, b in zip(again, (MPI.COMM_NULL, world, MPI.COMM_SELF))],
+                handle is not world and handle == world, null is not MPI.COMM_NULL and
+                null == MPI.COMM_NULL, refused, typed)
+
+    marks, handle, null, refused, typed = shmrma.launch(body, 1, timeout=30)[0]
+    assert marks == [True, True, True] and handle and null and typed == "TypeError"
+    assert "cannot serialize" in refused
+
+
+def test_get_parent_is_the_null_intercommunicator():
+    """MPI-3.1 §10.3.2: a process not spawned gets MPI_COMM_NULL from Get_parent;
+    mpi4py types it Intercomm."""
+    parent = MPI.Comm.Get_parent()
+    assert isinstance(parent, MPI.Intercomm) and parent == MPI.COMM_NULL and not parent
+
+
+@pytest.mark.timeout(60)
+def test_buffers_attach_to_the_process_and_to_communicators():
+    """MPI-4.1 §3.6: one buffer per owner (the process, each communicator); Detach
+    gives back the object attached, BUFFER_AUTOMATIC for None; a second Attach is
+    ERR_OTHER and keeps the first; a read-only buffer is a BufferError; Flush_buffer
+    has nothing to wait for (a Bsend's message is queued when it returns); freeing a
+    communicator detaches its buffer."""
+    def body():
+        comm = MPI.COMM_WORLD.Dup()
+        mine = bytearray(1 << 10)
+        comm.Attach_buffer(mine)
+        MPI.Attach_buffer(None)
+        with raises_mpi(MPI.ERR_OTHER, match="Detach_buffer it first"):
+            comm.Attach_buffer(bytearray(8))
+        try:
+            MPI.COMM_SELF.Attach_buffer(b"read-only")
+            read_only = None
+        except BufferError:
+            read_only = "BufferError"
+        comm.Bsend(np.arange(3.0), (comm.rank + 1) % comm.size)
+        comm.Flush_buffer()
+        flushed = comm.Iflush_buffer().Test()
+        got = np.zeros(3)
+        comm.Recv(got, (comm.rank - 1) % comm.size)
+        out = (comm.Detach_buffer() is mine, MPI.Detach_buffer(), read_only, flushed,
+               got.tolist(), MPI.Detach_buffer().nbytes)
+        comm.Attach_buffer(bytearray(8))
+        comm.Free()
+        return out
+
+    for out in shmrma.launch(body, 2, timeout=50):
+        assert out == (True, MPI.BUFFER_AUTOMATIC, "BufferError", True, [0.0, 1.0, 2.0], 0)
