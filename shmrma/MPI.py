@@ -12,11 +12,13 @@ else:
     from .errors import *  # noqa: F403
     from .errors import Exception
     from .environment import (Aint_add, Aint_diff, Finalize, Get_error_class, Get_error_string,
-                              Get_library_version, Get_processor_name, Get_version, Init,
+                              Get_hw_resource_info, Get_library_version, Get_processor_name,
+                              Get_version, Init, Pcontrol,
                               Init_thread, Is_finalized, Is_initialized, Is_thread_main,
                               Query_thread, VERSION, SUBVERSION, Wtick, Wtime, get_vendor)
     from .memory import Alloc_mem, Free_mem, get_address as Get_address
     from .request import REQUEST_NULL, Grequest, Prequest, Request, Status
+    from .attributes import APPNUM, IO, LASTUSEDCODE, TAG_UB, UNIVERSE_SIZE, WTIME_IS_GLOBAL
     from .comm import (BSEND_OVERHEAD, MESSAGE_NO_PROC, MESSAGE_NULL, Attach_buffer, Comm,
                        Detach_buffer, Flush_buffer, Iflush_buffer, Intercomm, Message)
     from .intracomm import COMM_NULL, COMM_SELF, COMM_WORLD, Intracomm

@@ -10,7 +10,8 @@ import operator
 import os
 import sys
 
-from . import atomic, buffers, constants, errors, job, mailbox
+from . import atomic, attributes, buffers, constants, errors, job, mailbox
+from .attributes import Attributes
 from .group import make_group
 from .request import Prequest, Request, Status
 
@@ -22,7 +23,7 @@ class CommState(mailbox.CommCore):
     its base holds what the point-to-point fast paths need of it."""
 
     __slots__ = ("context", "ranks", "rank", "slot", "name", "world_to_rank", "info",
-                 "topology", "area", "large_area", "nbc")
+                 "topology", "area", "large_area", "nbc", "attributes")
 
     def __init__(self, context, ranks, slot, name=""):
         self.context = context
@@ -38,6 +39,7 @@ class CommState(mailbox.CommCore):
         self._bind(context, self.ranks, job.world_size(), me)
         self.info = {}
         self.topology = None    # a topology.CartTopology for a Cartcomm
+        self.attributes = {}    # attributes.Attributes of every handle to it
 
     def subcontext(self, kind):
         return self.context * SUBCONTEXTS + kind
@@ -325,10 +327,11 @@ def _null_status():
 
 # --- communicators ----------------------------------------------------------------
 
-class Comm:
+class Comm(Attributes):
     """``MPI.Comm``; the base class is COMM_NULL's type."""
 
     _state_value = None
+    _attribute_kind = "Comm"
 
     def __new__(cls, comm=None):
         # mpi4py's signature: subclasses call super().__new__(cls, comm) (its demo
@@ -341,6 +344,19 @@ class Comm:
             raise TypeError("Comm(): expecting a communicator to take a new handle of, "
                             "got %s" % type(comm).__name__)
         self._state_value = comm._state_value if isinstance(comm, Comm) else comm
+
+    # --- attributes (attributes.py) ---
+    def _attributes(self):
+        return self._s.attributes
+
+    def _predefined_attribute(self, keyval):
+        state = self._s
+        return {attributes.TAG_UB: constants.MAX_TAG,
+                attributes.IO: constants.ANY_SOURCE,       # every rank can do I/O
+                attributes.WTIME_IS_GLOBAL: 1,      # Wtime reads the machine's one clock
+                attributes.UNIVERSE_SIZE: job.world_size(),     # no Spawn: the job is all
+                attributes.LASTUSEDCODE: errors.ERR_LASTCODE}.get(keyval) \
+            if state is not None else None
 
     @classmethod
     def Get_parent(cls):
@@ -475,6 +491,7 @@ class Comm:
         if state.slot is not None and release_slot(job.current(), state.slot):
             from . import nbcarea
             nbcarea.unlink_channel(state)   # the last member out: nobody maps it any more
+        self._drop_attributes()
         state._unbind_areas()       # the fast paths must not reach them any more
         _attached.pop(state, None)  # freeing detaches its buffer (MPI-4.1 §3.6.1)
         for area in (state.area, state.large_area):     # collarea.Area objects
@@ -503,9 +520,9 @@ class Comm:
         tag = operator.index(tag)
         if wildcard and tag == constants.ANY_TAG:
             return tag
-        if not 0 <= tag <= constants.TAG_UB:
+        if not 0 <= tag <= constants.MAX_TAG:
             errors.fail(errors.ERR_TAG, "tag %r is invalid; tags are 0..%d%s"
-                        % (tag, constants.TAG_UB, " or ANY_TAG" if wildcard else ""))
+                        % (tag, constants.MAX_TAG, " or ANY_TAG" if wildcard else ""))
         return tag
 
     # --- point-to-point core ---

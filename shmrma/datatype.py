@@ -16,6 +16,7 @@ import struct
 import sys
 
 from . import constants
+from .attributes import Attributes
 from .errors import ERR_TYPE, fail
 from .handle import Handle
 from .info import as_mpi_string
@@ -60,6 +61,7 @@ class TypeHandle:
         self.committed = committed
         self.freed = False
         self.constant_name = None     # the module name of a predefined handle
+        self.attributes = {}          # attributes.Attributes of every handle to it
         self.dup_of = None            # the Datatype a Dup was made from, to pickle it
 
     @property
@@ -78,7 +80,7 @@ class TypeHandle:
         return twin
 
 
-class Datatype(Handle):
+class Datatype(Handle, Attributes):
     """``MPI.Datatype``: a handle to a datatype; ``Datatype()`` is a null handle."""
 
     def __init__(self, datatype=None):
@@ -113,6 +115,12 @@ class Datatype(Handle):
         if handle.freed:
             fail(ERR_TYPE, "cannot %s a datatype that was freed" % action)
         return handle
+
+    # -- attribute caching (attributes.py) -----------------------------------
+    _attribute_kind = "Datatype"
+
+    def _attributes(self):
+        return self._live("reach the attributes of").attributes
 
     # -- runtime attributes --------------------------------------------------
 
@@ -168,6 +176,7 @@ class Datatype(Handle):
         twin.dup_of = Datatype(self)
         duplicate = type(self)()
         duplicate._handle = twin
+        self._copy_attributes_to(duplicate)
         return duplicate
 
     Create_dup = Dup
@@ -176,6 +185,7 @@ class Datatype(Handle):
         handle = self._live("free")
         if handle.predefined:
             fail(ERR_TYPE, "cannot free the predefined datatype %s" % handle.constant_name)
+        self._drop_attributes()
         handle.freed = True
         self._handle = None
 

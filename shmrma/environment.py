@@ -1,4 +1,5 @@
 """Initialization, timers, versions and error strings of the MPI namespace."""
+import operator
 import socket
 import time
 
@@ -60,6 +61,19 @@ def Get_library_version():
 
 def get_vendor():
     return ("shmrma", tuple(int(p) for p in __version__.split(".")[:3]))
+
+
+def Pcontrol(level):
+    """Profiling control: shmrma has no profiling layer to tell, so the level only
+    has to be an int (as MPICH, which ignores it too)."""
+    operator.index(level)
+
+
+def Get_hw_resource_info():
+    """MPI-4.1's hardware resource information: none is described (MPICH also
+    returns an empty Info)."""
+    from .info import Info
+    return Info.Create()
 
 
 def Get_processor_name():

@@ -18,6 +18,7 @@ class Intracomm(NonblockingCollectives, Collectives, Comm):
         comm = self.Split(0, self._s.rank)
         if info is not None:
             comm.Set_info(info)
+        self._copy_attributes_to(comm)
         return comm
 
     Clone = Dup
@@ -39,7 +40,7 @@ class Intracomm(NonblockingCollectives, Collectives, Comm):
         else:
             arrived = self._irecv(0, _IDUP_TAG, None, HANDSHAKE)
         comm = Intracomm()
-        return comm, _Duplication(arrived, comm, state.ranks, info)
+        return comm, _Duplication(arrived, self, comm, info)
 
     def Idup_with_info(self, info):
         return self.Idup(info)
@@ -113,11 +114,11 @@ class _Duplication(Request):
     """Idup's request: complete once rank 0's plan arrived; completing it makes
     ``comm`` the duplicate (or raises the error rank 0 met planning it)."""
 
-    def __init__(self, arrived, comm, ranks, info):
+    def __init__(self, arrived, parent, comm, info):
         self._null = False
         self._done = False
         self._status = Status()
-        self._arrived, self._comm, self._ranks, self._info = arrived, comm, ranks, info
+        self._arrived, self._parent, self._comm, self._info = arrived, parent, comm, info
 
     def _poll(self):
         if not self._done and self._arrived._poll():
@@ -126,9 +127,10 @@ class _Duplication(Request):
                 self._error = plan
             else:
                 base, slots = plan
-                self._comm._state_value = CommState(base, self._ranks, slots[0])
+                self._comm._state_value = CommState(base, self._parent._s.ranks, slots[0])
                 if self._info is not None:
                     self._comm.Set_info(self._info)
+                self._parent._copy_attributes_to(self._comm)
             self._done = True
         return self._done
 

@@ -405,7 +405,7 @@ def _setup_native():
         flag_sync=FLAG_SYNC, sync_shift=SYNC_SHIFT, pad_flag=PAD_FLAG,
         subcontexts=SUBCONTEXTS, sync_ack=SYNC_ACK, any_source=constants.ANY_SOURCE,
         any_tag=constants.ANY_TAG, err_truncate=errors.ERR_TRUNCATE, p2p=P2P,
-        tag_ub=constants.TAG_UB, wait_slice=job.WAIT_SLICE, miss=MISS,
+        tag_ub=constants.MAX_TAG, wait_slice=job.WAIT_SLICE, miss=MISS,
         flag_staged=FLAG_STAGED, flag_staging=FLAG_STAGING, staging_header=STAGING_HEADER)
     _native.pickle_setup(pickle.dumps, pickle.loads, PICKLE_PROTOCOL)
     return _native

@@ -17,6 +17,8 @@ from . import (constants, dynamic, errhandler, errors, fastpath, job, memory, se
                winchange)
 from .control import CONTROL_HEADER, POST_CELL, RANK_CONTROL
 from .active import ActiveTarget
+from .attributes import (WIN_BASE, WIN_CREATE_FLAVOR, WIN_DISP_UNIT, WIN_MODEL, WIN_SIZE,
+                         Attributes)
 from .group import Group, make_group
 from .info import Info, to_dict
 from .intracomm import COMM_SELF
@@ -32,11 +34,6 @@ WIN_FLAVOR_DYNAMIC = 3
 WIN_FLAVOR_SHARED = 4
 WIN_SEPARATE = 1
 WIN_UNIFIED = 2
-WIN_BASE = 0x66000001
-WIN_SIZE = 0x66000003
-WIN_DISP_UNIT = 0x66000005
-WIN_CREATE_FLAVOR = 0x66000007
-WIN_MODEL = 0x66000009
 
 BASE_ALIGNMENT = 64
 
@@ -124,7 +121,7 @@ def _buffer_exporter():
 
 
 class Win(Communication, ActiveTarget, PassiveTarget, WindowBarrier, CounterCalls,
-          _buffer_exporter()):
+          Attributes, _buffer_exporter()):
     """``MPI.Win``; ``Win()`` is WIN_NULL."""
 
     _state = None
@@ -263,8 +260,13 @@ class Win(Communication, ActiveTarget, PassiveTarget, WindowBarrier, CounterCall
         state = self._s
         return _buffer_over(state.targets[state.rank].view)
 
-    # --- attributes -------------------------------------------------------------------
-    def Get_attr(self, keyval):
+    # --- attributes (attributes.py) -----------------------------------------------------
+    _attribute_kind = "Win"
+
+    def _attributes(self):
+        return self._s.attributes
+
+    def _predefined_attribute(self, keyval):
         state = self._s
         if state.dynamic:
             return {WIN_BASE: constants.BOTTOM, WIN_SIZE: 0, WIN_DISP_UNIT: 1,
@@ -361,6 +363,7 @@ class Win(Communication, ActiveTarget, PassiveTarget, WindowBarrier, CounterCall
     def Free(self):
         state = self._s
         state.epoch.check_free()
+        self._drop_attributes()
         state.comm.Barrier()
         self._drop()
 
@@ -378,6 +381,7 @@ class WindowState:
         # ALLOCATE and SHARED: every rank's memory lies in one data segment
         self.one_segment = flavor in (WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_SHARED)
         self.hints = dict(HINT_DEFAULTS)
+        self.attributes = {}    # attributes.Attributes of every handle to it
         self.update_hints(hints)
         self.name = ""
         self.errhandler = errhandler.ERRORS_RETURN
