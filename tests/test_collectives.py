@@ -733,3 +733,50 @@ def test_alltoallw_moves_each_part_with_its_own_type(nprocs):
         assert got["bottom"].tolist() == [float(j) for j in range(size) for _ in range(2)]
         assert errors[:3] == ["ValueError"] * 3
         assert errors[3:] == [MPI.ERR_TRUNCATE], errors
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("nprocs", [1, 3])
+def test_persistent_collectives_run_anew_at_each_start(nprocs):
+    """MPI-4.0 §6.12: X_init gives an inactive Prequest; each Start runs the
+    collective on the buffers as they are then (the send buffer is read anew), Wait
+    completes it and leaves it inactive (Test of an inactive one is true); Startall
+    starts several; a bad info or COMM_NULL is an error at init."""
+    def body():
+        comm = MPI.COMM_WORLD
+        rank, size = comm.rank, comm.size
+        send, total = np.zeros(2), np.zeros(2)
+        allreduce = comm.Allreduce_init(send, total, MPI.SUM)
+        box = np.zeros(1, dtype="i8")
+        bcast = comm.Bcast_init(box, root=size - 1)
+        gathered = np.zeros(size, dtype="i8")
+        gather = comm.Allgather_init(np.array([rank], dtype="i8"), gathered)
+        barrier = comm.Barrier_init(MPI.INFO_NULL)
+        sums = []
+        for step in range(3):
+            send[:] = [rank + step, 1]
+            if rank == size - 1:
+                box[0] = 100 + step
+            allreduce.Start()
+            allreduce.Wait()
+            sums.append(total.tolist())
+            MPI.Prequest.Startall([bcast, gather, barrier])
+            MPI.Request.Waitall([bcast, gather, barrier])
+        inactive = allreduce.Test()
+        for request in (allreduce, bcast, gather, barrier):
+            request.Free()
+        errors = []
+        for call in (lambda: comm.Barrier_init(info=42), lambda: MPI.COMM_NULL.Bcast_init(box)):
+            try:
+                call()
+            except MPI.Exception as exc:
+                errors.append(exc.Get_error_class())
+            except TypeError:
+                errors.append("TypeError")
+        return sums, int(box[0]), gathered.tolist(), inactive, errors
+
+    for sums, box, gathered, inactive, errors in shmrma.launch(body, nprocs, timeout=50):
+        size = nprocs
+        assert sums == [[sum(range(size)) + step * size, size] for step in range(3)]
+        assert box == 102 and gathered == list(range(size)) and inactive is True
+        assert errors == ["TypeError", MPI.ERR_COMM]
