@@ -559,15 +559,22 @@ class Comm(Attributes):
 
     # --- buffers ---
     # As in mpi4py, the buffer of a PROC_NULL peer is not looked at.
-    def _send_data(self, buf, dest):
+    # ``blocks``: a partitioned message's partitions, each of the count given
+    def _send_data(self, buf, dest, blocks=0):
         if self._peer(dest, "destination") == constants.PROC_NULL:
             return b""
-        return buffers.message(buf, writable=False, handles=True).data
+        return buffers.message(buf, writable=False, blocks=blocks, handles=True).data
 
-    def _recv_message(self, buf, source):
+    def _recv_message(self, buf, source, blocks=0):
         if self._peer(source, "source", wildcard=True) == constants.PROC_NULL:
             return None
-        return buffers.message(buf, writable=True, handles=True)
+        return buffers.message(buf, writable=True, blocks=blocks, handles=True)
+
+    def _irecv_message(self, received, source, tag):
+        """Receive into a parsed message (None for PROC_NULL)."""
+        if received is None:
+            return self._irecv(source, tag, None)
+        return self._irecv(source, tag, received.data, finish=received.finish)
 
     def Isend(self, buf, dest, tag=0):
         if _fast_send(self._state_value, buf, dest, tag, 0):
@@ -619,10 +626,7 @@ class Comm(Attributes):
         core = _fast_irecv(self._state_value, buf, source, tag)
         if core is not False:
             return Receive(self._state_value, core)
-        received = self._recv_message(buf, source)
-        if received is None:
-            return self._irecv(source, tag, None)
-        return self._irecv(source, tag, received.data, finish=received.finish)
+        return self._irecv_message(self._recv_message(buf, source), source, tag)
 
     def Recv(self, buf, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
         core = _fast_recv(self._state_value, buf, source, tag, status)

@@ -276,10 +276,28 @@ def _wait_until(condition, requests):
 class Prequest(Request):
     """A persistent request: inactive until ``Start``."""
 
+    # partitioned communication (partitioned.py): the calls of other requests
+    def Pready(self, partition):
+        _not_partitioned("Pready", "send")
+
+    def Pready_range(self, partition_low, partition_high):
+        _not_partitioned("Pready_range", "send")
+
+    def Pready_list(self, partitions):
+        _not_partitioned("Pready_list", "send")
+
+    def Parrived(self, partition):
+        _not_partitioned("Parrived", "receive")
+
     @classmethod
     def Startall(cls, requests):
         for request in requests:
             request.Start()
+
+
+def _not_partitioned(call, kind):
+    errors.fail(errors.ERR_REQUEST, "%s: the request is not a partitioned %s (Psend_init "
+                "/ Precv_init make those)" % (call, kind))
 
 
 class Grequest(Request):
