@@ -300,8 +300,4 @@ def _not_partitioned(call, kind):
                 "/ Precv_init make those)" % (call, kind))
 
 
-class Grequest(Request):
-    pass
-
-
 REQUEST_NULL = Request()

@@ -222,3 +222,49 @@ def test_status_fields():
     copy = MPI.Status(status)
     assert (copy.Get_source(), copy.Get_tag(), copy.Get_error(), copy.Is_cancelled()) == (
         3, 9, MPI.ERR_TRUNCATE, True)
+
+
+def test_generalized_requests_complete_when_the_user_says():
+    """MPI-3.1 §12.2: Grequest.Start; Test is false until Complete (here from another
+    thread, which Wait waits for); then query_fn fills the status and free_fn runs;
+    Cancel calls cancel_fn with whether it completed; mpi4py's complete(obj) gives
+    wait() its result; an exception in a function is MPI.Exception (its own class, or
+    ERR_OTHER for a Python one) with its traceback on stderr; Complete twice is
+    ERR_REQUEST."""
+    import threading
+    calls = []
+
+    def query(status, tag):
+        status.Set_source(3)
+        status.Set_tag(tag)
+
+    request = MPI.Grequest.Start(query, lambda tag: calls.append("free"),
+                                 lambda done, tag: calls.append(("cancel", done)), args=(7,))
+    assert request.Test() is False and calls == []
+    request.Cancel()
+    threading.Timer(0.05, request.Complete).start()
+    status = MPI.Status()
+    request.Wait(status)
+    assert (status.Get_source(), status.Get_tag(), calls) == (3, 7, [("cancel", False),
+                                                                      "free"])
+    assert not request
+    with_result = MPI.Grequest.Start()
+    with_result.complete({"answer": 42})
+    assert MPI.Request.waitall([with_result]) == [{"answer": 42}]
+    with raises_mpi(MPI.ERR_REQUEST, match="completed already"):
+        done = MPI.Grequest.Start()
+        done.Complete()
+        done.Complete()
+
+    def fails(*args):
+        raise ValueError("from the user")
+
+    def fails_as_mpi(*args):
+        raise MPI.Exception(MPI.ERR_BUFFER)
+
+    for raising, kind in ((fails, MPI.ERR_OTHER), (fails_as_mpi, MPI.ERR_BUFFER)):
+        broken = MPI.Grequest.Start(None, raising)
+        broken.Complete()
+        with raises_mpi(kind):
+            broken.Wait()
+        assert not broken
