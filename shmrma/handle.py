@@ -26,3 +26,18 @@ class Handle:
 
     def __bool__(self):
         return self._handle is not None
+
+
+def reduce_named(obj, constants):
+    """mpi4py's pickling of predefined handles (objmodel.pxi, def_reduce): a
+    constant pickles as its name, so it unpickles as the very same object; another
+    object sharing a constant's handle, as ``type(obj)(constant)``, a new object
+    equal to it (every handle class copies the handle of its argument). None when ``obj`` refers to no constant.
+    ``constants`` maps names to the module-level constants."""
+    for name, constant in constants.items():
+        if obj is constant:
+            return name
+    for constant in constants.values():
+        if obj._handle is constant._handle:
+            return (type(obj), (constant,))
+    return None
