@@ -266,6 +266,18 @@ def message(msg, writable, blocks=0, sparse=False, handles=False):
     return Message(data[start:end], count, datatype)
 
 
+def check_reduction_pair(send, receive):
+    """ValueError unless a reduction's send and receive messages have the same
+    datatype and count (mpi4py's chk_cro_args)."""
+    if send.datatype != receive.datatype:
+        raise ValueError("mismatch in send and receive MPI datatypes (%s and %s); "
+                         "pass buffers of the same type"
+                         % (send.datatype.Get_name(), receive.datatype.Get_name()))
+    if send.count != receive.count:
+        raise ValueError("mismatch in send count %d and receive count %d; pass buffers "
+                         "of the same length" % (send.count, receive.count))
+
+
 class VectorMessage:
     """A buffer cut in one part per rank: ``part(i)`` is the bytes of rank i's
     ``counts[i]`` items from item ``displs[i]`` on (``extent`` bytes each)."""

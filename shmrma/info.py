@@ -40,6 +40,10 @@ class Info(Handle):
     def _handle(self):
         return self._store
 
+    @_handle.setter
+    def _handle(self, store):
+        self._store = store
+
     def __repr__(self):
         if self._store is None:
             return "MPI.INFO_NULL"
