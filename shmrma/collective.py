@@ -330,6 +330,7 @@ class Collectives:
                                  "items" % (self._s.rank, counts[self._s.rank],
                                             receive.count))
             send = buffers.message(sendbuf, writable=False)
+            buffers.check_same_datatype(send, receive)
         if send.count != sum(counts):
             raise ValueError("the send buffer holds %d items, the blocks of all ranks %d; "
                              "make them equal" % (send.count, sum(counts)))
