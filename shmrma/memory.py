@@ -136,7 +136,7 @@ def _make_buffer_class():
         def toreadonly(self):
             result = self.view(type(self))
             result._source = self if self._source is None else self._source
-            result._itemsize = self._itemsize
+            result._itemsize, result._empty_address = self._itemsize, self._empty_address
             result.flags.writeable = False
             return result
 
