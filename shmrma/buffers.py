@@ -10,34 +10,18 @@ With ``MPI.HANDLE_SYNC`` the buffer is a list of ``MPI.Sync`` handles, which
 travel in their wire form; only point-to-point calls and the non-reducing
 collectives accept it (checklist R154, A25).
 """
+import ctypes
 import operator
 
-from . import constants, derived, dlpack, errors, memory, synchandle
+from . import constants, derived, dlpack, errors, synchandle
 from . import datatype as datatypes
-
-
-def _foreign_view(obj):
-    """A memoryview of a buffer without the buffer protocol: a DLPack producer's."""
-    if dlpack.is_producer(obj):
-        return memoryview(dlpack.view(obj))
-    error = dlpack.device_error(obj)
-    if error is not None:
-        raise error
-    raise TypeError("expected a buffer object (bytes, bytearray, numpy array, MPI.buffer, "
-                    "a DLPack producer...), not %s" % type(obj).__name__)
 
 
 def as_view(obj, writable):
     """A C-contiguous memoryview of ``obj``'s memory; BufferError as mpi4py raises it.
     A Fortran-ordered buffer is taken as mpi4py takes it: its elements in memory
     order (numpy's ravel(order="K"), a view, not a copy)."""
-    if isinstance(obj, memoryview):
-        view = obj
-    else:
-        try:
-            view = memoryview(obj)
-        except TypeError:
-            view = _foreign_view(obj)
+    view = obj if isinstance(obj, memoryview) else dlpack.host_view(obj, writable)
     if writable and view.readonly:
         raise BufferError("the buffer is read-only but this call writes into it; "
                           "pass a writable buffer (e.g. bytearray or a numpy array)")
@@ -198,6 +182,35 @@ def _unpack(msg, pairs=(list, tuple)):
     return buf, count, displ, datatype
 
 
+def _positive_extent(datatype, what):
+    """The extent of a datatype a message needs it of (to ``what``); ValueError, as
+    mpi4py raises it, for a null datatype or one of extent <= 0."""
+    if not datatype:
+        raise ValueError("message: cannot %s, datatype is null; pass a datatype"
+                         % what)
+    lb, extent = datatype.Get_extent()
+    if extent <= 0:
+        raise ValueError("message: cannot %s, datatype extent %d (lb:%d, ub:%d); it "
+                         "needs a positive extent" % (what, extent, lb, lb + extent))
+    return extent
+
+
+def _inferred_count(nbytes, datatype, parts):
+    """The count of each of ``parts`` equal parts of ``nbytes`` bytes of items."""
+    if nbytes == 0:
+        return 0
+    extent = _positive_extent(datatype, "infer count")
+    if nbytes % extent:
+        raise ValueError("message: cannot infer count, buffer length %d is not a multiple "
+                         "of the datatype extent %d" % (nbytes, extent))
+    if (nbytes // extent) % parts:
+        raise ValueError("message: cannot infer count, number of entries %d is not a "
+                         "multiple of required number of blocks %d (one per rank); pass a "
+                         "buffer of a multiple of %d items or give the count"
+                         % (nbytes // extent, parts, parts))
+    return nbytes // extent // parts
+
+
 def message(msg, writable, blocks=0, sparse=False, handles=False):
     """Parse a message specification into a Message.
 
@@ -225,32 +238,25 @@ def message(msg, writable, blocks=0, sparse=False, handles=False):
     view = as_view(buf, writable)
     datatype = _format_datatype(view) if datatype is None else datatype
     data = view.cast("B") if view.format != "B" or view.ndim != 1 else view
-    if count is None and not datatype:
-        raise ValueError("message: cannot infer count, datatype is null; pass a datatype "
-                         "or [buf, count, datatype]")
-    extent = datatype.Get_extent()[1]
-    size = item_bytes(datatype)
-    displ = 0 if displ is None else int(displ)
+    displ = 0 if displ is None else operator.index(displ)
     if displ < 0:
         raise ValueError("message: negative displacement %d" % displ)
-    start = displ * extent
+    start = 0
+    if displ > 0:
+        start = displ * _positive_extent(datatype, "handle displacement")
+        if start > len(data):
+            raise ValueError("message: displacement %d out of bounds, the buffer holds %d "
+                             "items" % (displ, len(data) // (start // displ)))
     parts = max(blocks, 1)
     if count is None:
-        available = len(data) - start
-        if extent == 0 or available < 0 or available % extent:
-            raise ValueError("message: buffer length %d is not a multiple of the "
-                             "datatype extent %d" % (len(data), extent))
-        count = available // extent
-        if count % parts:
-            raise ValueError("message: cannot infer count, number of entries %d is not a "
-                             "multiple of required number of blocks %d (one per rank); "
-                             "pass a buffer of a multiple of %d items or give the count"
-                             % (count, parts, parts))
-        count //= parts
-    count = int(count)
+        count = _inferred_count(len(data) - start, datatype, parts)
+    count = operator.index(count)
     if count < 0:
         raise ValueError("message: negative count %d" % count)
     total = count * parts
+    if not datatype and total == 0:     # MPICH lets nothing of a null type through
+        return Message(data[:0], 0, datatype)
+    size = item_bytes(datatype)
     if not datatype.is_predefined:
         items = _spread(data, start, total, datatype)
         if sparse:      # RMA copies through the layout itself
@@ -264,6 +270,24 @@ def message(msg, writable, blocks=0, sparse=False, handles=False):
                          "the buffer has %d" % (total, datatype.Get_name(), displ, end,
                                                 len(data)))
     return Message(data[start:end], count, datatype)
+
+
+def check_same_datatype(send, receive):
+    """ValueError unless a reduction's send and receive messages have the same
+    datatype, as mpi4py checks it."""
+    if send.datatype != receive.datatype:
+        raise ValueError("mismatch in send and receive MPI datatypes (%s and %s); "
+                         "pass buffers of the same type"
+                         % (send.datatype.Get_name(), receive.datatype.Get_name()))
+
+
+def check_reduction_pair(send, receive):
+    """ValueError unless a reduction's send and receive messages have the same
+    datatype and count (mpi4py's chk_cro_args)."""
+    check_same_datatype(send, receive)
+    if send.count != receive.count:
+        raise ValueError("mismatch in send count %d and receive count %d; pass buffers "
+                         "of the same length" % (send.count, receive.count))
 
 
 class VectorMessage:
@@ -323,10 +347,14 @@ def vector_message(msg, writable, blocks):
         view = as_view(buf, writable)
         datatype = _format_datatype(view) if datatype is None else datatype
         data = view.cast("B") if view.format != "B" or view.ndim != 1 else view
-    extent = datatype.Get_extent()[1]
-    if extent <= 0:
-        raise ValueError("message: datatype %s has extent %d; the parts of a vector "
-                         "collective need a positive extent" % (datatype.Get_name(), extent))
+    if counts is None and len(data):
+        extent = _positive_extent(datatype, "infer count")
+    else:
+        extent = datatype.Get_extent()[1]       # ERR_TYPE for a null datatype, as in MPI
+        if extent <= 0:
+            raise ValueError("message: datatype %s has extent %d; the parts of a vector "
+                             "collective need a positive extent"
+                             % (datatype.Get_name(), extent))
     counts = _counts_of(counts, len(data), extent, blocks)
     displs = _displs_of(displs, counts, blocks)
     for rank, (count, displ) in enumerate(zip(counts, displs)):
@@ -407,13 +435,23 @@ def vector_w_message(msg, writable, blocks):
                 for displ, item in zip(displs, items) if item.count]
         low = min((start for start, _ in used), default=0)
         high = max((stop for _, stop in used), default=0)
-        whole = memory.at_address(low, high - low, writable)
+        whole = _at_address(low, high - low, writable)
         return VectorWMessage(whole, items, [displ - low for displ in displs])
     whole = as_view(buf, writable)
     whole = whole.cast("B") if whole.format != "B" or whole.ndim != 1 else whole
     for datatype, count, displ in zip(types, counts, displs):
         _spread(whole, displ, count, datatype)
     return VectorWMessage(whole, items, displs)
+
+
+def _at_address(address, nbytes, writable):
+    """``nbytes`` of this process's memory from ``address`` on, as a byte view: the
+    buffer MPI.BOTTOM stands for, whose datatypes carry absolute addresses (from
+    MPI.Get_address). A wrong address faults, as it does in C MPI."""
+    if nbytes <= 0:
+        return memoryview(bytearray(0))
+    view = memoryview((ctypes.c_char * nbytes).from_address(address)).cast("B")
+    return view if writable else view.toreadonly()
 
 
 def _unpack_w(msg):

@@ -333,6 +333,7 @@ class Collectives:
                                  "items" % (self._s.rank, counts[self._s.rank],
                                             receive.count))
             send = buffers.message(sendbuf, writable=False)
+            buffers.check_same_datatype(send, receive)
         if send.count != sum(counts):
             raise ValueError("the send buffer holds %d items, the blocks of all ranks %d; "
                              "make them equal" % (send.count, sum(counts)))
@@ -566,13 +567,7 @@ def _reduce_buffers(sendbuf, recvbuf, op):
                                receive.datatype)
     else:
         send = buffers.message(sendbuf, writable=False)
-        if send.datatype != receive.datatype:
-            raise ValueError("mismatch in send and receive MPI datatypes (%s and %s); "
-                             "pass buffers of the same type"
-                             % (send.datatype.Get_name(), receive.datatype.Get_name()))
-        if send.count != receive.count:
-            raise ValueError("mismatch in send count %d and receive count %d; pass buffers "
-                             "of the same length" % (send.count, receive.count))
+        buffers.check_reduction_pair(send, receive)
     op.check(send.datatype, "reduction")
     return send, receive
 

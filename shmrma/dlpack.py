@@ -1,39 +1,42 @@
-"""Buffers from DLPack producers (``__dlpack__`` and ``__dlpack_device__``), as
-mpi4py 4 takes them: torch CPU tensors, JAX and numpy arrays, anything that
-exports a DLPack capsule of host memory.
+"""Buffers from objects without the buffer protocol, as mpi4py 4 takes them
+(asbuffer.pxi, asdlpack.pxi): DLPack producers (``__dlpack__`` and
+``__dlpack_device__``: torch CPU tensors, JAX arrays, ...) on the host, and the
+refusal of device memory.
 
-``view(obj)`` consumes one capsule, legacy (``dltensor``) or versioned
-(``dltensor_versioned``, DLPack 1.x, whose READ_ONLY flag is honoured), and
-returns a flat numpy array over the tensor's memory, contiguous in C or
-Fortran order as mpi4py requires; the producer's deleter runs when that array
-is gone, so the producer stays alive while the buffer is in use. Device memory
-cannot be read by a CPU shared-memory runtime: a tensor on another device, and
-an object with only ``__cuda_array_interface__``, is a TypeError that says so.
+``host_view(obj, writable)`` is mpi4py's PyMPI_GetBuffer: the buffer protocol
+first, then DLPack, then ``__cuda_array_interface__``. A DLPack capsule, legacy
+(``dltensor``) or versioned (``dltensor_versioned``, DLPack 1.x, whose READ_ONLY
+flag is honoured), is checked as mpi4py checks it (version, shape, strides,
+contiguity in C or Fortran order, writability: BufferError) and read without
+being consumed, as mpi4py reads it: the view holds the capsule, whose destructor
+lets the producer go once the memory is no longer viewed. The element format is
+mpi4py's (dlpack_get_format): a data type it has no format for is bytes.
+
+Device memory cannot be read by a CPU shared-memory runtime: a tensor on a device
+the CPU cannot address, and an object with ``__cuda_array_interface__``, is a
+TypeError that says so (mpi4py would hand the device pointer to a CUDA-aware MPI).
 """
 import ctypes
+import operator
 
-# DLDeviceType codes whose memory this process can read (mpi4py's host kinds)
-KDL_CPU, KDL_CUDA_HOST, KDL_ROCM_HOST = 1, 3, 11
-HOST_DEVICES = (KDL_CPU, KDL_CUDA_HOST, KDL_ROCM_HOST)
+# DLDeviceType codes whose memory this process can read (mpi4py's
+# check_cpu_accessible: CPU, CUDA host, ROCm host, CUDA managed)
+KDL_CPU, KDL_CUDA_HOST, KDL_ROCM_HOST, KDL_CUDA_MANAGED = 1, 3, 11, 13
+HOST_DEVICES = (KDL_CPU, KDL_CUDA_HOST, KDL_ROCM_HOST, KDL_CUDA_MANAGED)
 FLAG_READ_ONLY = 1
-# DLDataTypeCode -> the numpy type chars of its kind (kDLInt, kDLUInt, kDLFloat,
-# kDLComplex, kDLBool); a char stands for its size here (long double: 16 bytes
-# on x86-64, where float128 is how DLPack producers export it)
-_KINDS = {0: "bhiq", 1: "BHIQ", 2: "efdg", 5: "FDG", 6: "?"}
-
-
-def _format(code, bits, lanes):
-    """The numpy type char of a DLPack data type; a complex number may also come as
-    two lanes of its float type."""
-    import numpy
-    if lanes == 2 and code == 2:
-        code, bits, lanes = 5, 2 * bits, 1
-    if lanes != 1:
-        return None
-    for char in _KINDS.get(code, ""):
-        if numpy.dtype(char).itemsize * 8 == bits:
-            return char
-    return None
+# DLDataTypeCode -> the struct format chars of its kind, by size in bits
+# (mpi4py's dlpack_get_format; on x86-64 'l' comes before 'q' and has its size)
+_INT, _UINT, _FLOAT, _COMPLEX, _BOOL = 0, 1, 2, 5, 6
+_FORMATS = {
+    _INT: {8: "b", 16: "h", 32: "i", 64: "l"},
+    _UINT: {8: "B", 16: "H", 32: "I", 64: "L"},
+    _FLOAT: {16: "e", 32: "f", 64: "d", 128: "g"},
+    _COMPLEX: {64: "Zf", 128: "Zd", 256: "Zg"},    # no numpy complex of halves: bytes
+    _BOOL: {8: "?"},
+}
+_FLOAT_PAIRS = {32: "Zf", 64: "Zd", 128: "Zg"}      # two lanes of a float: a complex
+# numpy's names of the complex formats
+_NUMPY = {"Zf": "F", "Zd": "D", "Zg": "G"}
 
 
 class _Device(ctypes.Structure):
@@ -73,107 +76,131 @@ _api.PyCapsule_IsValid.restype = ctypes.c_int
 _api.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _api.PyCapsule_GetPointer.restype = ctypes.c_void_p
 _api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_api.PyCapsule_SetName.restype = ctypes.c_int
-_api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
-def is_producer(obj):
-    return hasattr(type(obj), "__dlpack__")
-
-
-def device_error(obj):
-    """The TypeError for an object that describes device memory (or None)."""
-    if hasattr(obj, "__cuda_array_interface__"):
-        return TypeError("%s describes GPU memory (__cuda_array_interface__), which "
-                         "shmrma, a CPU shared-memory runtime, cannot read; copy it to "
-                         "the host first (numpy.asarray(obj.get()) or similar)"
-                         % type(obj).__name__)
-    return None
-
-
-class _Release:
-    """Calls the producer's deleter once the memory is no longer viewed; holds the
-    capsule until then (some producers tie the tensor's lifetime to it)."""
-
-    def __init__(self, managed, capsule):
-        self.managed, self.capsule = managed, capsule
-
-    def __del__(self):
-        deleter = self.managed.contents.deleter
-        if deleter:
-            deleter(ctypes.cast(self.managed, ctypes.c_void_p).value)
-
-
-def _capsule(obj):
+def host_view(obj, writable):
+    """A memoryview of ``obj``'s memory, found as mpi4py finds it: the buffer
+    protocol, else DLPack, else refused as device memory; the buffer protocol's
+    own TypeError for anything else."""
     try:
-        return obj.__dlpack__(max_version=(1, 0))
-    except TypeError:       # a producer of DLPack 0.x: no keyword arguments
-        return obj.__dlpack__()
+        return memoryview(obj)
+    except TypeError as error:
+        try:
+            return memoryview(view(obj, writable))
+        except NotImplementedError:
+            pass
+        refuse_device_memory(obj)
+        raise TypeError("expected a buffer object (bytes, bytearray, numpy array, "
+                        "MPI.buffer, a DLPack producer...), not %s"
+                        % type(obj).__name__) from error
 
 
-# a capsule keeps the pointer to its name: these must outlive every capsule renamed
-_USED_NAMES = {b"dltensor_versioned": b"used_dltensor_versioned",
-               b"dltensor": b"used_dltensor"}
+def refuse_device_memory(obj):
+    """TypeError for an object that describes GPU memory; nothing otherwise."""
+    if hasattr(obj, "__cuda_array_interface__"):
+        raise TypeError("%s describes GPU memory (__cuda_array_interface__), which "
+                        "shmrma, a CPU shared-memory runtime, cannot read; copy it to "
+                        "the host first (numpy.asarray(obj.get()) or similar)"
+                        % type(obj).__name__)
 
 
-def _consume(capsule):
-    """(tensor, read-only, releaser) of a capsule, which is marked used."""
-    for name, kind in ((b"dltensor_versioned", _ManagedVersioned), (b"dltensor", _Managed)):
-        if _api.PyCapsule_IsValid(capsule, name):
-            pointer = _api.PyCapsule_GetPointer(capsule, name)
-            managed = ctypes.cast(pointer, ctypes.POINTER(kind))
-            _api.PyCapsule_SetName(capsule, _USED_NAMES[name])
-            read_only = kind is _ManagedVersioned and bool(managed.contents.flags &
-                                                             FLAG_READ_ONLY)
-            return managed.contents.dl_tensor, read_only, _Release(managed, capsule)
-    raise TypeError("__dlpack__ returned %s, not a DLPack capsule" % type(capsule).__name__)
+def _capsule(obj, device_type):
+    """(capsule, versioned) from the producer, asking for DLPack 1.0 first."""
+    stream = {} if device_type == KDL_CPU else {"stream": -1}
+    try:
+        return obj.__dlpack__(max_version=(1, 0), copy=False, **stream), True
+    except TypeError:       # a producer of DLPack 0.x: no such keyword arguments
+        return obj.__dlpack__(**stream), False
 
 
-def _contiguous(tensor):
-    """Is the tensor's memory one block, in C or Fortran order?"""
+def _tensor(capsule, versioned):
+    """(DLTensor, read-only) of a capsule of the expected kind; BufferError otherwise."""
+    name, kind = ((b"dltensor_versioned", _ManagedVersioned) if versioned
+                  else (b"dltensor", _Managed))
+    if not _api.PyCapsule_IsValid(capsule, name):
+        raise BufferError("dlpack: invalid capsule object (expected an unused %r capsule)"
+                          % name.decode())
+    managed = ctypes.cast(_api.PyCapsule_GetPointer(capsule, name),
+                          ctypes.POINTER(kind)).contents
+    if not versioned:
+        return managed.dl_tensor, False
+    if managed.version.major < 1:
+        raise BufferError("dlpack: unexpected version %d of a versioned capsule"
+                          % managed.version.major)
+    return managed.dl_tensor, bool(managed.flags & FLAG_READ_ONLY)
+
+
+def _check_shape(tensor):
     ndim = tensor.ndim
-    shape = [tensor.shape[i] for i in range(ndim)]
-    if not tensor.strides or 0 in shape:
-        return True
-    strides = [tensor.strides[i] for i in range(ndim)]
-    for order in (range(ndim - 1, -1, -1), range(ndim)):
-        expected = 1
-        for axis in order:
-            if shape[axis] != 1 and strides[axis] != expected:
-                break
-            expected *= shape[axis]
-        else:
-            return True
-    return False
+    if ndim < 0:
+        raise BufferError("dlpack: number of dimensions is negative (%d)" % ndim)
+    if ndim > 0 and not tensor.shape:
+        raise BufferError("dlpack: shape is NULL for %d dimensions" % ndim)
+    if any(tensor.shape[axis] < 0 for axis in range(ndim)):
+        raise BufferError("dlpack: shape item is negative")
+    if tensor.strides and any(tensor.strides[axis] < 0 for axis in range(ndim)):
+        raise BufferError("dlpack: strides item is negative")
 
 
-def view(obj):
-    """A flat numpy array over the memory of DLPack producer ``obj``."""
+def _is_contiguous(tensor, order):
+    """mpi4py's dlpack_is_contig: strides in elements, dimensions of 1 ignored."""
+    ndim = tensor.ndim
+    if not tensor.strides:
+        return order == "C" or ndim <= 1
+    axes = range(ndim) if order == "F" else range(ndim - 1, -1, -1)
+    size = 1
+    for axis in axes:
+        dim = tensor.shape[axis]
+        if dim > 1 and size != tensor.strides[axis]:
+            return False
+        size *= dim
+    return True
+
+
+def _format(dtype):
+    """(format, itemsize) of a DLPack data type, as mpi4py gives them."""
+    if dtype.lanes != 1:
+        if dtype.code == _FLOAT and dtype.lanes == 2 and dtype.bits in _FLOAT_PAIRS:
+            return _FLOAT_PAIRS[dtype.bits], dtype.bits // 8 * 2
+        return "B", 1
+    char = _FORMATS.get(dtype.code, {}).get(dtype.bits)
+    return (char, (dtype.bits + 7) // 8) if char else ("B", 1)
+
+
+def view(obj, writable=False):
+    """A flat numpy array over the memory of DLPack producer ``obj`` (mpi4py's
+    Py_GetDLPackBuffer); NotImplementedError when ``obj`` is not one."""
     import numpy
-    device = obj.__dlpack_device__() if hasattr(obj, "__dlpack_device__") else (KDL_CPU, 0)
-    if int(device[0]) not in HOST_DEVICES:
+    try:
+        dlpack_device = obj.__dlpack_device__
+        obj.__dlpack__
+    except AttributeError:
+        raise NotImplementedError("dlpack: missing support") from None
+    device_type, device_id = dlpack_device()
+    device_type, device_id = operator.index(device_type), operator.index(device_id)
+    if device_type not in HOST_DEVICES:
         raise TypeError("%s lives on DLPack device %r, not in host memory; shmrma, a CPU "
                         "shared-memory runtime, reads host memory only"
-                        % (type(obj).__name__, tuple(device)))
-    tensor, read_only, release = _consume(_capsule(obj))
-    dtype = tensor.dtype
-    char = _format(dtype.code, dtype.bits, dtype.lanes)
-    if char is None:
-        raise TypeError("%s: DLPack data type (code %d, %d bits, %d lanes) has no MPI "
-                        "datatype" % (type(obj).__name__, dtype.code, dtype.bits, dtype.lanes))
-    itemsize = numpy.dtype(char).itemsize
-    if not _contiguous(tensor):
-        raise BufferError("%s: the DLPack tensor is not contiguous; pass a contiguous "
-                          "one" % type(obj).__name__)
+                        % (type(obj).__name__, (device_type, device_id)))
+    capsule, versioned = _capsule(obj, device_type)
+    tensor, read_only = _tensor(capsule, versioned)
+    _check_shape(tensor)
+    if not (_is_contiguous(tensor, "C") or _is_contiguous(tensor, "F")):
+        raise BufferError("dlpack: buffer is not contiguous; pass a contiguous tensor")
+    if read_only and writable:
+        raise BufferError("dlpack: buffer is not writable (the producer marked it "
+                          "read-only) but this call writes into it")
     count = 1
     for axis in range(tensor.ndim):
         count *= tensor.shape[axis]
+    nbytes = count * ((tensor.dtype.bits * tensor.dtype.lanes + 7) // 8)
+    char, itemsize = _format(tensor.dtype)
     address = (tensor.data or 0) + tensor.byte_offset
-    memory = (ctypes.c_char * (count * itemsize)).from_address(address) if count else \
-        bytearray(0)
-    if count:
-        memory.release = release    # the deleter runs when the last view of it is gone
-    array = numpy.frombuffer(memory, dtype=char, count=count)
+    memory = (ctypes.c_char * nbytes).from_address(address) if nbytes else bytearray(0)
+    if nbytes:
+        memory.capsule = capsule        # the producer's memory lives as long as this
+    array = numpy.frombuffer(memory, dtype=_NUMPY.get(char, char),
+                             count=nbytes // itemsize)
     if read_only:
         array.flags.writeable = False
     return array

@@ -13,7 +13,7 @@ import operator
 
 from .constants import IDENT, PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL
 from .errors import ERR_ARG, ERR_GROUP, ERR_RANK, fail
-from .handle import Handle
+from .handle import Handle, reduce_named
 
 
 class GroupHandle:
@@ -47,9 +47,9 @@ class Group(Handle):
         return "<MPI.Group world_ranks=%r>" % (self._handle.world_ranks,)
 
     def __reduce__(self):
-        for name, constant in (("GROUP_NULL", GROUP_NULL), ("GROUP_EMPTY", GROUP_EMPTY)):
-            if self is constant:
-                return name
+        named = reduce_named(self, {"GROUP_NULL": GROUP_NULL, "GROUP_EMPTY": GROUP_EMPTY})
+        if named is not None:
+            return named
         raise ValueError("cannot serialize '%s.Group' instance" % __name__)
 
     def _live(self):

@@ -13,7 +13,7 @@ import operator
 
 from .constants import MAX_INFO_KEY, MAX_INFO_VAL
 from .errors import ERR_ARG, ERR_INFO, ERR_INFO_KEY, ERR_INFO_NOKEY, ERR_INFO_VALUE, fail
-from .handle import Handle
+from .handle import Handle, reduce_named
 
 
 class InfoStore:
@@ -40,6 +40,10 @@ class Info(Handle):
     def _handle(self):
         return self._store
 
+    @_handle.setter
+    def _handle(self, store):
+        self._store = store
+
     def __repr__(self):
         if self._store is None:
             return "MPI.INFO_NULL"
@@ -48,11 +52,9 @@ class Info(Handle):
         return "<MPI.Info %r>" % (self._store.items,)
 
     def __reduce__(self):
-        for name, constant in (("INFO_NULL", INFO_NULL), ("INFO_ENV", INFO_ENV)):
-            if self is constant:
-                return name
-        if self._store is None:
-            return (Info, ())
+        named = reduce_named(self, {"INFO_NULL": INFO_NULL, "INFO_ENV": INFO_ENV})
+        if named is not None:
+            return named
         return (Info.Create, (list(self._live("pickle").items.items()),))
 
     def _live(self, action):
@@ -78,6 +80,19 @@ class Info(Handle):
         created._store = InfoStore()
         if items is not None:
             created.update(items)  # may raise: then no info was created
+        return created
+
+    @classmethod
+    def Create_env(cls, args=None):
+        """A new info describing how a program was started (MPI 4.0 §11.2.3), as
+        MPICH fills it: ``command`` is ``args[0]`` and ``argv`` the other arguments
+        joined by spaces; a key without a value (no args, one arg) is left out."""
+        args = _argv(args)
+        created = cls.Create()
+        if args:
+            created.Set("command", args[0])
+        if len(args) > 1:
+            created.Set("argv", " ".join(args[1:]))
         return created
 
     def Free(self):
@@ -213,6 +228,16 @@ def as_mpi_string(text, what):
     if "\0" in text:
         raise ValueError("%s %r has an embedded null character" % (what, text))
     return text
+
+
+def _argv(args):
+    """mpi4py's asarray_argv: None is no arguments, one string is one argument,
+    anything else an iterable of strings (TypeError otherwise)."""
+    if args is None:
+        return []
+    if isinstance(args, (str, bytes)):
+        args = [args]
+    return [as_mpi_string(arg, "argument") for arg in args]
 
 
 def _checked_key(key):

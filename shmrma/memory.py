@@ -8,8 +8,9 @@ directly. A buffer is a one-dimensional uint8 numpy array with mpi4py's
 import ctypes
 import operator
 
-from . import dlpack, errors, job, segments
+from . import buffers, errors, job, segments
 
+_NOTHING = object()         # MPI.buffer() without an argument: no memory
 _segments_by_address = {}
 _buffer_class = None
 
@@ -28,16 +29,35 @@ def _make_buffer_class():
     class buffer(numpy.ndarray):  # noqa: N801 - mpi4py's name
         """Raw memory: ``address``, ``nbytes``, slicing, ``tobytes()``, the buffer protocol."""
 
-        def __new__(cls, obj=None):
-            data = b"" if obj is None else obj
-            array = numpy.frombuffer(data, dtype=numpy.uint8) if not isinstance(
-                data, numpy.ndarray) else data.reshape(-1).view(numpy.uint8)
-            view = array.view(cls)
-            view._source = obj  # numpy's .base keeps the memory alive, not this
-            return view
+        def __new__(cls, obj=_NOTHING):
+            if obj is _NOTHING:
+                return cls._over(memoryview(bytearray(0)), None, address=0)
+            return cls._over(buffers.as_view(obj, writable=False), obj)
+
+        @classmethod
+        def _over(cls, view, source, address=None):
+            """A buffer over the bytes of contiguous ``view``, exposed by ``source``;
+            ``address`` names the memory of an empty one (numpy's pointer otherwise)."""
+            result = numpy.frombuffer(view, dtype=numpy.uint8).view(cls)
+            result._source = source   # numpy's .base keeps the memory alive, not this
+            result._itemsize = view.itemsize
+            result._empty_address = address
+            return result
 
         def __array_finalize__(self, parent):
-            self._source = getattr(parent, "_source", None)
+            # a slice of a buffer is exposed by that buffer, as in mpi4py
+            self._source = parent if isinstance(parent, buffer) else None
+            self._itemsize = 1
+            self._empty_address = None
+
+        @classmethod
+        def frombuffer(cls, obj, readonly=False):
+            """A buffer over ``obj``'s memory; a writable one unless ``readonly``
+            (BufferError when ``obj`` cannot be written)."""
+            result = cls._over(buffers.as_view(obj, writable=not readonly), obj)
+            if readonly:
+                result.flags.writeable = False
+            return result
 
         @classmethod
         def allocate(cls, nbytes, clear=False):
@@ -52,15 +72,16 @@ def _make_buffer_class():
             if address == 0 and nbytes:
                 raise ValueError("cannot make a buffer of %d bytes at address 0" % nbytes)
             raw = (ctypes.c_char * nbytes).from_address(address) if nbytes else bytearray()
-            result = cls(raw)
-            result._source = None  # mpi4py's obj of raw memory
+            result = cls._over(memoryview(raw), None, None if nbytes else address)
             if readonly:
                 result.flags.writeable = False
             return result
 
         @property
         def address(self):
-            return self.ctypes.data if self.nbytes else 0
+            if self.nbytes == 0 and self._empty_address is not None:
+                return self._empty_address
+            return self.ctypes.data
 
         @property
         def obj(self):
@@ -83,6 +104,9 @@ def _make_buffer_class():
             return self.nbytes != 0
 
         def __getitem__(self, item):
+            if isinstance(item, slice) and item.step not in (None, 1):
+                raise IndexError("slice with step not supported; take bytes a..b with "
+                                 "buf[a:b]")
             result = numpy.ndarray.__getitem__(self, item)
             return int(result) if isinstance(result, numpy.integer) else result
 
@@ -104,14 +128,25 @@ def _make_buffer_class():
                                          "into %d" % (len(value), numpy.size(span)))
             numpy.ndarray.__setitem__(self, item, value)
 
+        @property
+        def itemsize(self):
+            """The item size of the memory's exporter (the bytes are still bytes)."""
+            return self._itemsize
+
         def toreadonly(self):
             result = self.view(type(self))
+            result._source = self if self._source is None else self._source
+            result._itemsize, result._empty_address = self._itemsize, self._empty_address
             result.flags.writeable = False
             return result
 
         def cast(self, format, shape=None):
             view = memoryview(self).cast("B").cast(format)
             return view if shape is None else view.cast("B").cast(format, shape)
+
+        def tobytes(self, order=None):
+            """The bytes; ``order`` is ignored, as mpi4py ignores it (one dimension)."""
+            return numpy.ndarray.tobytes(self)
 
         def release(self):
             self._source = None
@@ -163,26 +198,11 @@ def _forget_allocations():
     _segments_by_address.clear()
 
 
-def at_address(address, nbytes, writable):
-    """``nbytes`` of this process's memory from ``address`` on, as a byte view: the
-    buffer MPI.BOTTOM stands for, whose datatypes carry absolute addresses (from
-    MPI.Get_address). A wrong address faults, as it does in C MPI."""
-    if nbytes <= 0:
-        return memoryview(bytearray(0))
-    view = memoryview((ctypes.c_char * nbytes).from_address(address)).cast("B")
-    return view if writable else view.toreadonly()
-
-
 def get_address(location):
     """``MPI.Get_address``: the address of a buffer's first byte."""
     if isinstance(location, int):
         return int(location)
-    try:
-        view = memoryview(location)
-    except TypeError:
-        if not dlpack.is_producer(location):
-            raise
-        view = memoryview(dlpack.view(location))
+    view = buffers.as_view(location, writable=False)
     if view.nbytes == 0:
         return 0
     if not view.readonly:

@@ -15,6 +15,8 @@ propagate it, as numpy does):
 Which op is defined for which basic type follows MPICH (the table in tests/test_op.py
 was read off mpi4py + MPICH's Reduce_local).
 """
+import weakref as _weakref
+
 from . import datatype as _datatype
 from . import derived as _derived
 from .errors import ERR_OP, ERR_TYPE, fail
@@ -45,11 +47,23 @@ class OpHandle:
 class Op(Handle):
     """``MPI.Op``: a reduction operation; ``Op()`` is a null handle."""
 
+    # Does this object know its user function? Not when it comes from fromint(),
+    # as in mpi4py, whose integer handle carries no Python function: such an object
+    # still reduces, but cannot be called or pickled.
+    _knows_function = True
+
     def __init__(self, op=None):
         if op is not None and not isinstance(op, Op):
             raise TypeError("Argument 'op' has incorrect type (expected Op, got %s)"
                             % type(op).__name__)
         self._handle = None if op is None else op._handle
+        self._knows_function = op is None or op._knows_function
+
+    @classmethod
+    def fromint(cls, number):
+        op = super().fromint(number)
+        op._knows_function = op.is_predefined
+        return op
 
     # -- handle protocol: handle.Handle; representation ---------------------
 
@@ -70,6 +84,8 @@ class Op(Handle):
             return handle.name if self is constant else (Op, (constant,))
         if handle.freed:
             raise ValueError("cannot serialize a freed '%s.Op'" % __name__)
+        if not self._knows_function:
+            raise ValueError("cannot pickle user-defined reduction operation")
         return (Op.Create, (handle.function, handle.commutative))
 
     def _live(self, action):
@@ -86,6 +102,8 @@ class Op(Handle):
         handle = self._handle
         if handle is None or handle.freed:
             raise ValueError("cannot call OP_NULL or a freed operation")
+        if not self._knows_function:
+            raise ValueError("cannot call user-defined operation")
         return handle.call(x, y)
 
     @classmethod
@@ -97,6 +115,7 @@ class Op(Handle):
             name=getattr(function, "__name__", repr(function)),
             call=lambda x, y: function(x, y, None),
             kernel=None, type_classes=None, commutative=bool(commute), function=function)
+        _user_slots.take(op._handle)
         return op
 
     def Free(self):
@@ -104,6 +123,7 @@ class Op(Handle):
         if handle.predefined:
             fail(ERR_OP, "cannot free the predefined operation %s" % handle.name)
         handle.freed = True
+        _user_slots.give_back(handle)
         self._handle = None
 
     def free(self):
@@ -119,6 +139,19 @@ class Op(Handle):
     @property
     def is_predefined(self):
         return self._handle is None or self._handle.predefined
+
+    def Reduce_local(self, inbuf, inoutbuf):
+        """``inoutbuf = inbuf op inoutbuf`` element-wise, on this process only."""
+        from . import buffers   # message parsing sits above the ops
+        receive = buffers.message(inoutbuf, writable=True)
+        send = buffers.message(inbuf, writable=False)
+        buffers.check_reduction_pair(send, receive)
+        self.check(receive.datatype, REDUCTION)
+        element = _derived.element_dtype(receive.datatype)
+        existing = np.frombuffer(receive.data, dtype=element)
+        self.apply(np.frombuffer(send.data, dtype=element), existing, receive.datatype,
+                   out=existing)
+        receive.finish()
 
     # -- runtime -------------------------------------------------------------
 
@@ -185,13 +218,42 @@ def _check_rma_only_ops(name, where):
 
 
 def _call_user_function(function, a, b, out, datatype):
-    """mpi4py hands user functions raw byte buffers; inoutvec ends up in ``out``."""
+    """mpi4py hands user functions ``MPI.buffer`` objects of raw bytes (so that
+    ``inoutvec[:] = array_of_any_type`` works); inoutvec ends up in ``out``."""
     out[...] = b
-    function(_byte_view(a), _byte_view(out), datatype)
+    function(_byte_buffer(a), _byte_buffer(out), datatype)
 
 
-def _byte_view(array):
-    return memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
+def _byte_buffer(array):
+    from .memory import buffer_class    # numpy-backed, built on first use
+    return buffer_class()(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
+
+
+class _UserSlots:
+    """mpi4py keeps user functions in a registry of 32 slots (opimpl.pxi) and raises
+    RuntimeError when all are taken; a slot is free again when its op is freed. We
+    also free it when no object refers to the op any more (mpi4py leaks the slot of
+    an op collected without Free(); nothing here needs that)."""
+
+    COUNT = 32
+
+    def __init__(self):
+        self.slots = [None] * self.COUNT      # weak references to OpHandles
+
+    def take(self, handle):
+        for index, slot in enumerate(self.slots):
+            if slot is None or slot() is None:
+                self.slots[index] = _weakref.ref(handle)
+                return
+        raise RuntimeError("cannot create too many user-defined reduction operations: "
+                           "%d are alive; Free() the ones no longer needed" % self.COUNT)
+
+    def give_back(self, handle):
+        self.slots = [None if slot is not None and slot() is handle else slot
+                      for slot in self.slots]
+
+
+_user_slots = _UserSlots()
 
 
 # -- Python-object semantics, copied from mpi4py's opimpl.pxi ----------------------

@@ -646,7 +646,9 @@ def _probe_private(places, me):
 
 
 def _buffer_over(view):
-    return memory.buffer_class()(view)
+    """An MPI.buffer over ``view``; an empty one for None (no memory)."""
+    buffer = memory.buffer_class()
+    return buffer() if view is None else buffer(view)
 
 
 _FATAL_WIN = errhandler.fatal_variant(Win)

@@ -6,6 +6,7 @@ MPI.Exception carrying an error class), R105/A41 (Alloc_mem memory is shared
 memory a window can expose), R14 (Get_address/Aint_add give the absolute
 addresses dynamic windows use).
 """
+import array
 import ctypes
 import os
 import socket
@@ -247,6 +248,39 @@ def test_buffer_constructors():
     assert MPI.buffer().nbytes == 0 and MPI.buffer().obj is None
     wrapped.release()
     assert wrapped.obj is None
+
+
+def test_buffer_frombuffer_and_what_a_buffer_reports_as_in_mpi4py():
+    """API.md §2, mpi4py's asbuffer.pxi: frombuffer asks for writable memory unless
+    readonly (BufferError otherwise); itemsize is the exporter's; MPI.buffer() is
+    writable at address 0 while MPI.buffer(None) is a TypeError; a slice is exposed
+    by its buffer; no step; tobytes ignores the order; non-contiguous memory is a
+    BufferError."""
+    data = array.array("i", [1, 2, 3])
+    buf = MPI.buffer.frombuffer(data)
+    assert buf.obj is data and not buf.readonly and buf.itemsize == 4 and buf.format == "B"
+    assert MPI.buffer.frombuffer(bytearray(2), readonly=True).readonly
+    with pytest.raises(BufferError):
+        MPI.buffer.frombuffer(b"abc")
+    assert MPI.buffer.frombuffer(b"abc", readonly=True).tobytes() == b"abc"
+    for bad in (None, 0, 0.0, [], ()):
+        with pytest.raises(TypeError):
+            MPI.buffer(bad)
+        with pytest.raises(TypeError):
+            MPI.buffer.frombuffer(bad)
+    empty = MPI.buffer()
+    assert empty.address == 0 and not empty.readonly and empty.itemsize == 1
+    assert buf[0:4].obj is buf and buf[0:4].itemsize == 1
+    with pytest.raises(IndexError, match="step"):
+        buf[::2]
+    assert buf.tobytes("i") == data.tobytes()
+    with pytest.raises(BufferError, match="contiguous"):
+        MPI.buffer(np.zeros((2, 3))[:, 0])
+    with pytest.raises(BufferError, match="contiguous"):
+        MPI.Get_address(np.zeros((2, 3))[:, 0])
+    assert MPI.buffer(np.zeros((2, 3), order="F")).nbytes == 48
+    assert MPI.buffer.fromaddress(4096, 0).address == 4096
+    assert buf.toreadonly().obj is data and buf.toreadonly().itemsize == 4
 
 
 def test_addresses():

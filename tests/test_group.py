@@ -266,6 +266,13 @@ def test_only_the_predefined_groups_pickle_like_mpi4py(world):
         pickle.dumps(world)
 
 
+@pytest.mark.parametrize("constant", [GROUP_EMPTY, GROUP_NULL])
+def test_a_copy_of_a_predefined_group_unpickles_as_a_new_equal_group(constant):
+    # mpi4py's def_reduce: only the constant itself comes back as itself
+    clone = pickle.loads(pickle.dumps(Group(constant)))
+    assert clone is not constant and clone == constant and type(clone) is Group
+
+
 def test_make_group_copies_its_input():
     ranks = [2, 0]
     group = make_group(ranks)

@@ -276,6 +276,35 @@ def test_pickling(info):
     assert pickle.loads(pickle.dumps(Info())) == INFO_NULL
 
 
+def test_a_copy_of_info_env_unpickles_as_a_new_handle_on_it():
+    clone = pickle.loads(pickle.dumps(Info(INFO_ENV)))
+    assert clone is not INFO_ENV and clone == INFO_ENV
+    with raises_mpi(errors.ERR_INFO):
+        clone.Set("key", "value")      # still the read-only INFO_ENV
+
+
+# -- Create_env: MPICH's way of filling it -------------------------------------------
+
+@pytest.mark.parametrize("args,expected", [
+    (None, {}), ([], {}), ((), {}), ("prog", {"command": "prog"}),
+    (b"prog", {"command": "prog"}), (("prog",), {"command": "prog"}),
+    (["prog", "a", b"b c"], {"command": "prog", "argv": "a b c"})])
+def test_create_env_describes_the_arguments_as_mpich_does(args, expected):
+    env = Info.Create_env(args)
+    assert dict(env.items()) == expected
+    env.Set("x", "1")                   # a new, writable info
+    env.Free()
+
+
+def test_create_env_of_a_subclass_and_bad_arguments():
+    class MyInfo(Info):
+        pass
+    assert type(MyInfo.Create_env(args=None)) is MyInfo
+    for bad in (1, [1]):
+        with pytest.raises(TypeError):
+            Info.Create_env(bad)
+
+
 # -- to_dict: what every call taking info uses -----------------------------------------
 
 @pytest.mark.parametrize("argument", [None, INFO_NULL, Info(), {}])

@@ -1,7 +1,7 @@
 """mpi4py's own test suite against shmrma (tools/mpi4py_suite.py): the window and
 RMA modules at 1, 2 and 3 ranks and mpi4py.util.sync at 2 and 5 ranks pass whole,
 every test method on every rank (issue: a drop-in for mpi4py). The suite's fake-GPU
-arrays are left out: shmrma refuses device memory. The sdist is fetched once with
+arrays and buffers are left out: shmrma refuses device memory. The sdist is fetched once with
 pip into ~/.cache/shmrma; without it (offline), the test is skipped, saying why.
 """
 import os
@@ -38,3 +38,46 @@ def test_util_sync_passes_at_2_and_5_ranks(source):
     results = mpi4py_suite.run([2, 5], ["test_util_sync"], source, 120)
     for (name, n), (passed, total, note) in results.items():
         assert (passed, total) == (EXPECTED[name], EXPECTED[name]), (name, n, note)
+
+
+def test_fake_gpu_buffer_tests_are_skipped_unrun_and_left_out_of_the_counts():
+    """test_msgspec's CAIBuf and DLPackGPUBuf tests pose device memory, which shmrma
+    refuses: reported as skipped with the reason, counted neither passed nor total."""
+    import types
+    import unittest
+    ran = []
+
+    class TestMessageSimpleCAIBuf(unittest.TestCase):
+        def testArray1(self):
+            ran.append("cai")
+
+    class TestMessageDLPackGPUBufV0(unittest.TestCase):
+        def testArray1(self):
+            ran.append("gpu")
+
+    class TestMessageRMA(unittest.TestCase):
+        def testMessageCAIBuf(self):
+            ran.append("rma-cai")
+
+        def testMessageNumPy(self):
+            ran.append("numpy")
+
+    class TestMessageDLPackCPUBuf(unittest.TestCase):
+        def testVersion(self):
+            ran.append("cpu")
+            self.fail("a real failure still counts")
+
+    module = types.ModuleType("test_fake")
+    for cls in (TestMessageSimpleCAIBuf, TestMessageDLPackGPUBufV0, TestMessageRMA,
+                TestMessageDLPackCPUBuf):
+        setattr(module, cls.__name__, cls)
+    result = mpi4py_suite.run_module(module)
+    assert sorted(ran) == ["cpu", "numpy"]
+    assert {test.rsplit(".", 2)[-2] for test in result.left_out} == {
+        "TestMessageSimpleCAIBuf", "TestMessageDLPackGPUBufV0", "TestMessageRMA"}
+    assert [reason for _, reason in result.skipped] == [mpi4py_suite.LEFT_OUT] * 3
+    assert sorted(result.outcomes.values()) == [False, True]
+    passed, total, note = mpi4py_suite._merge(
+        "test_fake", [{"test_fake": {"tests": result.outcomes,
+                                     "left_out": sorted(result.left_out)}}], 1, None, ".")
+    assert (passed, total) == (1, 2) and note.startswith("3 left out (device memory")

@@ -400,3 +400,87 @@ def test_pickling_keeps_predefined_ops_and_recreates_user_ops():
     assert pickle.loads(pickle.dumps(Op())) == OP_NULL
     clone = pickle.loads(pickle.dumps(Op.Create(add_ignoring_type, commute=True)))
     assert clone(1, 2) == 3 and clone.Is_commutative() and not clone.is_predefined
+
+
+# -- user functions get MPI.buffer objects, as in mpi4py ------------------------------
+
+def test_user_function_gets_mpi_buffers_that_take_any_same_sized_buffer():
+    import array
+    from shmrma import MPI
+
+    def add_through_arrays(invec, inoutvec, datatype):
+        assert isinstance(invec, MPI.buffer) and isinstance(inoutvec, MPI.buffer)
+        total = np.frombuffer(invec, "i") + np.frombuffer(inoutvec, "i")
+        inoutvec[:] = array.array("i", total.tolist())  # mpi4py's test_op does this
+    assert Op.Create(add_through_arrays).apply([1, 2], [3, 4], dt.INT).tolist() == [4, 6]
+
+
+# -- the user-function registry: 32 slots, as in mpi4py (opimpl.pxi) ------------------
+
+def test_a_33rd_live_user_op_is_a_runtime_error_until_one_is_freed():
+    alive = [user_op() for _ in range(ops._UserSlots.COUNT)]
+    with pytest.raises(RuntimeError, match="too many"):
+        user_op()
+    alive.pop().Free()
+    alive.append(user_op())
+    alive.pop()                     # dropped without Free: its slot comes back too
+    alive.append(user_op())
+    for op in alive:
+        op.Free()
+
+
+# -- integer handles ------------------------------------------------------------------
+
+def test_fromint_of_a_user_op_reduces_but_cannot_be_called_or_pickled():
+    op = user_op()
+    clone = Op.fromint(op.toint())
+    assert clone == op and clone is not op
+    assert clone.apply([1], [2], dt.INT).tolist() == [12]
+    with pytest.raises(ValueError, match="cannot call"):
+        clone(1, 2)
+    with pytest.raises(ValueError, match="cannot pickle"):
+        pickle.dumps(clone)
+    assert Op.fromint(ops.SUM.toint())(2, 3) == 5
+    op.Free()
+    known = Op.Create(add_ignoring_type)
+    assert pickle.loads(pickle.dumps(Op(known)))(1, 2) == 3     # a copy knows the function
+    known.Free()
+
+
+# -- Reduce_local ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("name,expected", [("SUM", [11, 22, 33]), ("MAX", [10, 20, 30]),
+                                           ("MIN", [1, 2, 3]), ("PROD", [10, 40, 90])])
+def test_reduce_local_combines_into_the_inout_buffer(name, expected):
+    inbuf, inoutbuf = np.array([1, 2, 3], "i"), np.array([10, 20, 30], "i")
+    ops.PREDEFINED[name].Reduce_local(inbuf, inoutbuf)
+    assert inoutbuf.tolist() == expected and inbuf.tolist() == [1, 2, 3]
+
+
+def test_reduce_local_with_a_user_op_and_with_message_specs():
+    inoutbuf = np.array([5, 6], "i")
+    user_op().Reduce_local([np.array([1, 2], "i"), dt.INT], [inoutbuf, 2, dt.INT])
+    assert inoutbuf.tolist() == [15, 26]
+    column = dt.INT.Create_vector(2, 1, 2).Commit()     # items 0 and 2
+    inoutbuf = np.array([1, 100, 2, 200], "i")
+    ops.SUM.Reduce_local([np.array([10, 0, 20, 0], "i"), 1, column], [inoutbuf, 1, column])
+    assert inoutbuf.tolist() == [11, 100, 22, 200]
+
+
+@pytest.mark.parametrize("inbuf,inoutbuf", [
+    ([np.zeros(3, "i"), 2, dt.INT], [np.zeros(3, "i"), 3, dt.INT]),
+    ([np.zeros(3, "i"), 1, dt.INT], [np.zeros(3, "h"), 1, dt.SHORT])])
+def test_reduce_local_mismatch_is_a_value_error_as_in_mpi4py(inbuf, inoutbuf):
+    with pytest.raises(ValueError, match="mismatch"):
+        ops.SUM.Reduce_local(inbuf, inoutbuf)
+
+
+def test_reduce_local_errors_change_nothing():
+    inoutbuf = np.array([1, 2], "d")
+    with raises_mpi(errors.ERR_OP):
+        ops.BAND.Reduce_local(np.array([3, 4], "d"), inoutbuf)
+    with raises_mpi(errors.ERR_OP):
+        OP_NULL.Reduce_local(np.array([3, 4], "d"), inoutbuf)
+    with pytest.raises(BufferError):
+        ops.SUM.Reduce_local(inoutbuf, b"0123456789abcdef")
+    assert inoutbuf.tolist() == [1, 2]

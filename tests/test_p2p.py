@@ -695,3 +695,40 @@ def test_a_rank_computed_as_a_float_with_an_integral_value_is_taken():
             refused = "TypeError"
         return float(got[0]), refused
     assert shmrma.launch(body, 2, timeout=30) == [(1.0, "TypeError"), (0.0, "TypeError")]
+
+
+def _sendrecv_self(message):
+    MPI.COMM_SELF.Sendrecv(message, 0, 0, [None, 0, "B"], 0, 0)
+
+
+@pytest.mark.parametrize("spec,error", [
+    (lambda buf: [buf, 0, 1, MPI.DATATYPE_NULL], ValueError),     # displacement, null type
+    (lambda buf: [buf, None, 0, MPI.DATATYPE_NULL], ValueError),  # count inferred, null type
+    (lambda buf: [buf, None, MPI.INT.Create_resized(0, -4).Commit()], ValueError),
+    (lambda buf: [buf, 0, 1, MPI.INT.Create_resized(0, -4).Commit()], ValueError),
+    (lambda buf: [buf, 0, 2, "i"], ValueError),                   # displacement past the end
+    (lambda buf: [buf, None, 0, "i"], ValueError),                # 5 bytes are not ints
+    (lambda buf: [buf, 1.0, "i"], TypeError),                     # counts are integers
+    (lambda buf: [buf, 0, 1.0, "i"], TypeError),
+    (lambda buf: [buf, -1, "i"], ValueError),
+    (lambda buf: [buf, 0, -1, "i"], ValueError)])
+def test_malformed_specs_raise_what_mpi4py_raises(spec, error):
+    """mpi4py's message_simple: a null datatype or one of extent <= 0 where the
+    extent is needed, a displacement out of bounds, a bad count: ValueError."""
+    with pytest.raises(error):
+        _sendrecv_self(spec(bytearray(5)))
+
+
+def test_nothing_of_a_null_datatype_goes_through_as_with_mpich():
+    """mpi4py asks no extent of [buf, 0, 0, DATATYPE_NULL], and MPICH sends nothing."""
+    status = MPI.Status()
+    MPI.COMM_SELF.Sendrecv([bytearray(5), 0, 0, MPI.DATATYPE_NULL], 0, 0,
+                           [bytearray(5), 0, MPI.DATATYPE_NULL], 0, 0, status)
+    assert status.Get_count(MPI.BYTE) == 0
+
+
+def test_reduce_scatter_with_different_datatypes_is_a_value_error():
+    """mpi4py's for_reduce_scatter checks the datatypes before the counts."""
+    with pytest.raises(ValueError, match="datatypes"):
+        MPI.COMM_SELF.Reduce_scatter([bytearray(4), 1, MPI.INT], [bytearray(4), 1, MPI.FLOAT],
+                                     [1], MPI.SUM)
