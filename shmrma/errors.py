@@ -25,11 +25,13 @@ ERR_OTHER = 15
 ERR_INTERN = 16
 ERR_PENDING = 18
 ERR_REQUEST = 19
+ERR_CONVERSION = 23
 ERR_INFO = 28
 ERR_INFO_KEY = 29
 ERR_INFO_VALUE = 30
 ERR_INFO_NOKEY = 31
 ERR_NO_MEM = 34
+ERR_UNSUPPORTED_DATAREP = 43
 ERR_WIN = 45
 ERR_BASE = 46
 ERR_LOCKTYPE = 47
@@ -66,6 +68,8 @@ _CLASS_TEXT = {
     ERR_INTERN: "internal error",
     ERR_PENDING: "pending request",
     ERR_REQUEST: "invalid request",
+    ERR_CONVERSION: "error in data conversion",
+    ERR_UNSUPPORTED_DATAREP: "unsupported data representation",
     ERR_INFO: "invalid info object",
     ERR_INFO_KEY: "invalid info key",
     ERR_INFO_VALUE: "invalid info value",
