@@ -12,7 +12,8 @@ import sys
 
 from . import atomic, buffers, constants, errors, job, mailbox
 from .group import make_group
-from .request import Prequest, Request, Status
+from .request import Prequest, Request
+from .status import Status, check_arg as check_status
 
 from .mailbox import COLLECTIVE, HANDSHAKE, NONBLOCKING, P2P, SUBCONTEXTS, SYNC_ACK  # noqa: F401
 
@@ -151,13 +152,16 @@ class Receive(Request):
     """A receive into a buffer (``target`` set) or of a pickled object: the
     transport's core, and what completing it means for the caller."""
 
+    _source = constants.ANY_SOURCE     # the sender's rank, once complete
+    _error_class = errors.SUCCESS
+    _cancelled = False
+
     def __init__(self, state, core, finish=None):
         self._null = False
         self._done = False
         self.state = state
         self.core = core
         self.finish = finish        # what turns the bytes received into the user's buffer
-        self._status = Status()
 
     def _poll(self):
         if not self._done and self.core.done:
@@ -166,10 +170,9 @@ class Receive(Request):
 
     def _complete(self):
         core = self.core
-        source = self.state.world_to_rank.get(core.source, core.source)
-        self._status._fill(source, core.tag, core.count)
+        self._source = source = self.state.world_to_rank.get(core.source, core.source)
         if core.error:
-            self._status.error = core.error
+            self._error_class = core.error
             self._error = errors.Exception(
                 errors.ERR_TRUNCATE,
                 "a message of %d bytes from rank %d (tag %d) does not fit the receive "
@@ -182,13 +185,23 @@ class Receive(Request):
             self._convert(core.count)
         self._done = True
 
+    def _report_to(self, status):
+        # no Status is made in advance: most receives are waited for without one
+        if self._cancelled:
+            status._clear()
+            status.cancelled = True
+        elif self._done:
+            status._fill(self._source, self.core.tag, self.core.count, self._error_class)
+        else:
+            status._clear()
+
     def _convert(self, nbytes):
         if self.finish is None:
             return
         try:
             self.finish(nbytes)
         except errors.Exception as exc:   # handles received from a non-handle send
-            self._status.error = exc.Get_error_class()
+            self._error_class = exc.Get_error_class()
             self._error = exc
 
     def _describe(self):
@@ -204,7 +217,7 @@ class Receive(Request):
 
     def Cancel(self):
         if not self._done and mailbox.mailbox().cancel(self.core):
-            self._status.cancelled = True
+            self._cancelled = True
             self._done = True
 
 
@@ -215,7 +228,6 @@ class Send(Request):
         self._null = False
         self.dest, self.ticket = dest, ticket
         self.what = what
-        self._status = Status()
 
     def _poll(self):
         if self.ticket is not None and mailbox.mailbox().sent(self.dest, self.ticket):
@@ -259,6 +271,12 @@ class Persistent(Prequest):
     def _describe(self):
         return self._inner._describe() if self._inner is not None else "nothing"
 
+    def _report_to(self, status):
+        if self._inner is None:
+            status._clear()
+        else:
+            self._inner._report_to(status)
+
     def _peers(self):
         return self._inner._peers() if self._inner is not None else ()
 
@@ -266,7 +284,7 @@ class Persistent(Prequest):
         inner, self._inner = self._inner, None
         if inner is None:
             if status is not None:
-                status._copy_from(Status())
+                status._clear()
             return
         inner._finish(status)
         self._result = inner._result
@@ -551,6 +569,7 @@ class Comm:
     def Recv(self, buf, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
         core = _fast_recv(self._state_value, buf, source, tag, status)
         if core is False:
+            check_status(status)
             self.Irecv(buf, source, tag).Wait(status)
         elif core is not True:      # not there within a slice, or an error to raise
             Receive(self._state_value, core).Wait(status)
@@ -640,6 +659,7 @@ class Comm:
     def recv(self, buf=None, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
         got = _fast_recvobj(self._state_value, source, tag, status)
         if got is _MISS:
+            check_status(status)
             return self._irecv(source, tag, None).wait(status)
         if type(got) is _NativeCore:     # not there within a slice
             return Receive(self._state_value, got).wait(status)

@@ -40,6 +40,7 @@ import struct
 from collections import deque
 
 from . import atomic, constants, errors, job, segments
+from .status import Status
 
 OFF_HEAD = 0      # bytes consumed, written by the receiver
 OFF_TAIL = 64     # bytes produced, written by the sender
@@ -406,7 +407,8 @@ def _setup_native():
         subcontexts=SUBCONTEXTS, sync_ack=SYNC_ACK, any_source=constants.ANY_SOURCE,
         any_tag=constants.ANY_TAG, err_truncate=errors.ERR_TRUNCATE, p2p=P2P,
         tag_ub=constants.TAG_UB, wait_slice=job.WAIT_SLICE, miss=MISS,
-        flag_staged=FLAG_STAGED, flag_staging=FLAG_STAGING, staging_header=STAGING_HEADER)
+        flag_staged=FLAG_STAGED, flag_staging=FLAG_STAGING, staging_header=STAGING_HEADER,
+        status_type=Status)
     _native.pickle_setup(pickle.dumps, pickle.loads, PICKLE_PROTOCOL)
     return _native
 
