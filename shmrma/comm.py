@@ -9,6 +9,7 @@ import numbers
 import operator
 import os
 import sys
+import warnings
 
 from . import atomic, buffers, constants, errors, job, mailbox
 from .group import make_group
@@ -129,21 +130,58 @@ def _next_sync_id():
     return _sync_ids[0]
 
 
-class SyncSend(Request):
-    """Issend: complete once the message is out and its receiver matched it."""
+class Joint(Request):
+    """Requests made one: complete once all its parts are. It reports the status,
+    result and error of its last part (Isendrecv: the receive)."""
 
-    def __init__(self, send, acknowledged, dest):
+    def __init__(self, *parts):
         self._null = False
-        self._send, self._acknowledged, self._dest = send, acknowledged, dest
+        self._parts = parts
 
     def _poll(self):
-        return self._send._poll() and self._acknowledged._poll()
+        return all(part._poll() for part in self._parts)
+
+    def _pending(self):
+        return next((part for part in self._parts if not part._poll()), self._parts[-1])
+
+    def _describe(self):
+        return self._pending()._describe()
+
+    def _peers(self):
+        return self._pending()._peers()
+
+    def _report_to(self, status):
+        self._parts[-1]._report_to(status)
+
+    def _finish(self, status):
+        """Finish every part (raising the first one's error once all are), report."""
+        self._null = True
+        error = None
+        for part in self._parts:
+            try:
+                part._finish(None)
+            except errors.Exception as exc:
+                error = error or exc
+        if status is not None:
+            self._report_to(status)
+        self._result = self._parts[-1]._result
+        if error is not None:
+            raise error
+
+
+class SyncSend(Joint):
+    """Issend: complete once the message is out and its receiver matched it (the
+    acknowledgement arrived); it reports an empty status, as a send does."""
+
+    def __init__(self, send, acknowledged, dest):
+        super().__init__(send, acknowledged)
+        self._dest = dest
 
     def _describe(self):
         return "rank %d to start receiving a synchronous send (Ssend/Issend)" % self._dest
 
-    def _peers(self):
-        return self._acknowledged._peers()
+    def _report_to(self, status):
+        status._clear()
 
 
 # --- requests of point-to-point calls --------------------------------------------
@@ -586,12 +624,25 @@ class Comm:
 
     def Sendrecv_replace(self, buf, dest, sendtag=0, source=constants.ANY_SOURCE,
                          recvtag=constants.ANY_TAG, status=None):
-        # the send copies ``buf`` out before it returns (every send is buffered), so
-        # the receive may then overwrite it
+        self.Isendrecv_replace(buf, dest, sendtag, source, recvtag).Wait(status)
+
+    def Isendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=constants.ANY_SOURCE,
+                  recvtag=constants.ANY_TAG):
+        """Nonblocking Sendrecv (MPI-4): one request, reporting the receive's status."""
+        self._recv_message(recvbuf, source)     # checked before anything is sent
+        self._tag(recvtag, wildcard=True)
+        sent = self.Isend(sendbuf, dest, sendtag)
+        return Joint(sent, self.Irecv(recvbuf, source, recvtag))
+
+    def Isendrecv_replace(self, buf, dest, sendtag=0, source=constants.ANY_SOURCE,
+                          recvtag=constants.ANY_TAG):
+        """Nonblocking Sendrecv_replace (MPI-4). The send copies ``buf`` out before it
+        returns (no ``hold``: every send is buffered), so the receive may then
+        overwrite it."""
         self._recv_message(buf, source)
         self._tag(recvtag, wildcard=True)
-        self.Send(buf, dest, sendtag)
-        self.Recv(buf, source, recvtag, status)
+        sent = self._isend_bytes(self._send_data(buf, dest), dest, sendtag, False)
+        return Joint(sent, self.Irecv(buf, source, recvtag))
 
     def Probe(self, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
         probe = _Probe(self, source, tag)
@@ -608,21 +659,10 @@ class Comm:
         return False
 
     def Mprobe(self, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
-        """Probe, and take the message out of matching: only the Message's Recv
-        receives it (a receive posted meanwhile cannot)."""
-        probe = _Probe(self, source, tag)
-        probe.wait()
-        probe.report(status)
-        return _claimed(probe)
+        return Message.Probe(self, source, tag, status)
 
     def Improbe(self, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
-        """A Message when one matches now, else None."""
-        probe = _Probe(self, source, tag)
-        mailbox.mailbox().progress()
-        if not probe.found():
-            return None
-        probe.report(status)
-        return _claimed(probe)
+        return Message.Iprobe(self, source, tag, status)
 
     # --- pickled objects ---
     def isend(self, obj, dest, tag=0):
@@ -657,6 +697,8 @@ class Comm:
         return self._irecv(source, tag, None)
 
     def recv(self, buf=None, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
+        if buf is not None:
+            return self._recv_into(buf, source, tag, status)
         got = _fast_recvobj(self._state_value, source, tag, status)
         if got is _MISS:
             check_status(status)
@@ -664,6 +706,21 @@ class Comm:
         if type(got) is _NativeCore:     # not there within a slice
             return Receive(self._state_value, got).wait(status)
         return got
+
+    def _recv_into(self, buf, source, tag, status):
+        """recv into a given buffer (or one of ``buf`` bytes): deprecated, as in mpi4py,
+        and bounded by it (a larger message is ERR_TRUNCATE)."""
+        warnings.warn("the 'buf' argument is deprecated", UserWarning, stacklevel=3)
+        check_status(status)
+        target = None       # as in mpi4py, the buffer of a PROC_NULL source is not looked at
+        if self._peer(source, "source", wildcard=True) != constants.PROC_NULL:
+            if isinstance(buf, numbers.Integral):
+                buf = bytearray(operator.index(buf))
+            target = buffers.as_view(buf, writable=True).cast("B")
+        reported = status if status is not None else Status()
+        self._irecv(source, tag, target).Wait(reported)
+        nbytes = reported.count
+        return _loads(target[:nbytes]) if nbytes else None
 
     def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=constants.ANY_SOURCE,
                  recvtag=constants.ANY_TAG, status=None):
@@ -682,45 +739,101 @@ class Comm:
     improbe = Improbe
 
 
-def _claimed(probe):
-    if probe.message is None:
-        return MESSAGE_NO_PROC
-    found = probe.message     # the first match, so the first with its own source and tag
-    return Message(probe.state, mailbox.mailbox().find(found.context, found.source, found.tag,
-                                                       True))
+class _Matched:
+    """What a Message refers to: a message taken out of matching, until received
+    (``arrived`` is None then, for every Message copied from the same one)."""
+
+    __slots__ = ("state", "arrived")
+
+    def __init__(self, state, arrived):
+        self.state, self.arrived = state, arrived
+
+
+_NO_PROC = "MESSAGE_NO_PROC"     # the handle of a message from PROC_NULL
 
 
 class Message:
     """``MPI.Message``: a message Mprobe took out of matching; Recv or recv (and
-    their I-forms) receive it once, then it is MESSAGE_NULL."""
+    their I-forms) receive it once, then it is MESSAGE_NULL. ``Message(other)``
+    is another handle to ``other``'s message."""
 
-    def __init__(self, state=None, message=None, no_proc=False):
-        self._state, self._message, self._no_proc = state, message, no_proc
+    def __init__(self, message=None):
+        if message is not None and not isinstance(message, Message):
+            raise TypeError("Message() takes a Message, not %s" % type(message).__name__)
+        self._handle = None if message is None else message._handle
 
     def __bool__(self):
-        return self._message is not None or self._no_proc
+        return self._handle is not None
 
     def __eq__(self, other):
         if not isinstance(other, Message):
             return NotImplemented
-        return self is other or (not self and not other)
+        return self._handle is other._handle
 
     __hash__ = None
 
+    def __reduce__(self):
+        # as mpi4py: the predefined handles by name, other handles not at all
+        for name in ("MESSAGE_NULL", "MESSAGE_NO_PROC"):
+            constant = globals()[name]
+            if self is constant:
+                return name
+            if self._handle is constant._handle:
+                return (type(self), (constant,))
+        raise ValueError("cannot serialize '%s.%s' instance"
+                         % (type(self).__module__, type(self).__name__))
+
+    # --- matching probes (Comm.Mprobe and Comm.Improbe) ---
+    @classmethod
+    def Probe(cls, comm, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
+        """Probe, and take the message out of matching: only the Message's Recv
+        receives it (a receive posted meanwhile cannot)."""
+        probe = _Probe(comm, source, tag)
+        probe.wait()
+        probe.report(status)
+        return cls._claimed(probe)
+
+    @classmethod
+    def Iprobe(cls, comm, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
+        """A Message when one matches now, else None."""
+        probe = _Probe(comm, source, tag)
+        mailbox.mailbox().progress()
+        if not probe.found():
+            return None
+        probe.report(status)
+        return cls._claimed(probe)
+
+    probe, iprobe = Probe, Iprobe   # the objects' messages are received with recv
+
+    @classmethod
+    def _claimed(cls, probe):
+        message = cls()
+        if probe.message is None:
+            message._handle = _NO_PROC
+            return message
+        found = probe.message   # the first match, so the first with its own source and tag
+        arrived = mailbox.mailbox().find(found.context, found.source, found.tag, True)
+        message._handle = _Matched(probe.state, arrived)
+        return message
+
+    # --- matched receives ---
     def _receive(self, target=None, finish=None):
-        if self._no_proc:
+        handle = self._handle
+        if handle is _NO_PROC:
+            if self is not MESSAGE_NO_PROC:    # the predefined handle stays as it is
+                self._handle = None
             return Completed(_null_status())
-        if self._message is None:
+        if handle is None or handle.arrived is None:
             errors.fail(errors.ERR_REQUEST, "the message was received already (or is "
                         "MESSAGE_NULL); Mprobe for a new one")
-        message, self._message = self._message, None
-        core = mailbox.mailbox().deliver(message, target)
-        receive = Receive(self._state, core, finish)
+        arrived, handle.arrived, self._handle = handle.arrived, None, None
+        core = mailbox.mailbox().deliver(arrived, target)
+        receive = Receive(handle.state, core, finish)
         receive._poll()
         return receive
 
     def Irecv(self, buf):
-        if self._no_proc or buf is None:
+        if self._handle is _NO_PROC or buf is None:
             return self._receive()
         received = buffers.message(buf, writable=True, handles=True)
         return self._receive(received.data, received.finish)
@@ -734,8 +847,10 @@ class Message:
     def recv(self, status=None):
         return self._receive().wait(status)
 
+
 MESSAGE_NULL = Message()
-MESSAGE_NO_PROC = Message(no_proc=True)
+MESSAGE_NO_PROC = Message()
+MESSAGE_NO_PROC._handle = _NO_PROC
 
 
 class _Probe:
