@@ -139,11 +139,11 @@ class Request:
 
     def wait(self, status=None):
         self.Wait(status)
-        return self._result
+        return _take_result(self)
 
     def test(self, status=None):
         done = self.Test(status)
-        return done, (self._result if done else None)
+        return done, (_take_result(self) if done else None)
 
     def _report_to(self, status):
         """Fill ``status`` with what completing this request reports."""
@@ -204,7 +204,7 @@ class Request:
     @classmethod
     def waitall(cls, requests, statuses=None):
         cls.Waitall(requests, statuses)
-        return [_result_of(request) for request in requests]
+        return [_take_result(request) for request in requests]
 
     @classmethod
     def Testall(cls, requests, statuses=None):
@@ -215,7 +215,7 @@ class Request:
     @classmethod
     def testall(cls, requests, statuses=None):
         if cls.Testall(requests, statuses):
-            return True, [_result_of(r) for r in requests]
+            return True, [_take_result(r) for r in requests]
         return False, None
 
     @classmethod
@@ -241,7 +241,7 @@ class Request:
     @classmethod
     def waitany(cls, requests, status=None):
         index = cls.Waitany(requests, status)
-        return index, (_result_of(requests[index]) if index != constants.UNDEFINED else None)
+        return index, (_take_result(requests[index]) if index != constants.UNDEFINED else None)
 
     @classmethod
     def Testany(cls, requests, status=None):
@@ -256,7 +256,7 @@ class Request:
     def testany(cls, requests, status=None):
         index, done = cls.Testany(requests, status)
         found = done and index != constants.UNDEFINED
-        return index, done, (_result_of(requests[index]) if found else None)
+        return index, done, (_take_result(requests[index]) if found else None)
 
     @classmethod
     def Get_status_any(cls, requests, status=None):
@@ -324,9 +324,12 @@ def _real(request):
     return request if alias is None else alias
 
 
-def _result_of(request):
-    """The object a completed request received (wait's result)."""
-    return _real(request)._result
+def _take_result(request):
+    """The object a completed request received (wait's result), handed out once:
+    waiting again on the request, now null, gives None, as in mpi4py."""
+    request = _real(request)
+    result, request._result = request._result, None
+    return result
 
 
 def _methods(request):
@@ -369,7 +372,7 @@ def _with_results(requests, indices):
     """(indices, their objects) of waitsome/testsome; (None, None) when none was active."""
     if indices is None:
         return None, None
-    return indices, [_result_of(requests[index]) for index in indices]
+    return indices, [_take_result(requests[index]) for index in indices]
 
 
 def _counts(request):
@@ -414,7 +417,93 @@ class Prequest(Request):
 
 
 class Grequest(Request):
-    pass
+    """``MPI.Grequest``: a generalized request, complete once the program calls
+    Complete (from any thread). Its callbacks, called with ``*args, **kwargs``: the
+    status that completion reports is ``query_fn(status)``'s, ``free_fn()`` releases
+    its state once it is completed and freed, ``cancel_fn(completed)`` hears of
+    Cancel. An exception in one is printed and raised as an MPI.Exception of its
+    error class (ERR_OTHER for a non-MPI exception), as mpi4py does."""
+
+    _callbacks = None   # (query_fn, free_fn, cancel_fn, args, kwargs) until freed
+
+    @classmethod
+    def Start(cls, query_fn=None, free_fn=None, cancel_fn=None, args=None, kwargs=None):
+        request = cls()
+        request._null = request._done = False
+        request._callbacks = (query_fn, free_fn, cancel_fn,
+                              tuple(args) if args is not None else (),
+                              dict(kwargs) if kwargs is not None else {})
+        return request
+
+    def Complete(self):
+        if self._callbacks is None:
+            errors.fail(errors.ERR_REQUEST, "Complete of a generalized request that is "
+                        "not started (Grequest.Start) or already completed and freed")
+        self._done = True
+        if self._null:      # freed before completion: released now
+            self._release()
+        from . import atomic, mailbox
+        atomic.cell_add(mailbox.mailbox().doorbell, 1)    # a Wait in another thread wakes
+
+    def complete(self, obj=None):
+        self._result = obj
+        self.Complete()
+
+    def _describe(self):
+        return "a generalized request's Complete"
+
+    def _poll(self):
+        return self._done or self._null
+
+    def _report_to(self, status):
+        status._clear()
+        if self._null:      # freed, or completed and reported
+            return
+        query_fn, _, cancel_fn, args, kwargs = self._callbacks
+        if query_fn is not None:
+            _call_back(query_fn, status, *args, **kwargs)
+            if cancel_fn is None:   # nothing could cancel it
+                status.cancelled = False
+
+    def _finish(self, status):
+        if self._null:
+            return super()._finish(status)
+        try:
+            self._report_to(status if status is not None else Status())
+        finally:
+            self._null = True
+            self._release()
+
+    def _release(self):
+        free_fn, args, kwargs = self._callbacks[1], self._callbacks[3], self._callbacks[4]
+        self._callbacks = None
+        if free_fn is not None:
+            _call_back(free_fn, *args, **kwargs)
+
+    def Free(self):
+        super().Free()
+        if self._done:
+            self._release()
+
+    def Cancel(self):
+        super().Cancel()
+        cancel_fn, args, kwargs = self._callbacks[2], self._callbacks[3], self._callbacks[4]
+        if cancel_fn is not None:
+            _call_back(cancel_fn, self._done, *args, **kwargs)
+
+
+def _call_back(function, *args, **kwargs):
+    """Call a program's callback: its exception is printed (as mpi4py prints it) and
+    raised as an MPI.Exception of its error class, ERR_OTHER for a non-MPI one."""
+    try:
+        function(*args, **kwargs)
+    except BaseException as exc:  # noqa: BLE001 - every exception becomes an error code
+        import traceback
+        traceback.print_exception(exc)
+        error_class = (exc.Get_error_class() if isinstance(exc, errors.Exception)
+                       else errors.ERR_OTHER)
+        raise errors.Exception(error_class, "a generalized request's callback raised "
+                               "%s: %s" % (type(exc).__name__, exc)) from exc
 
 
 REQUEST_NULL = Request()

@@ -347,3 +347,88 @@ def test_a_request_made_from_a_request_is_another_handle():
     assert out["freed"] == [False] * 5
     assert out["received through a copy"] == ({"a": 1}, False, True)
     assert out["null"] == (0, True, True, True)
+
+
+@pytest.mark.timeout(60)
+def test_generalized_requests():
+    """Grequest.Start as mpi4py 4.1.2 on MPICH: incomplete until Complete; Cancel calls
+    cancel_fn(completed); completion reports query_fn's status (not cancelled when
+    there is no cancel_fn) and then calls free_fn, all with args/kwargs; Get_status
+    calls query_fn only; a Grequest freed before Complete is released by Complete;
+    complete(obj) is what wait() gives, once; a Wait in one thread ends when another
+    thread completes the request; an exception in a callback is printed and raised
+    as MPI.Exception of its class (ERR_OTHER for others); Complete of a finished
+    request is ERR_REQUEST."""
+    import threading
+
+    def body():
+        log = []
+
+        def query(status, *args, **kwargs):
+            log.append(("query", args, kwargs))
+            status.source = 3
+            status.cancelled = True
+
+        def free(*args, **kwargs):
+            log.append(("free", args))
+
+        def cancel(completed, *args, **kwargs):
+            log.append(("cancel", completed))
+
+        out = {}
+        greq = MPI.Grequest.Start(query, free, cancel, args=(1,), kwargs={"k": 2})
+        status = MPI.Status()
+        out["pending"] = (greq.Test(), MPI.Request.Testany([greq]), type(greq).__name__)
+        greq.Cancel()
+        greq.Complete()
+        greq.Cancel()
+        out["get_status"] = (greq.Get_status(status), status.source, list(log))
+        del log[:]
+        out["test"] = (greq.Test(status), status.source, status.cancelled, bool(greq),
+                       list(log))
+        del log[:]
+        plain = MPI.Grequest.Start(query, free, None)
+        plain.Complete()
+        plain.Wait(status)
+        out["no cancel_fn"] = status.cancelled
+        freed = MPI.Grequest.Start(query, free, cancel)
+        del log[:]
+        freed.Free()
+        before = list(log)
+        freed.Complete()
+        out["freed first"] = (before, list(log), bool(freed), freed.Wait())
+        result = MPI.Grequest.Start()
+        result.complete({"x": 1})
+        out["complete(obj)"] = (result.wait(), result.wait())
+        waited = MPI.Grequest.Start()
+        threading.Timer(0.2, waited.Complete).start()
+        out["other thread"] = waited.Wait()
+        with raises_mpi(MPI.ERR_REQUEST):
+            waited.Complete()
+
+        def raise_mpi(*args):
+            raise MPI.Exception(MPI.ERR_BUFFER)
+
+        def raise_other(*args):
+            raise ValueError(42)
+
+        raised = []
+        for callbacks in ((raise_mpi, None, None), (None, raise_other, None)):
+            failing = MPI.Grequest.Start(*callbacks)
+            failing.Complete()
+            with pytest.raises(MPI.Exception) as caught:
+                failing.Wait()
+            raised.append((caught.value.Get_error_class(), bool(failing)))
+        out["raised"] = raised
+        return out
+
+    out = shmrma.launch(body, 1, timeout=50)[0]
+    assert out["pending"] == (False, (MPI.UNDEFINED, False), "Grequest")
+    assert out["get_status"] == (True, 3, [("cancel", False), ("cancel", True),
+                                           ("query", (1,), {"k": 2})])
+    assert out["test"] == (True, 3, True, False, [("query", (1,), {"k": 2}), ("free", (1,))])
+    assert out["no cancel_fn"] is False
+    assert out["freed first"] == ([], [("free", ())], False, True)
+    assert out["complete(obj)"] == ({"x": 1}, None)
+    assert out["other thread"] is True
+    assert out["raised"] == [(MPI.ERR_BUFFER, False), (MPI.ERR_OTHER, False)]
