@@ -13,6 +13,7 @@ import warnings
 
 from . import atomic, buffers, constants, errors, job, mailbox
 from .group import make_group
+from .partitioned import PartitionedReceive, PartitionedSend
 from .request import Prequest, Request
 from .status import Status, check_arg as check_status
 
@@ -296,11 +297,7 @@ class Persistent(Prequest):
         return self._inner is None
 
     def Start(self):
-        if self._null:
-            errors.fail(errors.ERR_REQUEST, "Start on a freed persistent request")
-        if self._inner is not None:
-            errors.fail(errors.ERR_REQUEST, "Start on an active persistent request: "
-                        "complete it with Wait or Test first")
+        self._check_startable(self._inner is not None)
         self._inner = self._operation()
 
     def _poll(self):
@@ -594,6 +591,16 @@ class Comm:
         self._recv_message(buf, source)
         self._tag(tag, wildcard=True)
         return Persistent(lambda: self.Irecv(buf, source, tag))
+
+    def Psend_init(self, buf, partitions, dest, tag=0, info=None):
+        """A partitioned send (MPI-4): Start, then Pready each partition (``info``
+        holds hints only, none of which applies here)."""
+        return PartitionedSend(self, buf, partitions, dest, tag)
+
+    def Precv_init(self, buf, partitions, source=constants.ANY_SOURCE, tag=constants.ANY_TAG,
+                   info=None):
+        """A partitioned receive (MPI-4): Start, then Parrived tells each partition."""
+        return PartitionedReceive(self, buf, partitions, source, tag)
 
     def Irecv(self, buf, source=constants.ANY_SOURCE, tag=constants.ANY_TAG):
         core = _fast_irecv(self._state_value, buf, source, tag)

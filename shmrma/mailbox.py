@@ -57,8 +57,9 @@ STAGING_HEADER = 64  # a staging ring's receiver head, alone on its line
 SYNC_SHIFT = 8      # the flags above it carry the acknowledgement's id
 SYNC_IDS = 1 << 23  # ids wrap below 2**31 (the flags are an int32)
 # a communicator's sub-contexts: user messages, collectives, Create_group's
-# handshakes, nonblocking collectives, synchronous sends' acknowledgements
-P2P, COLLECTIVE, HANDSHAKE, NONBLOCKING, SYNC_ACK = 0, 1, 2, 3, 4
+# handshakes, nonblocking collectives, synchronous sends' acknowledgements, the
+# blocks of partitioned sends
+P2P, COLLECTIVE, HANDSHAKE, NONBLOCKING, SYNC_ACK, PARTITIONED = 0, 1, 2, 3, 4, 5
 SUBCONTEXTS = 8
 MASK32 = 0xFFFFFFFF
 

@@ -410,6 +410,14 @@ def _wait_until(condition, requests):
 class Prequest(Request):
     """A persistent request: inactive until ``Start``."""
 
+    def _check_startable(self, active):
+        """ERR_REQUEST unless Start may start it now: neither freed nor ``active``."""
+        if self._null:
+            errors.fail(errors.ERR_REQUEST, "Start on a freed persistent request")
+        if active:
+            errors.fail(errors.ERR_REQUEST, "Start on an active persistent request: "
+                        "complete it with Wait or Test first")
+
     @classmethod
     def Startall(cls, requests):
         for request in requests:
