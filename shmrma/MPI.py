@@ -17,8 +17,7 @@ else:
                               Init_thread, Is_finalized, Is_initialized, Is_thread_main,
                               Query_thread, VERSION, SUBVERSION, Wtick, Wtime, get_vendor)
     from .memory import Alloc_mem, Free_mem, get_address as Get_address
-    from .request import REQUEST_NULL, Prequest, Request, Status
-    from .grequest import Grequest
+    from .request import REQUEST_NULL, Grequest, Prequest, Request, Status
     from .attributes import APPNUM, IO, LASTUSEDCODE, TAG_UB, UNIVERSE_SIZE, WTIME_IS_GLOBAL
     from .comm import (BSEND_OVERHEAD, MESSAGE_NO_PROC, MESSAGE_NULL, Attach_buffer, Comm,
                        Detach_buffer, Flush_buffer, Iflush_buffer, Intercomm, Message)

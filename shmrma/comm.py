@@ -9,11 +9,14 @@ import numbers
 import operator
 import os
 import sys
+import warnings
 
 from . import atomic, attributes, buffers, constants, errors, job, mailbox
 from .attributes import Attributes
 from .group import make_group
-from .request import Prequest, Request, Status
+from .partitioned import PartitionedReceive, PartitionedSend
+from .request import Prequest, Request
+from .status import Status, check_arg as check_status
 
 from .mailbox import COLLECTIVE, HANDSHAKE, NONBLOCKING, P2P, SUBCONTEXTS, SYNC_ACK  # noqa: F401
 
@@ -156,21 +159,58 @@ def _next_sync_id():
     return _sync_ids[0]
 
 
-class SyncSend(Request):
-    """Issend: complete once the message is out and its receiver matched it."""
+class Joint(Request):
+    """Requests made one: complete once all its parts are. It reports the status,
+    result and error of its last part (Isendrecv: the receive)."""
 
-    def __init__(self, send, acknowledged, dest):
+    def __init__(self, *parts):
         self._null = False
-        self._send, self._acknowledged, self._dest = send, acknowledged, dest
+        self._parts = parts
 
     def _poll(self):
-        return self._send._poll() and self._acknowledged._poll()
+        return all(part._poll() for part in self._parts)
+
+    def _pending(self):
+        return next((part for part in self._parts if not part._poll()), self._parts[-1])
+
+    def _describe(self):
+        return self._pending()._describe()
+
+    def _peers(self):
+        return self._pending()._peers()
+
+    def _report_to(self, status):
+        self._parts[-1]._report_to(status)
+
+    def _finish(self, status):
+        """Finish every part (raising the first one's error once all are), report."""
+        self._null = True
+        error = None
+        for part in self._parts:
+            try:
+                part._finish(None)
+            except errors.Exception as exc:
+                error = error or exc
+        if status is not None:
+            self._report_to(status)
+        self._result = self._parts[-1]._result
+        if error is not None:
+            raise error
+
+
+class SyncSend(Joint):
+    """Issend: complete once the message is out and its receiver matched it (the
+    acknowledgement arrived); it reports an empty status, as a send does."""
+
+    def __init__(self, send, acknowledged, dest):
+        super().__init__(send, acknowledged)
+        self._dest = dest
 
     def _describe(self):
         return "rank %d to start receiving a synchronous send (Ssend/Issend)" % self._dest
 
-    def _peers(self):
-        return self._acknowledged._peers()
+    def _report_to(self, status):
+        status._clear()
 
 
 # --- requests of point-to-point calls --------------------------------------------
@@ -179,13 +219,16 @@ class Receive(Request):
     """A receive into a buffer (``target`` set) or of a pickled object: the
     transport's core, and what completing it means for the caller."""
 
+    _source = constants.ANY_SOURCE     # the sender's rank, once complete
+    _error_class = errors.SUCCESS
+    _cancelled = False
+
     def __init__(self, state, core, finish=None):
         self._null = False
         self._done = False
         self.state = state
         self.core = core
         self.finish = finish        # what turns the bytes received into the user's buffer
-        self._status = Status()
 
     def _poll(self):
         if not self._done and self.core.done:
@@ -194,10 +237,9 @@ class Receive(Request):
 
     def _complete(self):
         core = self.core
-        source = self.state.world_to_rank.get(core.source, core.source)
-        self._status._fill(source, core.tag, core.count)
+        self._source = source = self.state.world_to_rank.get(core.source, core.source)
         if core.error:
-            self._status.error = core.error
+            self._error_class = core.error
             self._error = errors.Exception(
                 errors.ERR_TRUNCATE,
                 "a message of %d bytes from rank %d (tag %d) does not fit the receive "
@@ -210,13 +252,23 @@ class Receive(Request):
             self._convert(core.count)
         self._done = True
 
+    def _report_to(self, status):
+        # no Status is made in advance: most receives are waited for without one
+        if self._cancelled:
+            status._clear()
+            status.cancelled = True
+        elif self._done:
+            status._fill(self._source, self.core.tag, self.core.count, self._error_class)
+        else:
+            status._clear()
+
     def _convert(self, nbytes):
         if self.finish is None:
             return
         try:
             self.finish(nbytes)
         except errors.Exception as exc:   # handles received from a non-handle send
-            self._status.error = exc.Get_error_class()
+            self._error_class = exc.Get_error_class()
             self._error = exc
 
     def _describe(self):
@@ -232,7 +284,7 @@ class Receive(Request):
 
     def Cancel(self):
         if not self._done and mailbox.mailbox().cancel(self.core):
-            self._status.cancelled = True
+            self._cancelled = True
             self._done = True
 
 
@@ -243,7 +295,6 @@ class Send(Request):
         self._null = False
         self.dest, self.ticket = dest, ticket
         self.what = what
-        self._status = Status()
 
     def _poll(self):
         if self.ticket is not None and mailbox.mailbox().sent(self.dest, self.ticket):
@@ -274,11 +325,7 @@ class Persistent(Prequest):
         return self._inner is None
 
     def Start(self):
-        if self._null:
-            errors.fail(errors.ERR_REQUEST, "Start on a freed persistent request")
-        if self._inner is not None:
-            errors.fail(errors.ERR_REQUEST, "Start on an active persistent request: "
-                        "complete it with Wait or Test first")
+        self._check_startable(self._inner is not None)
         self._inner = self._operation()
 
     def _poll(self):
@@ -287,6 +334,12 @@ class Persistent(Prequest):
     def _describe(self):
         return self._inner._describe() if self._inner is not None else "nothing"
 
+    def _report_to(self, status):
+        if self._inner is None:
+            status._clear()
+        else:
+            self._inner._report_to(status)
+
     def _peers(self):
         return self._inner._peers() if self._inner is not None else ()
 
@@ -294,7 +347,7 @@ class Persistent(Prequest):
         inner, self._inner = self._inner, None
         if inner is None:
             if status is not None:
-                status._copy_from(Status())
+                status._clear()
             return
         inner._finish(status)
         self._result = inner._result
@@ -559,16 +612,15 @@ class Comm(Attributes):
 
     # --- buffers ---
     # As in mpi4py, the buffer of a PROC_NULL peer is not looked at.
-    # ``blocks``: a partitioned message's partitions, each of the count given
-    def _send_data(self, buf, dest, blocks=0):
+    def _send_data(self, buf, dest):
         if self._peer(dest, "destination") == constants.PROC_NULL:
             return b""
-        return buffers.message(buf, writable=False, blocks=blocks, handles=True).data
+        return buffers.message(buf, writable=False, handles=True).data
 
-    def _recv_message(self, buf, source, blocks=0):
+    def _recv_message(self, buf, source):
         if self._peer(source, "source", wildcard=True) == constants.PROC_NULL:
             return None
-        return buffers.message(buf, writable=True, blocks=blocks, handles=True)
+        return buffers.message(buf, writable=True, handles=True)
 
     def _irecv_message(self, received, source, tag):
         """Receive into a parsed message (None for PROC_NULL)."""
@@ -622,6 +674,16 @@ class Comm(Attributes):
         self._tag(tag, wildcard=True)
         return Persistent(lambda: self.Irecv(buf, source, tag))
 
+    def Psend_init(self, buf, partitions, dest, tag=0, info=None):
+        """A partitioned send (MPI-4): Start, then Pready each partition (``info``
+        holds hints only, none of which applies here)."""
+        return PartitionedSend(self, buf, partitions, dest, tag)
+
+    def Precv_init(self, buf, partitions, source=constants.ANY_SOURCE, tag=constants.ANY_TAG,
+                   info=None):
+        """A partitioned receive (MPI-4): Start, then Parrived tells each partition."""
+        return PartitionedReceive(self, buf, partitions, source, tag)
+
     def Irecv(self, buf, source=constants.ANY_SOURCE, tag=constants.ANY_TAG):
         core = _fast_irecv(self._state_value, buf, source, tag)
         if core is not False:
@@ -631,6 +693,7 @@ class Comm(Attributes):
     def Recv(self, buf, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
         core = _fast_recv(self._state_value, buf, source, tag, status)
         if core is False:
+            check_status(status)
             self.Irecv(buf, source, tag).Wait(status)
         elif core is not True:      # not there within a slice, or an error to raise
             Receive(self._state_value, core).Wait(status)
@@ -647,12 +710,25 @@ class Comm(Attributes):
 
     def Sendrecv_replace(self, buf, dest, sendtag=0, source=constants.ANY_SOURCE,
                          recvtag=constants.ANY_TAG, status=None):
-        # the send copies ``buf`` out before it returns (every send is buffered), so
-        # the receive may then overwrite it
+        self.Isendrecv_replace(buf, dest, sendtag, source, recvtag).Wait(status)
+
+    def Isendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=constants.ANY_SOURCE,
+                  recvtag=constants.ANY_TAG):
+        """Nonblocking Sendrecv (MPI-4): one request, reporting the receive's status."""
+        self._recv_message(recvbuf, source)     # checked before anything is sent
+        self._tag(recvtag, wildcard=True)
+        sent = self.Isend(sendbuf, dest, sendtag)
+        return Joint(sent, self.Irecv(recvbuf, source, recvtag))
+
+    def Isendrecv_replace(self, buf, dest, sendtag=0, source=constants.ANY_SOURCE,
+                          recvtag=constants.ANY_TAG):
+        """Nonblocking Sendrecv_replace (MPI-4). The send copies ``buf`` out before it
+        returns (no ``hold``: every send is buffered), so the receive may then
+        overwrite it."""
         self._recv_message(buf, source)
         self._tag(recvtag, wildcard=True)
-        self.Send(buf, dest, sendtag)
-        self.Recv(buf, source, recvtag, status)
+        sent = self._isend_bytes(self._send_data(buf, dest), dest, sendtag, False)
+        return Joint(sent, self.Irecv(buf, source, recvtag))
 
     def Probe(self, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
         probe = _Probe(self, source, tag)
@@ -669,21 +745,10 @@ class Comm(Attributes):
         return False
 
     def Mprobe(self, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
-        """Probe, and take the message out of matching: only the Message's Recv
-        receives it (a receive posted meanwhile cannot)."""
-        probe = _Probe(self, source, tag)
-        probe.wait()
-        probe.report(status)
-        return _claimed(probe)
+        return Message.Probe(self, source, tag, status)
 
     def Improbe(self, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
-        """A Message when one matches now, else None."""
-        probe = _Probe(self, source, tag)
-        mailbox.mailbox().progress()
-        if not probe.found():
-            return None
-        probe.report(status)
-        return _claimed(probe)
+        return Message.Iprobe(self, source, tag, status)
 
     # --- pickled objects ---
     def isend(self, obj, dest, tag=0):
@@ -718,12 +783,30 @@ class Comm(Attributes):
         return self._irecv(source, tag, None)
 
     def recv(self, buf=None, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
+        if buf is not None:
+            return self._recv_into(buf, source, tag, status)
         got = _fast_recvobj(self._state_value, source, tag, status)
         if got is _MISS:
+            check_status(status)
             return self._irecv(source, tag, None).wait(status)
         if type(got) is _NativeCore:     # not there within a slice
             return Receive(self._state_value, got).wait(status)
         return got
+
+    def _recv_into(self, buf, source, tag, status):
+        """recv into a given buffer (or one of ``buf`` bytes): deprecated, as in mpi4py,
+        and bounded by it (a larger message is ERR_TRUNCATE)."""
+        warnings.warn("the 'buf' argument is deprecated", UserWarning, stacklevel=3)
+        check_status(status)
+        target = None       # as in mpi4py, the buffer of a PROC_NULL source is not looked at
+        if self._peer(source, "source", wildcard=True) != constants.PROC_NULL:
+            if isinstance(buf, numbers.Integral):
+                buf = bytearray(operator.index(buf))
+            target = buffers.as_view(buf, writable=True).cast("B")
+        reported = status if status is not None else Status()
+        self._irecv(source, tag, target).Wait(reported)
+        nbytes = reported.count
+        return _loads(target[:nbytes]) if nbytes else None
 
     def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=constants.ANY_SOURCE,
                  recvtag=constants.ANY_TAG, status=None):
@@ -742,12 +825,17 @@ class Comm(Attributes):
     improbe = Improbe
 
 
-def _claimed(probe):
-    if probe.message is None:
-        return MESSAGE_NO_PROC
-    found = probe.message     # the first match, so the first with its own source and tag
-    return Message(probe.state, mailbox.mailbox().find(found.context, found.source, found.tag,
-                                                       True))
+class _Matched:
+    """What a Message refers to: a message taken out of matching, until received
+    (``arrived`` is None then, for every Message copied from the same one)."""
+
+    __slots__ = ("state", "arrived")
+
+    def __init__(self, state, arrived):
+        self.state, self.arrived = state, arrived
+
+
+_NO_PROC = "MESSAGE_NO_PROC"     # the handle of a message from PROC_NULL
 
 
 class Intercomm(Comm):
@@ -761,35 +849,86 @@ _NO_PARENT = Intercomm()
 
 class Message:
     """``MPI.Message``: a message Mprobe took out of matching; Recv or recv (and
-    their I-forms) receive it once, then it is MESSAGE_NULL."""
+    their I-forms) receive it once, then it is MESSAGE_NULL. ``Message(other)``
+    is another handle to ``other``'s message."""
 
-    def __init__(self, state=None, message=None, no_proc=False):
-        self._state, self._message, self._no_proc = state, message, no_proc
+    def __init__(self, message=None):
+        if message is not None and not isinstance(message, Message):
+            raise TypeError("Message() takes a Message, not %s" % type(message).__name__)
+        self._handle = None if message is None else message._handle
 
     def __bool__(self):
-        return self._message is not None or self._no_proc
+        return self._handle is not None
 
     def __eq__(self, other):
         if not isinstance(other, Message):
             return NotImplemented
-        return self is other or (not self and not other)
+        return self._handle is other._handle
 
     __hash__ = None
 
+    def __reduce__(self):
+        # as mpi4py: the predefined handles by name, other handles not at all
+        for name in ("MESSAGE_NULL", "MESSAGE_NO_PROC"):
+            constant = globals()[name]
+            if self is constant:
+                return name
+            if self._handle is constant._handle:
+                return (type(self), (constant,))
+        raise ValueError("cannot serialize '%s.%s' instance"
+                         % (type(self).__module__, type(self).__name__))
+
+    # --- matching probes (Comm.Mprobe and Comm.Improbe) ---
+    @classmethod
+    def Probe(cls, comm, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
+        """Probe, and take the message out of matching: only the Message's Recv
+        receives it (a receive posted meanwhile cannot)."""
+        probe = _Probe(comm, source, tag)
+        probe.wait()
+        probe.report(status)
+        return cls._claimed(probe)
+
+    @classmethod
+    def Iprobe(cls, comm, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
+        """A Message when one matches now, else None."""
+        probe = _Probe(comm, source, tag)
+        mailbox.mailbox().progress()
+        if not probe.found():
+            return None
+        probe.report(status)
+        return cls._claimed(probe)
+
+    probe, iprobe = Probe, Iprobe   # the objects' messages are received with recv
+
+    @classmethod
+    def _claimed(cls, probe):
+        message = cls()
+        if probe.message is None:
+            message._handle = _NO_PROC
+            return message
+        found = probe.message   # the first match, so the first with its own source and tag
+        arrived = mailbox.mailbox().find(found.context, found.source, found.tag, True)
+        message._handle = _Matched(probe.state, arrived)
+        return message
+
+    # --- matched receives ---
     def _receive(self, target=None, finish=None):
-        if self._no_proc:
+        handle = self._handle
+        if handle is _NO_PROC:
+            if self is not MESSAGE_NO_PROC:    # the predefined handle stays as it is
+                self._handle = None
             return Completed(_null_status())
-        if self._message is None:
+        if handle is None or handle.arrived is None:
             errors.fail(errors.ERR_REQUEST, "the message was received already (or is "
                         "MESSAGE_NULL); Mprobe for a new one")
-        message, self._message = self._message, None
-        core = mailbox.mailbox().deliver(message, target)
-        receive = Receive(self._state, core, finish)
+        arrived, handle.arrived, self._handle = handle.arrived, None, None
+        core = mailbox.mailbox().deliver(arrived, target)
+        receive = Receive(handle.state, core, finish)
         receive._poll()
         return receive
 
     def Irecv(self, buf):
-        if self._no_proc or buf is None:
+        if self._handle is _NO_PROC or buf is None:
             return self._receive()
         received = buffers.message(buf, writable=True, handles=True)
         return self._receive(received.data, received.finish)
@@ -803,8 +942,10 @@ class Message:
     def recv(self, status=None):
         return self._receive().wait(status)
 
+
 MESSAGE_NULL = Message()
-MESSAGE_NO_PROC = Message(no_proc=True)
+MESSAGE_NO_PROC = Message()
+MESSAGE_NO_PROC._handle = _NO_PROC
 
 
 class _Probe:

@@ -6,15 +6,13 @@ from . import constants, errors, job
 from .collective import Collectives
 from .comm import HANDSHAKE, Comm, CommState, Completed, claim_slot, release_slot
 from .nonblocking import NonblockingCollectives
-from .partitioned import PartitionedCalls
 from .persistent import PersistentCollectives
 from .request import Request, Status
 
 _IDUP_TAG = -1000   # below every user tag: Idup's plans never meet Create_group's
 
 
-class Intracomm(PartitionedCalls, PersistentCollectives, NonblockingCollectives, Collectives,
-                Comm):
+class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm):
     """``MPI.Intracomm``."""
 
     def Dup(self, info=None):

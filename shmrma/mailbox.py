@@ -40,6 +40,7 @@ import struct
 from collections import deque
 
 from . import atomic, constants, errors, job, segments
+from .status import Status
 
 OFF_HEAD = 0      # bytes consumed, written by the receiver
 OFF_TAIL = 64     # bytes produced, written by the sender
@@ -56,8 +57,9 @@ STAGING_HEADER = 64  # a staging ring's receiver head, alone on its line
 SYNC_SHIFT = 8      # the flags above it carry the acknowledgement's id
 SYNC_IDS = 1 << 23  # ids wrap below 2**31 (the flags are an int32)
 # a communicator's sub-contexts: user messages, collectives, Create_group's
-# handshakes, nonblocking collectives, synchronous sends' acknowledgements
-P2P, COLLECTIVE, HANDSHAKE, NONBLOCKING, SYNC_ACK = 0, 1, 2, 3, 4
+# handshakes, nonblocking collectives, synchronous sends' acknowledgements, the
+# blocks of partitioned sends
+P2P, COLLECTIVE, HANDSHAKE, NONBLOCKING, SYNC_ACK, PARTITIONED = 0, 1, 2, 3, 4, 5
 SUBCONTEXTS = 8
 MASK32 = 0xFFFFFFFF
 
@@ -355,12 +357,6 @@ class Mailbox:
         return core.done
 
 
-def wake_own_waits():
-    """Ring this rank's doorbell, so its waits look again (a generalized request
-    completed by another thread of the process)."""
-    atomic.cell_add(mailbox().doorbell, 1)
-
-
 def wait_for(box, condition, what, peers=()):
     """Make progress until ``condition()`` holds, sleeping on this rank's doorbell."""
     while True:
@@ -412,7 +408,8 @@ def _setup_native():
         subcontexts=SUBCONTEXTS, sync_ack=SYNC_ACK, any_source=constants.ANY_SOURCE,
         any_tag=constants.ANY_TAG, err_truncate=errors.ERR_TRUNCATE, p2p=P2P,
         tag_ub=constants.MAX_TAG, wait_slice=job.WAIT_SLICE, miss=MISS,
-        flag_staged=FLAG_STAGED, flag_staging=FLAG_STAGING, staging_header=STAGING_HEADER)
+        flag_staged=FLAG_STAGED, flag_staging=FLAG_STAGING, staging_header=STAGING_HEADER,
+        status_type=Status)
     _native.pickle_setup(pickle.dumps, pickle.loads, PICKLE_PROTOCOL)
     return _native
 

@@ -6,73 +6,20 @@ never block). Waiting is shared: progress the mailbox, poll, and sleep on this
 rank's doorbell, which every event that can complete a request of this rank
 rings (a message arriving, a counter reaching zero, a barrier opening).
 """
+import inspect
+import operator
+import weakref
+
 from . import constants, errors
-
-
-class Status:
-    """``MPI.Status``: source, tag, error and byte count of a completed operation."""
-
-    def __init__(self, status=None):
-        self.source = constants.ANY_SOURCE
-        self.tag = constants.ANY_TAG
-        self.error = errors.SUCCESS
-        self.count = 0
-        self.cancelled = False
-        if status is not None:
-            self._copy_from(status)
-
-    def _copy_from(self, other):
-        self.source, self.tag, self.error = other.source, other.tag, other.error
-        self.count, self.cancelled = other.count, other.cancelled
-
-    def _fill(self, source, tag, count, error=errors.SUCCESS):
-        self.source, self.tag, self.count, self.error = source, tag, count, error
-
-    def Get_source(self):
-        return self.source
-
-    def Set_source(self, source):
-        self.source = source
-
-    def Get_tag(self):
-        return self.tag
-
-    def Set_tag(self, tag):
-        self.tag = tag
-
-    def Get_error(self):
-        return self.error
-
-    def Set_error(self, error):
-        self.error = error
-
-    def Get_count(self, datatype=None):
-        size = 1 if datatype is None else _datatype_size(datatype)
-        if size == 0:
-            return 0
-        return self.count // size if self.count % size == 0 else constants.UNDEFINED
-
-    Get_elements = Get_count
-
-    def Is_cancelled(self):
-        return self.cancelled
-
-    def Set_cancelled(self, flag):
-        self.cancelled = bool(flag)
-
-    def __repr__(self):
-        return "<Status source=%d tag=%d count=%d error=%d>" % (
-            self.source, self.tag, self.count, self.error)
-
-
-def _datatype_size(datatype):
-    from . import buffers
-    from . import datatype as datatypes
-    return buffers.item_bytes(datatypes.lookup(datatype))
+from .status import Status
 
 
 class Request:
-    """``MPI.Request``. The base class is also REQUEST_NULL's type."""
+    """``MPI.Request``. The base class is also REQUEST_NULL's type.
+
+    ``Request(request)`` (and ``Prequest(prequest)``, as in mpi4py) is another
+    handle to ``request``: it forwards every method to it, so both see the request
+    complete; ``handle`` and ``fromhandle`` go between a live request and an int."""
 
     _null = True        # completed-and-reported requests become null, as in MPI
     _persistent = False
@@ -81,17 +28,76 @@ class Request:
     _error = None
     _status = None
     _result = None
+    _alias = None       # the request this handle was made from
+
+    def __init__(self, request=None):
+        if request is None:
+            return
+        if not isinstance(request, Request):
+            raise TypeError("%s() takes a Request, not %s"
+                            % (type(self).__name__, type(request).__name__))
+        kind = _public_class(self)
+        if request and not isinstance(request, kind):
+            raise TypeError("%s() takes a %s, not %s" % (
+                type(self).__name__, kind.__name__, _public_class(request).__name__))
+        if request:
+            self._alias = target = _real(request)
+            self._null = False
+            for name, method in _methods(target):
+                setattr(self, name, method)
 
     def __bool__(self):
-        return not self._null
+        alias = self._alias
+        return not self._null if alias is None else bool(alias)
 
     def __eq__(self, other):
         # as mpi4py compares handles: every null request is REQUEST_NULL
         if not isinstance(other, Request):
             return NotImplemented
-        return self is other or (self._null and other._null)
+        return _real(self) is _real(other) or (not self and not other)
 
     __hash__ = None  # unhashable, as in mpi4py (a request turns null when it completes)
+
+    def __reduce__(self):
+        # as mpi4py: REQUEST_NULL by name, another null request as a copy of it; a
+        # live request means nothing in another process
+        if self is REQUEST_NULL:
+            return "REQUEST_NULL"
+        if not self:
+            return (_public_class(self), ())
+        raise ValueError("cannot serialize '%s.%s' instance"
+                         % (type(self).__module__, type(self).__name__))
+
+    # --- integer handles ---
+    @property
+    def handle(self):
+        """An int naming the request while it lives (0: REQUEST_NULL)."""
+        target = _real(self)
+        if not target:
+            return 0
+        _handles[id(target)] = target
+        return id(target)
+
+    @classmethod
+    def fromhandle(cls, handle):
+        """A handle (of class ``cls``) to the request ``handle`` names."""
+        handle = operator.index(handle)
+        if handle == 0:
+            return cls()
+        target = _handles.get(handle)
+        if target is None:
+            errors.fail(errors.ERR_REQUEST, "%d is not the handle of a live request; take "
+                        "handles from Request.handle" % handle)
+        return cls(target)
+
+    # MPI's integer and Fortran handles are the same int here
+    toint = py2f = handle.fget
+    fromint = f2py = fromhandle
+
+    def free(self):
+        """Free the request unless it is null."""
+        if self:
+            self.Free()
 
     def _poll(self):
         return self._done
@@ -105,7 +111,7 @@ class Request:
     def _finish(self, status):
         """Report completion once: fill ``status``, raise a deferred error."""
         if status is not None:
-            status._copy_from(self._status if self._status is not None else Status())
+            self._report_to(status)
         if not self._persistent:
             self._null = True
         error, self._error = self._error, None
@@ -133,21 +139,33 @@ class Request:
 
     def wait(self, status=None):
         self.Wait(status)
-        return self._result
+        return _take_result(self)
 
     def test(self, status=None):
         done = self.Test(status)
-        return done, (self._result if done else None)
+        return done, (_take_result(self) if done else None)
+
+    def _report_to(self, status):
+        """Fill ``status`` with what completing this request reports."""
+        if self._status is None:
+            status._clear()
+        else:
+            status._copy_from(self._status)
 
     def Get_status(self, status=None):
         """Test without completing: progress is made, the request stays as it is."""
+        if not _counts(self):
+            _clear(status)
+            return True
         done = self._poll()
         if not done:
             _progress()
             done = self._poll()
-        if done and status is not None and self._status is not None:
-            status._copy_from(self._status)
+        if done and status is not None:
+            self._report_to(status)
         return done
+
+    get_status = Get_status
 
     def Free(self):
         if not self:
@@ -160,7 +178,13 @@ class Request:
             errors.fail(errors.ERR_REQUEST, "REQUEST_NULL cannot be cancelled (a completed "
                         "request is null: check bool(request) first)")
 
+    def cancel(self):
+        self.Cancel()
+
     # --- many requests ---------------------------------------------------------
+    # Null and inactive requests count as complete with an empty status; the
+    # any/some forms skip them, and answer UNDEFINED/None when nothing else is left.
+
     @classmethod
     def Waitall(cls, requests, statuses=None):
         """Complete every request, then raise the first one's error, if any (so no
@@ -180,25 +204,34 @@ class Request:
     @classmethod
     def waitall(cls, requests, statuses=None):
         cls.Waitall(requests, statuses)
-        return [request._result for request in requests]
+        return [_take_result(request) for request in requests]
 
     @classmethod
     def Testall(cls, requests, statuses=None):
-        if not all(r._poll() for r in requests):
-            _progress()
-            if not all(r._poll() for r in requests):
-                return False
+        if not _all_done(requests):
+            return False
         return cls.Waitall(requests, statuses)
 
     @classmethod
     def testall(cls, requests, statuses=None):
         if cls.Testall(requests, statuses):
-            return True, [r._result for r in requests]
+            return True, [_take_result(r) for r in requests]
         return False, None
+
+    @classmethod
+    def Get_status_all(cls, requests, statuses=None):
+        if not _all_done(requests):
+            return False
+        for index, request in enumerate(requests):
+            request.Get_status(_status_at(statuses, index))
+        return True
+
+    get_status_all = Get_status_all
 
     @classmethod
     def Waitany(cls, requests, status=None):
         if not any(map(_counts, requests)):
+            _clear(status)
             return constants.UNDEFINED
         index = []
         _wait_until(lambda: _first_done(requests, index), requests)
@@ -208,19 +241,40 @@ class Request:
     @classmethod
     def waitany(cls, requests, status=None):
         index = cls.Waitany(requests, status)
-        return index, (requests[index]._result if index != constants.UNDEFINED else None)
+        return index, (_take_result(requests[index]) if index != constants.UNDEFINED else None)
 
     @classmethod
     def Testany(cls, requests, status=None):
+        index, done = cls.Get_status_any(requests)
+        if done and index != constants.UNDEFINED:
+            requests[index].Wait(status)
+        elif done:
+            _clear(status)
+        return index, done
+
+    @classmethod
+    def testany(cls, requests, status=None):
+        index, done = cls.Testany(requests, status)
+        found = done and index != constants.UNDEFINED
+        return index, done, (_take_result(requests[index]) if found else None)
+
+    @classmethod
+    def Get_status_any(cls, requests, status=None):
+        """(index, True) of the first complete request, leaving it as it is;
+        (UNDEFINED, True) when none is active; (UNDEFINED, False) when none is done."""
         if not any(map(_counts, requests)):
+            _clear(status)
             return constants.UNDEFINED, True
         index = []
         if not _first_done(requests, index):
             _progress()
             if not _first_done(requests, index):
                 return constants.UNDEFINED, False
-        requests[index[0]].Wait(status)
+        if status is not None:
+            requests[index[0]]._report_to(status)
         return index[0], True
+
+    get_status_any = Get_status_any
 
     @classmethod
     def Waitsome(cls, requests, statuses=None):
@@ -230,27 +284,107 @@ class Request:
         return cls.Testsome(requests, statuses)
 
     @classmethod
+    def waitsome(cls, requests, statuses=None):
+        return _with_results(requests, cls.Waitsome(requests, statuses))
+
+    @classmethod
     def Testsome(cls, requests, statuses=None):
+        done = cls.Get_status_some(requests)
+        for position, index in enumerate(done or ()):
+            requests[index].Wait(_status_at(statuses, position))
+        return done
+
+    @classmethod
+    def testsome(cls, requests, statuses=None):
+        return _with_results(requests, cls.Testsome(requests, statuses))
+
+    @classmethod
+    def Get_status_some(cls, requests, statuses=None):
+        """The indices of the complete requests (None when none is active), left as
+        they are; their statuses go to ``statuses`` in that order."""
         if not any(map(_counts, requests)):
             return None
         _progress()
         done = [i for i, r in enumerate(requests) if _counts(r) and r._poll()]
         for position, index in enumerate(done):
-            requests[index].Wait(_status_at(statuses, position))
+            status = _status_at(statuses, position)
+            if status is not None:
+                requests[index]._report_to(status)
         return done
+
+    get_status_some = Get_status_some
+
+
+_handles = weakref.WeakValueDictionary()    # id -> request, for Request.fromhandle
+
+
+def _real(request):
+    """The request a handle refers to (itself unless made by Request(request))."""
+    alias = request._alias
+    return request if alias is None else alias
+
+
+def _take_result(request):
+    """The object a completed request received (wait's result), handed out once:
+    waiting again on the request, now null, gives None, as in mpi4py."""
+    request = _real(request)
+    result, request._result = request._result, None
+    return result
+
+
+def _methods(request):
+    """(name, bound method) of every method ``request`` has, for a handle to forward."""
+    kind = type(request)
+    for name in dir(kind):
+        if name.startswith("__"):
+            continue
+        static = inspect.getattr_static(kind, name)
+        if isinstance(static, (classmethod, staticmethod, property)):
+            continue
+        method = getattr(request, name)
+        if callable(method):
+            yield name, method
+
+
+def _public_class(request):
+    """The MPI class of ``request``: Prequest, Grequest or Request."""
+    return next(cls for cls in type(request).__mro__ if cls in (Prequest, Grequest, Request))
+
+
+def _clear(status):
+    if status is not None:
+        status._clear()
 
 
 def _status_at(statuses, index):
+    """The status for the ``index``-th request: a list grows to hold it, as mpi4py
+    grows it; another sequence too short gets none."""
     if statuses is None:
         return None
-    while len(statuses) <= index:
-        statuses.append(Status())
+    if index >= len(statuses):
+        if not isinstance(statuses, list):
+            return None
+        statuses.extend(Status() for _ in range(index + 1 - len(statuses)))
     return statuses[index]
+
+
+def _with_results(requests, indices):
+    """(indices, their objects) of waitsome/testsome; (None, None) when none was active."""
+    if indices is None:
+        return None, None
+    return indices, [_take_result(requests[index]) for index in indices]
 
 
 def _counts(request):
     """Do Waitany/Testany/Waitsome/Testsome consider it (neither null nor inactive)?"""
-    return bool(request) and not request._inactive
+    return bool(request) and not _real(request)._inactive
+
+
+def _all_done(requests):
+    if all(r._poll() for r in requests if _counts(r)):
+        return True
+    _progress()
+    return all(r._poll() for r in requests if _counts(r))
 
 
 def _first_done(requests, found):
@@ -276,18 +410,13 @@ def _wait_until(condition, requests):
 class Prequest(Request):
     """A persistent request: inactive until ``Start``."""
 
-    # partitioned communication (partitioned.py): the calls of other requests
-    def Pready(self, partition):
-        _not_partitioned("Pready", "send")
-
-    def Pready_range(self, partition_low, partition_high):
-        _not_partitioned("Pready_range", "send")
-
-    def Pready_list(self, partitions):
-        _not_partitioned("Pready_list", "send")
-
-    def Parrived(self, partition):
-        _not_partitioned("Parrived", "receive")
+    def _check_startable(self, active):
+        """ERR_REQUEST unless Start may start it now: neither freed nor ``active``."""
+        if self._null:
+            errors.fail(errors.ERR_REQUEST, "Start on a freed persistent request")
+        if active:
+            errors.fail(errors.ERR_REQUEST, "Start on an active persistent request: "
+                        "complete it with Wait or Test first")
 
     @classmethod
     def Startall(cls, requests):
@@ -295,9 +424,94 @@ class Prequest(Request):
             request.Start()
 
 
-def _not_partitioned(call, kind):
-    errors.fail(errors.ERR_REQUEST, "%s: the request is not a partitioned %s (Psend_init "
-                "/ Precv_init make those)" % (call, kind))
+class Grequest(Request):
+    """``MPI.Grequest``: a generalized request, complete once the program calls
+    Complete (from any thread). Its callbacks, called with ``*args, **kwargs``: the
+    status that completion reports is ``query_fn(status)``'s, ``free_fn()`` releases
+    its state once it is completed and freed, ``cancel_fn(completed)`` hears of
+    Cancel. An exception in one is printed and raised as an MPI.Exception of its
+    error class (ERR_OTHER for a non-MPI exception), as mpi4py does."""
+
+    _callbacks = None   # (query_fn, free_fn, cancel_fn, args, kwargs) until freed
+
+    @classmethod
+    def Start(cls, query_fn=None, free_fn=None, cancel_fn=None, args=None, kwargs=None):
+        request = cls()
+        request._null = request._done = False
+        request._callbacks = (query_fn, free_fn, cancel_fn,
+                              tuple(args) if args is not None else (),
+                              dict(kwargs) if kwargs is not None else {})
+        return request
+
+    def Complete(self):
+        if self._callbacks is None:
+            errors.fail(errors.ERR_REQUEST, "Complete of a generalized request that is "
+                        "not started (Grequest.Start) or already completed and freed")
+        self._done = True
+        if self._null:      # freed before completion: released now
+            self._release()
+        from . import atomic, mailbox
+        atomic.cell_add(mailbox.mailbox().doorbell, 1)    # a Wait in another thread wakes
+
+    def complete(self, obj=None):
+        self._result = obj
+        self.Complete()
+
+    def _describe(self):
+        return "a generalized request's Complete"
+
+    def _poll(self):
+        return self._done or self._null
+
+    def _report_to(self, status):
+        status._clear()
+        if self._null:      # freed, or completed and reported
+            return
+        query_fn, _, cancel_fn, args, kwargs = self._callbacks
+        if query_fn is not None:
+            _call_back(query_fn, status, *args, **kwargs)
+            if cancel_fn is None:   # nothing could cancel it
+                status.cancelled = False
+
+    def _finish(self, status):
+        if self._null:
+            return super()._finish(status)
+        try:
+            self._report_to(status if status is not None else Status())
+        finally:
+            self._null = True
+            self._release()
+
+    def _release(self):
+        free_fn, args, kwargs = self._callbacks[1], self._callbacks[3], self._callbacks[4]
+        self._callbacks = None
+        if free_fn is not None:
+            _call_back(free_fn, *args, **kwargs)
+
+    def Free(self):
+        super().Free()
+        if self._done:
+            self._release()
+
+    def Cancel(self):
+        super().Cancel()
+        cancel_fn, args, kwargs = self._callbacks[2], self._callbacks[3], self._callbacks[4]
+        if cancel_fn is not None:
+            _call_back(cancel_fn, self._done, *args, **kwargs)
+
+
+def _call_back(function, *args, **kwargs):
+    """Call a program's callback: its exception is printed (as mpi4py prints it) and
+    raised as an MPI.Exception of its error class, ERR_OTHER for a non-MPI one."""
+    try:
+        function(*args, **kwargs)
+    except BaseException as exc:  # noqa: BLE001 - every exception becomes an error code
+        import traceback
+        traceback.print_exception(exc)
+        error_class = (exc.Get_error_class() if isinstance(exc, errors.Exception)
+                       else errors.ERR_OTHER)
+        raise errors.Exception(error_class, "a generalized request's callback raised "
+                               "%s: %s" % (type(exc).__name__, exc)) from exc
 
 
 REQUEST_NULL = Request()

@@ -606,7 +606,8 @@ def test_matched_probe():
     """Mprobe/Improbe (mprobe/improbe) take the message out of matching: a receive
     posted afterwards does not get it, the Message's Recv/recv does, once (then it
     is MESSAGE_NULL and another Recv is ERR_REQUEST); Improbe gives None when
-    nothing matches; a PROC_NULL source gives MESSAGE_NO_PROC, whose Recv is empty."""
+    nothing matches; a PROC_NULL source gives a MESSAGE_NO_PROC handle, whose Recv is
+    empty and leaves it MESSAGE_NULL."""
     def body():
         comm = MPI.COMM_WORLD
         out = {}
@@ -637,9 +638,10 @@ def test_matched_probe():
                 out["again"] = exc.Get_error_class()
             out["none"] = comm.Improbe(0, 99)
             nobody = comm.Mprobe(MPI.PROC_NULL)
+            before = nobody == MPI.MESSAGE_NO_PROC
             empty = MPI.Status()
-            nobody.Recv(None, empty)
-            out["no proc"] = (nobody == MPI.MESSAGE_NO_PROC, empty.Get_source())
+            nobody.Recv(None, empty)    # then it is MESSAGE_NULL, as in mpi4py
+            out["no proc"] = (before, nobody == MPI.MESSAGE_NULL, empty.Get_source())
         nothing_left_behind(comm)
         return out
 
@@ -647,7 +649,7 @@ def test_matched_probe():
     assert out["buffer"] == ([0, 1, 2, 3, 4], True, False, False)
     assert out["object"] == {"x": 1} and out["sync"] == b"sync"
     assert out["again"] == MPI.ERR_REQUEST and out["none"] is None
-    assert out["no proc"] == (True, MPI.PROC_NULL)
+    assert out["no proc"] == (True, True, MPI.PROC_NULL)
 
 
 @pytest.mark.timeout(60)
@@ -732,3 +734,129 @@ def test_reduce_scatter_with_different_datatypes_is_a_value_error():
     with pytest.raises(ValueError, match="datatypes"):
         MPI.COMM_SELF.Reduce_scatter([bytearray(4), 1, MPI.INT], [bytearray(4), 1, MPI.FLOAT],
                                      [1], MPI.SUM)
+
+
+@pytest.mark.timeout(60)
+def test_isendrecv_and_isendrecv_replace():
+    """MPI-4's nonblocking Sendrecv forms: one request that completes once both the
+    send and the receive have, reporting the receive's status; Isendrecv_replace
+    reads the buffer before the receive may overwrite it; PROC_NULL peers complete
+    at once; a bad receive argument raises with nothing sent; a message too large
+    for the receive buffer is ERR_TRUNCATE from Wait."""
+    def body():
+        comm = MPI.COMM_WORLD
+        peer = 1 - comm.rank
+        out = {}
+        got = np.zeros(3, "i4")
+        request = comm.Isendrecv(np.arange(3, dtype="i4") + 10 * comm.rank, peer, 1,
+                                 got, peer, 1)
+        status = MPI.Status()
+        request.Wait(status)
+        out["sendrecv"] = (got.tolist(), status.source, status.tag, status.count, bool(request))
+        both = np.full(4, comm.rank, "f8")
+        request = comm.Isendrecv_replace(both, peer, 2, peer, 2)
+        out["replace"] = (request.wait(status), both.tolist(), status.tag)
+        status = MPI.Status()
+        comm.Isendrecv(None, MPI.PROC_NULL, 0, None, MPI.PROC_NULL, 0).Wait(status)
+        comm.Isendrecv_replace(None, MPI.PROC_NULL, 0, MPI.PROC_NULL, 0).Wait()
+        out["proc null"] = (status.source, status.tag, status.count)
+        with raises_mpi(MPI.ERR_TAG):
+            comm.Isendrecv(b"never", peer, 3, bytearray(5), peer, -5)
+        with raises_mpi(MPI.ERR_TRUNCATE):
+            comm.Isendrecv(b"12345678", peer, 4, bytearray(2), peer, 4).Wait()
+        nothing_left_behind(comm)
+        return out
+
+    for rank, out in enumerate(shmrma.launch(body, 2, timeout=50)):
+        peer = 1 - rank
+        assert out["sendrecv"] == ([10 * peer, 10 * peer + 1, 10 * peer + 2], peer, 1, 12,
+                                   False)
+        assert out["replace"] == (None, [float(peer)] * 4, 2)
+        assert out["proc null"] == (MPI.PROC_NULL, MPI.ANY_TAG, 0)
+
+
+@pytest.mark.timeout(60)
+def test_recv_into_a_given_buffer_warns_and_is_bounded_by_it():
+    """mpi4py 4.1.2: recv(buf) (a buffer, or a size in bytes) warns that the argument
+    is deprecated (UserWarning), receives the pickle into it, and a message larger
+    than it is ERR_TRUNCATE; sendrecv passes its recvbuf on; a PROC_NULL source does
+    not look at the buffer."""
+    import warnings
+
+    def body():
+        comm = MPI.COMM_SELF
+        out = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(UserWarning, match="deprecated"):
+                comm.recv(bytearray(0), MPI.PROC_NULL)
+            warnings.simplefilter("ignore")
+            comm.send("42", 0)
+            comm.send([42], 0)
+            status = MPI.Status()
+            out["sized"] = (comm.recv(128, 0, status=status), status.source, status.count > 0)
+            out["buffer"] = comm.recv(bytearray(128), 0)
+            out["proc null"] = comm.recv("not a buffer", MPI.PROC_NULL)
+            out["sendrecv"] = comm.sendrecv({"k": 1}, 0, 5, bytearray(64), 0, 5)
+            comm.send(list(range(100)), 0, tag=6)
+            with raises_mpi(MPI.ERR_TRUNCATE):
+                comm.recv(8, 0, 6)
+        nothing_left_behind(comm)
+        return out
+
+    out = shmrma.launch(body, 1, timeout=50)[0]
+    assert out == {"sized": ("42", 0, True), "buffer": [42], "proc null": None,
+                   "sendrecv": {"k": 1}}
+
+
+@pytest.mark.timeout(60)
+def test_message_handles_as_mpi4py_has_them():
+    """Message(message) is another handle to the same message: MESSAGE_NO_PROC's copies
+    are true and equal to it, and a copy's Recv leaves that copy MESSAGE_NULL while
+    the predefined handle stays as it is; a message received through one handle is
+    received (ERR_REQUEST through another). The predefined handles pickle by name
+    (the same object back), their copies as copies, a live message not at all.
+    Message.Probe/Iprobe (and probe/iprobe) are Comm.Mprobe/Improbe."""
+    import pickle
+
+    def body():
+        comm = MPI.COMM_SELF
+        out = {}
+        noproc = MPI.MESSAGE_NO_PROC
+        noproc.Recv(None)
+        noproc.Irecv(None).Wait()
+        copy = MPI.Message(noproc)
+        out["no proc"] = (bool(noproc), bool(copy), copy == noproc, noproc != MPI.MESSAGE_NULL,
+                          bool(MPI.MESSAGE_NULL))
+        request = copy.Irecv(None)
+        out["copy received"] = (copy == MPI.MESSAGE_NULL, bool(request), request.Wait(),
+                                bool(noproc))
+        out["pickles"] = [
+            pickle.loads(pickle.dumps(MPI.MESSAGE_NULL)) is MPI.MESSAGE_NULL,
+            pickle.loads(pickle.dumps(MPI.MESSAGE_NO_PROC)) is MPI.MESSAGE_NO_PROC,
+            pickle.loads(pickle.dumps(MPI.Message(MPI.MESSAGE_NO_PROC))) == MPI.MESSAGE_NO_PROC]
+        with pytest.raises(TypeError):
+            MPI.Message(3)
+        comm.Send(b"abc", 0, tag=1)
+        assert MPI.Message.Iprobe(comm, 0, 2) is None
+        message = MPI.Message.Iprobe(comm, 0, 1)
+        with pytest.raises(ValueError):
+            pickle.dumps(message)
+        other = MPI.Message(message)
+        box = bytearray(3)
+        message.Recv(box)
+        with raises_mpi(MPI.ERR_REQUEST):
+            other.Recv(box)
+        comm.send({"x": 1}, 0, tag=2)
+        status = MPI.Status()
+        out["classmethods"] = (bytes(box), MPI.Message.probe(comm, 0, 2, status).recv(),
+                               status.tag, type(MPI.Message.Probe(comm, MPI.PROC_NULL)).__name__,
+                               MPI.Message.iprobe(comm, MPI.PROC_NULL) == MPI.MESSAGE_NO_PROC)
+        nothing_left_behind(comm)
+        return out
+
+    out = shmrma.launch(body, 1, timeout=50)[0]
+    assert out["no proc"] == (True, True, True, True, False)
+    assert out["copy received"] == (True, True, True, True)
+    assert out["pickles"] == [True, True, True]
+    assert out["classmethods"] == (b"abc", {"x": 1}, 2, "Message", True)

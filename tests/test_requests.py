@@ -224,47 +224,212 @@ def test_status_fields():
         3, 9, MPI.ERR_TRUNCATE, True)
 
 
-def test_generalized_requests_complete_when_the_user_says():
-    """MPI-3.1 §12.2: Grequest.Start; Test is false until Complete (here from another
-    thread, which Wait waits for); then query_fn fills the status and free_fn runs;
-    Cancel calls cancel_fn with whether it completed; mpi4py's complete(obj) gives
-    wait() its result; an exception in a function is MPI.Exception (its own class, or
-    ERR_OTHER for a Python one) with its traceback on stderr; Complete twice is
-    ERR_REQUEST."""
+
+@pytest.mark.timeout(60)
+def test_get_status_and_the_lowercase_forms():
+    """mpi4py 4.1.2: Get_status_any/some/all (and get_status_*) tell which requests
+    are complete and fill their statuses, leaving them live; testany gives
+    (index, flag, object), testsome/waitsome (indices, objects); null requests count
+    as complete with an empty status, and all-null lists give (UNDEFINED, True),
+    None and True; a statuses list grows to hold every status, another sequence does
+    not grow (and too short is no error)."""
+    def body():
+        comm = MPI.COMM_SELF
+        out = {}
+        requests = [comm.irecv(source=0, tag=tag) for tag in (1, 2, 3)]
+        status = MPI.Status()
+        out["none yet"] = (MPI.Request.testany(requests), MPI.Request.Get_status_any(requests),
+                           MPI.Request.get_status_some(requests),
+                           MPI.Request.Get_status_all(requests), MPI.Request.testsome(requests))
+        comm.send("two", 0, tag=2)
+        found = (MPI.UNDEFINED, False)
+        while not found[1]:
+            found = MPI.Request.Get_status_any(requests, status)
+        out["any"] = (found, status.tag, [bool(r) for r in requests],
+                      requests[1].get_status(), MPI.Request.testany(requests, status),
+                      status.tag, bool(requests[1]))
+        comm.send("one", 0, tag=1)
+        comm.send("three", 0, tag=3)
+        statuses = []
+        while MPI.Request.Get_status_some(requests, statuses) != [0, 2]:
+            pass
+        out["some"] = ([s.tag for s in statuses], MPI.Request.get_status_all(requests),
+                       [bool(r) for r in requests], MPI.Request.waitsome(requests, statuses),
+                       [s.tag for s in statuses], [bool(r) for r in requests])
+        nulls = [MPI.REQUEST_NULL, MPI.Request()]
+        status.tag = 5
+        statuses = (MPI.Status(),)
+        statuses[0].tag = 5
+        out["nulls"] = (MPI.Request.testany(nulls), MPI.Request.waitsome(nulls),
+                        MPI.Request.testsome(nulls), MPI.Request.Get_status_any(nulls, status),
+                        status.tag, MPI.Request.Get_status_some(nulls),
+                        MPI.Request.Get_status_all(nulls, statuses), statuses[0].tag,
+                        MPI.Request.Waitall(nulls, statuses), len(statuses))
+        return out
+
+    out = shmrma.launch(body, 1, timeout=50)[0]
+    assert out["none yet"] == ((MPI.UNDEFINED, False, None), (MPI.UNDEFINED, False), [],
+                               False, ([], []))
+    assert out["any"] == ((1, True), 2, [True, True, True], True, (1, True, "two"), 2, False)
+    assert out["some"] == ([1, 3], True, [True, False, True], ([0, 2], ["one", "three"]),
+                           [1, 3], [False, False, False])
+    assert out["nulls"] == ((MPI.UNDEFINED, True, None), (None, None), (None, None),
+                            (MPI.UNDEFINED, True), MPI.ANY_TAG, None, True, MPI.ANY_TAG,
+                            True, 1)
+
+
+@pytest.mark.timeout(60)
+def test_an_issend_is_not_cancelled_and_completes_once_matched():
+    """cancel() of an Issend cannot take the message back (it is in the receiver's
+    queue already; MPI lets a cancel fail): the request is not cancelled and stays
+    incomplete until a receive matches the message, then completes normally."""
+    def body():
+        comm = MPI.COMM_SELF
+        status = MPI.Status()
+        request = comm.issend("hello", 0, tag=4)
+        request.cancel()
+        before = (request.get_status(status), status.Is_cancelled(), bool(request))
+        received = comm.recv(None, 0, 4)
+        while not request.Get_status(status):
+            pass
+        return before, received, status.Is_cancelled(), request.test(), bool(request)
+
+    out = shmrma.launch(body, 1, timeout=50)[0]
+    assert out == ((False, False, True), "hello", False, (True, None), False)
+
+
+@pytest.mark.timeout(60)
+def test_a_request_made_from_a_request_is_another_handle():
+    """mpi4py: Request(request), Prequest(prequest) and Request.fromhandle(handle) (and
+    fromint/f2py) give another handle to the same request, equal to it, of the class
+    asked for; whatever is done through it is done to the request. A Prequest or
+    Grequest made from another kind of request is TypeError, an unknown handle
+    ERR_REQUEST; pickling gives REQUEST_NULL back, and refuses a live request."""
+    import pickle
+
+    def body():
+        comm = MPI.COMM_SELF
+        out = {}
+        persistent = comm.Send_init(b"x", 0, tag=6)
+        copies = [MPI.Prequest(persistent), MPI.Prequest.fromhandle(persistent.handle),
+                  MPI.Prequest.fromint(persistent.toint()), MPI.Prequest.f2py(persistent.py2f()),
+                  MPI.Request(persistent)]
+        out["copies"] = [(type(c).__name__, c == persistent) for c in copies]
+        for wrong in (lambda: MPI.Grequest(persistent), lambda: MPI.Prequest(comm.Isend(
+                b"", MPI.PROC_NULL)), lambda: MPI.Request(3)):
+            with pytest.raises(TypeError):
+                wrong()
+        copies[0].Start()
+        received = bytearray(1)
+        comm.Recv(received, 0, tag=6)
+        out["started through a copy"] = (MPI.Request.Testall([copies[4]]), bool(persistent),
+                                         bytes(received))
+        persistent.Free()
+        out["freed"] = [bool(c) for c in copies]
+        receive = comm.irecv(source=0, tag=7)
+        copy = MPI.Request(receive)
+        comm.send({"a": 1}, 0, tag=7)
+        out["received through a copy"] = (copy.wait(), bool(receive), copy == MPI.REQUEST_NULL)
+        with raises_mpi(MPI.ERR_REQUEST):
+            MPI.Request.fromhandle(12345)
+        out["null"] = (MPI.REQUEST_NULL.handle, MPI.Request.fromhandle(0) == MPI.REQUEST_NULL,
+                       pickle.loads(pickle.dumps(MPI.REQUEST_NULL)) is MPI.REQUEST_NULL,
+                       pickle.loads(pickle.dumps(receive)) == MPI.REQUEST_NULL)
+        live = comm.irecv(source=0, tag=8)
+        with pytest.raises(ValueError):
+            pickle.dumps(live)
+        live.Cancel()
+        live.Wait()
+        return out
+
+    out = shmrma.launch(body, 1, timeout=50)[0]
+    assert out["copies"] == [("Prequest", True)] * 4 + [("Request", True)]
+    assert out["started through a copy"] == (True, True, b"x")
+    assert out["freed"] == [False] * 5
+    assert out["received through a copy"] == ({"a": 1}, False, True)
+    assert out["null"] == (0, True, True, True)
+
+
+@pytest.mark.timeout(60)
+def test_generalized_requests():
+    """Grequest.Start as mpi4py 4.1.2 on MPICH: incomplete until Complete; Cancel calls
+    cancel_fn(completed); completion reports query_fn's status (not cancelled when
+    there is no cancel_fn) and then calls free_fn, all with args/kwargs; Get_status
+    calls query_fn only; a Grequest freed before Complete is released by Complete;
+    complete(obj) is what wait() gives, once; a Wait in one thread ends when another
+    thread completes the request; an exception in a callback is printed and raised
+    as MPI.Exception of its class (ERR_OTHER for others); Complete of a finished
+    request is ERR_REQUEST."""
     import threading
-    calls = []
 
-    def query(status, tag):
-        status.Set_source(3)
-        status.Set_tag(tag)
+    def body():
+        log = []
 
-    request = MPI.Grequest.Start(query, lambda tag: calls.append("free"),
-                                 lambda done, tag: calls.append(("cancel", done)), args=(7,))
-    assert request.Test() is False and calls == []
-    request.Cancel()
-    threading.Timer(0.05, request.Complete).start()
-    status = MPI.Status()
-    request.Wait(status)
-    assert (status.Get_source(), status.Get_tag(), calls) == (3, 7, [("cancel", False),
-                                                                      "free"])
-    assert not request
-    with_result = MPI.Grequest.Start()
-    with_result.complete({"answer": 42})
-    assert MPI.Request.waitall([with_result]) == [{"answer": 42}]
-    with raises_mpi(MPI.ERR_REQUEST, match="completed already"):
-        done = MPI.Grequest.Start()
-        done.Complete()
-        done.Complete()
+        def query(status, *args, **kwargs):
+            log.append(("query", args, kwargs))
+            status.source = 3
+            status.cancelled = True
 
-    def fails(*args):
-        raise ValueError("from the user")
+        def free(*args, **kwargs):
+            log.append(("free", args))
 
-    def fails_as_mpi(*args):
-        raise MPI.Exception(MPI.ERR_BUFFER)
+        def cancel(completed, *args, **kwargs):
+            log.append(("cancel", completed))
 
-    for raising, kind in ((fails, MPI.ERR_OTHER), (fails_as_mpi, MPI.ERR_BUFFER)):
-        broken = MPI.Grequest.Start(None, raising)
-        broken.Complete()
-        with raises_mpi(kind):
-            broken.Wait()
-        assert not broken
+        out = {}
+        greq = MPI.Grequest.Start(query, free, cancel, args=(1,), kwargs={"k": 2})
+        status = MPI.Status()
+        out["pending"] = (greq.Test(), MPI.Request.Testany([greq]), type(greq).__name__)
+        greq.Cancel()
+        greq.Complete()
+        greq.Cancel()
+        out["get_status"] = (greq.Get_status(status), status.source, list(log))
+        del log[:]
+        out["test"] = (greq.Test(status), status.source, status.cancelled, bool(greq),
+                       list(log))
+        del log[:]
+        plain = MPI.Grequest.Start(query, free, None)
+        plain.Complete()
+        plain.Wait(status)
+        out["no cancel_fn"] = status.cancelled
+        freed = MPI.Grequest.Start(query, free, cancel)
+        del log[:]
+        freed.Free()
+        before = list(log)
+        freed.Complete()
+        out["freed first"] = (before, list(log), bool(freed), freed.Wait())
+        result = MPI.Grequest.Start()
+        result.complete({"x": 1})
+        out["complete(obj)"] = (result.wait(), result.wait())
+        waited = MPI.Grequest.Start()
+        threading.Timer(0.2, waited.Complete).start()
+        out["other thread"] = waited.Wait()
+        with raises_mpi(MPI.ERR_REQUEST):
+            waited.Complete()
+
+        def raise_mpi(*args):
+            raise MPI.Exception(MPI.ERR_BUFFER)
+
+        def raise_other(*args):
+            raise ValueError(42)
+
+        raised = []
+        for callbacks in ((raise_mpi, None, None), (None, raise_other, None)):
+            failing = MPI.Grequest.Start(*callbacks)
+            failing.Complete()
+            with pytest.raises(MPI.Exception) as caught:
+                failing.Wait()
+            raised.append((caught.value.Get_error_class(), bool(failing)))
+        out["raised"] = raised
+        return out
+
+    out = shmrma.launch(body, 1, timeout=50)[0]
+    assert out["pending"] == (False, (MPI.UNDEFINED, False), "Grequest")
+    assert out["get_status"] == (True, 3, [("cancel", False), ("cancel", True),
+                                           ("query", (1,), {"k": 2})])
+    assert out["test"] == (True, 3, True, False, [("query", (1,), {"k": 2}), ("free", (1,))])
+    assert out["no cancel_fn"] is False
+    assert out["freed first"] == ([], [("free", ())], False, True)
+    assert out["complete(obj)"] == ({"x": 1}, None)
+    assert out["other thread"] is True
+    assert out["raised"] == [(MPI.ERR_BUFFER, False), (MPI.ERR_OTHER, False)]

@@ -27,6 +27,7 @@ static int32_t SUBCONTEXTS, SYNC_ACK, ANY_SOURCE, ANY_TAG, ERR_TRUNCATE;
 static int32_t P2P, TAG_UB;
 static double WAIT_SLICE;       /* how long a fast path waits before Python's checks */
 static PyObject *g_miss;        /* what p2p_sendobj and p2p_recvobj answer when they miss */
+static PyTypeObject *g_status_type; /* status.Status: the statuses fill_status fills */
 static int g_setup_done = 0;
 
 typedef struct {
@@ -1728,30 +1729,48 @@ n_p2p_sendobj(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     return data != NULL ? data : PyBytes_FromStringAndSize(quick, len);
 }
 
-static PyObject *g_str_source, *g_str_tag, *g_str_count, *g_str_error;
+static PyObject *g_str_fields;
 
-static int
-set_int_attr(PyObject *obj, PyObject *name, long long value)
+/* Is `status` None or a Status? Anything else is the Python path's to refuse,
+ * before anything is received. */
+static inline int
+status_arg(PyObject *status)
 {
-    PyObject *v = PyLong_FromLongLong(value);
-    int rc;
-    if (v == NULL)
-        return -1;
-    rc = PyObject_SetAttr(obj, name, v);
-    Py_DECREF(v);
-    return rc;
+    return status == Py_None ||
+        (g_status_type != NULL && PyObject_TypeCheck(status, g_status_type));
 }
 
-/* Status._fill(source, tag, count) of a completed receive. */
+/* Status._fill(source, tag, count) of a completed receive (status_arg passed),
+ * written straight into the Status's five C ints (shmrma/status.py: MPICH's
+ * MPI_Status layout). */
 static int
 fill_status(CommCore *c, PyObject *status, Core *core)
 {
+    PyObject *fields;
+    Py_buffer view;
+    int32_t *f;
+    int rc;
     if (status == Py_None)
         return 0;
-    return set_int_attr(status, g_str_source, c->to_rank[core->source]) < 0 ||
-        set_int_attr(status, g_str_tag, core->tag) < 0 ||
-        set_int_attr(status, g_str_count, core->count) < 0 ||
-        set_int_attr(status, g_str_error, 0) < 0 ? -1 : 0;
+    if ((fields = PyObject_GetAttr(status, g_str_fields)) == NULL)
+        return -1;
+    rc = PyObject_GetBuffer(fields, &view, PyBUF_WRITABLE);
+    Py_DECREF(fields);
+    if (rc < 0)
+        return -1;
+    if (view.len < 5 * (Py_ssize_t)sizeof(int32_t)) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_TypeError, "a Status holds five C ints");
+        return -1;
+    }
+    f = (int32_t *)view.buf;
+    f[0] = (int32_t)(uint32_t)((uint64_t)core->count & 0xFFFFFFFFu);   /* count_lo */
+    f[1] = (int32_t)(((uint64_t)core->count >> 32) << 1);  /* count_hi, not cancelled */
+    f[2] = c->to_rank[core->source];
+    f[3] = core->tag;
+    f[4] = 0;                                               /* MPI_SUCCESS */
+    PyBuffer_Release(&view);
+    return 0;
 }
 
 /* The receive of a fast call, matched or posted, and waited for during one
@@ -1810,8 +1829,8 @@ n_p2p_recv(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     Core *core;
     if (check_nargs("p2p_recv", nargs, 5) < 0)
         return NULL;
-    if (args[1] == Py_None || receive_args(args[0], args[1], args[2], args[3], &c, &source,
-                                           &tag) < 0)
+    if (args[1] == Py_None || !status_arg(args[4]) ||
+            receive_args(args[0], args[1], args[2], args[3], &c, &source, &tag) < 0)
         Py_RETURN_FALSE;
     if ((core = fast_receive(c, args[1], source, tag, 1)) == NULL)
         return NULL;
@@ -1836,7 +1855,8 @@ n_p2p_recvobj(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     PyObject *obj;
     if (check_nargs("p2p_recvobj", nargs, 4) < 0)
         return NULL;
-    if (receive_args(args[0], Py_None, args[1], args[2], &c, &source, &tag) < 0) {
+    if (!status_arg(args[3]) ||
+            receive_args(args[0], Py_None, args[1], args[2], &c, &source, &tag) < 0) {
         Py_INCREF(g_miss);
         return g_miss;
     }
@@ -1881,19 +1901,22 @@ n_transport_setup(PyObject *m, PyObject *args, PyObject *kwds)
                              "pad_flag", "subcontexts", "sync_ack", "any_source", "any_tag",
                              "err_truncate", "p2p", "tag_ub", "wait_slice",
                              "miss", "flag_staged", "flag_staging",
-                             "staging_header", NULL};
-    PyObject *miss;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "$nnnniiiiiiiiiiiidOiin:transport_setup",
+                             "staging_header", "status_type", NULL};
+    PyObject *miss, *status_type;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "$nnnniiiiiiiiiiiidOiinO!:transport_setup",
                                      kwlist,
                                      &CHANNEL_HEADER, &OFF_HEAD, &OFF_TAIL, &OFF_BLOCKED,
                                      &FLAG_PICKLED, &FLAG_IN_SEGMENT, &FLAG_SYNC, &SYNC_SHIFT,
                                      &PAD_FLAG, &SUBCONTEXTS, &SYNC_ACK, &ANY_SOURCE,
                                      &ANY_TAG, &ERR_TRUNCATE, &P2P, &TAG_UB, &WAIT_SLICE,
                                      &miss, &FLAG_STAGED,
-                                     &FLAG_STAGING, &STAGING_HEADER))
+                                     &FLAG_STAGING, &STAGING_HEADER,
+                                     &PyType_Type, &status_type))
         return NULL;
     Py_INCREF(miss);
     Py_XSETREF(g_miss, miss);
+    Py_INCREF(status_type);
+    Py_XSETREF(g_status_type, (PyTypeObject *)status_type);
     g_setup_done = 1;
     Py_RETURN_NONE;
 }
@@ -1934,11 +1957,8 @@ add_type(PyObject *module, PyTypeObject *type, const char *name)
 int
 transport_init(PyObject *module)
 {
-    g_str_source = PyUnicode_InternFromString("source");
-    g_str_tag = PyUnicode_InternFromString("tag");
-    g_str_count = PyUnicode_InternFromString("count");
-    g_str_error = PyUnicode_InternFromString("error");
-    if (!g_str_source || !g_str_tag || !g_str_count || !g_str_error)
+    g_str_fields = PyUnicode_InternFromString("_fields");
+    if (!g_str_fields)
         return -1;
     if (add_type(module, &CommCoreType, "CommCore") < 0 ||
             add_type(module, &CoreType, "Core") < 0 ||
