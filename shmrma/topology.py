@@ -308,10 +308,14 @@ class Cartcomm(Topocomm):
         """The grids of the kept dimensions: collective, one per combination of the
         dropped coordinates."""
         grid = self._grid
-        keep = [bool(k) for k in remain_dims]
-        if len(keep) != len(grid.dims):
-            raise ValueError("Sub: %d entries in remain_dims for %d dimensions"
-                             % (len(keep), len(grid.dims)))
+
+        def parse():
+            keep = [bool(k) for k in remain_dims]
+            if len(keep) != len(grid.dims):
+                raise ValueError("Sub: %d entries in remain_dims for %d dimensions"
+                                 % (len(keep), len(grid.dims)))
+            return keep
+        keep, _ = agreed(self, "Sub", parse)
         coords = grid.coords_of(self.Get_rank())
         color = 0
         for coord, extent, kept in zip(coords, grid.dims, keep):

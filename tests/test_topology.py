@@ -350,6 +350,8 @@ def test_a_rank_with_bad_arguments_fails_its_neighbors_instead_of_hanging():
         out["objects"] = _outcome(lambda: ring.neighbor_alltoall([1] * (1 if rank == 2 else 2)))
         out["create"] = _outcome(lambda: comm.Create_graph([2, 1] if rank == 1 else [1, 2],
                                                            [0, 0]))
+        grid = comm.Create_cart([3, 1])
+        out["sub"] = _outcome(lambda: grid.Sub([True] if rank == 1 else [True, False]))
         out["after"] = ring.neighbor_allgather(rank)
         return rank, out
 
@@ -362,6 +364,7 @@ def test_a_rank_with_bad_arguments_fails_its_neighbors_instead_of_hanging():
         assert out["objects"] == ("ValueError" if rank == 2 else
                                   MPI.ERR_ARG if 2 in (left, right) else None)
         assert out["create"] == MPI.ERR_ARG
+        assert out["sub"] == ("ValueError" if rank == 1 else MPI.ERR_ARG)
         assert out["after"] == [left, right]
 
 
