@@ -30,16 +30,18 @@ def _edge_stream(outgoing, destinations, keys, shared):
     edges = [(dest, key, index) for index, (dest, key) in enumerate(zip(destinations, keys))
              if dest != constants.PROC_NULL]
     parts = [outgoing] if shared else [outgoing[index] for _, _, index in edges]
-    table = bytearray(COUNT.size + EDGE.size * len(edges))
-    COUNT.pack_into(table, 0, len(edges))
-    starts = [len(table)]
+    starts = [COUNT.size + EDGE.size * len(edges)]
     for part in parts:
         starts.append(starts[-1] + len(part))
+    stream = bytearray(starts[-1])     # written once: no copy per part, then a join
+    COUNT.pack_into(stream, 0, len(edges))
     for number, (dest, key, _) in enumerate(edges):
         which = 0 if shared else number
-        EDGE.pack_into(table, COUNT.size + number * EDGE.size, dest, key, starts[which],
+        EDGE.pack_into(stream, COUNT.size + number * EDGE.size, dest, key, starts[which],
                        len(parts[which]))
-    return b"".join([bytes(table)] + [bytes(part) for part in parts])
+    for part, start, stop in zip(parts, starts, starts[1:]):
+        stream[start:stop] = part
+    return stream
 
 
 def _edge_part(name, stream, source, me, key):
