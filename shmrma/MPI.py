@@ -22,7 +22,8 @@ else:
     from .comm import (BSEND_OVERHEAD, MESSAGE_NO_PROC, MESSAGE_NULL, Attach_buffer, Comm,
                        Detach_buffer, Flush_buffer, Iflush_buffer, Intercomm, Message)
     from .intracomm import COMM_NULL, COMM_SELF, COMM_WORLD, Intracomm
-    from .topology import Cartcomm, Compute_dims
+    from .topology import Cartcomm, Compute_dims, Topocomm
+    from .graph import UNWEIGHTED, WEIGHTS_EMPTY, Distgraphcomm, Graphcomm
     from .group import GROUP_EMPTY, GROUP_NULL, Group
     from .info import INFO_ENV, INFO_NULL, Info
     from .datatype import *  # noqa: F403

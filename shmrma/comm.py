@@ -41,7 +41,7 @@ class CommState(mailbox.CommCore):
         self.nbc = None         # the nonblocking collectives' channel (nbcarea.py), at first use
         self._bind(context, self.ranks, job.world_size(), me)
         self.info = {}
-        self.topology = None    # a topology.CartTopology for a Cartcomm
+        self.topology = None    # a topology.Topology for a Cartcomm, Graphcomm...
         self.attributes = {}    # attributes.Attributes of every handle to it
 
     def subcontext(self, kind):
@@ -380,6 +380,13 @@ def _null_status():
 
 # --- communicators ----------------------------------------------------------------
 
+# integer handle -> the communicator it names (those toint() gave out, until freed)
+_by_number = {}
+# the class of a communicator handle by its topology kind (None: none), filled by
+# intracomm.py and topology.py, which build on this module
+TOPOLOGY_CLASSES = {}
+
+
 class Comm(Attributes):
     """``MPI.Comm``; the base class is COMM_NULL's type."""
 
@@ -387,16 +394,76 @@ class Comm(Attributes):
     _attribute_kind = "Comm"
 
     def __new__(cls, comm=None):
-        # mpi4py's signature: subclasses call super().__new__(cls, comm) (its demo
-        # reductions.py does); __init__ does the rest
-        return super().__new__(cls)
-
-    def __init__(self, comm=None):
-        # Comm(other) is a new handle to the same communicator, as in mpi4py
+        # Comm(other) is a new handle to the same communicator, as in mpi4py, made
+        # here as mpi4py's __cinit__ makes it: a subclass's __new__ may pass another
+        # communicator than the one it was called with (test_subclass's do), and
+        # Python then calls __init__ with the original one
         if not isinstance(comm, (Comm, CommState, type(None))):
             raise TypeError("Comm(): expecting a communicator to take a new handle of, "
                             "got %s" % type(comm).__name__)
-        self._state_value = comm._state_value if isinstance(comm, Comm) else comm
+        handle = super().__new__(cls)
+        handle._state_value = comm._state_value if isinstance(comm, Comm) else comm
+        if handle._state_value is not None:
+            handle._check_kind(handle._state_value)
+        return handle
+
+    def __init__(self, comm=None):
+        """The handle is made in __new__."""
+
+    def _check_kind(self, state):
+        """TypeError when ``state`` is not a communicator of this class's kind
+        (a Cartcomm handle needs a Cartesian topology...)."""
+
+    @classmethod
+    def _handle_of(cls, state):
+        """A handle of this class to ``state``, made as mpi4py's New(type(self)) makes
+        one: without calling a subclass's __new__ (Dup and Clone return Self)."""
+        handle = super(Comm, cls).__new__(cls)
+        handle._state_value = state
+        return handle
+
+    def _own_class(self):
+        """The class of this handle's duplicates."""
+        return type(self)
+
+    def Dup(self, info=None):
+        """A new communicator of the same group and topology, of this handle's class."""
+        from .intracomm import duplicate    # every shmrma communicator is an intracomm
+        return duplicate(self, info)
+
+    def Clone(self):
+        return self.Dup()
+
+    def Dup_with_info(self, info):
+        return self.Dup(info)
+
+    # --- integer and Fortran handles (MPI-4.1 MPI_Comm_toint, MPI_Comm_c2f) ---
+    def toint(self):
+        """The integer handle of the communicator: 0 for COMM_NULL; Comm.fromint
+        makes a handle to it while it lives."""
+        state = self._state_value
+        if state is None or state.freed:
+            return 0
+        _by_number[state.context + 1] = state
+        return state.context + 1
+
+    py2f = toint
+
+    @classmethod
+    def fromint(cls, number):
+        """A handle to the communicator of integer handle ``number``, of the class its
+        kind asks for (Intracomm, Cartcomm, Graphcomm, Distgraphcomm), as mpi4py's."""
+        number = operator.index(number)
+        if number == 0:
+            return Comm()
+        state = _by_number.get(number)
+        if state is None or state.freed:
+            errors.fail(errors.ERR_COMM, "%d is not the integer handle of a live "
+                        "communicator; pass what toint() returned" % number)
+        kind = None if state.topology is None else state.topology.kind
+        return TOPOLOGY_CLASSES[kind]._handle_of(state)
+
+    f2py = fromint
 
     # --- attributes (attributes.py) ---
     def _attributes(self):
@@ -489,7 +556,8 @@ class Comm(Attributes):
     name = property(Get_name, Set_name)
 
     def Get_topology(self):
-        """MPI.CART for a Cartcomm, else MPI.UNDEFINED."""
+        """MPI.CART, MPI.GRAPH or MPI.DIST_GRAPH for a communicator with that
+        topology, else MPI.UNDEFINED."""
         topology = self._s.topology
         return constants.UNDEFINED if topology is None else topology.kind
 
@@ -552,6 +620,7 @@ class Comm(Attributes):
                 area.close()
         if state.nbc is not None:
             state.nbc.free()
+        _by_number.pop(state.context + 1, None)
         state.freed = True
         self._state_value = None
 

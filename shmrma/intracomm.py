@@ -4,7 +4,8 @@ import operator
 
 from . import constants, errors, job
 from .collective import Collectives
-from .comm import HANDSHAKE, Comm, CommState, Completed, claim_slot, release_slot
+from .comm import (HANDSHAKE, TOPOLOGY_CLASSES, Comm, CommState, Completed, claim_slot,
+                   release_slot)
 from .nonblocking import NonblockingCollectives
 from .persistent import PersistentCollectives
 from .request import Request, Status
@@ -14,18 +15,6 @@ _IDUP_TAG = -1000   # below every user tag: Idup's plans never meet Create_group
 
 class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm):
     """``MPI.Intracomm``."""
-
-    def Dup(self, info=None):
-        comm = self.Split(0, self._s.rank)
-        if info is not None:
-            comm.Set_info(info)
-        self._copy_attributes_to(comm)
-        return comm
-
-    Clone = Dup
-
-    def Dup_with_info(self, info):
-        return self.Dup(info)
 
     def Idup(self, info=None):
         """Nonblocking Dup: (the new communicator, a request). Rank 0 plans the new
@@ -40,7 +29,7 @@ class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm
             arrived = Completed(result=plan)
         else:
             arrived = self._irecv(0, _IDUP_TAG, None, HANDSHAKE)
-        comm = Intracomm()
+        comm = self._own_class()._handle_of(None)
         return comm, _Duplication(arrived, self, comm, info)
 
     def Idup_with_info(self, info):
@@ -75,9 +64,34 @@ class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm
         ranks = [state.ranks[r] for _, r in members[color]]
         return Intracomm(CommState(base + index, ranks, slots[index]))
 
+    # --- process topologies (topology.py and graph.py build on this module) ---
     def Create_cart(self, dims, periods=None, reorder=False):
-        from .topology import create_cart   # topology.py builds on this module
+        from .topology import create_cart
         return create_cart(self, dims, periods, reorder)
+
+    def Cart_map(self, dims, periods=None):
+        from .topology import cart_map
+        return cart_map(self, dims, periods)
+
+    def Create_graph(self, index, edges, reorder=False):
+        from .graph import create_graph
+        return create_graph(self, index, edges, reorder)
+
+    def Graph_map(self, index, edges):
+        from .graph import graph_map
+        return graph_map(self, index, edges)
+
+    def Create_dist_graph_adjacent(self, sources, destinations, sourceweights=None,
+                                   destweights=None, info=None, reorder=False):
+        from .graph import create_dist_graph_adjacent
+        return create_dist_graph_adjacent(self, sources, destinations, sourceweights,
+                                          destweights, info, reorder)
+
+    def Create_dist_graph(self, sources, degrees, destinations, weights=None, info=None,
+                          reorder=False):
+        from .graph import create_dist_graph
+        return create_dist_graph(self, sources, degrees, destinations, weights, info,
+                                 reorder)
 
     def Split_type(self, split_type, key=0, info=None):
         if split_type == constants.UNDEFINED:
@@ -111,6 +125,18 @@ class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm
         return Intracomm(CommState(base, world_ranks, slots[0]))
 
 
+def duplicate(comm, info=None):
+    """``comm.Dup``: a new communicator of the same group and topology, with a handle
+    of ``comm``'s class (Self, as mpi4py's Dup: a subclass's Dup gives that subclass)."""
+    state = Intracomm._handle_of(comm._s).Split(0, comm._s.rank)._s
+    state.topology = comm._s.topology   # topologies never change: shared
+    copy = comm._own_class()._handle_of(state)
+    if info is not None:
+        copy.Set_info(info)
+    comm._copy_attributes_to(copy)
+    return copy
+
+
 class _Duplication(Request):
     """Idup's request: complete once rank 0's plan arrived; completing it makes
     ``comm`` the duplicate (or raises the error rank 0 met planning it)."""
@@ -128,7 +154,9 @@ class _Duplication(Request):
                 self._error = plan
             else:
                 base, slots = plan
-                self._comm._state_value = CommState(base, self._parent._s.ranks, slots[0])
+                state = CommState(base, self._parent._s.ranks, slots[0])
+                state.topology = self._parent._s.topology
+                self._comm._state_value = state
                 if self._info is not None:
                     self._comm.Set_info(self._info)
                 self._parent._copy_attributes_to(self._comm)
@@ -196,8 +224,13 @@ def _checked_subset(group, state):
 class _Predefined(Intracomm):
     """COMM_WORLD and COMM_SELF: bound to the world of whichever rank uses them."""
 
-    def __init__(self, which):
-        self._which = which
+    def __new__(cls, which):
+        handle = super(Comm, cls).__new__(cls)
+        handle._which = which
+        return handle
+
+    def _own_class(self):
+        return Intracomm
 
     @property
     def _state_value(self):
@@ -229,3 +262,4 @@ def _forget_predefined():
 COMM_WORLD = _Predefined("COMM_WORLD")
 COMM_SELF = _Predefined("COMM_SELF")
 COMM_NULL = Intracomm()
+TOPOLOGY_CLASSES[None] = Intracomm

@@ -1,5 +1,5 @@
-"""Persistent collective operations (MPI-4.0 §6.12): ``Barrier_init``,
-``Bcast_init`` ... ``Exscan_init``.
+"""Persistent collective operations (MPI-4.0 §6.12, §7.8): ``Barrier_init``,
+``Bcast_init`` ... ``Exscan_init`` and ``Neighbor_*_init``.
 
 Each returns an inactive ``MPI.Prequest``; ``Start`` begins the nonblocking
 collective of the same name (Ibarrier, Ibcast...) on the arguments given at init,
@@ -71,3 +71,25 @@ class PersistentCollectives:
 
     def Exscan_init(self, sendbuf, recvbuf, op=ops.SUM, info=None):
         return self._persistent(self.Iexscan, info, sendbuf, recvbuf, op)
+
+
+class PersistentNeighborCollectives:
+    """The ``Neighbor_*_init`` calls of a topology communicator (which gives the
+    Ineighbor_* calls, neighbor.py)."""
+
+    _persistent = PersistentCollectives._persistent
+
+    def Neighbor_allgather_init(self, sendbuf, recvbuf, info=None):
+        return self._persistent(self.Ineighbor_allgather, info, sendbuf, recvbuf)
+
+    def Neighbor_allgatherv_init(self, sendbuf, recvbuf, info=None):
+        return self._persistent(self.Ineighbor_allgatherv, info, sendbuf, recvbuf)
+
+    def Neighbor_alltoall_init(self, sendbuf, recvbuf, info=None):
+        return self._persistent(self.Ineighbor_alltoall, info, sendbuf, recvbuf)
+
+    def Neighbor_alltoallv_init(self, sendbuf, recvbuf, info=None):
+        return self._persistent(self.Ineighbor_alltoallv, info, sendbuf, recvbuf)
+
+    def Neighbor_alltoallw_init(self, sendbuf, recvbuf, info=None):
+        return self._persistent(self.Ineighbor_alltoallw, info, sendbuf, recvbuf)

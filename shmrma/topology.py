@@ -1,8 +1,11 @@
-"""Cartesian process topologies (MPI-3.1 §7.5): ``MPI.Compute_dims``,
-``comm.Create_cart`` and ``MPI.Cartcomm``.
+"""Process topologies (MPI-3.1 chapter 7): what every topology communicator shares
+(``MPI.Topocomm``: its neighbors, the neighborhood collectives of neighbor.py)
+and the Cartesian one (``MPI.Compute_dims``, ``comm.Create_cart``, ``Cart_map``,
+``MPI.Cartcomm``); graph.py has the graph topologies.
 
-A Cartcomm is an Intracomm (a Split of its parent; ``reorder`` never moves a
-rank) whose state knows its grid: rank r sits at the coordinates of r in
+A topology communicator is an Intracomm (a Split of its parent; ``reorder``
+never moves a rank) whose state holds its Topology, which never changes, so
+duplicates share it. A Cartcomm's rank r sits at the coordinates of r in
 row-major order. ``Compute_dims`` picks the factors MPICH picks, the most
 balanced ones: of all non-increasing factorizations, the lexicographically
 smallest (checked against MPICH 5.0 for 1-129 processes in 1-4 dimensions).
@@ -11,10 +14,41 @@ import operator
 
 from . import constants, errors
 from .buffers import is_integral
+from .comm import TOPOLOGY_CLASSES
 from .intracomm import COMM_NULL, Intracomm
+from .neighbor import NeighborCollectives
+from .persistent import PersistentNeighborCollectives
 
 
-class CartTopology:
+class Topology:
+    """What a topology communicator knows of its neighbors, at every member."""
+
+    kind = None
+
+    def edges(self, rank):
+        """(in-neighbors, out-neighbors) of ``rank``, in MPI's order; PROC_NULL where
+        a Cartesian grid has no neighbor."""
+        raise NotImplementedError
+
+    def keys(self, rank):
+        """(in-keys, out-keys) of ``rank``'s edges: the message along out-edge k to d
+        is the one d takes along its in-edge from this rank with the same key. Between
+        two ranks joined by several edges, the i-th out-edge meets the i-th in-edge
+        (MPI-3.1 §7.6: as messages between them are ordered)."""
+        inedges, outedges = self.edges(rank)
+        return _occurrences(inedges), _occurrences(outedges)
+
+
+def _occurrences(ranks):
+    """For each entry, how many times its rank came before it."""
+    seen, keys = {}, []
+    for rank in ranks:
+        keys.append(seen.get(rank, 0))
+        seen[rank] = keys[-1] + 1
+    return keys
+
+
+class CartTopology(Topology):
     """The grid of a Cartcomm: ``dims`` and ``periods`` (0/1) per dimension."""
 
     kind = constants.CART
@@ -45,6 +79,29 @@ class CartTopology:
                             % (call, coord, axis, extent - 1))
             rank = rank * extent + coord
         return rank
+
+    def neighbor(self, rank, direction, step):
+        """The rank ``step`` away along ``direction``; PROC_NULL past the edge of a
+        dimension that is not periodic."""
+        moved = self.coords_of(rank)
+        moved[direction] += step
+        extent = self.dims[direction]
+        if not self.periods[direction] and not 0 <= moved[direction] < extent:
+            return constants.PROC_NULL
+        return self.rank_of(moved, "Shift")
+
+    def edges(self, rank):
+        """For each dimension the -1 then the +1 neighbor, both ways (MPI-3.1 §7.6)."""
+        neighbors = [self.neighbor(rank, direction, step)
+                     for direction in range(len(self.dims)) for step in (-1, 1)]
+        return neighbors, neighbors
+
+    def keys(self, rank):
+        # what goes to the -1 neighbor arrives at it from its +1 neighbor: along a
+        # periodic dimension of 1 or 2 processes, where both neighbors are one rank,
+        # the direction tells the messages apart (as MPICH does)
+        count = 2 * len(self.dims)
+        return list(range(count)), [k ^ 1 for k in range(count)]
 
 
 def Compute_dims(nnodes, dims):  # noqa: N802 - MPI's name
@@ -83,51 +140,135 @@ def _balanced(n, count, largest=None):
 
 
 def create_cart(comm, dims, periods=None, reorder=False):
-    """``comm.Create_cart``: collective; ranks beyond the grid get COMM_NULL (all of
-    them for a dimension of 0 processes, as MPICH)."""
-    dims = [operator.index(d) for d in dims]
-    periods = [False] * len(dims) if periods is None else list(periods)
-    if len(periods) != len(dims):
-        raise ValueError("Create_cart: %d periods for %d dimensions; give one per "
-                         "dimension" % (len(periods), len(dims)))
-    if any(d < 0 for d in dims):
-        errors.fail(errors.ERR_DIMS, "Create_cart: dims %s; a dimension has 0 or more "
-                    "processes" % dims)
-    nodes = 1
-    for d in dims:
-        nodes *= d
+    """``comm.Create_cart``: collective; ranks beyond the grid get a null Cartcomm
+    (all of them for a dimension of 0 processes, as MPICH)."""
+    def parse():
+        grid = CartTopology(*_grid_arguments(dims, periods))
+        if any(d < 0 for d in grid.dims):
+            errors.fail(errors.ERR_DIMS, "Create_cart: dims %s; a dimension has 0 or "
+                        "more processes" % grid.dims)
+        nodes = _product(grid.dims)
+        if nodes > comm.Get_size():
+            errors.fail(errors.ERR_ARG, "Create_cart: a %s grid needs %d processes, the "
+                        "communicator has %d" % ("x".join(map(str, grid.dims)), nodes,
+                                                 comm.Get_size()))
+        return grid, nodes
+    (grid, nodes), _ = agreed(comm, "Create_cart", parse)
+    rank = comm.Get_rank()
+    return with_topology(Cartcomm, comm.Split(0 if rank < nodes else constants.UNDEFINED,
+                                              rank), grid)
+
+
+def cart_map(comm, dims, periods=None):
+    """``comm.Cart_map``: this rank's rank in the grid (it stays where it is), or
+    UNDEFINED beyond it; local."""
+    dims, _ = _grid_arguments(dims, periods)
+    nodes = _product(dims)
     if nodes > comm.Get_size():
-        errors.fail(errors.ERR_ARG, "Create_cart: a %s grid needs %d processes, the "
+        errors.fail(errors.ERR_DIMS, "Cart_map: a %s grid needs %d processes, the "
                     "communicator has %d" % ("x".join(map(str, dims)), nodes,
                                              comm.Get_size()))
+    # a negative dimension gives UNDEFINED everywhere, as MPICH answers (an accident
+    # of its product test that mpi4py passes on)
     rank = comm.Get_rank()
-    return _with_grid(comm.Split(0 if rank < nodes else constants.UNDEFINED, rank),
-                 CartTopology(dims, periods))
+    return rank if rank < nodes else constants.UNDEFINED
 
 
-def _with_grid(comm, topology):
+def _grid_arguments(dims, periods):
+    """(dims, periods) as mpi4py reads them: ints, and periods None (none periodic),
+    one bool for all dimensions, or one entry per dimension."""
+    dims = [operator.index(d) for d in dims]
+    if periods is None:
+        periods = False
+    if isinstance(periods, bool):
+        periods = [periods] * len(dims)
+    periods = [operator.index(p) for p in periods]
+    if len(periods) != len(dims):
+        raise ValueError("expecting %d items, got %d: one period per dimension"
+                         % (len(dims), len(periods)))
+    return dims, periods
+
+
+def _product(values):
+    product = 1
+    for value in values:
+        product *= value
+    return product
+
+
+def agreed(comm, call, parse):
+    """Run ``parse()`` at every rank of ``comm``, collectively: (this rank's result,
+    every rank's), or the error a rank met, raised at every rank (the others naming
+    it) so that nobody waits for a rank that gave up."""
+    try:
+        mine, error, error_class = parse(), None, 0
+    except (errors.Exception, ValueError, TypeError) as exc:
+        mine, error = None, exc
+        error_class = (exc.Get_error_class() if isinstance(exc, errors.Exception)
+                       else errors.ERR_ARG)
+    everyone = comm.allgather((error_class, mine))
+    if error is not None:
+        raise error
+    for rank, (error_class, _) in enumerate(everyone):
+        if error_class:
+            errors.fail(error_class, "%s: rank %d could not use its arguments (its own "
+                        "error says why); it is collective, so every rank fails"
+                        % (call, rank))
+    return mine, [result for _, result in everyone]
+
+
+def with_topology(cls, comm, topology):
+    """A ``cls`` handle to ``comm`` (a Split's result) with ``topology``; a null one
+    where the Split gave COMM_NULL, as mpi4py gives."""
     if comm == COMM_NULL:
-        return COMM_NULL
+        return cls()
     comm._s.topology = topology
-    return Cartcomm(comm)
+    return cls._handle_of(comm._s)
 
 
-class Cartcomm(Intracomm):
+class Topocomm(PersistentNeighborCollectives, NeighborCollectives, Intracomm):
+    """``MPI.Topocomm``: the intracommunicators with a topology, their neighbors and
+    their neighborhood collectives (neighbor.py)."""
+
+    _kind = None
+    _expecting = "a topology communicator"
+
+    def _check_kind(self, state):
+        topology = state.topology
+        if topology is None or self._kind not in (None, topology.kind):
+            raise TypeError("expecting %s" % self._expecting)
+
+    @property
+    def _topology(self):
+        return self._s.topology
+
+    @property
+    def inoutedges(self):
+        """(incoming neighbors, outgoing neighbors)."""
+        inedges, outedges = self._topology.edges(self.Get_rank())
+        return list(inedges), list(outedges)
+
+    @property
+    def degrees(self):
+        """(number of incoming neighbors, number of outgoing neighbors)."""
+        inedges, outedges = self._topology.edges(self.Get_rank())
+        return len(inedges), len(outedges)
+
+    indegree = property(lambda self: self.degrees[0])
+    outdegree = property(lambda self: self.degrees[1])
+    inedges = property(lambda self: self.inoutedges[0])
+    outedges = property(lambda self: self.inoutedges[1])
+
+
+class Cartcomm(Topocomm):
     """``MPI.Cartcomm``: an intracommunicator with a Cartesian grid."""
 
-    def __init__(self, comm=None):
-        super().__init__(comm)
-        state = self._state_value
-        if state is not None and not isinstance(state.topology, CartTopology):
-            raise TypeError("expecting a Cartesian communicator (one Create_cart made)")
+    _kind = constants.CART
+    _expecting = "a Cartesian communicator"
 
     @property
     def _grid(self):
-        topology = self._s.topology
-        if not isinstance(topology, CartTopology):
-            errors.fail(errors.ERR_TOPOLOGY, "this communicator has no Cartesian topology; "
-                        "make one with Create_cart")
-        return topology
+        return self._topology
 
     def Get_dim(self):
         return len(self._grid.dims)
@@ -161,39 +302,30 @@ class Cartcomm(Intracomm):
         if not 0 <= direction < len(grid.dims):
             errors.fail(errors.ERR_ARG, "Shift: direction %d is not a dimension of this "
                         "grid (0..%d)" % (direction, len(grid.dims) - 1))
-        coords = grid.coords_of(self.Get_rank())
-        return tuple(self._neighbour(grid, coords, direction, step)
+        return tuple(grid.neighbor(self.Get_rank(), direction, step)
                      for step in (-disp, disp))
-
-    @staticmethod
-    def _neighbour(grid, coords, direction, step):
-        moved = list(coords)
-        moved[direction] += step
-        extent = grid.dims[direction]
-        if not grid.periods[direction] and not 0 <= moved[direction] < extent:
-            return constants.PROC_NULL
-        return grid.rank_of(moved, "Shift")
 
     def Sub(self, remain_dims):
         """The grids of the kept dimensions: collective, one per combination of the
         dropped coordinates."""
         grid = self._grid
-        keep = [bool(k) for k in remain_dims]
-        if len(keep) != len(grid.dims):
-            raise ValueError("Sub: %d entries in remain_dims for %d dimensions"
-                             % (len(keep), len(grid.dims)))
+
+        def parse():
+            keep = [bool(k) for k in remain_dims]
+            if len(keep) != len(grid.dims):
+                raise ValueError("Sub: %d entries in remain_dims for %d dimensions"
+                                 % (len(keep), len(grid.dims)))
+            return keep
+        keep, _ = agreed(self, "Sub", parse)
         coords = grid.coords_of(self.Get_rank())
         color = 0
         for coord, extent, kept in zip(coords, grid.dims, keep):
             if not kept:
                 color = color * extent + coord
         kept = [i for i, k in enumerate(keep) if k]
-        return _with_grid(self.Split(color, self.Get_rank()),
-                     CartTopology([grid.dims[i] for i in kept],
-                                  [grid.periods[i] for i in kept]))
+        return with_topology(Cartcomm, self.Split(color, self.Get_rank()),
+                             CartTopology([grid.dims[i] for i in kept],
+                                          [grid.periods[i] for i in kept]))
 
-    def Dup(self, info=None):
-        grid = self._grid
-        return _with_grid(super().Dup(info), CartTopology(grid.dims, grid.periods))
 
-    Clone = Dup
+TOPOLOGY_CLASSES[constants.CART] = Cartcomm

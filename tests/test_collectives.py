@@ -780,3 +780,26 @@ def test_persistent_collectives_run_anew_at_each_start(nprocs):
         assert sums == [[sum(range(size)) + step * size, size] for step in range(3)]
         assert box == 102 and gathered == list(range(size)) and inactive is True
         assert errors == ["TypeError", MPI.ERR_COMM]
+
+
+@pytest.mark.timeout(60)
+def test_persistent_neighbor_collectives_on_a_ring():
+    """MPI-4.0 §7.8: Neighbor_allgather_init on a periodic ring gives, at each Start,
+    the values the two neighbours hold then (the -1 neighbour's first)."""
+    def body():
+        ring = MPI.COMM_WORLD.Create_cart([MPI.COMM_WORLD.size], [True])
+        mine, got = np.zeros(1), np.zeros(2)
+        request = ring.Neighbor_allgather_init(mine, got)
+        rounds = []
+        for step in range(2):
+            mine[0] = 10 * step + ring.rank
+            request.Start()
+            request.Wait()
+            rounds.append(got.tolist())
+        request.Free()
+        ring.Free()
+        return rounds
+
+    for rank, rounds in enumerate(shmrma.launch(body, 3, timeout=50)):
+        assert rounds == [[10 * step + (rank - 1) % 3, 10 * step + (rank + 1) % 3]
+                          for step in range(2)]
