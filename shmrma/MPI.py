@@ -31,7 +31,7 @@ else:
     from .op import *  # noqa: F403
     from .op import Op
     from .derived import ORDER_C, ORDER_F, ORDER_FORTRAN
-    from . import pack  # noqa: F401 - gives Datatype its Pack calls
+    from . import pack as _pack  # noqa: F401 - gives Datatype its Pack calls
     from .errhandler import (ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL, ERRORS_RETURN,
                              Errhandler)
     from .assertions import (MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOPUT, MODE_NOSTORE,

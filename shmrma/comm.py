@@ -471,7 +471,7 @@ class Comm(Attributes):
 
     def _predefined_attribute(self, keyval):
         state = self._s
-        return {attributes.TAG_UB: constants.MAX_TAG,
+        return {attributes.TAG_UB: mailbox.MAX_TAG,
                 attributes.IO: constants.ANY_SOURCE,       # every rank can do I/O
                 attributes.WTIME_IS_GLOBAL: 1,      # Wtime reads the machine's one clock
                 attributes.UNIVERSE_SIZE: job.world_size(),     # no Spawn: the job is all
@@ -642,9 +642,9 @@ class Comm(Attributes):
         tag = operator.index(tag)
         if wildcard and tag == constants.ANY_TAG:
             return tag
-        if not 0 <= tag <= constants.MAX_TAG:
+        if not 0 <= tag <= mailbox.MAX_TAG:
             errors.fail(errors.ERR_TAG, "tag %r is invalid; tags are 0..%d%s"
-                        % (tag, constants.MAX_TAG, " or ANY_TAG" if wildcard else ""))
+                        % (tag, mailbox.MAX_TAG, " or ANY_TAG" if wildcard else ""))
         return tag
 
     # --- point-to-point core ---

@@ -5,7 +5,6 @@ PROC_NULL = -1
 ANY_SOURCE = -2
 ANY_TAG = -1
 ROOT = -3
-MAX_TAG = 2**31 - 1     # the value of the TAG_UB attribute (MPI.TAG_UB is its keyval)
 KEYVAL_INVALID = 0x24000000   # MPICH's: no attribute key (mpi4py's tests compare keys with it)
 
 # group and communicator comparison

@@ -60,6 +60,7 @@ SYNC_IDS = 1 << 23  # ids wrap below 2**31 (the flags are an int32)
 # handshakes, nonblocking collectives, synchronous sends' acknowledgements, the
 # blocks of partitioned sends
 P2P, COLLECTIVE, HANDSHAKE, NONBLOCKING, SYNC_ACK, PARTITIONED = 0, 1, 2, 3, 4, 5
+MAX_TAG = 2**31 - 1     # the largest tag; the value of the TAG_UB attribute (MPI.TAG_UB: its keyval)
 SUBCONTEXTS = 8
 MASK32 = 0xFFFFFFFF
 
@@ -407,7 +408,7 @@ def _setup_native():
         flag_sync=FLAG_SYNC, sync_shift=SYNC_SHIFT, pad_flag=PAD_FLAG,
         subcontexts=SUBCONTEXTS, sync_ack=SYNC_ACK, any_source=constants.ANY_SOURCE,
         any_tag=constants.ANY_TAG, err_truncate=errors.ERR_TRUNCATE, p2p=P2P,
-        tag_ub=constants.MAX_TAG, wait_slice=job.WAIT_SLICE, miss=MISS,
+        tag_ub=MAX_TAG, wait_slice=job.WAIT_SLICE, miss=MISS,
         flag_staged=FLAG_STAGED, flag_staging=FLAG_STAGING, staging_header=STAGING_HEADER,
         status_type=Status)
     _native.pickle_setup(pickle.dumps, pickle.loads, PICKLE_PROTOCOL)
