@@ -199,7 +199,10 @@ def _forget_allocations():
 
 
 def get_address(location):
-    """``MPI.Get_address``: the address of a buffer's first byte."""
+    """``MPI.Get_address``: the address of a buffer's first byte; None is the null
+    address, as MPI.BOTTOM is (mpi4py)."""
+    if location is None:
+        return 0
     if isinstance(location, int):
         return int(location)
     view = buffers.as_view(location, writable=False)

@@ -297,3 +297,4 @@ def test_addresses():
     assert MPI.Aint_add(base, 24) == base + 24
     assert MPI.Aint_diff(MPI.Aint_add(base, 24), base) == 24
     assert MPI.Aint_diff(100, 5) == 95
+    assert MPI.Get_address(None) == MPI.Get_address(MPI.BOTTOM) == 0     # as mpi4py
