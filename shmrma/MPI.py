@@ -17,6 +17,7 @@ else:
                               Query_thread, VERSION, SUBVERSION, Wtick, Wtime, get_vendor)
     from .memory import Alloc_mem, Free_mem, get_address as Get_address
     from .request import REQUEST_NULL, Grequest, Prequest, Request, Status
+    from .msgpickle import Pickle, pickle
     from .comm import (BSEND_OVERHEAD, MESSAGE_NO_PROC, MESSAGE_NULL, Attach_buffer, Comm,
                        Detach_buffer, Message)
     from .intracomm import COMM_NULL, COMM_SELF, COMM_WORLD, Intracomm
