@@ -20,7 +20,10 @@ else:
     from .msgpickle import Pickle, pickle
     from .comm import (BSEND_OVERHEAD, MESSAGE_NO_PROC, MESSAGE_NULL, Attach_buffer, Comm,
                        Detach_buffer, Message)
+    from .intercomm import Intercomm
     from .intracomm import COMM_NULL, COMM_SELF, COMM_WORLD, Intracomm
+    from .commlock import (comm_lock as _comm_lock, commctx_inter as _commctx_inter,
+                           commctx_intra as _commctx_intra, lock_table as _comm_lock_table)
     from .topology import Cartcomm, Compute_dims
     from .group import GROUP_EMPTY, GROUP_NULL, Group
     from .info import INFO_ENV, INFO_NULL, Info

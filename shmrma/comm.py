@@ -22,7 +22,7 @@ class CommState(mailbox.CommCore):
     its base holds what the point-to-point fast paths need of it."""
 
     __slots__ = ("context", "ranks", "rank", "slot", "name", "world_to_rank", "info",
-                 "topology", "area", "large_area", "nbc")
+                 "topology", "area", "large_area", "nbc", "locks", "commctx")
 
     def __init__(self, context, ranks, slot, name=""):
         self.context = context
@@ -38,6 +38,8 @@ class CommState(mailbox.CommCore):
         self._bind(context, self.ranks, job.world_size(), me)
         self.info = {}
         self.topology = None    # a topology.CartTopology for a Cartcomm
+        self.locks = None       # commlock.py's lock table, at first use
+        self.commctx = None     # commlock.py's private duplicate, at first use
 
     def subcontext(self, kind):
         return self.context * SUBCONTEXTS + kind
@@ -151,12 +153,13 @@ class Receive(Request):
     """A receive into a buffer (``target`` set) or of a pickled object: the
     transport's core, and what completing it means for the caller."""
 
-    def __init__(self, state, core, finish=None):
+    def __init__(self, state, core, finish=None, loads=None):
         self._null = False
         self._done = False
         self.state = state
         self.core = core
         self.finish = finish        # what turns the bytes received into the user's buffer
+        self.loads = loads or _loads    # what turns them into an object (MPI.pickle's)
         self._status = Status()
 
     def _poll(self):
@@ -177,7 +180,7 @@ class Receive(Request):
                 % (core.count, source, core.tag, core.capacity))
         elif core.target is None:
             # an empty message is None, as mpi4py loads it (collective failure notices)
-            self._result = _loads(core.payload) if core.count else None
+            self._result = self.loads(core.payload) if core.count else None
         else:
             self._convert(core.count)
         self._done = True
@@ -417,6 +420,8 @@ class Comm:
         if state.slot is not None and release_slot(job.current(), state.slot):
             from . import nbcarea
             nbcarea.unlink_channel(state)   # the last member out: nobody maps it any more
+        if state.commctx is not None:
+            state.commctx.dup.Free()    # mpi4py frees it with its communicator
         state._unbind_areas()       # the fast paths must not reach them any more
         for area in (state.area, state.large_area):     # collarea.Area objects
             if area is not None:
@@ -471,7 +476,7 @@ class Comm:
             return sent
         return SyncSend(sent, self._irecv(dest, sync_id, _NO_BYTES, SYNC_ACK), dest)
 
-    def _irecv(self, source, tag, target, kind=P2P, finish=None):
+    def _irecv(self, source, tag, target, kind=P2P, finish=None, loads=None):
         state = self._s
         source = self._peer(source, "source", wildcard=True)
         tag = self._tag(tag, wildcard=True) if kind == P2P else tag
@@ -479,7 +484,7 @@ class Comm:
             return Completed(_null_status())
         world_source = source if source == constants.ANY_SOURCE else state.ranks[source]
         core = mailbox.mailbox().irecv(state.subcontext(kind), world_source, tag, target)
-        return Receive(state, core, finish)
+        return Receive(state, core, finish, loads)
 
     # --- buffers ---
     # As in mpi4py, the buffer of a PROC_NULL peer is not looked at.

@@ -1,9 +1,10 @@
 """Intracommunicators: creating them (Dup, Split, Create, Create_group) and
 the predefined COMM_WORLD, COMM_SELF and COMM_NULL."""
 import operator
+import pickle
 
 from . import constants, errors, job
-from .collective import Collectives
+from .collective import Collectives, own_allgather, own_bcast, own_dumps
 from .comm import HANDSHAKE, Comm, CommState, claim_slot, release_slot
 from .nonblocking import NonblockingCollectives
 
@@ -27,7 +28,7 @@ class Intracomm(NonblockingCollectives, Collectives, Comm):
         # checked after the exchange, so a bad color on one rank fails every rank
         # instead of leaving the others waiting for it
         choices = [_split_choice(rank, choice)
-                   for rank, choice in enumerate(self.allgather((color, key)))]
+                   for rank, choice in enumerate(own_allgather(self, (color, key)))]
         color = choices[state.rank][0]
         colors = sorted({c for c, _ in choices if c != constants.UNDEFINED})
         members = {c: sorted((k, r) for r, (cc, k) in enumerate(choices) if cc == c)
@@ -35,7 +36,7 @@ class Intracomm(NonblockingCollectives, Collectives, Comm):
         plan = None
         if state.rank == 0:
             plan = _allocate_or_error(len(colors), [len(members[c]) for c in colors])
-        base, slots = _planned(self.bcast(plan, 0))
+        base, slots = _planned(own_bcast(self, plan, 0))
         if color == constants.UNDEFINED:
             return COMM_NULL
         index = colors.index(color)
@@ -70,10 +71,10 @@ class Intracomm(NonblockingCollectives, Collectives, Comm):
         if state.rank == leader:
             plan = _allocate_or_error(1, [len(world_ranks)])
             for world in world_ranks[1:]:
-                self._isend_bytes(_pickle(plan), state.world_to_rank[world], tag, True,
+                self._isend_bytes(own_dumps(plan), state.world_to_rank[world], tag, True,
                                   HANDSHAKE)
         else:
-            plan = self._irecv(leader, tag, None, HANDSHAKE).wait()
+            plan = self._irecv(leader, tag, None, HANDSHAKE, loads=pickle.loads).wait()
         base, slots = _planned(plan)
         return Intracomm(CommState(base, world_ranks, slots[0]))
 
@@ -89,11 +90,6 @@ def _split_choice(rank, choice):
         errors.fail(errors.ERR_ARG, "Split: rank %d passed color %d; a color is an int >= 0 "
                     "or UNDEFINED" % (rank, color))
     return color, key
-
-
-def _pickle(obj):
-    from .comm import _dumps
-    return _dumps(obj)
 
 
 def _allocate_or_error(count, sizes):

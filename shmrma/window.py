@@ -17,6 +17,7 @@ from . import (constants, dynamic, errhandler, errors, fastpath, job, memory, se
                winchange)
 from .control import CONTROL_HEADER, POST_CELL, RANK_CONTROL
 from .active import ActiveTarget
+from .collective import own_allgather, own_bcast
 from .group import Group, make_group
 from .info import Info, to_dict
 from .intracomm import COMM_SELF
@@ -102,7 +103,7 @@ def _segment_problem(exc, nbytes):
 
 def _agree(comm, local):
     """Allgather each rank's (problem, data); raise the first problem on every rank."""
-    entries = comm.allgather(local)
+    entries = own_allgather(comm, local)
     for rank, (problem, _) in enumerate(entries):
         if problem is not None:
             error_class, message = problem
@@ -469,7 +470,7 @@ class WindowState:
                 plan = (None, segment.name)
             except Exception as exc:  # noqa: BLE001 - every rank must hear of it
                 plan = (_segment_problem(exc, nbytes), None)
-        problem, name = self.comm.bcast(plan, 0)
+        problem, name = own_bcast(self.comm, plan, 0)
         if problem is not None:
             errors.fail(problem[0], "window creation failed on rank 0: %s" % problem[1])
         if segment is None:
