@@ -11,7 +11,9 @@ else:
     from .constants import *  # noqa: F403
     from .errors import *  # noqa: F403
     from .errors import Exception
-    from .environment import (Aint_add, Aint_diff, Finalize, Get_error_class, Get_error_string,
+    from .environment import (Add_error_class, Add_error_code, Add_error_string,
+                              Remove_error_class, Remove_error_code, Remove_error_string,
+                              Aint_add, Aint_diff, Finalize, Get_error_class, Get_error_string,
                               Get_library_version, Get_processor_name, Get_version, Init,
                               Init_thread, Is_finalized, Is_initialized, Is_thread_main,
                               Query_thread, VERSION, SUBVERSION, Wtick, Wtime, get_vendor)
@@ -32,6 +34,7 @@ else:
     from .op import *  # noqa: F403
     from .op import Op
     from .derived import ORDER_C, ORDER_F, ORDER_FORTRAN
+    from .session import SESSION_NULL, Session
     from .errhandler import (ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL, ERRORS_RETURN,
                              Errhandler)
     from .assertions import (MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOPUT, MODE_NOSTORE,

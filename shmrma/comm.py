@@ -10,7 +10,7 @@ import operator
 import os
 import sys
 
-from . import atomic, buffers, constants, errors, job, mailbox
+from . import atomic, buffers, constants, errhandler, errors, job, mailbox
 from .group import make_group
 from .request import Prequest, Request, Status
 
@@ -22,7 +22,7 @@ class CommState(mailbox.CommCore):
     its base holds what the point-to-point fast paths need of it."""
 
     __slots__ = ("context", "ranks", "rank", "slot", "name", "world_to_rank", "info",
-                 "topology", "area", "large_area", "nbc", "locks", "commctx")
+                 "topology", "area", "large_area", "nbc", "locks", "commctx", "errhandler")
 
     def __init__(self, context, ranks, slot, name=""):
         self.context = context
@@ -40,6 +40,8 @@ class CommState(mailbox.CommCore):
         self.topology = None    # a topology.CartTopology for a Cartcomm
         self.locks = None       # commlock.py's lock table, at first use
         self.commctx = None     # commlock.py's private duplicate, at first use
+        # mpi4py sets ERRORS_RETURN on every communicator it makes or starts with
+        self.errhandler = errhandler.ERRORS_RETURN
 
     def subcontext(self, kind):
         return self.context * SUBCONTEXTS + kind
@@ -302,8 +304,10 @@ def _null_status():
 
 # --- communicators ----------------------------------------------------------------
 
-class Comm:
+class Comm(errhandler.ErrorHandling):
     """``MPI.Comm``; the base class is COMM_NULL's type."""
+
+    _errhandler_kind = "Comm"
 
     _state_value = None
 
@@ -314,7 +318,9 @@ class Comm:
 
     def __init__(self, comm=None):
         # Comm(other) is a new handle to the same communicator, as in mpi4py
-        self._state_value = comm._state_value if isinstance(comm, Comm) else comm
+        self._state_value = state = comm._state_value if isinstance(comm, Comm) else comm
+        if state is not None and state.errhandler is not errhandler.ERRORS_RETURN:
+            errhandler.switch_class(self, state.errhandler)  # as its other handles
 
     @property
     def _s(self):
@@ -376,9 +382,11 @@ class Comm:
         return self._s.topology is not None
 
     def Is_inter(self):
+        self._s     # COMM_NULL is neither: ERR_COMM
         return False
 
     def Is_intra(self):
+        self._s
         return True
 
     is_inter = property(Is_inter)

@@ -9,9 +9,11 @@ class Intercomm(Comm):
     """``MPI.Intercomm``."""
 
     def Is_inter(self):
+        self._s     # every handle is null: ERR_COMM
         return True
 
     def Is_intra(self):
+        self._s
         return False
 
     is_inter = property(Is_inter)

@@ -125,8 +125,10 @@ def _buffer_exporter():
 
 
 class Win(Communication, ActiveTarget, PassiveTarget, WindowBarrier, CounterCalls,
-          _buffer_exporter()):
+          errhandler.ErrorHandling, _buffer_exporter()):
     """``MPI.Win``; ``Win()`` is WIN_NULL."""
+
+    _errhandler_kind = "Win"
 
     _state = None
     _sync = None
@@ -322,18 +324,6 @@ class Win(Communication, ActiveTarget, PassiveTarget, WindowBarrier, CounterCall
 
     name = property(Get_name, Set_name)
 
-    def Get_errhandler(self):
-        return errhandler.Errhandler(self._s.errhandler._name)     # a handle of its own
-
-    def Set_errhandler(self, handler):
-        state = self._s
-        if handler not in (errhandler.ERRORS_RETURN, errhandler.ERRORS_ARE_FATAL,
-                           errhandler.ERRORS_ABORT):
-            errors.fail(errors.ERR_ARG, "the error handler must be ERRORS_RETURN, "
-                        "ERRORS_ARE_FATAL or ERRORS_ABORT, not %r" % (handler,))
-        state.errhandler = handler = errhandler.PREDEFINED[handler._name]
-        self.__class__ = Win if handler is errhandler.ERRORS_RETURN else _FATAL_WIN
-
     # --- changing the group (seed 000 §1.2.6) -------------------------------------------
     def Change_comm(self, new_comm, peer_rank):
         """Collective over ``new_comm`` and the window's communicator (winchange.py):
@@ -357,7 +347,7 @@ class Win(Communication, ActiveTarget, PassiveTarget, WindowBarrier, CounterCall
         """Drop this rank's part of the window without the collective barrier of Free."""
         self._state.release()
         self._state = None
-        self.__class__ = Win
+        errhandler.switch_class(self, errhandler.ERRORS_RETURN)
 
     def Free(self):
         state = self._s
@@ -646,5 +636,4 @@ def _buffer_over(view):
     return memory.buffer_class()(view)
 
 
-_FATAL_WIN = errhandler.fatal_variant(Win)
 WIN_NULL = Win()
