@@ -1,5 +1,5 @@
-"""Error handlers of communicators and windows, user error classes and codes,
-and the null MPI.Session (API.md §6; R33 for windows). Behaviour is mpi4py
+"""Error handlers of communicators and windows and sessions, and user error
+classes and codes (API.md §6; R33 for windows). Behaviour is mpi4py
 4.1.2's on MPICH: user handlers are called as fn(obj, error_code) and the call
 still raises; mpi4py keeps 32 live user handlers per kind.
 """
@@ -140,12 +140,3 @@ def test_user_error_classes_codes_and_strings():
 def test_negative_exception_codes_are_err_unknown_as_mpi4py():
     assert MPI.Exception(-1) == MPI.ERR_UNKNOWN
     assert MPI.Exception(MPI.ERR_LASTCODE + 1) == MPI.ERR_LASTCODE + 1
-
-
-def test_sessions_are_absent_and_say_so():
-    with pytest.raises(NotImplementedError, match="sessions"):
-        MPI.Session.Init()
-    assert not MPI.Session() and MPI.Session() == MPI.SESSION_NULL
-    with raises_mpi(MPI.ERR_SESSION):
-        MPI.SESSION_NULL.Get_num_psets()
-    assert pickle.loads(pickle.dumps(MPI.SESSION_NULL)) is MPI.SESSION_NULL
