@@ -17,7 +17,7 @@ class Intracomm(NonblockingCollectives, Collectives, Comm):
         comm = self.Split(0, self._s.rank)
         if info is not None:
             comm.Set_info(info)
-        return comm
+        return _handle_like(self, comm)
 
     Clone = Dup
 
@@ -121,6 +121,13 @@ def _allocate_or_error(count, sizes):
                 release_slot(world, slot, size)
         return exc
     return base, slots
+
+
+def _handle_like(model, comm):
+    """``comm`` as a handle of ``model``'s class, as mpi4py's Dup makes
+    (mpi4py.util.pkl5's Dup gives a pkl5.Intracomm); COMM_WORLD's gives an Intracomm."""
+    cls = getattr(type(model), "_plain_class", type(model))    # not the handled variant
+    return Intracomm(comm) if issubclass(cls, _Predefined) else cls(comm)
 
 
 def _created_by_leader(channel, world_ranks, tag, label=None):

@@ -194,6 +194,7 @@ class Cartcomm(Intracomm):
 
     def Dup(self, info=None):
         grid = self._grid
-        return _with_grid(super().Dup(info), CartTopology(grid.dims, grid.periods))
+        # an Intracomm's Dup, which gives a plain Intracomm: _with_grid makes it Cartesian
+        return _with_grid(Intracomm(self).Dup(info), CartTopology(grid.dims, grid.periods))
 
     Clone = Dup

@@ -102,3 +102,18 @@ def test_alltoall_and_scatter_take_none_and_iterables_as_mpi4py():
     assert comm.scatter(iter(["y"])) == "y"
     with pytest.raises(ValueError, match="expected 1 items"):
         comm.alltoall([1, 2])
+
+
+def test_dup_gives_a_handle_of_the_same_class_as_mpi4py():
+    """pkl5's Intracomm.Dup must give a pkl5 Intracomm (mpi4py's New(type(self)))."""
+    dup = Overriding(MPI.COMM_SELF).Dup()
+    assert type(dup) is Overriding and dup.allgather(5) == [5]
+    world_dup = MPI.COMM_WORLD.Dup()
+    assert type(world_dup) is MPI.Intracomm
+    handler = MPI.Comm.Create_errhandler(lambda obj, code: None)
+    dup.Set_errhandler(handler)        # its class is now the handled variant
+    twin = dup.Dup()
+    assert type(twin) is Overriding
+    for comm in (twin, dup, world_dup):
+        comm.Free()
+    handler.Free()
