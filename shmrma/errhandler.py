@@ -203,7 +203,9 @@ def handled_variant(cls):
                 raise
         return guarded
 
-    namespace = {"_plain_class": cls}
+    # the module and name of cls, so that pickling by name (COMM_WORLD) still works
+    namespace = {"_plain_class": cls, "__module__": cls.__module__,
+                 "__qualname__": cls.__qualname__}
     for klass in reversed(cls.__mro__):
         for name, member in vars(klass).items():
             if name[:1].isupper() and callable(member) and not isinstance(

@@ -49,6 +49,16 @@ def test_user_handler_is_called_then_the_call_raises(comm):
         handler.Free()
 
 
+def test_a_predefined_communicator_with_a_handler_still_pickles_by_name():
+    handler = MPI.Comm.Create_errhandler(lambda obj, code: None)
+    MPI.COMM_SELF.Set_errhandler(handler)
+    try:
+        assert pickle.loads(pickle.dumps(MPI.COMM_SELF)) is MPI.COMM_SELF
+    finally:
+        MPI.COMM_SELF.Set_errhandler(MPI.ERRORS_RETURN)
+        handler.Free()
+
+
 def test_set_errhandler_takes_predefined_and_own_kind_only(comm):
     window_handler = MPI.Win.Create_errhandler(lambda win, code: None)
     try:
