@@ -11,7 +11,9 @@ else:
     from .constants import *  # noqa: F403
     from .errors import *  # noqa: F403
     from .errors import Exception
-    from .environment import (Aint_add, Aint_diff, Finalize, Get_error_class, Get_error_string,
+    from .environment import (Add_error_class, Add_error_code, Add_error_string,
+                              Remove_error_class, Remove_error_code, Remove_error_string,
+                              Aint_add, Aint_diff, Finalize, Get_error_class, Get_error_string,
                               Get_hw_resource_info, Get_library_version, Get_processor_name,
                               Get_version, Init, Pcontrol,
                               Init_thread, Is_finalized, Is_initialized, Is_thread_main,
@@ -19,9 +21,13 @@ else:
     from .memory import Alloc_mem, Free_mem, get_address as Get_address
     from .request import REQUEST_NULL, Grequest, Prequest, Request, Status
     from .attributes import APPNUM, IO, LASTUSEDCODE, TAG_UB, UNIVERSE_SIZE, WTIME_IS_GLOBAL
+    from .msgpickle import Pickle, pickle
     from .comm import (BSEND_OVERHEAD, MESSAGE_NO_PROC, MESSAGE_NULL, Attach_buffer, Comm,
-                       Detach_buffer, Flush_buffer, Iflush_buffer, Intercomm, Message)
+                       Detach_buffer, Flush_buffer, Iflush_buffer, Message)
+    from .intercomm import Intercomm
     from .intracomm import COMM_NULL, COMM_SELF, COMM_WORLD, Intracomm
+    from .commlock import (comm_lock as _comm_lock, commctx_inter as _commctx_inter,
+                           commctx_intra as _commctx_intra, lock_table as _comm_lock_table)
     from .topology import Cartcomm, Compute_dims, Topocomm
     from .graph import UNWEIGHTED, WEIGHTS_EMPTY, Distgraphcomm, Graphcomm
     from .group import GROUP_EMPTY, GROUP_NULL, Group
@@ -32,6 +38,7 @@ else:
     from .op import Op
     from .derived import ORDER_C, ORDER_F, ORDER_FORTRAN
     from . import pack as _pack  # noqa: F401 - gives Datatype its Pack calls
+    from .session import SESSION_NULL, Session
     from .errhandler import (ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL, ERRORS_RETURN,
                              Errhandler)
     from .assertions import (MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOPUT, MODE_NOSTORE,

@@ -9,6 +9,7 @@ raises (the others naming it), and a mismatch that only some ranks can see is
 raised by them once every step is done, so nobody is left waiting.
 """
 import operator
+import pickle
 import struct
 
 from . import buffers, constants, errors
@@ -46,15 +47,18 @@ class Collectives:
 
     # --- objects -------------------------------------------------------------------
     def bcast(self, obj=None, root=0):
+        return self._bcast_objects(obj, root, _dumps, _loads)
+
+    def _bcast_objects(self, obj, root, dumps, loads):
         me = self._s.rank
-        data = _pickled_or_none(obj) if me == root else None
+        data = _pickled_or_none(dumps, obj) if me == root else None
         taken = fast_bcast_bytes(self._state_value, data, root)
         if type(taken) is bytes:
-            return obj if me == root else _loads(taken)
+            return obj if me == root else loads(taken)
         call = Call(self, "bcast", taken or None)
         root = local(call, self._root, root)
-        got = _Objects()
-        exchange(call, (data or local(call, _dumps, obj)) if me == root else b"",
+        got = _Objects(loads)
+        exchange(call, (data or local(call, dumps, obj)) if me == root else b"",
                  lambda lengths, first: got.want([root] if me != root else [], lengths),
                  root)
         return obj if me == root else got.load(root)
@@ -69,14 +73,17 @@ class Collectives:
         return got.with_own(sendobj, me, self.size) if me == root else None
 
     def allgather(self, sendobj):
+        return self._allgather_objects(sendobj, _dumps, _loads)
+
+    def _allgather_objects(self, sendobj, dumps, loads):
         me = self._s.rank
-        data = _pickled_or_none(sendobj)
+        data = _pickled_or_none(dumps, sendobj)
         taken = fast_allgather_bytes(self._state_value, data)
         if type(taken) is list:
-            return [sendobj if rank == me else _loads(item) for rank, item in enumerate(taken)]
+            return [sendobj if rank == me else loads(item) for rank, item in enumerate(taken)]
         call = Call(self, "allgather", taken or None)
-        got = _Objects()
-        exchange(call, data or local(call, _dumps, sendobj),
+        got = _Objects(loads)
+        exchange(call, data or local(call, dumps, sendobj),
                  lambda lengths, first: got.want(self._others(), lengths))
         return got.with_own(sendobj, me, self.size)
 
@@ -84,34 +91,37 @@ class Collectives:
         call = Call(self, "scatter")
         root = local(call, self._root, root)
         me = self._s.rank
-        stream = local(call, lambda: _table_stream(_dump_each(sendobj, self.size, "scatter"))) \
-            if me == root else b""
+        items = local(call, _sequence_of_size, sendobj, self.size, "scatter") \
+            if me == root else None
+        stream = local(call, lambda: _table_stream(_dump_each(items))) if items else b""
         got = _Objects()
         exchange(call, stream, lambda lengths, first: got.want_entries(
             [root] if me != root else [], first, me))
-        return list(sendobj)[me] if me == root else got.load(root)
+        return items[me] if me == root else got.load(root)
 
     def alltoall(self, sendobj):
         call = Call(self, "alltoall")
         me = self._s.rank
-        stream = local(call, lambda: _table_stream(_dump_each(sendobj, self.size,
-                                                              "alltoall")))
+        items = local(call, _sequence_of_size, sendobj, self.size, "alltoall")
+        stream = local(call, lambda: _table_stream(_dump_each(items))) if items else None
         got = _Objects()
         exchange(call, stream, lambda lengths, first: got.want_entries(self._others(),
                                                                         first, me))
-        return got.with_own(list(sendobj)[me], me, self.size)
+        return got.with_own(items[me], me, self.size)
 
+    # reduce, allreduce and scan call Collectives' gathers, not a subclass's
+    # override (mpi4py.util.pkl5 overrides them), as mpi4py's reductions do not
     def reduce(self, sendobj, op=ops.SUM, root=0):
         # as mpi4py: gathered to the root, which folds them in rank order
-        values = self.gather(sendobj, root)
+        values = Collectives.gather(self, sendobj, root)
         return _fold(values, op) if values is not None else None
 
     def allreduce(self, sendobj, op=ops.SUM):
         # as mpi4py: every rank folds everyone's objects in rank order
-        return _fold(self.allgather(sendobj), op)
+        return _fold(Collectives.allgather(self, sendobj), op)
 
     def scan(self, sendobj, op=ops.SUM):
-        return _fold(self.allgather(sendobj)[:self._s.rank + 1], op)
+        return _fold(Collectives.allgather(self, sendobj)[:self._s.rank + 1], op)
 
     def exscan(self, sendobj, op=ops.SUM):
         values = self.allgather(sendobj)    # every rank takes part, rank 0 included
@@ -302,7 +312,7 @@ class Collectives:
 
     def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=ops.SUM):
         if recvcounts is None:  # every rank's receive count, as mpi4py gathers them
-            recvcounts = self.allgather(_count_or_none(recvbuf))
+            recvcounts = own_allgather(self, _count_or_none(recvbuf))
         self._reduce_and_scatter("Reduce_scatter", sendbuf, recvbuf, op, recvcounts)
 
     def _reduce_and_scatter(self, name, sendbuf, recvbuf, op, counts, taken=None):
@@ -422,7 +432,8 @@ def _nothing(*args):
 class _Objects:
     """The pickled objects a rank takes, one bytearray per sender."""
 
-    def __init__(self):
+    def __init__(self, loads=_loads):
+        self.loads = loads
         self.taken = {}
 
     def want(self, ranks, lengths):
@@ -440,19 +451,37 @@ class _Objects:
         return wants
 
     def load(self, rank):
-        return _loads(self.taken[rank])
+        return self.loads(self.taken[rank])
 
     def with_own(self, own, me, size):
         return [own if rank == me else self.load(rank) for rank in range(size)]
 
 
-def _pickled_or_none(obj):
+def _pickled_or_none(dumps, obj):
     """The pickle of ``obj``, or None when it does not pickle (the Python path then
     raises that, in step with the others)."""
     try:
-        return _dumps(obj)
+        return dumps(obj)
     except Exception:  # noqa: BLE001 - any pickling error is the Python path's to raise
         return None
+
+
+# --- shmrma's own objects ---------------------------------------------------------
+# Creation calls and argument exchanges share shmrma's own data (plans, problems,
+# counts) through these, never through comm.bcast/allgather: a subclass may
+# override those (mpi4py.util.pkl5 does, and calls Dup from them), and MPI.pickle
+# may hold a codec (json) that cannot carry that data.
+
+def own_dumps(obj):
+    return pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
+
+
+def own_bcast(comm, obj, root=0):
+    return Collectives._bcast_objects(comm, obj, root, own_dumps, pickle.loads)
+
+
+def own_allgather(comm, obj):
+    return Collectives._allgather_objects(comm, obj, own_dumps, pickle.loads)
 
 
 def _table_stream(parts):
@@ -572,8 +601,8 @@ def _reduce_buffers(sendbuf, recvbuf, op):
     return send, receive
 
 
-def _dump_each(items, size, call):
-    return [_dumps(item) for item in _sequence_of_size(items, size, call)]
+def _dump_each(items):
+    return [_dumps(item) for item in items]
 
 
 def _block_counts(counts, block, size):
@@ -606,10 +635,13 @@ def _fold(values, op):
 
 
 def _sequence_of_size(items, size, call):
-    if items is None or len(items) != size:
-        raise ValueError("%s: expected a sequence of %d items (one per rank), got %r"
-                         % (call, size, None if items is None else len(items)))
-    return list(items)
+    # as mpi4py's pickle_dumpv: None stands for one None per rank, and any
+    # iterable will do
+    items = [None] * size if items is None else list(items)
+    if len(items) != size:
+        raise ValueError("%s: expected %d items (one per rank), got %d"
+                         % (call, size, len(items)))
+    return items
 
 
 def _check_part(data, expected, call):

@@ -11,7 +11,7 @@ import os
 import sys
 import warnings
 
-from . import atomic, attributes, buffers, constants, errors, job, mailbox
+from . import atomic, attributes, buffers, constants, errhandler, errors, job, mailbox
 from .attributes import Attributes
 from .group import make_group
 from .partitioned import PartitionedReceive, PartitionedSend
@@ -26,7 +26,8 @@ class CommState(mailbox.CommCore):
     its base holds what the point-to-point fast paths need of it."""
 
     __slots__ = ("context", "ranks", "rank", "slot", "name", "world_to_rank", "info",
-                 "topology", "area", "large_area", "nbc", "attributes")
+                 "topology", "area", "large_area", "nbc", "attributes", "locks", "commctx",
+                 "errhandler")
 
     def __init__(self, context, ranks, slot, name=""):
         self.context = context
@@ -43,6 +44,10 @@ class CommState(mailbox.CommCore):
         self.info = {}
         self.topology = None    # a topology.Topology for a Cartcomm, Graphcomm...
         self.attributes = {}    # attributes.Attributes of every handle to it
+        self.locks = None       # commlock.py's lock table, at first use
+        self.commctx = None     # commlock.py's private duplicate, at first use
+        # mpi4py sets ERRORS_RETURN on every communicator it makes or starts with
+        self.errhandler = errhandler.ERRORS_RETURN
 
     def subcontext(self, kind):
         return self.context * SUBCONTEXTS + kind
@@ -223,12 +228,13 @@ class Receive(Request):
     _error_class = errors.SUCCESS
     _cancelled = False
 
-    def __init__(self, state, core, finish=None):
+    def __init__(self, state, core, finish=None, loads=None):
         self._null = False
         self._done = False
         self.state = state
         self.core = core
         self.finish = finish        # what turns the bytes received into the user's buffer
+        self.loads = loads or _loads    # what turns them into an object (MPI.pickle's)
 
     def _poll(self):
         if not self._done and self.core.done:
@@ -247,7 +253,7 @@ class Receive(Request):
                 % (core.count, source, core.tag, core.capacity))
         elif core.target is None:
             # an empty message is None, as mpi4py loads it (collective failure notices)
-            self._result = _loads(core.payload) if core.count else None
+            self._result = self.loads(core.payload) if core.count else None
         else:
             self._convert(core.count)
         self._done = True
@@ -387,8 +393,10 @@ _by_number = {}
 TOPOLOGY_CLASSES = {}
 
 
-class Comm(Attributes):
+class Comm(Attributes, errhandler.ErrorHandling):
     """``MPI.Comm``; the base class is COMM_NULL's type."""
+
+    _errhandler_kind = "Comm"
 
     _state_value = None
     _attribute_kind = "Comm"
@@ -401,10 +409,12 @@ class Comm(Attributes):
         if not isinstance(comm, (Comm, CommState, type(None))):
             raise TypeError("Comm(): expecting a communicator to take a new handle of, "
                             "got %s" % type(comm).__name__)
+        state = comm._state_value if isinstance(comm, Comm) else comm
         handle = super().__new__(cls)
-        handle._state_value = comm._state_value if isinstance(comm, Comm) else comm
-        if handle._state_value is not None:
-            handle._check_kind(handle._state_value)
+        handle._state_value = state
+        if state is not None:
+            handle._check_kind(state)
+            _serve_errhandler(handle)
         return handle
 
     def __init__(self, comm=None):
@@ -420,11 +430,14 @@ class Comm(Attributes):
         one: without calling a subclass's __new__ (Dup and Clone return Self)."""
         handle = super(Comm, cls).__new__(cls)
         handle._state_value = state
+        if state is not None:
+            _serve_errhandler(handle)
         return handle
 
     def _own_class(self):
-        """The class of this handle's duplicates."""
-        return type(self)
+        """The class of this handle's duplicates (not the error-handling variant of
+        it, errhandler.switch_class)."""
+        return getattr(type(self), "_plain_class", type(self))
 
     def Dup(self, info=None):
         """A new communicator of the same group and topology, of this handle's class."""
@@ -475,14 +488,15 @@ class Comm(Attributes):
                 attributes.IO: constants.ANY_SOURCE,       # every rank can do I/O
                 attributes.WTIME_IS_GLOBAL: 1,      # Wtime reads the machine's one clock
                 attributes.UNIVERSE_SIZE: job.world_size(),     # no Spawn: the job is all
-                attributes.LASTUSEDCODE: errors.ERR_LASTCODE}.get(keyval) \
+                attributes.LASTUSEDCODE: errors.last_used_code()}.get(keyval) \
             if state is not None else None
 
     @classmethod
     def Get_parent(cls):
         """The null intercommunicator, as MPI gives a process nobody spawned: every
         shmrma rank starts under shmrma-run (Spawn is not there)."""
-        return _NO_PARENT
+        from .intercomm import Intercomm    # a subclass of this one
+        return Intercomm()
 
     # --- the buffered send mode's buffer (MPI-4.1) ---
     def Attach_buffer(self, buf):
@@ -567,11 +581,14 @@ class Comm(Attributes):
     def is_topo(self):
         return self._s.topology is not None
 
+    _inter = False      # Intercomm's is True
+
     def Is_inter(self):
-        return False
+        self._s     # COMM_NULL is neither: ERR_COMM
+        return self._inter
 
     def Is_intra(self):
-        return True
+        return not self.Is_inter()
 
     is_inter = property(Is_inter)
     is_intra = property(Is_intra)
@@ -613,6 +630,8 @@ class Comm(Attributes):
             from . import nbcarea
             nbcarea.unlink_channel(state)   # the last member out: nobody maps it any more
         self._drop_attributes()
+        if state.commctx is not None:
+            state.commctx.dup.Free()    # mpi4py frees it with its communicator
         state._unbind_areas()       # the fast paths must not reach them any more
         _attached.pop(state, None)  # freeing detaches its buffer (MPI-4.1 §3.6.1)
         for area in (state.area, state.large_area):     # collarea.Area objects
@@ -669,7 +688,7 @@ class Comm(Attributes):
             return sent
         return SyncSend(sent, self._irecv(dest, sync_id, _NO_BYTES, SYNC_ACK), dest)
 
-    def _irecv(self, source, tag, target, kind=P2P, finish=None):
+    def _irecv(self, source, tag, target, kind=P2P, finish=None, loads=None):
         state = self._s
         source = self._peer(source, "source", wildcard=True)
         tag = self._tag(tag, wildcard=True) if kind == P2P else tag
@@ -677,7 +696,7 @@ class Comm(Attributes):
             return Completed(_null_status())
         world_source = source if source == constants.ANY_SOURCE else state.ranks[source]
         core = mailbox.mailbox().irecv(state.subcontext(kind), world_source, tag, target)
-        return Receive(state, core, finish)
+        return Receive(state, core, finish, loads)
 
     # --- buffers ---
     # As in mpi4py, the buffer of a PROC_NULL peer is not looked at.
@@ -907,13 +926,10 @@ class _Matched:
 _NO_PROC = "MESSAGE_NO_PROC"     # the handle of a message from PROC_NULL
 
 
-class Intercomm(Comm):
-    """``MPI.Intercomm``. shmrma makes no intercommunicators yet (no Create_intercomm,
-    no Spawn: the README lists them as missing); this is the type of the null handle
-    MPI gives where one would be, Comm.Get_parent of a process nobody spawned."""
-
-
-_NO_PARENT = Intercomm()
+def _serve_errhandler(handle):
+    """A new handle routes errors to its communicator's handler, as its others do."""
+    if handle._state_value.errhandler is not errhandler.ERRORS_RETURN:
+        errhandler.switch_class(handle, handle._state_value.errhandler)
 
 
 class Message:

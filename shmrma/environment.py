@@ -88,6 +88,30 @@ def Get_error_string(errorcode):
     return errors.error_string(errorcode)
 
 
+def Add_error_class():
+    return errors.add_error_class()
+
+
+def Add_error_code(errorclass):
+    return errors.add_error_code(errorclass)
+
+
+def Add_error_string(errorcode, string):
+    errors.add_error_string(errorcode, string)
+
+
+def Remove_error_class(errorclass):
+    errors.remove_error_class(errorclass)
+
+
+def Remove_error_code(errorcode):
+    errors.remove_error_code(errorcode)
+
+
+def Remove_error_string(errorcode):
+    errors.remove_error_string(errorcode)
+
+
 def Aint_add(base, disp):
     return int(base) + int(disp)
 

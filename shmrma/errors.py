@@ -32,6 +32,7 @@ ERR_INFO_VALUE = 30
 ERR_INFO_NOKEY = 31
 ERR_NO_MEM = 34
 ERR_UNSUPPORTED_DATAREP = 43
+ERR_UNSUPPORTED_OPERATION = 44
 ERR_WIN = 45
 ERR_BASE = 46
 ERR_LOCKTYPE = 47
@@ -45,6 +46,8 @@ ERR_RMA_RANGE = 55
 ERR_RMA_ATTACH = 56
 ERR_RMA_SHARED = 57
 ERR_RMA_FLAVOR = 58
+ERR_SESSION = 75
+ERR_ERRHANDLER = 80
 ERR_WIN_COUNTER = 100
 ERR_LASTCODE = 0x3FFFFFFF
 
@@ -75,6 +78,7 @@ _CLASS_TEXT = {
     ERR_INFO_VALUE: "invalid info value",
     ERR_INFO_NOKEY: "info key not defined",
     ERR_NO_MEM: "out of memory",
+    ERR_UNSUPPORTED_OPERATION: "unsupported operation",
     ERR_WIN: "invalid window",
     ERR_BASE: "invalid base argument",
     ERR_LOCKTYPE: "invalid lock type",
@@ -88,17 +92,97 @@ _CLASS_TEXT = {
     ERR_RMA_ATTACH: "memory cannot be attached",
     ERR_RMA_SHARED: "memory cannot be shared",
     ERR_RMA_FLAVOR: "wrong window flavor for this call",
+    ERR_SESSION: "invalid session",
+    ERR_ERRHANDLER: "invalid error handler",
     ERR_WIN_COUNTER: "synchronization counter went negative",
 }
 
 
+# --- user error classes, codes and strings (MPI_Add_error_class and friends) ------
+# They number upwards from above ERR_LASTCODE, as MPICH's do; a user class is its
+# own class, a user code maps to the class it was added to.
+
+_user_class_of = {}     # user class or code -> its class
+_user_strings = {}      # user class or code -> the string Add_error_string gave it
+_last_used = [ERR_LASTCODE]
+
+
 def error_class_of(code):
-    """Error class of an error code; shmrma's codes are their classes."""
-    return int(code) if int(code) in _CLASS_TEXT else ERR_UNKNOWN
+    """Error class of an error code; shmrma's own codes are their classes."""
+    code = int(code)
+    if code in _CLASS_TEXT:
+        return code
+    return _user_class_of.get(code, ERR_UNKNOWN)
 
 
 def error_string(code):
-    return _CLASS_TEXT.get(int(code), "unknown error code %d" % int(code))
+    code = int(code)
+    if code in _user_class_of:
+        return _user_strings.get(code, "")
+    return _CLASS_TEXT.get(code, "unknown error code %d" % code)
+
+
+def last_used_code():
+    """MPI.LASTUSEDCODE's value: the largest user class or code yet."""
+    return _last_used[0]
+
+
+def _new_user_code(error_class):
+    _last_used[0] += 1
+    code = _last_used[0]
+    _user_class_of[code] = code if error_class is None else error_class
+    return code
+
+
+def add_error_class():
+    return _new_user_code(None)
+
+
+def add_error_code(error_class):
+    error_class = int(error_class)
+    if error_class not in _CLASS_TEXT and _user_class_of.get(error_class) != error_class:
+        fail(ERR_ARG, "Add_error_code: %d is not an error class; pass a predefined one "
+             "(MPI.ERR_*) or one from Add_error_class" % error_class)
+    return _new_user_code(error_class)
+
+
+def add_error_string(code, string):
+    code = _user_code(code, "Add_error_string")
+    _user_strings[code] = str(string)
+
+
+def remove_error_class(error_class):
+    error_class = _user_code(error_class, "Remove_error_class", want_class=True)
+    if error_class in _user_strings or any(
+            code != error_class and owner == error_class
+            for code, owner in _user_class_of.items()):
+        fail(ERR_ARG, "Remove_error_class: class %d still has a string or codes; remove "
+             "them first" % error_class)
+    del _user_class_of[error_class]
+
+
+def remove_error_code(code):
+    code = _user_code(code, "Remove_error_code", want_class=False)
+    if code in _user_strings:
+        fail(ERR_ARG, "Remove_error_code: code %d still has a string; remove it first"
+             % code)
+    del _user_class_of[code]
+
+
+def remove_error_string(code):
+    _user_strings.pop(_user_code(code, "Remove_error_string"), None)
+
+
+def _user_code(code, call, want_class=None):
+    """``code`` when it is a user class (want_class True), a user code (False) or
+    either (None); else ERR_ARG."""
+    code = int(code)
+    owner = _user_class_of.get(code)
+    if owner is None or (want_class is not None and (owner == code) != want_class):
+        kind = {True: "class", False: "code", None: "class or code"}[want_class]
+        fail(ERR_ARG, "%s: %d is not a user error %s; only what Add_error_class and "
+             "Add_error_code made can be changed" % (call, code, kind))
+    return code
 
 
 class Exception(RuntimeError):  # noqa: A001 - mpi4py's name, on purpose
@@ -106,6 +190,8 @@ class Exception(RuntimeError):  # noqa: A001 - mpi4py's name, on purpose
 
     def __init__(self, ierr=SUCCESS, message=None):
         self.ierr = int(ierr)
+        if self.ierr < SUCCESS:     # as mpi4py: no code is negative
+            self.ierr = ERR_UNKNOWN
         self.message = message
         RuntimeError.__init__(self, self.ierr)
 

@@ -160,6 +160,11 @@ class Group(Handle):
         drop = set(second)
         return make_group((m for m in first if m not in drop), cls)
 
+    @classmethod
+    def Create_from_session_pset(cls, session, pset_name):
+        """The group of a session's process set (Session.Create_group)."""
+        return make_group(session.Create_group(pset_name).world_ranks, cls)
+
     # -- destructor ------------------------------------------------------------
 
     def Free(self):

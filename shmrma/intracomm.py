@@ -1,9 +1,11 @@
 """Intracommunicators: creating them (Dup, Split, Create, Create_group) and
 the predefined COMM_WORLD, COMM_SELF and COMM_NULL."""
 import operator
+import pickle
+import zlib
 
 from . import constants, errors, job
-from .collective import Collectives
+from .collective import Collectives, own_allgather, own_bcast, own_dumps
 from .comm import (HANDSHAKE, TOPOLOGY_CLASSES, Comm, CommState, Completed, claim_slot,
                    release_slot)
 from .nonblocking import NonblockingCollectives
@@ -25,10 +27,10 @@ class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm
         if state.rank == 0:
             plan = _allocate_or_error(1, [len(state.ranks)])
             for rank in range(1, len(state.ranks)):
-                self._isend_bytes(_pickle(plan), rank, _IDUP_TAG, True, HANDSHAKE)
+                self._isend_bytes(own_dumps(plan), rank, _IDUP_TAG, True, HANDSHAKE)
             arrived = Completed(result=plan)
         else:
-            arrived = self._irecv(0, _IDUP_TAG, None, HANDSHAKE)
+            arrived = self._irecv(0, _IDUP_TAG, None, HANDSHAKE, loads=pickle.loads)
         comm = self._own_class()._handle_of(None)
         return comm, _Duplication(arrived, self, comm, info)
 
@@ -49,7 +51,7 @@ class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm
         # checked after the exchange, so a bad color on one rank fails every rank
         # instead of leaving the others waiting for it
         choices = [_split_choice(rank, choice)
-                   for rank, choice in enumerate(self.allgather((color, key)))]
+                   for rank, choice in enumerate(own_allgather(self, (color, key)))]
         color = choices[state.rank][0]
         colors = sorted({c for c, _ in choices if c != constants.UNDEFINED})
         members = {c: sorted((k, r) for r, (cc, k) in enumerate(choices) if cc == c)
@@ -57,7 +59,7 @@ class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm
         plan = None
         if state.rank == 0:
             plan = _allocate_or_error(len(colors), [len(members[c]) for c in colors])
-        base, slots = _planned(self.bcast(plan, 0))
+        base, slots = _planned(own_bcast(self, plan, 0))
         if color == constants.UNDEFINED:
             return COMM_NULL
         index = colors.index(color)
@@ -113,16 +115,29 @@ class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm
         me = job.world_rank()
         if me not in world_ranks:
             return COMM_NULL
-        leader = state.world_to_rank[world_ranks[0]]
-        if state.rank == leader:
-            plan = _allocate_or_error(1, [len(world_ranks)])
-            for world in world_ranks[1:]:
-                self._isend_bytes(_pickle(plan), state.world_to_rank[world], tag, True,
-                                  HANDSHAKE)
-        else:
-            plan = self._irecv(leader, tag, None, HANDSHAKE).wait()
-        base, slots = _planned(plan)
-        return Intracomm(CommState(base, world_ranks, slots[0]))
+        return _created_by_leader(self, world_ranks, tag)
+
+    @classmethod
+    def Create_from_group(cls, group, stringtag="org.mpi4py", info=None, errhandler=None):
+        """A communicator of ``group`` (of a session's process set, or any group),
+        collective over its members only (MPI-4.0 §7.4.2); concurrent calls by
+        one process must use different ``stringtag``s."""
+        from .group import Group
+        from .info import to_dict
+        if not isinstance(group, Group):
+            raise TypeError("Create_from_group takes an MPI.Group, not %r" % (group,))
+        hints = to_dict(info)
+        world_ranks = list(group.world_ranks)
+        if job.world_rank() not in world_ranks:
+            errors.fail(errors.ERR_GROUP, "Create_from_group: this process is not in the "
+                        "group; only its members call it")
+        stringtag = str(stringtag)
+        tag = zlib.crc32(stringtag.encode()) & 0x7FFFFFFF
+        comm = _created_by_leader(_SESSIONS, world_ranks, tag, stringtag)
+        comm._s.info.update(hints)
+        if errhandler is not None:
+            comm.Set_errhandler(errhandler)
+        return comm
 
 
 def duplicate(comm, info=None):
@@ -183,11 +198,6 @@ def _split_choice(rank, choice):
     return color, key
 
 
-def _pickle(obj):
-    from .comm import _dumps
-    return _dumps(obj)
-
-
 def _allocate_or_error(count, sizes):
     """Context ids and barrier slots for ``count`` new communicators, or the error
     that prevented it: the leader hands either to every member, so all raise it."""
@@ -203,6 +213,29 @@ def _allocate_or_error(count, sizes):
                 release_slot(world, slot, size)
         return exc
     return base, slots
+
+
+def _created_by_leader(channel, world_ranks, tag, label=None):
+    """A communicator of ``world_ranks`` (all in ``channel``): its first member
+    allocates it and hands the plan to the others over ``channel``'s handshakes
+    with ``tag``; ``label`` travels along and must match (Create_from_group's
+    stringtag, whose hash is the tag)."""
+    state = channel._s
+    leader = state.world_to_rank[world_ranks[0]]
+    if state.rank == leader:
+        plan = _allocate_or_error(1, [len(world_ranks)])
+        for world in world_ranks[1:]:
+            channel._isend_bytes(own_dumps((label, plan)), state.world_to_rank[world], tag,
+                                 True, HANDSHAKE)
+    else:
+        sent_label, plan = channel._irecv(leader, tag, None, HANDSHAKE,
+                                          loads=pickle.loads).wait()
+        if sent_label != label:
+            errors.fail(errors.ERR_INTERN, "Create_from_group: stringtags %r and %r share a "
+                        "hash and were used at once; use other stringtags"
+                        % (label, sent_label))
+    base, slots = _planned(plan)
+    return Intracomm(CommState(base, world_ranks, slots[0]))
 
 
 def _planned(plan):
@@ -248,6 +281,8 @@ def _make_predefined(which):
     if which == "COMM_WORLD":
         return CommState(job.WORLD_CONTEXT, range(world.size), job.WORLD_SLOT,
                          "MPI_COMM_WORLD")
+    if which == "SESSIONS":
+        return CommState(job.SESSION_CONTEXT, range(world.size), None, "sessions")
     return CommState(job.SELF_CONTEXT, [world.rank], None, "MPI_COMM_SELF")
 
 
@@ -261,5 +296,6 @@ def _forget_predefined():
 
 COMM_WORLD = _Predefined("COMM_WORLD")
 COMM_SELF = _Predefined("COMM_SELF")
+_SESSIONS = _Predefined("SESSIONS")     # carries Create_from_group's handshakes only
 COMM_NULL = Intracomm()
 TOPOLOGY_CLASSES[None] = Intracomm

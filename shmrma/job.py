@@ -178,7 +178,8 @@ class World:
 
 WORLD_CONTEXT = 0
 SELF_CONTEXT = 1
-FIRST_FREE_CONTEXT = 2
+SESSION_CONTEXT = 2     # Create_from_group's handshakes (intracomm.py)
+FIRST_FREE_CONTEXT = 3
 WORLD_SLOT = 0
 
 _current = None

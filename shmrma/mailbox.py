@@ -34,12 +34,10 @@ an object receive, ``payload`` (the bytes). A synchronous send's receiver
 acknowledges the match itself, as soon as a receive takes the message.
 """
 import atexit
-import functools
-import pickle
 import struct
 from collections import deque
 
-from . import atomic, constants, errors, job, segments
+from . import atomic, constants, errors, job, msgpickle, segments
 from .status import Status
 
 OFF_HEAD = 0      # bytes consumed, written by the receiver
@@ -374,7 +372,9 @@ def wait_for(box, condition, what, peers=()):
 # when it does not take the call, and always on the fallback engine.
 
 MISS = type("Miss", (), {"__repr__": lambda self: "MISS"})()
-PICKLE_PROTOCOL = pickle.HIGHEST_PROTOCOL
+PICKLE_PROTOCOL = msgpickle.DEFAULT_PROTOCOL
+# MPI.pickle's, pickles.c's on the C engine (quicker for small objects)
+dumps, loads = msgpickle.dumps, msgpickle.loads
 
 
 def _miss(*args):
@@ -411,7 +411,6 @@ def _setup_native():
         tag_ub=MAX_TAG, wait_slice=job.WAIT_SLICE, miss=MISS,
         flag_staged=FLAG_STAGED, flag_staging=FLAG_STAGING, staging_header=STAGING_HEADER,
         status_type=Status)
-    _native.pickle_setup(pickle.dumps, pickle.loads, PICKLE_PROTOCOL)
     return _native
 
 
@@ -420,12 +419,10 @@ if atomic.BACKEND == "c":
     CommCore, NativeCore = _native.CommCore, _native.Core
     p2p_send, p2p_recv, p2p_irecv = _native.p2p_send, _native.p2p_recv, _native.p2p_irecv
     p2p_sendobj, p2p_recvobj = _native.p2p_sendobj, _native.p2p_recvobj
-    dumps, loads = _native.dumps, _native.loads     # pickle's, quicker for small objects
 else:
     CommCore, NativeCore = _PythonCommCore, None
     p2p_send = p2p_recv = p2p_irecv = _miss
     p2p_sendobj = p2p_recvobj = _miss_object
-    dumps, loads = functools.partial(pickle.dumps, protocol=PICKLE_PROTOCOL), pickle.loads
 
 
 _mailbox = None

@@ -20,7 +20,7 @@ from . import op as ops
 from .collective import (TABLE, _count_or_none, _entry, _Parts, _parts_stream,
                          _plain, _plain_message, _reduce_buffers, _reduce_send)
 from .collective import _fold_into as _fold_parts_into
-from .collective import _in_place
+from .collective import _in_place, own_allgather
 from .nbcarea import Operation, channel_of, mismatch
 from .request import Request
 
@@ -280,7 +280,7 @@ class NonblockingCollectives:
 
     def Ireduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=ops.SUM):
         if recvcounts is None:  # every rank's receive count, as mpi4py gathers them
-            recvcounts = self.allgather(_count_or_none(recvbuf))
+            recvcounts = own_allgather(self, _count_or_none(recvbuf))
         return self._ireduce_scatter("Ireduce_scatter", sendbuf, recvbuf, op, recvcounts)
 
     def _ireduce_scatter(self, name, sendbuf, recvbuf, op, counts):

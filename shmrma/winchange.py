@@ -26,6 +26,7 @@ import ctypes
 import operator
 
 from . import errors, job, segments
+from .collective import own_allgather, own_bcast
 from .winmemory import MappedMemory
 
 _DIFFERENT_PEERS = (errors.ERR_ARG, "the members pass different peer_rank values; pass "
@@ -53,7 +54,7 @@ class Change:
         if self.member:
             self._step_b()
         if bridge is not None:
-            self.problem = self.state.comm.bcast(self.problem, bridge)
+            self.problem = own_bcast(self.state.comm, self.problem, bridge)
         if self.problem is not None:
             if self.moved is not None:
                 self.moved.unlink()
@@ -65,7 +66,7 @@ class Change:
         """Old members: who stays, at which new rank; the leader copies the memory.
         Returns the old rank that relays step B's verdict (None: nobody stays)."""
         new_rank = self.new_comm.Get_rank() if self.member else None
-        entries = self.state.comm.allgather((self.problem, new_rank, self.peer_rank))
+        entries = own_allgather(self.state.comm, (self.problem, new_rank, self.peer_rank))
         staying = [(old, new, peer) for old, (_, new, peer) in enumerate(entries)
                    if new is not None]
         self.problem = _first_problem(entries) or _staying_problem(staying)
@@ -86,7 +87,7 @@ class Change:
                 mine.update(flavor=state.flavor, hints=dict(state.hints),
                             segment=self.moved.name if self.moved else None,
                             segment_size=self.moved.size if self.moved else 0)
-        self.entries = self.new_comm.allgather((self.problem, self.peer_rank, mine))
+        self.entries = own_allgather(self.new_comm, (self.problem, self.peer_rank, mine))
         self.problem = _first_problem(self.entries) or _members_problem(self.entries)
 
     # --- the new window ------------------------------------------------------------

@@ -19,6 +19,7 @@ from .control import CONTROL_HEADER, POST_CELL, RANK_CONTROL
 from .active import ActiveTarget
 from .attributes import (WIN_BASE, WIN_CREATE_FLAVOR, WIN_DISP_UNIT, WIN_MODEL, WIN_SIZE,
                          Attributes)
+from .collective import own_allgather, own_bcast
 from .group import Group, make_group
 from .info import Info, to_dict
 from .intracomm import COMM_SELF
@@ -99,7 +100,7 @@ def _segment_problem(exc, nbytes):
 
 def _agree(comm, local):
     """Allgather each rank's (problem, data); raise the first problem on every rank."""
-    entries = comm.allgather(local)
+    entries = own_allgather(comm, local)
     for rank, (problem, _) in enumerate(entries):
         if problem is not None:
             error_class, message = problem
@@ -121,8 +122,10 @@ def _buffer_exporter():
 
 
 class Win(Communication, ActiveTarget, PassiveTarget, WindowBarrier, CounterCalls,
-          Attributes, _buffer_exporter()):
+          Attributes, errhandler.ErrorHandling, _buffer_exporter()):
     """``MPI.Win``; ``Win()`` is WIN_NULL."""
+
+    _errhandler_kind = "Win"
 
     _state = None
     _sync = None
@@ -323,18 +326,6 @@ class Win(Communication, ActiveTarget, PassiveTarget, WindowBarrier, CounterCall
 
     name = property(Get_name, Set_name)
 
-    def Get_errhandler(self):
-        return errhandler.Errhandler(self._s.errhandler._name)     # a handle of its own
-
-    def Set_errhandler(self, handler):
-        state = self._s
-        if handler not in (errhandler.ERRORS_RETURN, errhandler.ERRORS_ARE_FATAL,
-                           errhandler.ERRORS_ABORT):
-            errors.fail(errors.ERR_ARG, "the error handler must be ERRORS_RETURN, "
-                        "ERRORS_ARE_FATAL or ERRORS_ABORT, not %r" % (handler,))
-        state.errhandler = handler = errhandler.PREDEFINED[handler._name]
-        self.__class__ = Win if handler is errhandler.ERRORS_RETURN else _FATAL_WIN
-
     # --- changing the group (seed 000 §1.2.6) -------------------------------------------
     def Change_comm(self, new_comm, peer_rank):
         """Collective over ``new_comm`` and the window's communicator (winchange.py):
@@ -358,7 +349,7 @@ class Win(Communication, ActiveTarget, PassiveTarget, WindowBarrier, CounterCall
         """Drop this rank's part of the window without the collective barrier of Free."""
         self._state.release()
         self._state = None
-        self.__class__ = Win
+        errhandler.switch_class(self, errhandler.ERRORS_RETURN)
 
     def Free(self):
         state = self._s
@@ -473,7 +464,7 @@ class WindowState:
                 plan = (None, segment.name)
             except Exception as exc:  # noqa: BLE001 - every rank must hear of it
                 plan = (_segment_problem(exc, nbytes), None)
-        problem, name = self.comm.bcast(plan, 0)
+        problem, name = own_bcast(self.comm, plan, 0)
         if problem is not None:
             errors.fail(problem[0], "window creation failed on rank 0: %s" % problem[1])
         if segment is None:
@@ -651,5 +642,4 @@ def _buffer_over(view):
     return buffer() if view is None else buffer(view)
 
 
-_FATAL_WIN = errhandler.fatal_variant(Win)
 WIN_NULL = Win()

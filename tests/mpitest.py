@@ -36,6 +36,20 @@ def dead_rank_ends_the_job(run_shmrma, tmp_path, call):
     assert time.monotonic() - started < 20
 
 
+def fatal_error_ends_the_job(body, capfd, *words):
+    """``body`` on 2 ranks, where rank 1 makes a call fail under ERRORS_ARE_FATAL while
+    rank 0 waits in a Barrier: the job ends within seconds naming rank 1, and
+    stderr says "fatal" and each of ``words``."""
+    import shmrma
+    started = time.monotonic()
+    with pytest.raises(shmrma.LaunchError) as info:
+        shmrma.launch(body, 2, timeout=20)
+    assert time.monotonic() - started < 15
+    assert info.value.rank == 1
+    err = capfd.readouterr().err
+    assert "fatal" in err and "rank 1" in err and all(word in err for word in words), err
+
+
 # --- differential runs of the fast paths against the Python path -------------------
 
 def outcome(fn):

@@ -18,7 +18,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MESSAGE_TESTS = ("test_p2p.py", "test_collectives.py", "test_derived_messages.py",
                  "test_requests.py", "test_handle_sync.py", "test_large_messages.py",
                  "test_collectives_fastpath.py", "test_nbcarea.py",
-                 "test_nbc_fastpath.py", "test_partitioned.py", "test_status.py")
+                 "test_nbc_fastpath.py", "test_partitioned.py", "test_status.py",
+                 "test_msgpickle.py")
 WINDOW_TESTS = ("test_window.py", "test_rma.py", "test_pscw.py", "test_sync.py",
                 "test_syncpath.py", "test_winbarrier.py", "test_counters.py")
 

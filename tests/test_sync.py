@@ -14,6 +14,7 @@ import pytest
 
 import shmrma
 from shmrma import MPI, atomic
+from mpitest import fatal_error_ends_the_job
 
 
 # --- helpers (run inside the ranks) ---------------------------------------------------
@@ -878,13 +879,7 @@ def test_errors_are_fatal_ends_the_job_with_a_message(capfd):
             return "survived"
         comm.Barrier()
         return "rank 0 finished"
-    started = time.monotonic()
-    with pytest.raises(shmrma.LaunchError) as info:
-        shmrma.launch(body, 2, timeout=20)
-    assert time.monotonic() - started < 15
-    assert info.value.rank == 1
-    err = capfd.readouterr().err
-    assert "fatal" in err and "rank 1" in err and "Put" in err, err
+    fatal_error_ends_the_job(body, capfd, "Put")
 
 
 @pytest.mark.timeout(60)

@@ -218,14 +218,22 @@ PyObject *
 pickle_dumps(PyObject *obj)
 {
     char out[QUICK_PICKLE_MAX];
-    PyObject *call[3];
+    PyObject *call[3], *data;
     Py_ssize_t n = quick_dumps(obj, out);
     if (n >= 0)
         return PyBytes_FromStringAndSize(out, n);
     call[0] = NULL;
     call[1] = obj;
     call[2] = g_protocol;
-    return PyObject_Vectorcall(g_dumps, call + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    /* MPI.pickle's dumps, given the protocol unless that is None (mpi4py's cdumps) */
+    data = PyObject_Vectorcall(g_dumps, call + 1, (g_protocol == Py_None ? 1 : 2) |
+                               PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    if (data != NULL && !PyBytes_CheckExact(data)) {
+        PyErr_Format(PyExc_TypeError, "MPI.pickle's dumps returned %.100s; it must return "
+                     "bytes", Py_TYPE(data)->tp_name);
+        Py_CLEAR(data);
+    }
+    return data;
 }
 
 PyObject *
@@ -251,20 +259,25 @@ n_loads(PyObject *m, PyObject *data)
     return pickle_loads(data);
 }
 
-/* pickle_setup(dumps, loads, protocol): pickle's functions and the protocol
- * messages use (mailbox.PICKLE_PROTOCOL) */
+/* pickle_setup(dumps, loads, protocol, pickles): MPI.pickle's functions and
+ * protocol (None: dumps takes the object alone); pickles true when they are
+ * pickle's own, whose pickles of the small kinds this file writes at protocols
+ * 4 and 5 */
 static PyObject *
 n_pickle_setup(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
-    long protocol;
-    if (check_nargs("pickle_setup", nargs, 3) < 0)
+    int pickles, overflow = 0;
+    long protocol = 0;
+    if (check_nargs("pickle_setup", nargs, 4) < 0)
         return NULL;
-    if ((protocol = PyLong_AsLong(args[2])) == -1 && PyErr_Occurred())
+    if ((pickles = PyObject_IsTrue(args[3])) < 0)
         return NULL;
+    if (PyLong_Check(args[2]))
+        protocol = PyLong_AsLongAndOverflow(args[2], &overflow);
     Py_XSETREF(g_dumps, new_ref(args[0]));
     Py_XSETREF(g_loads, new_ref(args[1]));
     Py_XSETREF(g_protocol, new_ref(args[2]));
-    g_quick = protocol == 4 || protocol == 5;
+    g_quick = pickles && !overflow && (protocol == 4 || protocol == 5);
     Py_RETURN_NONE;
 }
 
@@ -274,7 +287,7 @@ static PyMethodDef pickle_functions[] = {
     {"loads", (PyCFunction)n_loads, METH_O,
      "loads(data) -> obj: pickle.loads(data), read here for the quick kinds."},
     {"pickle_setup", (PyCFunction)(void (*)(void))n_pickle_setup, METH_FASTCALL,
-     "pickle_setup(dumps, loads, protocol): the pickle functions and protocol of messages."},
+     "pickle_setup(dumps, loads, protocol, pickles): the pickle functions and protocol of messages."},
     {NULL}
 };
 

@@ -1,0 +1,76 @@
+"""Per-communicator locks and the private duplicate that mpi4py.util.pkl5 and
+mpi4py's object reductions talk on (mpi4py's commimpl.pxi ``_comm_lock``,
+``_comm_lock_table`` and msgpickle.pxi / pympicommctx.h ``_commctx_intra``).
+
+Both hang off the communicator itself (its CommState), so every handle of one
+communicator shares them, and Comm.Free frees the duplicate with it.
+"""
+import threading
+
+from . import mailbox
+from .intercomm import Intercomm
+from .intracomm import Intracomm
+
+_table_lock = threading.Lock()     # guards the creation of tables and locks
+
+
+def lock_table(comm):
+    """The communicator's {key: threading.Lock} table, created on first use."""
+    state = comm._s
+    with _table_lock:
+        if state.locks is None:
+            state.locks = {}
+        return state.locks
+
+
+def comm_lock(comm, key=None):
+    """The communicator's lock for ``key``, created on first use."""
+    table = lock_table(comm)
+    with _table_lock:
+        lock = table.get(key)
+        if lock is None:
+            lock = table[key] = threading.Lock()
+        return lock
+
+
+class _Context:
+    """The duplicate of a communicator and the next tag to use on it."""
+
+    __slots__ = ("dup", "tag")
+
+    def __init__(self, dup):
+        self.dup = dup
+        self.tag = 0
+
+    def next_tag(self):
+        if self.tag >= mailbox.MAX_TAG:   # wraps as pympicommctx.h's does
+            self.tag = 0
+        tag, self.tag = self.tag, self.tag + 1
+        return tag
+
+
+def commctx_intra(comm):
+    """(a handle to the communicator's cached duplicate, a new tag on it).
+
+    The first call on a communicator is collective (it duplicates it)."""
+    state = _checked(comm, Intracomm)._s
+    with comm_lock(comm, "@commctx_intra"):
+        if state.commctx is None:
+            state.commctx = _Context(comm.Dup())
+        tag = state.commctx.next_tag()
+        return Intracomm(state.commctx.dup), tag
+
+
+def commctx_inter(comm):
+    """mpi4py's ``_commctx_inter``; shmrma has no live intercommunicator, so it
+    raises ERR_COMM for a (null) Intercomm, TypeError for anything else."""
+    _checked(comm, Intercomm)._s
+    raise AssertionError("unreachable: shmrma's Intercomm handles are null")
+
+
+def _checked(comm, kind):
+    # mpi4py's Cython signature refuses other types so
+    if not isinstance(comm, kind):
+        raise TypeError("Argument 'comm' has incorrect type (expected %s, got %s)"
+                        % (kind.__name__, type(comm).__name__))
+    return comm

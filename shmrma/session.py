@@ -1,0 +1,122 @@
+"""``MPI.Session`` (MPI-4.0 §11.3): the sessions model.
+
+A session names the job's process sets, ``mpi://WORLD`` (every rank) and
+``mpi://SELF`` (this rank), makes groups of them, and
+``Intracomm.Create_from_group(group, stringtag)`` (intracomm.py) turns a group
+into a communicator, collectively over the group's members only. shmrma has one
+job and no dynamic processes, so these are its only process sets.
+"""
+from . import constants, errors, job
+from . import errhandler as handlers
+from .group import make_group
+from .info import Info, to_dict
+
+PSETS = ("mpi://WORLD", "mpi://SELF")
+_THREAD_LEVELS = {constants.THREAD_SINGLE: "MPI_THREAD_SINGLE",
+                  constants.THREAD_FUNNELED: "MPI_THREAD_FUNNELED",
+                  constants.THREAD_SERIALIZED: "MPI_THREAD_SERIALIZED",
+                  constants.THREAD_MULTIPLE: "MPI_THREAD_MULTIPLE"}
+
+
+class SessionState:
+    """What a session is, shared by its handles."""
+
+    def __init__(self, info, handler):
+        self.info = info
+        self.errhandler = handler
+
+
+class Session(handlers.ErrorHandling):
+    """``MPI.Session``; ``Session()`` is SESSION_NULL."""
+
+    _errhandler_kind = "Session"
+    _state = None
+
+    def __init__(self, session=None):
+        # Session(other) is a new handle to the same session, as in mpi4py
+        if isinstance(session, Session):
+            self._state = session._state
+
+    @property
+    def _s(self):
+        state = self._state
+        if state is None:
+            errors.fail(errors.ERR_SESSION, "the session is SESSION_NULL (never initialized, "
+                        "or finalized); start one with MPI.Session.Init()")
+        return state
+
+    def __bool__(self):
+        return self._state is not None
+
+    def __eq__(self, other):
+        if not isinstance(other, Session):
+            return NotImplemented
+        return self._state is other._state
+
+    def __ne__(self, other):
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(self):
+        return id(self._state)
+
+    def __reduce__(self):
+        if self._state is None:
+            return "SESSION_NULL"
+        raise ValueError("cannot pickle a live MPI.Session: it exists only in its process")
+
+    # --- life ---
+    @classmethod
+    def Init(cls, info=None, errhandler=None):
+        hints = to_dict(info)
+        handler = handlers.ERRORS_RETURN if errhandler is None else \
+            handlers.settable(errhandler, "Session")
+        session = cls()
+        session._state = SessionState(hints, handler)
+        handlers.switch_class(session, handler)
+        return session
+
+    def Finalize(self):
+        self._s
+        self._state = None
+
+    # --- process sets ---
+    def Get_num_psets(self, info=None):
+        self._s
+        return len(PSETS)
+
+    def Get_nth_pset(self, n, info=None):
+        self._s
+        if not 0 <= n < len(PSETS):
+            errors.fail(errors.ERR_ARG, "Get_nth_pset: there are %d process sets; n must be "
+                        "0..%d, not %d" % (len(PSETS), len(PSETS) - 1, n))
+        return PSETS[n]
+
+    def Get_pset_info(self, pset_name):
+        self._s
+        return Info.Create({"mpi_size": str(len(_members(pset_name)))})
+
+    def Create_group(self, pset_name):
+        self._s
+        return make_group(_members(pset_name))
+
+    def Get_info(self):
+        from .environment import Query_thread
+        info = Info.Create(self._s.info)
+        info.Set("thread_level", _THREAD_LEVELS[Query_thread()])
+        return info
+
+
+
+def _members(pset_name):
+    """The world ranks of a process set."""
+    world = job.current()
+    if pset_name == "mpi://WORLD":
+        return range(world.size)
+    if pset_name == "mpi://SELF":
+        return [world.rank]
+    errors.fail(errors.ERR_ARG, "no process set %r; shmrma's are %s"
+                % (pset_name, ", ".join(PSETS)))
+
+
+SESSION_NULL = Session()
