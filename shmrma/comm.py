@@ -621,6 +621,12 @@ class Comm(Attributes, errhandler.ErrorHandling):
         world.fail(world.rank)
         os._exit(errorcode & 0xFF or 1)
 
+    def Disconnect(self):
+        """MPI-3.1 §10.5.4: collective; every member's communication on it is done
+        when all have arrived (a Barrier), then it is freed."""
+        self.Barrier()
+        self.Free()
+
     def Free(self):
         state = self._s
         if state.context in (job.WORLD_CONTEXT, job.SELF_CONTEXT):
@@ -936,6 +942,9 @@ class Message:
     """``MPI.Message``: a message Mprobe took out of matching; Recv or recv (and
     their I-forms) receive it once, then it is MESSAGE_NULL. ``Message(other)``
     is another handle to ``other``'s message."""
+
+    def free(self):
+        """Nothing to free: a message goes when it is received (mpi4py's free)."""
 
     def __init__(self, message=None):
         if message is not None and not isinstance(message, Message):

@@ -299,3 +299,16 @@ COMM_SELF = _Predefined("COMM_SELF")
 _SESSIONS = _Predefined("SESSIONS")     # carries Create_from_group's handshakes only
 COMM_NULL = Intracomm()
 TOPOLOGY_CLASSES[None] = Intracomm
+
+
+def _collectives_on_comm():
+    """mpi4py defines the collective calls on Comm, so code calls them as
+    ``MPI.Comm.Bcast(comm, ...)`` (mpi4py.util.pkl5 does); shmrma's live in the
+    mixins above, which build on comm.py, so Comm gets them here."""
+    for mixin in (PersistentCollectives, NonblockingCollectives, Collectives):
+        for name, member in vars(mixin).items():
+            if name[:1].isalpha() and callable(member) and name not in vars(Comm):
+                setattr(Comm, name, member)
+
+
+_collectives_on_comm()

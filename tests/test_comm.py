@@ -162,9 +162,14 @@ def test_freed_communicator_and_bad_split():
         with pytest.raises(TypeError, match="must be ints"):
             world.Split("red")
         out.append(world.allreduce(world.rank))
+        other = world.Dup()         # MPI-3.1 §10.5.4: Disconnect waits for all, then frees
+        other.Disconnect()
+        out.append(bool(other))
+        with raises_mpi(MPI.ERR_COMM):
+            MPI.COMM_NULL.Disconnect()
         return out
 
-    assert shmrma.launch(body, 3, timeout=50) == [[False, True, 3]] * 3
+    assert shmrma.launch(body, 3, timeout=50) == [[False, True, 3, False]] * 3
 
 
 @pytest.mark.timeout(60)
