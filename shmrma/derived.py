@@ -7,13 +7,24 @@ blocks with numpy, never a Python loop per element. A predefined type is one
 block of its extent (a pair type's padding travels with it, as in its C
 struct), so "packed" bytes of a pair keep numpy's structured layout.
 """
+import operator
+
 from . import errors
 from . import datatype as datatypes
+from .datatype import (COMBINER_CONTIGUOUS, COMBINER_DARRAY, COMBINER_HINDEXED,
+                       COMBINER_HINDEXED_BLOCK, COMBINER_HVECTOR, COMBINER_INDEXED,
+                       COMBINER_INDEXED_BLOCK, COMBINER_RESIZED, COMBINER_STRUCT,
+                       COMBINER_SUBARRAY, COMBINER_VECTOR)
 from .lazy import numpy
 
-ORDER_C = 0
-ORDER_FORTRAN = 1
+# array storage orders and distributions, as MPICH numbers them (mpi4py exposes these)
+ORDER_C = 56
+ORDER_FORTRAN = 57
 ORDER_F = ORDER_FORTRAN
+DISTRIBUTE_BLOCK = 121
+DISTRIBUTE_CYCLIC = 122
+DISTRIBUTE_NONE = 123
+DISTRIBUTE_DFLT_DARG = -49767
 
 _basics = []  # basic Datatypes by id, for the per-block basic-type ids
 
@@ -171,16 +182,24 @@ def _old(datatype, call):
     return datatype
 
 
-def _make(name, layout, lb, ub, basic):
+def _make(layout, lb, ub, basic):
+    """A new uncommitted, unnamed derived type of ``layout`` (its constructor records
+    itself with _made)."""
     true_lb, true_ub = layout.mpi_true_bounds()
     handle = datatypes.TypeHandle(
-        name=name, size=_mpi_size(layout), extent=ub - lb, lb=lb, true_lb=true_lb,
+        name="", size=_mpi_size(layout), extent=ub - lb, lb=lb, true_lb=true_lb,
         true_extent=true_ub - true_lb, dtype=None, basic=basic,
         type_class=basic.type_class if basic is not None else None, committed=False)
     handle.layout = layout
     result = datatypes.Datatype()
     result._handle = handle
     return result
+
+
+def _made(datatype, combiner, old_types, integers=(), counts=()):
+    """``datatype`` with its constructor and arguments recorded for Get_contents."""
+    datatype._handle.record(combiner, integers, counts, old_types)
+    return datatype
 
 
 def _mpi_size(layout):
@@ -192,10 +211,10 @@ def _mpi_size(layout):
     return size
 
 
-def _blocks(old, blocklengths, starts, name):
+def _blocks(old, blocklengths, starts):
     """A type of blocks of copies of ``old``: block i holds blocklengths[i] copies, one
-    extent apart, from byte starts[i] (every constructor but subarray, struct and
-    resized). Held by its structure: when ``old`` is one dense run, a block is one
+    extent apart, from byte starts[i] (every constructor but subarray, darray, struct
+    and resized). Held by its structure: when ``old`` is one dense run, a block is one
     run, whatever its length (Create_contiguous(2**31 - 1) is one block, not 2**31
     entries); other types repeat their runs per copy."""
     lengths = numpy.asarray(blocklengths, dtype=numpy.int64).reshape(-1)
@@ -204,7 +223,7 @@ def _blocks(old, blocklengths, starts, name):
     lengths, starts = lengths[keep], starts[keep]
     extent, layout = old.extent, Layout.of(old)
     if not len(lengths):
-        return _make(name, Layout([], [], []), 0, 0, old.basic)
+        return _make(Layout([], [], []), 0, 0, old.basic)
     last = starts + (lengths - 1) * extent
     lb = int(numpy.minimum(starts, last).min()) + old.lb
     ub = int(numpy.maximum(starts, last).max()) + old.ub
@@ -212,109 +231,187 @@ def _blocks(old, blocklengths, starts, name):
     if is_dense(old) and extent > 0:
         runs = Layout(starts + int(layout.offsets[0]), lengths * extent,
                       numpy.full(len(lengths), int(layout.basic_ids[0])))
-        return _make(name, runs, lb, ub, basic)
+        return _make(runs, lb, ub, basic)
     first_of_block = numpy.repeat(numpy.cumsum(lengths) - lengths, lengths)
     within = numpy.arange(int(lengths.sum()), dtype=numpy.int64) - first_of_block
     copies = numpy.repeat(starts, lengths) + within * extent
-    return _make(name, layout.replicated(copies), lb, ub, basic)
+    return _make(layout.replicated(copies), lb, ub, basic)
 
 
 def _non_negative(value, what, call):
-    value = int(value)
+    value = operator.index(value)
     if value < 0:
         errors.fail(errors.ERR_COUNT if "count" in what else errors.ERR_ARG,
                     "%s: %s must be >= 0, not %d" % (call, what, value))
     return value
 
 
+def _same_length(items, expected):
+    """mpi4py's check of an argument list against the count the first one gave."""
+    items = list(items)
+    if len(items) != expected:
+        raise ValueError("expecting %d items, got %d" % (expected, len(items)))
+    return items
+
+
 def create_contiguous(self, count):
     old = _old(self, "contiguous type")
     count = _non_negative(count, "count", "Create_contiguous")
-    return _blocks(old, [count], [0], "contiguous")
+    return _made(_blocks(old, [count], [0]), COMBINER_CONTIGUOUS, [old], counts=[count])
 
 
 def create_vector(self, count, blocklength, stride):
     old = _old(self, "vector")
-    return _strided(old, count, blocklength, stride * old.extent, "Create_vector")
+    return _strided(old, count, blocklength, stride, old.extent, COMBINER_VECTOR,
+                    "Create_vector")
 
 
 def create_hvector(self, count, blocklength, stride):
     old = _old(self, "hvector")
-    return _strided(old, count, blocklength, stride, "Create_hvector")
+    return _strided(old, count, blocklength, stride, 1, COMBINER_HVECTOR, "Create_hvector")
 
 
-def _strided(old, count, blocklength, stride_bytes, call):
+def _strided(old, count, blocklength, stride, stride_unit, combiner, call):
     count = _non_negative(count, "count", call)
     blocklength = _non_negative(blocklength, "blocklength", call)
-    starts = numpy.arange(count, dtype=numpy.int64) * int(stride_bytes)
-    return _blocks(old, numpy.full(count, blocklength), starts, call[7:].lower())
+    stride = operator.index(stride)
+    starts = numpy.arange(count, dtype=numpy.int64) * (stride * stride_unit)
+    return _made(_blocks(old, numpy.full(count, blocklength), starts), combiner, [old],
+                 counts=[count, blocklength, stride])
 
 
 def create_indexed(self, blocklengths, displacements):
     old = _old(self, "indexed type")
-    return _indexed(old, blocklengths, [d * old.extent for d in displacements],
+    return _indexed(old, blocklengths, displacements, old.extent, COMBINER_INDEXED,
                     "Create_indexed")
 
 
 def create_hindexed(self, blocklengths, displacements):
     old = _old(self, "hindexed type")
-    return _indexed(old, blocklengths, displacements, "Create_hindexed")
+    return _indexed(old, blocklengths, displacements, 1, COMBINER_HINDEXED,
+                    "Create_hindexed")
 
 
 def create_indexed_block(self, blocklength, displacements):
     old = _old(self, "indexed-block type")
-    return _indexed(old, [blocklength] * len(displacements),
-                    [d * old.extent for d in displacements], "Create_indexed_block")
+    return _indexed(old, blocklength, displacements, old.extent, COMBINER_INDEXED_BLOCK,
+                    "Create_indexed_block")
 
 
 def create_hindexed_block(self, blocklength, displacements):
     old = _old(self, "hindexed-block type")
-    return _indexed(old, [blocklength] * len(displacements), displacements,
+    return _indexed(old, blocklength, displacements, 1, COMBINER_HINDEXED_BLOCK,
                     "Create_hindexed_block")
 
 
-def _indexed(old, blocklengths, starts, call):
-    blocklengths = [_non_negative(b, "blocklength", call) for b in blocklengths]
-    if len(blocklengths) != len(starts):
-        errors.fail(errors.ERR_ARG, "%s: %d block lengths but %d displacements"
-                    % (call, len(blocklengths), len(starts)))
-    return _blocks(old, blocklengths, [int(s) for s in starts], call[7:].lower())
+def _indexed(old, blocklengths, displacements, unit, combiner, call):
+    """The four indexed constructors: one block length for all (the _block ones) or
+    one per displacement; displacements in extents of ``old`` (unit) or bytes (1)."""
+    displacements = [operator.index(d) for d in displacements]
+    if combiner in (COMBINER_INDEXED_BLOCK, COMBINER_HINDEXED_BLOCK):
+        blocklength = _non_negative(blocklengths, "blocklength", call)
+        lengths, recorded = [blocklength] * len(displacements), [blocklength]
+    else:
+        lengths = [_non_negative(b, "blocklength", call) for b in blocklengths]
+        displacements = _same_length(displacements, len(lengths))
+        recorded = lengths
+    result = _blocks(old, lengths, [d * unit for d in displacements])
+    return _made(result, combiner, [old],
+                 counts=[len(displacements)] + recorded + displacements)
 
 
 def create_subarray(self, sizes, subsizes, starts, order=ORDER_C):
     old = _old(self, "subarray")
     call = "Create_subarray"
-    if not len(sizes) == len(subsizes) == len(starts) or not len(sizes):
+    sizes = [operator.index(size) for size in sizes]
+    subsizes = [operator.index(n) for n in _same_length(subsizes, len(sizes))]
+    starts = [operator.index(n) for n in _same_length(starts, len(sizes))]
+    if not sizes:
         errors.fail(errors.ERR_ARG, "%s: sizes, subsizes and starts need one entry per "
-                    "dimension" % call)
+                    "dimension, and there must be at least one" % call)
     for size, subsize, start in zip(sizes, subsizes, starts):
         if size < 1 or subsize < 1 or start < 0 or start + subsize > size:
             errors.fail(errors.ERR_ARG, "%s: a %d-wide subarray at %d does not fit in a "
                         "dimension of %d" % (call, subsize, start, size))
+    indices = [numpy.arange(start, start + n) for start, n in zip(starts, subsizes)]
+    result = _array_type(old, sizes, indices, order, call)
+    return _made(result, COMBINER_SUBARRAY, [old], integers=[len(sizes), order],
+                 counts=sizes + subsizes + starts)
+
+
+def _array_type(old, sizes, indices, order, call):
+    """The elements of a ``sizes`` array of ``old`` whose index in dimension d is in
+    indices[d], in the array's storage ``order``; the type spans the whole array from
+    0 (subarray and darray, MPI-4.1 §5.1.3-4)."""
     if order not in (ORDER_C, ORDER_FORTRAN):
-        errors.fail(errors.ERR_ARG, "%s: order must be ORDER_C or ORDER_FORTRAN" % call)
+        errors.fail(errors.ERR_ARG, "%s: order must be ORDER_C or ORDER_FORTRAN, not %r"
+                    % (call, order))
     if order == ORDER_FORTRAN:
-        sizes, subsizes, starts = sizes[::-1], subsizes[::-1], starts[::-1]
-    grids = numpy.meshgrid(*[numpy.arange(s, s + n) for s, n in zip(starts, subsizes)],
-                           indexing="ij")
+        sizes, indices = sizes[::-1], indices[::-1]
     strides = numpy.cumprod([1] + list(sizes[:0:-1]))[::-1]
-    elements = sum(g * int(st) for g, st in zip(grids, strides)).ravel()
+    grids = numpy.meshgrid(*indices, indexing="ij")
+    elements = sum(g * int(stride) for g, stride in zip(grids, strides)).ravel()
     layout = Layout.of(old).replicated(elements * old.extent)
     total = int(numpy.prod(sizes)) * old.extent
-    return _make("subarray", layout, old.lb, old.lb + total,
-                 old.basic if Layout.of(old).basic() is not None else None)
+    return _make(layout, 0, total, old.basic if Layout.of(old).basic() is not None else None)
 
 
-def create_struct(cls, blocklengths, displacements, datatypes_of_blocks):
+def create_darray(self, size, rank, gsizes, distribs, dargs, psizes, order=ORDER_C):
+    """This rank's part of an array distributed over a row-major process grid
+    (MPI-4.1 §5.1.4): the elements it owns, in the array's storage order."""
+    old = _old(self, "darray")
+    call = "Create_darray"
+    gsizes = [operator.index(g) for g in gsizes]
+    distribs, dargs, psizes = ([operator.index(v) for v in _same_length(values, len(gsizes))]
+                               for values in (distribs, dargs, psizes))
+    size, rank = operator.index(size), operator.index(rank)
+    if size < 1 or not 0 <= rank < size:
+        errors.fail(errors.ERR_RANK if size >= 1 else errors.ERR_ARG,
+                    "%s: rank %d is not in a group of %d processes" % (call, rank, size))
+    if not gsizes or min(gsizes) < 1 or min(psizes) < 1 or int(numpy.prod(psizes)) != size:
+        errors.fail(errors.ERR_ARG, "%s: need at least one dimension, every gsize and psize "
+                    ">= 1 and psizes multiplying to size %d (got gsizes %s, psizes %s)"
+                    % (call, size, gsizes, psizes))
+    coordinates = numpy.unravel_index(rank, psizes)
+    indices = [_owned(call, *dimension) for dimension in
+               zip(gsizes, distribs, dargs, psizes, coordinates)]
+    result = _array_type(old, gsizes, indices, order, call)
+    return _made(result, COMBINER_DARRAY, [old],
+                 integers=[size, rank, len(gsizes)] + distribs + dargs + psizes + [order],
+                 counts=gsizes)
+
+
+def _owned(call, gsize, distrib, darg, psize, coordinate):
+    """Indices of one dimension owned by the process at ``coordinate`` of ``psize``."""
+    if distrib == DISTRIBUTE_NONE:
+        if psize != 1:
+            errors.fail(errors.ERR_ARG, "%s: an undistributed dimension (DISTRIBUTE_NONE) "
+                        "needs psize 1, not %d" % (call, psize))
+        return numpy.arange(gsize)
+    if distrib not in (DISTRIBUTE_BLOCK, DISTRIBUTE_CYCLIC):
+        errors.fail(errors.ERR_ARG, "%s: distribution %r is not DISTRIBUTE_BLOCK, "
+                    "DISTRIBUTE_CYCLIC or DISTRIBUTE_NONE" % (call, distrib))
+    if darg == DISTRIBUTE_DFLT_DARG:
+        darg = -(-gsize // psize) if distrib == DISTRIBUTE_BLOCK else 1
+    if darg < 1:
+        errors.fail(errors.ERR_ARG, "%s: distribution argument %d must be >= 1 or "
+                    "DISTRIBUTE_DFLT_DARG" % (call, darg))
+    if distrib == DISTRIBUTE_BLOCK and darg * psize < gsize:
+        errors.fail(errors.ERR_ARG, "%s: blocks of %d on %d processes cannot hold %d "
+                    "elements" % (call, darg, psize, gsize))
+    # blocks of darg elements dealt round-robin; a block distribution deals one round
+    index = numpy.arange(gsize)
+    return index[(index // darg) % psize == coordinate]
+
+
+def create_struct(cls, blocklengths, displacements, datatypes):
     call = "Create_struct"
-    if not len(blocklengths) == len(displacements) == len(datatypes_of_blocks):
-        errors.fail(errors.ERR_ARG, "%s: blocklengths, displacements and datatypes must "
-                    "have one entry per block" % call)
+    lengths = [_non_negative(b, "blocklength", call) for b in blocklengths]
+    displacements = [operator.index(d) for d in _same_length(displacements, len(lengths))]
+    members = [_old(member, "struct") for member in _same_length(datatypes, len(lengths))]
     parts, lows, highs, alignment = [], [], [], 1
-    for length, start, member in zip(blocklengths, displacements, datatypes_of_blocks):
-        member = _old(member, "struct")
-        length = _non_negative(length, "blocklength", call)
-        copies = [int(start) + j * member.extent for j in range(length)]
+    for length, start, member in zip(lengths, displacements, members):
+        copies = [start + j * member.extent for j in range(length)]
         if copies:
             parts.append(Layout.of(member).replicated(copies))
             lows.append(copies[0] + member.lb)
@@ -328,19 +425,23 @@ def create_struct(cls, blocklengths, displacements, datatypes_of_blocks):
     else:
         layout, lb, ub = Layout([], [], []), 0, 0
     ub = lb + -(-(ub - lb) // alignment) * alignment
-    return _make("struct", layout, lb, ub, layout.basic())
+    result = _make(layout, lb, ub, layout.basic())
+    return _made(result, COMBINER_STRUCT, members,
+                 counts=[len(lengths)] + lengths + displacements)
 
 
 def _alignment(datatype):
-    basic = Layout.of(datatype).basic() or datatype
-    extent = basic.extent if basic.is_predefined else 8
-    return min(extent, 16) if extent in (1, 2, 4, 8, 16) else 8
+    """What MPICH rounds a struct's extent up to: the largest C alignment of the basic
+    types in a member (a complex type aligns as its parts, a pair as its C struct)."""
+    basic_ids = numpy.unique(Layout.of(datatype).basic_ids).tolist()
+    return max([datatypes.c_alignment(_basics[i]) or 1 for i in basic_ids], default=1)
 
 
 def create_resized(self, lb, extent):
     old = _old(self, "resized type")
-    result = _make("resized", Layout.of(old), int(lb), int(lb) + int(extent), old.basic)
-    return result
+    lb, extent = operator.index(lb), operator.index(extent)
+    return _made(_make(Layout.of(old), lb, lb + extent, old.basic), COMBINER_RESIZED, [old],
+                 counts=[lb, extent])
 
 
 def is_dense(datatype):
@@ -354,18 +455,17 @@ def is_dense(datatype):
 
 
 def install():
-    """Give Datatype mpi4py's constructor methods."""
+    """Give Datatype mpi4py's constructor methods, under mpi4py's names (tests build
+    COMBINER_<NAME> from a method's __name__)."""
     Datatype = datatypes.Datatype
-    Datatype.Create_contiguous = create_contiguous
-    Datatype.Create_vector = create_vector
-    Datatype.Create_hvector = create_hvector
-    Datatype.Create_indexed = create_indexed
-    Datatype.Create_hindexed = create_hindexed
-    Datatype.Create_indexed_block = create_indexed_block
-    Datatype.Create_hindexed_block = create_hindexed_block
-    Datatype.Create_subarray = create_subarray
+    for function in (create_contiguous, create_vector, create_hvector, create_indexed,
+                     create_hindexed, create_indexed_block, create_hindexed_block,
+                     create_subarray, create_darray, create_struct, create_resized):
+        name = "C" + function.__name__[1:]
+        function.__name__ = function.__qualname__ = name
+        setattr(Datatype, name, function)
     Datatype.Create_struct = classmethod(create_struct)
-    Datatype.Create_resized = create_resized
+    Datatype.Resized = create_resized  # mpi4py's compatibility alias
 
 
 install()
