@@ -40,7 +40,7 @@ def _basic_id(datatype):
 class Layout:
     """One item of a datatype as merged byte blocks (numpy arrays)."""
 
-    __slots__ = ("offsets", "lengths", "basic_ids", "_index")
+    __slots__ = ("offsets", "lengths", "basic_ids", "_index", "_alignment", "_distinct")
 
     def __init__(self, offsets, lengths, basic_ids):
         offsets = numpy.asarray(offsets, dtype=numpy.int64)
@@ -56,13 +56,19 @@ class Layout:
             offsets, basic_ids = offsets[starts], basic_ids[starts]
         self.offsets, self.lengths, self.basic_ids = offsets, lengths, basic_ids
         self._index = None
+        self._alignment = None
+        self._distinct = None
 
     @classmethod
     def of(cls, datatype):
         handle = datatype._handle
         layout = getattr(handle, "layout", None)
         if layout is None:
-            layout = handle.layout = cls([0], [handle.extent], [_basic_id(handle.basic)])
+            basic = handle.basic._handle
+            if basic is not handle:   # a Dup or Fortran kind of a predefined type
+                layout = handle.layout = cls.of(handle.basic)
+            else:
+                layout = handle.layout = cls([0], [handle.extent], [_basic_id(handle.basic)])
         return layout
 
     @property
@@ -71,10 +77,20 @@ class Layout:
 
     def replicated(self, displacements):
         """This layout repeated at each byte displacement, in order."""
+        return Layout(*self.replicated_blocks(displacements))
+
+    def replicated_blocks(self, displacements):
+        """The (offsets, lengths, basic ids) of replicated(), not yet merged."""
         displacements = numpy.asarray(displacements, dtype=numpy.int64).reshape(-1, 1)
         count = len(displacements)
-        return Layout((displacements + self.offsets).ravel(),
-                      numpy.tile(self.lengths, count), numpy.tile(self.basic_ids, count))
+        return ((displacements + self.offsets).ravel(), numpy.tile(self.lengths, count),
+                numpy.tile(self.basic_ids, count))
+
+    @property
+    def distinct_basic_ids(self):
+        if self._distinct is None:
+            self._distinct = sorted(set(self.basic_ids.tolist()))
+        return self._distinct
 
     def byte_index(self, count, extent):
         """Byte offsets of every byte of ``count`` items spaced by ``extent``, packed order."""
@@ -95,6 +111,10 @@ class Layout:
         """True bounds without the trailing padding of pair types (MPI's true extent)."""
         if not len(self.offsets):
             return 0, 0
+        if len(self.distinct_basic_ids) == 1:
+            basic = _basics[self.distinct_basic_ids[0]]
+            return (int(self.offsets.min()), int((self.offsets + self.lengths).max())
+                    - (basic.extent - basic.true_ub))
         padding = numpy.array([_basics[i].extent - _basics[i].true_ub
                                for i in self.basic_ids.tolist()], dtype=numpy.int64)
         return (int(self.offsets.min()),
@@ -102,8 +122,8 @@ class Layout:
 
     def basic(self):
         """The one basic type of every block, or None when they differ (a mixed struct)."""
-        ids = set(self.basic_ids.tolist())
-        return _basics[ids.pop()] if len(ids) == 1 else None
+        ids = self.distinct_basic_ids
+        return _basics[ids[0]] if len(ids) == 1 else None
 
 
 class Items:
@@ -204,6 +224,9 @@ def _made(datatype, combiner, old_types, integers=(), counts=()):
 
 def _mpi_size(layout):
     """MPI size: bytes of data, so a pair counts its value and index, not its padding."""
+    if len(layout.distinct_basic_ids) == 1:
+        basic = _basics[layout.distinct_basic_ids[0]]
+        return layout.packed_size // basic.extent * basic.Get_size()
     size = 0
     for basic_id, length in zip(layout.basic_ids.tolist(), layout.lengths.tolist()):
         basic = _basics[basic_id]
@@ -411,16 +434,15 @@ def create_struct(cls, blocklengths, displacements, datatypes):
     members = [_old(member, "struct") for member in _same_length(datatypes, len(lengths))]
     parts, lows, highs, alignment = [], [], [], 1
     for length, start, member in zip(lengths, displacements, members):
-        copies = [start + j * member.extent for j in range(length)]
-        if copies:
-            parts.append(Layout.of(member).replicated(copies))
-            lows.append(copies[0] + member.lb)
-            highs.append(copies[-1] + member.ub)
+        if length:
+            extent = member.extent
+            parts.append(Layout.of(member).replicated_blocks(
+                numpy.arange(length, dtype=numpy.int64) * extent + start))
+            lows.append(start + member.lb)
+            highs.append(start + (length - 1) * extent + member.ub)
         alignment = max(alignment, _alignment(member))
     if parts:
-        layout = Layout(numpy.concatenate([p.offsets for p in parts]),
-                        numpy.concatenate([p.lengths for p in parts]),
-                        numpy.concatenate([p.basic_ids for p in parts]))
+        layout = Layout(*(numpy.concatenate(column) for column in zip(*parts)))
         lb, ub = min(lows), max(highs)
     else:
         layout, lb, ub = Layout([], [], []), 0, 0
@@ -433,8 +455,11 @@ def create_struct(cls, blocklengths, displacements, datatypes):
 def _alignment(datatype):
     """What MPICH rounds a struct's extent up to: the largest C alignment of the basic
     types in a member (a complex type aligns as its parts, a pair as its C struct)."""
-    basic_ids = numpy.unique(Layout.of(datatype).basic_ids).tolist()
-    return max([datatypes.c_alignment(_basics[i]) or 1 for i in basic_ids], default=1)
+    layout = Layout.of(datatype)
+    if layout._alignment is None:
+        layout._alignment = max([datatypes.c_alignment(_basics[i]) or 1
+                                 for i in layout.distinct_basic_ids], default=1)
+    return layout._alignment
 
 
 def create_resized(self, lb, extent):

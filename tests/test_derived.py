@@ -234,6 +234,7 @@ def test_contiguous_of_2_31_minus_1_stays_small_and_fast():
     arrays (MPI-4.1 large counts)."""
     import time
     import tracemalloc
+    MPI.BYTE.Create_contiguous(2).Free()   # numpy loaded before the clock starts
     tracemalloc.start()
     began = time.perf_counter()
     big = MPI.BYTE.Create_contiguous(2**31 - 1)
@@ -241,4 +242,4 @@ def test_contiguous_of_2_31_minus_1_stays_small_and_fast():
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert big.decode()[2] == {"count": 2**31 - 1} and big.size == 2**31 - 1
-    assert peak < 2**20 and elapsed < 0.01 * 10   # 10 ms, with slack for a busy machine
+    assert peak < 2**20 and elapsed < 0.01
