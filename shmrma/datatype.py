@@ -211,8 +211,9 @@ class Datatype(Handle):
         return (handle.true_lb, handle.true_extent)
 
     size = property(Get_size, doc="Size in bytes.")
-    extent = property(lambda self: self.Get_extent()[1], doc="Extent.")
-    lb = property(lambda self: self.Get_extent()[0], doc="Lower bound.")
+    # the hot ones read the handle directly (mpi4py.util.dtlib reads them millions of times)
+    extent = property(lambda self: self._live("get the extent of").extent, doc="Extent.")
+    lb = property(lambda self: self._live("get the extent of").lb, doc="Lower bound.")
     ub = property(lambda self: sum(self.Get_extent()), doc="Upper bound.")
     true_extent = property(lambda self: self.Get_true_extent()[1], doc="True extent.")
     true_lb = property(lambda self: self.Get_true_extent()[0], doc="True lower bound.")
@@ -275,7 +276,8 @@ class Datatype(Handle):
             return (self, "NAMED", {})
         return _decode(handle, self.Get_contents()[3])
 
-    combiner = property(lambda self: self.Get_envelope()[-1], doc="Combiner.")
+    combiner = property(lambda self: self._live("get the envelope of").combiner,
+                        doc="Combiner.")
     is_named = property(lambda self: self.combiner == COMBINER_NAMED,
                         doc="Is a named datatype.")
 

@@ -47,7 +47,8 @@ class Layout:
         lengths = numpy.asarray(lengths, dtype=numpy.int64)
         basic_ids = numpy.asarray(basic_ids, dtype=numpy.int64)
         keep = lengths > 0
-        offsets, lengths, basic_ids = offsets[keep], lengths[keep], basic_ids[keep]
+        if not keep.all():
+            offsets, lengths, basic_ids = offsets[keep], lengths[keep], basic_ids[keep]
         if len(offsets) > 1:
             joins = ((offsets[1:] == offsets[:-1] + lengths[:-1])
                      & (basic_ids[1:] == basic_ids[:-1]))
