@@ -344,7 +344,7 @@ class Datatype(Handle):
 
     @classmethod
     def Create_f90_integer(cls, r):
-        r = operator.index(r)
+        r = c_integer(r)
         for digits, name in _F90_INTEGERS:
             if r <= digits:
                 return _f90_type(COMBINER_F90_INTEGER, (r,), name)
@@ -366,12 +366,24 @@ class Datatype(Handle):
         if prefix is None:
             fail(ERR_ARG, "Match_size: typeclass %r is not TYPECLASS_INTEGER, TYPECLASS_REAL, "
                  "TYPECLASS_COMPLEX or TYPECLASS_LOGICAL" % (typeclass,))
-        size = operator.index(size)
+        typeclass, size = c_integer(typeclass), c_integer(size)
         for name in ("%s%d" % (prefix, size), prefix):
             datatype = PREDEFINED.get(name)
             if datatype and datatype.size == size:
                 return datatype
         fail(ERR_ARG, "Match_size: there is no %s type of %d bytes" % (prefix, size))
+
+
+def c_integer(value):
+    """A scalar argument converted as mpi4py's Cython signatures (``int r``, ``Count
+    count``) convert it: an integer, or anything with __int__ (so a float truncates,
+    as on mpi4py), else TypeError. Elements of argument lists must be integers."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        if not hasattr(type(value), "__int__"):
+            raise TypeError("an integer is required, not %s" % type(value).__name__) from None
+        return int(value)
 
 
 def _held(datatype):
@@ -666,7 +678,7 @@ _TYPECLASS_PREFIXES = {TYPECLASS_INTEGER: "INTEGER", TYPECLASS_REAL: "REAL",
 
 
 def _f90_floating(combiner, p, r):
-    p, r = operator.index(p), operator.index(r)
+    p, r = c_integer(p), c_integer(r)
     call = "Create_f90_real" if combiner == COMBINER_F90_REAL else "Create_f90_complex"
     if p == UNDEFINED and r == UNDEFINED:
         fail(ERR_ARG, "%s: give a precision p or an exponent range r (or both), "

@@ -14,7 +14,7 @@ from . import datatype as datatypes
 from .datatype import (COMBINER_CONTIGUOUS, COMBINER_DARRAY, COMBINER_HINDEXED,
                        COMBINER_HINDEXED_BLOCK, COMBINER_HVECTOR, COMBINER_INDEXED,
                        COMBINER_INDEXED_BLOCK, COMBINER_RESIZED, COMBINER_STRUCT,
-                       COMBINER_SUBARRAY, COMBINER_VECTOR)
+                       COMBINER_SUBARRAY, COMBINER_VECTOR, c_integer)
 from .lazy import numpy
 
 # array storage orders and distributions, as MPICH numbers them (mpi4py exposes these)
@@ -263,7 +263,6 @@ def _blocks(old, blocklengths, starts):
 
 
 def _non_negative(value, what, call):
-    value = operator.index(value)
     if value < 0:
         errors.fail(errors.ERR_COUNT if "count" in what else errors.ERR_ARG,
                     "%s: %s must be >= 0, not %d" % (call, what, value))
@@ -280,7 +279,7 @@ def _same_length(items, expected):
 
 def create_contiguous(self, count):
     old = _old(self, "contiguous type")
-    count = _non_negative(count, "count", "Create_contiguous")
+    count = _non_negative(c_integer(count), "count", "Create_contiguous")
     return _made(_blocks(old, [count], [0]), COMBINER_CONTIGUOUS, [old], counts=[count])
 
 
@@ -296,9 +295,9 @@ def create_hvector(self, count, blocklength, stride):
 
 
 def _strided(old, count, blocklength, stride, stride_unit, combiner, call):
-    count = _non_negative(count, "count", call)
-    blocklength = _non_negative(blocklength, "blocklength", call)
-    stride = operator.index(stride)
+    count = _non_negative(c_integer(count), "count", call)
+    blocklength = _non_negative(c_integer(blocklength), "blocklength", call)
+    stride = c_integer(stride)
     starts = numpy.arange(count, dtype=numpy.int64) * (stride * stride_unit)
     return _made(_blocks(old, numpy.full(count, blocklength), starts), combiner, [old],
                  counts=[count, blocklength, stride])
@@ -333,10 +332,11 @@ def _indexed(old, blocklengths, displacements, unit, combiner, call):
     one per displacement; displacements in extents of ``old`` (unit) or bytes (1)."""
     displacements = [operator.index(d) for d in displacements]
     if combiner in (COMBINER_INDEXED_BLOCK, COMBINER_HINDEXED_BLOCK):
-        blocklength = _non_negative(blocklengths, "blocklength", call)
+        blocklength = _non_negative(c_integer(blocklengths), "blocklength", call)
         lengths, recorded = [blocklength] * len(displacements), [blocklength]
     else:
-        lengths = [_non_negative(b, "blocklength", call) for b in blocklengths]
+        lengths = [_non_negative(operator.index(b), "blocklength", call)
+                   for b in blocklengths]
         displacements = _same_length(displacements, len(lengths))
         recorded = lengths
     result = _blocks(old, lengths, [d * unit for d in displacements])
@@ -350,6 +350,7 @@ def create_subarray(self, sizes, subsizes, starts, order=ORDER_C):
     sizes = [operator.index(size) for size in sizes]
     subsizes = [operator.index(n) for n in _same_length(subsizes, len(sizes))]
     starts = [operator.index(n) for n in _same_length(starts, len(sizes))]
+    order = c_integer(order)
     if not sizes:
         errors.fail(errors.ERR_ARG, "%s: sizes, subsizes and starts need one entry per "
                     "dimension, and there must be at least one" % call)
@@ -388,7 +389,7 @@ def create_darray(self, size, rank, gsizes, distribs, dargs, psizes, order=ORDER
     gsizes = [operator.index(g) for g in gsizes]
     distribs, dargs, psizes = ([operator.index(v) for v in _same_length(values, len(gsizes))]
                                for values in (distribs, dargs, psizes))
-    size, rank = operator.index(size), operator.index(rank)
+    size, rank, order = c_integer(size), c_integer(rank), c_integer(order)
     if size < 1 or not 0 <= rank < size:
         errors.fail(errors.ERR_RANK if size >= 1 else errors.ERR_ARG,
                     "%s: rank %d is not in a group of %d processes" % (call, rank, size))
@@ -430,7 +431,7 @@ def _owned(call, gsize, distrib, darg, psize, coordinate):
 
 def create_struct(cls, blocklengths, displacements, datatypes):
     call = "Create_struct"
-    lengths = [_non_negative(b, "blocklength", call) for b in blocklengths]
+    lengths = [_non_negative(operator.index(b), "blocklength", call) for b in blocklengths]
     displacements = [operator.index(d) for d in _same_length(displacements, len(lengths))]
     members = [_old(member, "struct") for member in _same_length(datatypes, len(lengths))]
     parts, lows, highs, alignment = [], [], [], 1
@@ -465,7 +466,7 @@ def _alignment(datatype):
 
 def create_resized(self, lb, extent):
     old = _old(self, "resized type")
-    lb, extent = operator.index(lb), operator.index(extent)
+    lb, extent = c_integer(lb), c_integer(extent)
     return _made(_make(Layout.of(old), lb, lb + extent, old.basic), COMBINER_RESIZED, [old],
                  counts=[lb, extent])
 

@@ -600,8 +600,21 @@ def test_f90_requests_no_kind_can_meet_raise_err_arg():
         Datatype.Create_f90_complex(6, 4932)
     with raises_mpi(errors.ERR_ARG, "UNDEFINED for both"):
         Datatype.Create_f90_real(MPI.UNDEFINED, MPI.UNDEFINED)
+    with pytest.raises(TypeError, match="integer is required"):
+        Datatype.Create_f90_integer("3")
+
+
+def test_scalar_arguments_convert_as_mpi4pys_cython_signatures_do():
+    """mpi4py on MPICH truncates a float given for an int or Count argument (a list
+    element must be an integer) and refuses a string."""
+    assert Datatype.Create_f90_integer(2.5).decode()[2] == {"r": 2}
+    assert MPI.INT.Create_contiguous(2.5).decode()[2] == {"count": 2}
+    assert MPI.INT.Create_contiguous(np.int32(3)).size == 12
+    assert Datatype.Match_size(2, 4.0) is MPI.INTEGER4
     with pytest.raises(TypeError):
-        Datatype.Create_f90_integer(2.5)
+        MPI.INT.Create_contiguous("3")
+    with pytest.raises(TypeError):
+        MPI.INT.Create_indexed([1.5], [0])
 
 
 def test_match_size_finds_mpichs_types():
