@@ -17,7 +17,6 @@ import struct
 import sys
 
 from . import constants
-from .constants import UNDEFINED
 from .errors import ERR_ARG, ERR_TYPE, fail
 from .handle import Handle
 from .info import as_mpi_string
@@ -56,9 +55,6 @@ COMBINER_HINDEXED_BLOCK = 19
 COMBINER_VALUE_INDEX = 20
 _COMBINER_NAMES = {value: name[len("COMBINER_"):] for name, value in list(globals().items())
                    if name.startswith("COMBINER_")}
-# what mpi4py counts as predefined besides the named types (Datatype.is_predefined)
-_PREDEFINED_COMBINERS = (COMBINER_NAMED, COMBINER_VALUE_INDEX, COMBINER_F90_INTEGER,
-                         COMBINER_F90_REAL, COMBINER_F90_COMPLEX)
 
 # type classes of Match_size (MPI-4.1 §19.1.9), MPICH's values
 TYPECLASS_REAL = 1
@@ -283,7 +279,8 @@ class Datatype(Handle):
 
     @property
     def is_predefined(self):
-        """Null, named or a Fortran parametrized type (mpi4py's _PREDEFINED_COMBINERS)."""
+        """Null, named or a Fortran kind (mpi4py: combiner NAMED, VALUE_INDEX or F90_*;
+        Get_value_index here only ever gives named pairs)."""
         return self._handle is None or self._handle.predefined
 
     # -- names ---------------------------------------------------------------
@@ -362,11 +359,11 @@ class Datatype(Handle):
     @classmethod
     def Match_size(cls, typeclass, size):
         """The size-specific (else default) Fortran type of ``typeclass`` and ``size`` bytes."""
+        typeclass, size = c_integer(typeclass), c_integer(size)
         prefix = _TYPECLASS_PREFIXES.get(typeclass)
         if prefix is None:
             fail(ERR_ARG, "Match_size: typeclass %r is not TYPECLASS_INTEGER, TYPECLASS_REAL, "
                  "TYPECLASS_COMPLEX or TYPECLASS_LOGICAL" % (typeclass,))
-        typeclass, size = c_integer(typeclass), c_integer(size)
         for name in ("%s%d" % (prefix, size), prefix):
             datatype = PREDEFINED.get(name)
             if datatype and datatype.size == size:
@@ -665,10 +662,11 @@ def _datatype_decode(datatype, mark=False):
 
 # gfortran's kinds on x86-64 as MPICH selects them: the smallest integer kind with
 # at least r decimal digits; the smallest real (complex) kind with at least p digits
-# of precision and a decimal exponent range of at least r (UNDEFINED asks nothing).
-# MPICH also has 2-byte reals (p <= 3, r <= 4) and 16-byte integers (r <= 38); shmrma
-# has neither (REAL2 and INTEGER16 are DATATYPE_NULL), so those requests take the
-# next kind up or fail, as gfortran's own selected_*_kind do.
+# of precision and a decimal exponent range of at least r (UNDEFINED, or a negative
+# value, asks nothing). MPICH also has 2-byte reals (p <= 3, r <= 4) and 16-byte
+# integers (r <= 38); shmrma has neither (REAL2 and INTEGER16 are DATATYPE_NULL), so
+# those requests take the next kind up or fail, as gfortran's own selected_*_kind do.
+# No kind: ERR_ARG, a bad argument (MPICH says ERR_OTHER; the standard names none).
 _F90_INTEGERS = ((2, "INTEGER1"), (4, "INTEGER2"), (9, "INTEGER4"), (18, "INTEGER8"))
 _F90_FLOATING = ((6, 37, "REAL4", "COMPLEX8"), (15, 307, "REAL8", "COMPLEX16"),
                  (33, 4931, "REAL16", "COMPLEX32"))
@@ -680,9 +678,6 @@ _TYPECLASS_PREFIXES = {TYPECLASS_INTEGER: "INTEGER", TYPECLASS_REAL: "REAL",
 def _f90_floating(combiner, p, r):
     p, r = c_integer(p), c_integer(r)
     call = "Create_f90_real" if combiner == COMBINER_F90_REAL else "Create_f90_complex"
-    if p == UNDEFINED and r == UNDEFINED:
-        fail(ERR_ARG, "%s: give a precision p or an exponent range r (or both), "
-             "not UNDEFINED for both" % call)
     for precision, exponents, real, complex_ in _F90_FLOATING:
         if p <= precision and r <= exponents:
             name = real if combiner == COMBINER_F90_REAL else complex_
