@@ -37,25 +37,70 @@ def _basic_id(datatype):
     return len(_basics) - 1
 
 
-class Layout:
-    """One item of a datatype as merged byte blocks (numpy arrays)."""
+# blocks: up to this many, a layout is kept as Python lists, which build and merge
+# faster than numpy can be called (most types; mpi4py.util.dtlib makes millions)
+_SMALL = 64
 
-    __slots__ = ("offsets", "lengths", "basic_ids", "_index", "_alignment", "_distinct")
+
+def _merged(offsets, lengths, basic_ids):
+    """Blocks as lists, empty ones dropped and adjacent runs of one basic type joined."""
+    merged_offsets, merged_lengths, merged_ids = [], [], []
+    for offset, length, basic_id in zip(offsets, lengths, basic_ids):
+        if length <= 0:
+            continue
+        if (merged_offsets and merged_ids[-1] == basic_id
+                and merged_offsets[-1] + merged_lengths[-1] == offset):
+            merged_lengths[-1] += length
+        else:
+            merged_offsets.append(offset)
+            merged_lengths.append(length)
+            merged_ids.append(basic_id)
+    return merged_offsets, merged_lengths, merged_ids
+
+
+def _merged_arrays(offsets, lengths, basic_ids):
+    """_merged() for numpy arrays."""
+    offsets = numpy.asarray(offsets, dtype=numpy.int64)
+    lengths = numpy.asarray(lengths, dtype=numpy.int64)
+    basic_ids = numpy.asarray(basic_ids, dtype=numpy.int64)
+    keep = lengths > 0
+    if not keep.all():
+        offsets, lengths, basic_ids = offsets[keep], lengths[keep], basic_ids[keep]
+    if len(offsets) > 1:
+        joins = ((offsets[1:] == offsets[:-1] + lengths[:-1])
+                 & (basic_ids[1:] == basic_ids[:-1]))
+        starts = numpy.flatnonzero(numpy.concatenate(([True], ~joins)))
+        lengths = numpy.add.reduceat(lengths, starts)
+        offsets, basic_ids = offsets[starts], basic_ids[starts]
+    return offsets, lengths, basic_ids
+
+
+def _concatenated(columns):
+    """Columns of blocks joined: lists stay lists, anything else becomes an array."""
+    if all(isinstance(column, list) for column in columns):
+        return [value for column in columns for value in column]
+    return numpy.concatenate(columns)
+
+
+def _as_list(column):
+    return column.tolist() if isinstance(column, numpy.ndarray) else column
+
+
+class Layout:
+    """One item of a datatype as merged byte blocks: offsets, lengths and basic-type
+    ids in type-map order. A small layout is held as lists, a large one as numpy
+    arrays; ``offsets``, ``lengths`` and ``basic_ids`` are always arrays (made on
+    first use), and the layout's own computations use whichever form it holds."""
+
+    __slots__ = ("_lists", "_arrays", "_index", "_alignment", "_distinct")
 
     def __init__(self, offsets, lengths, basic_ids):
-        offsets = numpy.asarray(offsets, dtype=numpy.int64)
-        lengths = numpy.asarray(lengths, dtype=numpy.int64)
-        basic_ids = numpy.asarray(basic_ids, dtype=numpy.int64)
-        keep = lengths > 0
-        if not keep.all():
-            offsets, lengths, basic_ids = offsets[keep], lengths[keep], basic_ids[keep]
-        if len(offsets) > 1:
-            joins = ((offsets[1:] == offsets[:-1] + lengths[:-1])
-                     & (basic_ids[1:] == basic_ids[:-1]))
-            starts = numpy.flatnonzero(numpy.concatenate(([True], ~joins)))
-            lengths = numpy.add.reduceat(lengths, starts)
-            offsets, basic_ids = offsets[starts], basic_ids[starts]
-        self.offsets, self.lengths, self.basic_ids = offsets, lengths, basic_ids
+        if len(offsets) <= _SMALL:
+            self._lists = _merged(_as_list(offsets), _as_list(lengths), _as_list(basic_ids))
+            self._arrays = None
+        else:
+            self._lists = None
+            self._arrays = _merged_arrays(offsets, lengths, basic_ids)
         self._index = None
         self._alignment = None
         self._distinct = None
@@ -73,8 +118,37 @@ class Layout:
         return layout
 
     @property
+    def _columns(self):
+        """The blocks as numpy arrays."""
+        if self._arrays is None:
+            self._arrays = tuple(numpy.array(column, dtype=numpy.int64)
+                                 for column in self._lists)
+        return self._arrays
+
+    offsets = property(lambda self: self._columns[0])
+    lengths = property(lambda self: self._columns[1])
+    basic_ids = property(lambda self: self._columns[2])
+
+    def __len__(self):
+        return len(self._lists[0]) if self._lists is not None else len(self._arrays[0])
+
+    def as_lists(self):
+        """(offsets, lengths, basic ids) as lists (made anew for a large layout)."""
+        if self._lists is not None:
+            return self._lists
+        return tuple(column.tolist() for column in self._arrays)
+
+    def block(self, i):
+        """(offset, length, basic id) of block i, as ints."""
+        if self._lists is not None:
+            return tuple(column[i] for column in self._lists)
+        return tuple(int(column[i]) for column in self._arrays)
+
+    @property
     def packed_size(self):
-        return int(self.lengths.sum())
+        if self._lists is not None:
+            return sum(self._lists[1])
+        return int(self._arrays[1].sum())
 
     def replicated(self, displacements):
         """This layout repeated at each byte displacement, in order."""
@@ -82,15 +156,19 @@ class Layout:
 
     def replicated_blocks(self, displacements):
         """The (offsets, lengths, basic ids) of replicated(), not yet merged."""
-        displacements = numpy.asarray(displacements, dtype=numpy.int64).reshape(-1, 1)
         count = len(displacements)
+        if self._lists is not None and count * len(self) <= _SMALL:
+            offsets, lengths, basic_ids = self._lists
+            return ([d + offset for d in _as_list(displacements) for offset in offsets],
+                    lengths * count, basic_ids * count)
+        displacements = numpy.asarray(displacements, dtype=numpy.int64).reshape(-1, 1)
         return ((displacements + self.offsets).ravel(), numpy.tile(self.lengths, count),
                 numpy.tile(self.basic_ids, count))
 
     @property
     def distinct_basic_ids(self):
         if self._distinct is None:
-            self._distinct = sorted(set(self.basic_ids.tolist()))
+            self._distinct = sorted(set(self.as_lists()[2]))
         return self._distinct
 
     def byte_index(self, count, extent):
@@ -104,22 +182,27 @@ class Layout:
 
     @property
     def true_bounds(self):
-        if not len(self.offsets):
-            return 0, 0
-        return int(self.offsets.min()), int((self.offsets + self.lengths).max())
+        return self._bounds({})
 
     def mpi_true_bounds(self):
         """True bounds without the trailing padding of pair types (MPI's true extent)."""
-        if not len(self.offsets):
+        return self._bounds({i: _basics[i].extent - _basics[i].true_ub
+                             for i in self.distinct_basic_ids})
+
+    def _bounds(self, padding_of):
+        """(lowest byte, end of the highest block less its basic type's padding)."""
+        if not len(self):
             return 0, 0
-        if len(self.distinct_basic_ids) == 1:
-            basic = _basics[self.distinct_basic_ids[0]]
-            return (int(self.offsets.min()), int((self.offsets + self.lengths).max())
-                    - (basic.extent - basic.true_ub))
-        padding = numpy.array([_basics[i].extent - _basics[i].true_ub
-                               for i in self.basic_ids.tolist()], dtype=numpy.int64)
-        return (int(self.offsets.min()),
-                int((self.offsets + self.lengths - padding).max()))
+        if self._lists is not None:
+            offsets, lengths, basic_ids = self._lists
+            return min(offsets), max(offset + length - padding_of.get(basic_id, 0)
+                                     for offset, length, basic_id
+                                     in zip(offsets, lengths, basic_ids))
+        ends = self.offsets + self.lengths
+        if padding_of:
+            ends = ends - numpy.array([padding_of[i] for i in self.basic_ids.tolist()],
+                                      dtype=numpy.int64)
+        return int(self.offsets.min()), int(ends.max())
 
     def basic(self):
         """The one basic type of every block, or None when they differ (a mixed struct)."""
@@ -229,7 +312,8 @@ def _mpi_size(layout):
         basic = _basics[layout.distinct_basic_ids[0]]
         return layout.packed_size // basic.extent * basic.Get_size()
     size = 0
-    for basic_id, length in zip(layout.basic_ids.tolist(), layout.lengths.tolist()):
+    _, lengths, basic_ids = layout.as_lists()
+    for basic_id, length in zip(basic_ids, lengths):
         basic = _basics[basic_id]
         size += length // basic.extent * basic.Get_size()
     return size
@@ -253,8 +337,8 @@ def _blocks(old, blocklengths, starts):
     ub = int(numpy.maximum(starts, last).max()) + old.ub
     basic = old.basic if layout.basic() is not None else None
     if is_dense(old) and extent > 0:
-        runs = Layout(starts + int(layout.offsets[0]), lengths * extent,
-                      numpy.full(len(lengths), int(layout.basic_ids[0])))
+        offset, _, basic_id = layout.block(0)
+        runs = Layout(starts + offset, lengths * extent, numpy.full(len(lengths), basic_id))
         return _make(runs, lb, ub, basic)
     first_of_block = numpy.repeat(numpy.cumsum(lengths) - lengths, lengths)
     within = numpy.arange(int(lengths.sum()), dtype=numpy.int64) - first_of_block
@@ -438,13 +522,14 @@ def create_struct(cls, blocklengths, displacements, datatypes):
     for length, start, member in zip(lengths, displacements, members):
         if length:
             extent = member.extent
-            parts.append(Layout.of(member).replicated_blocks(
-                numpy.arange(length, dtype=numpy.int64) * extent + start))
+            copies = ([start + j * extent for j in range(length)] if length <= _SMALL
+                      else numpy.arange(length, dtype=numpy.int64) * extent + start)
+            parts.append(Layout.of(member).replicated_blocks(copies))
             lows.append(start + member.lb)
             highs.append(start + (length - 1) * extent + member.ub)
         alignment = max(alignment, _alignment(member))
     if parts:
-        layout = Layout(*(numpy.concatenate(column) for column in zip(*parts)))
+        layout = Layout(*(_concatenated(column) for column in zip(*parts)))
         lb, ub = min(lows), max(highs)
     else:
         layout, lb, ub = Layout([], [], []), 0, 0
@@ -477,8 +562,7 @@ def is_dense(datatype):
     if handle.predefined:
         return True
     layout = Layout.of(datatype)
-    return (len(layout.offsets) == 1 and int(layout.offsets[0]) == handle.lb
-            and int(layout.lengths[0]) == handle.extent)
+    return len(layout) == 1 and layout.block(0)[:2] == (handle.lb, handle.extent)
 
 
 def install():

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import shmrma
-from shmrma import MPI
+from shmrma import MPI, derived
 
 # (size, lb, extent, true_lb, true_extent) read off mpi4py 4.1.2 on MPICH 5.0.2
 REFERENCE = {
@@ -243,3 +243,17 @@ def test_contiguous_of_2_31_minus_1_stays_small_and_fast():
     tracemalloc.stop()
     assert big.decode()[2] == {"count": 2**31 - 1} and big.size == 2**31 - 1
     assert peak < 2**20 and elapsed < 0.01
+
+
+def test_large_layouts_agree_with_small_ones():
+    """Layouts of up to 64 blocks are Python lists and larger ones numpy arrays: both
+    give the same blocks, bounds and sizes (pair padding included)."""
+    for count in (3, 70):   # below and above the list/array threshold
+        vector = MPI.INT.Create_vector(count, 1, 2)
+        data = np.arange(2 * count, dtype="i4")
+        assert _packed(vector, data).view("i4").tolist() == list(range(0, 2 * count, 2))
+        pairs = MPI.DOUBLE_INT.Create_vector(count, 1, 2)
+        assert (pairs.size, pairs.Get_true_extent()) == (12 * count, (0, 32 * (count - 1) + 12))
+        struct = MPI.Datatype.Create_struct([1, 1], [0, 8 * count], [vector, MPI.CHAR])
+        assert struct.size == 4 * count + 1
+        assert len(derived.Layout.of(struct)) == count + 1
