@@ -33,10 +33,12 @@ else:
     from .group import GROUP_EMPTY, GROUP_NULL, Group
     from .info import INFO_ENV, INFO_NULL, Info
     from .datatype import *  # noqa: F403
-    from .datatype import Datatype
+    from .datatype import (Datatype, _datatype_create, _datatype_decode, _typealign,
+                           _typecode)
     from .op import *  # noqa: F403
     from .op import Op
-    from .derived import ORDER_C, ORDER_F, ORDER_FORTRAN
+    from .derived import (DISTRIBUTE_BLOCK, DISTRIBUTE_CYCLIC, DISTRIBUTE_DFLT_DARG,
+                          DISTRIBUTE_NONE, ORDER_C, ORDER_F, ORDER_FORTRAN)
     from . import pack as _pack  # noqa: F401 - gives Datatype its Pack calls
     from .session import SESSION_NULL, Session
     from .errhandler import (ERRHANDLER_NULL, ERRORS_ABORT, ERRORS_ARE_FATAL, ERRORS_RETURN,

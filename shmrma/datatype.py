@@ -12,12 +12,13 @@ the reference the tests compare against (mpi4py src/mpi4py/MPI.src/Datatype.pyx,
 typemap.pxi, typestr.pxi, msgbuffer.pxi).
 """
 import ctypes
+import operator
 import struct
 import sys
 
 from . import constants
 from .attributes import Attributes
-from .errors import ERR_TYPE, fail
+from .errors import ERR_ARG, ERR_TYPE, fail
 from .handle import Handle
 from .info import as_mpi_string
 from .lazy import numpy as np
@@ -34,12 +35,45 @@ OPAQUE = "opaque"  # PACKED and WCHAR: no reduction op is defined on them
 HANDLE = "handle"  # HANDLE_SYNC: Sync handles, in messages only (synchandle.py)
 HANDLE_BYTES = 128  # the wire form of one Sync handle
 
+# How a datatype was made (MPI-4.1 §5.1.13 MPI_Type_get_envelope), numbered as
+# MPICH numbers them: these are the values mpi4py on MPICH exposes.
+COMBINER_NAMED = 1
+COMBINER_DUP = 2
+COMBINER_CONTIGUOUS = 3
+COMBINER_VECTOR = 4
+COMBINER_HVECTOR = 6
+COMBINER_INDEXED = 7
+COMBINER_HINDEXED = 9
+COMBINER_INDEXED_BLOCK = 10
+COMBINER_STRUCT = 12
+COMBINER_SUBARRAY = 13
+COMBINER_DARRAY = 14
+COMBINER_F90_REAL = 15
+COMBINER_F90_COMPLEX = 16
+COMBINER_F90_INTEGER = 17
+COMBINER_RESIZED = 18
+COMBINER_HINDEXED_BLOCK = 19
+COMBINER_VALUE_INDEX = 20
+_COMBINER_NAMES = {value: name[len("COMBINER_"):] for name, value in list(globals().items())
+                   if name.startswith("COMBINER_")}
+
+# type classes of Match_size (MPI-4.1 §19.1.9), MPICH's values
+TYPECLASS_REAL = 1
+TYPECLASS_INTEGER = 2
+TYPECLASS_COMPLEX = 3
+TYPECLASS_LOGICAL = 4
+
 
 class TypeHandle:
     """What a datatype handle refers to: its layout summary and identity.
 
     ``basic`` is the predefined Datatype the type is built from (the type itself
     for a predefined one); accumulate calls compare it across their arguments.
+    ``combiner`` and ``contents`` (integers, addresses, counts, datatypes) are the
+    constructor and its arguments as MPI_Type_get_contents returns them, recorded
+    at construction. ``refs`` counts the holders of the handle, as MPI counts them:
+    the user's, one per type built from it and one per handle Get_contents gave
+    out; it is freed, and its use an error, when the last one lets go.
     """
 
     def __init__(self, *, name, size, extent, dtype, basic=None, type_class,
@@ -62,13 +96,31 @@ class TypeHandle:
         self.freed = False
         self.constant_name = None     # the module name of a predefined handle
         self.attributes = {}          # attributes.Attributes of every handle to it
-        self.dup_of = None            # the Datatype a Dup was made from, to pickle it
+        self.combiner = COMBINER_NAMED
+        self.contents = ([], [], [], [])
+        self.refs = 1
+        self.alignment = None         # a pair type's, as its C struct aligns
 
     @property
     def dtype(self):
         if callable(self._dtype):
             self._dtype = self._dtype()
         return self._dtype
+
+    def record(self, combiner, integers=(), counts=(), datatypes=()):
+        """Keep the constructor and its arguments; the handle holds each argument type."""
+        self.combiner = combiner
+        self.contents = ([int(i) for i in integers], [], [int(c) for c in counts],
+                         [_held(datatype) for datatype in datatypes])
+
+    def release(self):
+        """One holder lets go; the last frees the handle and lets go of its arguments."""
+        self.refs -= 1
+        if self.refs == 0:
+            self.freed = True
+            for datatype in self.contents[3]:
+                if not datatype._handle.predefined:
+                    datatype._handle.release()
 
     def duplicate(self):
         twin = TypeHandle(
@@ -103,9 +155,15 @@ class Datatype(Handle, Attributes):
         if handle.constant_name:
             constant = PREDEFINED[handle.constant_name]
             return handle.constant_name if self is constant else (Datatype, (constant,))
-        if handle.dup_of is not None and not handle.freed:
-            return (Datatype.Dup, (handle.dup_of,))
-        raise ValueError("cannot serialize '%s.Datatype' instance" % __name__)
+        if handle.freed:
+            raise ValueError("cannot serialize '%s.Datatype' instance" % __name__)
+        # as mpi4py does: rebuilt from its decoding, whose argument types pickle in
+        # turn; the rebuilt argument types are temporaries, freed once it is built, so
+        # each must be its own object (pickle would load a shared one once, then the
+        # second use would find it freed)
+        arguments = [datatype if datatype._handle.constant_name else Datatype(datatype)
+                     for datatype in handle.contents[3]]
+        return (_datatype_create, _decode(handle, arguments) + (True,))
 
     def _live(self, action):
         """The handle, or ERR_TYPE saying why ``action`` cannot be done."""
@@ -157,8 +215,9 @@ class Datatype(Handle, Attributes):
         return (handle.true_lb, handle.true_extent)
 
     size = property(Get_size, doc="Size in bytes.")
-    extent = property(lambda self: self.Get_extent()[1], doc="Extent.")
-    lb = property(lambda self: self.Get_extent()[0], doc="Lower bound.")
+    # the hot ones read the handle directly (mpi4py.util.dtlib reads them millions of times)
+    extent = property(lambda self: self._live("get the extent of").extent, doc="Extent.")
+    lb = property(lambda self: self._live("get the extent of").lb, doc="Lower bound.")
     ub = property(lambda self: sum(self.Get_extent()), doc="Upper bound.")
     true_extent = property(lambda self: self.Get_true_extent()[1], doc="True extent.")
     true_lb = property(lambda self: self.Get_true_extent()[0], doc="True lower bound.")
@@ -173,7 +232,7 @@ class Datatype(Handle, Attributes):
     def Dup(self):
         handle = self._live("duplicate")
         twin = handle.duplicate()
-        twin.dup_of = Datatype(self)
+        twin.record(COMBINER_DUP, datatypes=[self])
         duplicate = type(self)()
         duplicate._handle = twin
         self._copy_attributes_to(duplicate)
@@ -184,18 +243,55 @@ class Datatype(Handle, Attributes):
     def Free(self):
         handle = self._live("free")
         if handle.predefined:
-            fail(ERR_TYPE, "cannot free the predefined datatype %s" % handle.constant_name)
-        self._drop_attributes()
-        handle.freed = True
+            fail(ERR_TYPE, "cannot free the predefined datatype %r" % self)
+        if handle.refs == 1:          # the last handle: the type goes, its attributes too
+            self._drop_attributes()
         self._handle = None
+        handle.release()
 
     def free(self):
         """Call Free() unless the datatype is null or predefined (mpi4py's helper)."""
         if self._handle is not None and not self._handle.predefined:
             self.Free()
 
+    # -- decoding (MPI-4.1 §5.1.13) ------------------------------------------------
+
+    def Get_envelope(self):
+        """(number of integers, addresses, counts, datatypes, combiner) of the contents."""
+        handle = self._live("get the envelope of")
+        integers, addresses, counts, datatypes = handle.contents
+        return (len(integers), len(addresses), len(counts), len(datatypes), handle.combiner)
+
+    envelope = property(Get_envelope, doc="Envelope.")
+
+    def Get_contents(self):
+        """The constructor's arguments; each derived type in them is a new handle to free."""
+        handle = self._live("get the contents of")
+        if handle.combiner == COMBINER_NAMED:
+            fail(ERR_TYPE, "a named datatype has no contents: call Get_contents only when "
+                 "Get_envelope()'s combiner is not COMBINER_NAMED")
+        integers, addresses, counts, datatypes = handle.contents
+        return (list(integers), list(addresses), list(counts),
+                [_held(datatype) for datatype in datatypes])
+
+    contents = property(Get_contents, doc="Contents.")
+
+    def decode(self):
+        """(old type, combiner name, constructor keyword arguments), as mpi4py decodes."""
+        handle = self._live("decode")
+        if handle.combiner == COMBINER_NAMED:
+            return (self, "NAMED", {})
+        return _decode(handle, self.Get_contents()[3])
+
+    combiner = property(lambda self: self._live("get the envelope of").combiner,
+                        doc="Combiner.")
+    is_named = property(lambda self: self.combiner == COMBINER_NAMED,
+                        doc="Is a named datatype.")
+
     @property
     def is_predefined(self):
+        """Null, named or a Fortran kind (mpi4py: combiner NAMED, VALUE_INDEX or F90_*;
+        Get_value_index here only ever gives named pairs)."""
         return self._handle is None or self._handle.predefined
 
     # -- names ---------------------------------------------------------------
@@ -243,7 +339,71 @@ class Datatype(Handle, Attributes):
     @classmethod
     def Get_value_index(cls, value, index):
         """The predefined pair type of (value, index), or DATATYPE_NULL if there is none."""
-        return _PAIR_OF.get((_handle_of(value, "value"), _handle_of(index, "index")), DATATYPE_NULL)
+        handles = []
+        for argument, role in ((value, "value"), (index, "index")):
+            handle = _handle_of(argument, role)
+            if handle is None or handle.freed:
+                fail(ERR_TYPE, "Get_value_index: the %s type is %s" % (
+                    role, "DATATYPE_NULL" if handle is None else "freed"))
+            handles.append(handle)
+        return _PAIR_OF.get(tuple(handles), DATATYPE_NULL)
+
+    # -- Fortran parametrized and size-specific types (MPI-4.1 §19.1.9) ------------
+
+    @classmethod
+    def Create_f90_integer(cls, r):
+        r = c_integer(r)
+        for digits, name in _F90_INTEGERS:
+            if r <= digits:
+                return _f90_type(COMBINER_F90_INTEGER, (r,), name)
+        fail(ERR_ARG, "Create_f90_integer: no integer kind has %d decimal digits (at most %d)"
+             % (r, _F90_INTEGERS[-1][0]))
+
+    @classmethod
+    def Create_f90_real(cls, p, r):
+        return _f90_floating(COMBINER_F90_REAL, p, r)
+
+    @classmethod
+    def Create_f90_complex(cls, p, r):
+        return _f90_floating(COMBINER_F90_COMPLEX, p, r)
+
+    @classmethod
+    def Match_size(cls, typeclass, size):
+        """The size-specific (else default) Fortran type of ``typeclass`` and ``size`` bytes."""
+        typeclass, size = c_integer(typeclass), c_integer(size)
+        prefix = _TYPECLASS_PREFIXES.get(typeclass)
+        if prefix is None:
+            fail(ERR_ARG, "Match_size: typeclass %r is not TYPECLASS_INTEGER, TYPECLASS_REAL, "
+                 "TYPECLASS_COMPLEX or TYPECLASS_LOGICAL" % (typeclass,))
+        for name in ("%s%d" % (prefix, size), prefix):
+            datatype = PREDEFINED.get(name)
+            if datatype and datatype.size == size:
+                return datatype
+        fail(ERR_ARG, "Match_size: there is no %s type of %d bytes" % (prefix, size))
+
+
+def c_integer(value):
+    """A scalar argument converted as mpi4py's Cython signatures (``int r``, ``Count
+    count``) convert it: an integer, or anything with __int__ (so a float truncates,
+    as on mpi4py), else TypeError. Elements of argument lists must be integers."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        if not hasattr(type(value), "__int__"):
+            raise TypeError("an integer is required, not %s" % type(value).__name__) from None
+        return int(value)
+
+
+def _held(datatype):
+    """A new Datatype on ``datatype``'s handle, counted as one more holder of it."""
+    handle = datatype._handle
+    if handle.constant_name:
+        return PREDEFINED[handle.constant_name]
+    if not handle.predefined:
+        handle.refs += 1
+    held = Datatype()
+    held._handle = handle
+    return held
 
 
 def _handle_of(datatype, argument):
@@ -401,9 +561,11 @@ def _pair_type(name, value_name, mpi_name):
     def dtype():
         return np.dtype({"names": ["value", "index"], "formats": [value.dtype, np.intc]},
                         align=True)
-    return _predefined(name, TypeHandle(
+    pair = _predefined(name, TypeHandle(
         name=mpi_name or "MPI_" + name, size=value.size + int_size,
         extent=extent, true_extent=index_end, dtype=dtype, type_class=PAIR))
+    pair._handle.alignment = alignment
+    return pair
 
 
 PREDEFINED = {}
@@ -423,7 +585,157 @@ _PAIR_OF = {(PREDEFINED[value]._handle, PREDEFINED["INT"]._handle): PREDEFINED[n
 
 globals().update(PREDEFINED)
 # what MPI re-exports: mpi4py's names only, not the runtime helpers below
-__all__ = ["Datatype", "DATATYPE_NULL"] + sorted(PREDEFINED)
+__all__ = (["Datatype", "DATATYPE_NULL"] + sorted(PREDEFINED)
+           + ["COMBINER_" + name for name in _COMBINER_NAMES.values()]
+           + ["TYPECLASS_" + name for name in ("INTEGER", "REAL", "COMPLEX", "LOGICAL")])
+
+
+# -- decoding and pickling ---------------------------------------------------------
+
+def _indexed_parameters(integers, counts, datatypes):
+    n = counts[0]
+    return {"blocklengths": counts[1:n + 1], "displacements": counts[n + 1:2 * n + 1]}
+
+
+def _subarray_parameters(integers, counts, datatypes):
+    n = integers[0]
+    return {"sizes": counts[:n], "subsizes": counts[n:2 * n], "starts": counts[2 * n:3 * n],
+            "order": integers[1]}
+
+
+def _darray_parameters(integers, counts, datatypes):
+    n = integers[2]
+    return {"size": integers[0], "rank": integers[1], "gsizes": counts[:n],
+            "distribs": integers[3:3 + n], "dargs": integers[3 + n:3 + 2 * n],
+            "psizes": integers[3 + 2 * n:3 + 3 * n], "order": integers[3 + 3 * n]}
+
+
+def _named_counts(*names):
+    return lambda integers, counts, datatypes: dict(zip(names, counts))
+
+
+def _named_integers(*names):
+    return lambda integers, counts, datatypes: dict(zip(names, integers))
+
+
+# constructor keyword arguments from contents laid out as MPI_Type_get_contents_c
+# lays them out (mpi4py's datatype_decode, large-count branch: shmrma's constructors
+# are the large-count ones, as mpi4py's are)
+_PARAMETERS = {
+    COMBINER_DUP: _named_counts(),
+    COMBINER_CONTIGUOUS: _named_counts("count"),
+    COMBINER_VECTOR: _named_counts("count", "blocklength", "stride"),
+    COMBINER_HVECTOR: _named_counts("count", "blocklength", "stride"),
+    COMBINER_INDEXED: _indexed_parameters,
+    COMBINER_HINDEXED: _indexed_parameters,
+    COMBINER_INDEXED_BLOCK: lambda i, counts, d: {"blocklength": counts[1],
+                                                  "displacements": counts[2:]},
+    COMBINER_STRUCT: lambda i, c, datatypes: dict(_indexed_parameters(i, c, datatypes),
+                                                  datatypes=datatypes),
+    COMBINER_SUBARRAY: _subarray_parameters,
+    COMBINER_DARRAY: _darray_parameters,
+    COMBINER_RESIZED: _named_counts("lb", "extent"),
+    COMBINER_F90_INTEGER: _named_integers("r"),
+    COMBINER_F90_REAL: _named_integers("p", "r"),
+    COMBINER_F90_COMPLEX: _named_integers("p", "r"),
+}
+_PARAMETERS[COMBINER_HINDEXED_BLOCK] = _PARAMETERS[COMBINER_INDEXED_BLOCK]
+
+
+def _decode(handle, datatypes):
+    """(old type, combiner name, keyword arguments) of a derived or Fortran type whose
+    argument types are ``datatypes``: mpi4py's Datatype.decode()."""
+    integers, _, counts, _ = handle.contents
+    old = datatypes[0] if len(datatypes) == 1 else DATATYPE_NULL
+    parameters = _PARAMETERS[handle.combiner](integers, counts, datatypes)
+    return (old, _COMBINER_NAMES[handle.combiner], parameters)
+
+
+def _datatype_create(datatype, combiner, params, free=False):
+    """mpi4py's MPI._datatype_create: the committed type that ``Create_<combiner>`` of
+    ``datatype`` makes from ``params``; with ``free``, the argument types are
+    temporaries (an unpickled type's) and are freed once it is built."""
+    temporaries = params["datatypes"] if "datatypes" in params else [datatype]
+    try:
+        return getattr(datatype, "Create_" + combiner.lower())(**params).Commit()
+    finally:
+        if free:
+            for temporary in temporaries:
+                temporary.free()
+
+
+def _datatype_decode(datatype, mark=False):
+    """mpi4py's MPI._datatype_decode (``mark`` only matters to its handle bookkeeping)."""
+    return datatype.decode()
+
+
+# -- Fortran kinds -------------------------------------------------------------------
+
+# gfortran's kinds on x86-64 as MPICH selects them: the smallest integer kind with
+# at least r decimal digits; the smallest real (complex) kind with at least p digits
+# of precision and a decimal exponent range of at least r (UNDEFINED, or a negative
+# value, asks nothing). MPICH also has 2-byte reals (p <= 3, r <= 4) and 16-byte
+# integers (r <= 38); shmrma has neither (REAL2 and INTEGER16 are DATATYPE_NULL), so
+# those requests take the next kind up or fail, as gfortran's own selected_*_kind do.
+# No kind: ERR_ARG, a bad argument (MPICH says ERR_OTHER; the standard names none).
+_F90_INTEGERS = ((2, "INTEGER1"), (4, "INTEGER2"), (9, "INTEGER4"), (18, "INTEGER8"))
+_F90_FLOATING = ((6, 37, "REAL4", "COMPLEX8"), (15, 307, "REAL8", "COMPLEX16"),
+                 (33, 4931, "REAL16", "COMPLEX32"))
+_F90_TYPES = {}  # the handle of each (combiner, arguments): a repeated call returns it
+_TYPECLASS_PREFIXES = {TYPECLASS_INTEGER: "INTEGER", TYPECLASS_REAL: "REAL",
+                       TYPECLASS_COMPLEX: "COMPLEX", TYPECLASS_LOGICAL: "LOGICAL"}
+
+
+def _f90_floating(combiner, p, r):
+    p, r = c_integer(p), c_integer(r)
+    call = "Create_f90_real" if combiner == COMBINER_F90_REAL else "Create_f90_complex"
+    for precision, exponents, real, complex_ in _F90_FLOATING:
+        if p <= precision and r <= exponents:
+            name = real if combiner == COMBINER_F90_REAL else complex_
+            return _f90_type(combiner, (p, r), name)
+    fail(ERR_ARG, "%s: no kind has precision %d and exponent range %d (at most %d and %d)"
+         % (call, p, r, _F90_FLOATING[-1][0], _F90_FLOATING[-1][1]))
+
+
+def _f90_type(combiner, arguments, sized_name):
+    """The predefined (unnamed, unfreeable) type of a Fortran kind: the layout, codes
+    and reduction class of the size-specific type ``sized_name``."""
+    key = (combiner,) + arguments
+    handle = _F90_TYPES.get(key)
+    if handle is None:
+        handle = _F90_TYPES[key] = PREDEFINED[sized_name]._handle.duplicate()
+        handle.predefined = True
+        handle.record(combiner, integers=arguments)
+    datatype = Datatype()
+    datatype._handle = handle
+    return datatype
+
+
+# -- mpi4py's private helpers that mpi4py.util.dtlib uses -------------------------------
+
+_ALIGNMENT_OF = {char: ctypes.alignment(ctype) for chars, ctype in (
+    ("?", ctypes.c_bool), ("bBcS", ctypes.c_char), ("hH", ctypes.c_short),
+    ("iI", ctypes.c_int), ("lL", ctypes.c_long), ("qQ", ctypes.c_longlong),
+    ("fF", ctypes.c_float), ("dD", ctypes.c_double), ("gG", ctypes.c_longdouble),
+    ("U", ctypes.c_wchar), ("pP", ctypes.c_void_p)) for char in chars}
+_ALIGNMENT_OF["e"] = _ALIGNMENT_OF["E"] = ctypes.alignment(ctypes.c_float) // 2
+
+
+def _typecode(datatype):
+    """mpi4py's MPI._typecode: what tocode() answers, or None."""
+    handle = _handle_of(datatype, "datatype")
+    return None if handle is None else handle.code
+
+
+def c_alignment(datatype):
+    """The C alignment of a predefined type (or a Dup of one with a typecode), None
+    for derived types: mpi4py's MPI._typealign."""
+    handle = _handle_of(datatype, "datatype")
+    if handle is None:
+        return None
+    if handle.typechar is not None:
+        return _ALIGNMENT_OF.get(handle.typechar)
+    return handle.alignment
 
 
 # -- typecodes and buffer formats ------------------------------------------------
@@ -491,3 +803,6 @@ def from_buffer_format(fmt, itemsize=None):
         raise BufferError("buffer format %r means %d-byte items but the buffer says %d"
                           % (fmt, datatype.extent, itemsize))
     return datatype
+
+
+_typealign = c_alignment  # mpi4py's name

@@ -16,7 +16,10 @@ class LazyModule:
         module = self._module
         if module is None:
             module = self._module = importlib.import_module(self._name)
-        return getattr(module, attribute)
+        value = getattr(module, attribute)
+        # kept on the proxy: later uses find it without this call (hot in numpy-heavy loops)
+        setattr(self, attribute, value)
+        return value
 
 
 numpy = LazyModule("numpy")

@@ -412,3 +412,245 @@ def test_a_freed_handle_cannot_be_pickled():
     twin.Free()
     with pytest.raises(ValueError, match="cannot serialize"):
         pickle.dumps(alias)
+
+
+# -- decoding: envelope, contents, decode (MPI-4.1 §5.1.13) ----------------------------
+
+def test_combiner_and_typeclass_constants_are_mpichs():
+    """mpi4py on MPICH exposes MPICH's numbers; a program may log or compare them."""
+    assert (MPI.COMBINER_NAMED, MPI.COMBINER_DUP, MPI.COMBINER_CONTIGUOUS,
+            MPI.COMBINER_VECTOR, MPI.COMBINER_HVECTOR, MPI.COMBINER_INDEXED,
+            MPI.COMBINER_HINDEXED, MPI.COMBINER_INDEXED_BLOCK, MPI.COMBINER_STRUCT,
+            MPI.COMBINER_SUBARRAY, MPI.COMBINER_DARRAY, MPI.COMBINER_F90_REAL,
+            MPI.COMBINER_F90_COMPLEX, MPI.COMBINER_F90_INTEGER, MPI.COMBINER_RESIZED,
+            MPI.COMBINER_HINDEXED_BLOCK, MPI.COMBINER_VALUE_INDEX) == (
+        1, 2, 3, 4, 6, 7, 9, 10, 12, 13, 14, 15, 16, 17, 18, 19, 20)
+    assert (MPI.TYPECLASS_REAL, MPI.TYPECLASS_INTEGER, MPI.TYPECLASS_COMPLEX,
+            MPI.TYPECLASS_LOGICAL) == (1, 2, 3, 4)
+    assert (MPI.ORDER_C, MPI.ORDER_FORTRAN, MPI.DISTRIBUTE_BLOCK, MPI.DISTRIBUTE_CYCLIC,
+            MPI.DISTRIBUTE_NONE, MPI.DISTRIBUTE_DFLT_DARG) == (56, 57, 121, 122, 123, -49767)
+
+
+def test_named_types_decode_to_themselves():
+    for datatype in (MPI.INT, MPI.DOUBLE_INT, MPI.BYTE):
+        assert datatype.Get_envelope() == datatype.envelope == (0, 0, 0, 0, MPI.COMBINER_NAMED)
+        assert datatype.is_named and datatype.is_predefined
+        assert datatype.decode() == (datatype, "NAMED", {})
+        assert datatype.decode()[0] is datatype
+    with raises_mpi(errors.ERR_TYPE):
+        MPI.INT.Get_contents()
+    with raises_mpi(errors.ERR_TYPE):
+        DATATYPE_NULL.Get_envelope()
+    assert DATATYPE_NULL.is_predefined
+
+
+D = MPI.DISTRIBUTE_BLOCK, MPI.DISTRIBUTE_DFLT_DARG
+# constructor: (envelope, contents without the datatypes, decode's keywords), read off
+# mpi4py 4.1.2 on MPICH 5.0.2 (its large-count constructors put every count in c[])
+DECODED = {
+    "Dup": (lambda: MPI.INT.Dup(), (0, 0, 0, 1, 2), ([], [], []), {}),
+    "Create_contiguous": (lambda: MPI.INT.Create_contiguous(3), (0, 0, 1, 1, 3),
+                          ([], [], [3]), {"count": 3}),
+    "Create_vector": (lambda: MPI.INT.Create_vector(2, 3, 4), (0, 0, 3, 1, 4),
+                      ([], [], [2, 3, 4]), {"count": 2, "blocklength": 3, "stride": 4}),
+    "Create_hvector": (lambda: MPI.INT.Create_hvector(2, 3, 40), (0, 0, 3, 1, 6),
+                       ([], [], [2, 3, 40]), {"count": 2, "blocklength": 3, "stride": 40}),
+    "Create_indexed": (lambda: MPI.INT.Create_indexed([1, 2], [0, 5]), (0, 0, 5, 1, 7),
+                       ([], [], [2, 1, 2, 0, 5]),
+                       {"blocklengths": [1, 2], "displacements": [0, 5]}),
+    "Create_hindexed": (lambda: MPI.INT.Create_hindexed([1, 2], [0, 40]), (0, 0, 5, 1, 9),
+                        ([], [], [2, 1, 2, 0, 40]),
+                        {"blocklengths": [1, 2], "displacements": [0, 40]}),
+    "Create_indexed_block": (lambda: MPI.INT.Create_indexed_block(2, [0, 5]),
+                             (0, 0, 4, 1, 10), ([], [], [2, 2, 0, 5]),
+                             {"blocklength": 2, "displacements": [0, 5]}),
+    "Create_hindexed_block": (lambda: MPI.INT.Create_hindexed_block(2, [0, 40]),
+                              (0, 0, 4, 1, 19), ([], [], [2, 2, 0, 40]),
+                              {"blocklength": 2, "displacements": [0, 40]}),
+    "Create_subarray": (lambda: MPI.INT.Create_subarray([4, 5], [2, 3], [1, 1]),
+                        (2, 0, 6, 1, 13), ([2, 56], [], [4, 5, 2, 3, 1, 1]),
+                        {"sizes": [4, 5], "subsizes": [2, 3], "starts": [1, 1], "order": 56}),
+    "Create_darray": (lambda: MPI.INT.Create_darray(4, 1, [8, 8], [D[0]] * 2, [D[1]] * 2,
+                                                    [2, 2]),
+                      (10, 0, 2, 1, 14), ([4, 1, 2, 121, 121, -49767, -49767, 2, 2, 56], [],
+                                          [8, 8]),
+                      {"size": 4, "rank": 1, "gsizes": [8, 8], "distribs": [121, 121],
+                       "dargs": [-49767, -49767], "psizes": [2, 2], "order": 56}),
+    "Create_resized": (lambda: MPI.INT.Create_resized(-4, 20), (0, 0, 2, 1, 18),
+                       ([], [], [-4, 20]), {"lb": -4, "extent": 20}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DECODED))
+def test_constructors_record_what_mpich_reports(name):
+    make, envelope, contents, keywords = DECODED[name]
+    datatype = make()
+    assert datatype.Get_envelope() == datatype.envelope == envelope
+    assert datatype.combiner == envelope[-1] and not datatype.is_named
+    assert not datatype.is_predefined
+    *numbers, types = datatype.Get_contents()
+    assert tuple(numbers) == contents and types == [MPI.INT]
+    old, combiner, decoded = datatype.decode()
+    assert (old, combiner, decoded) == (MPI.INT, name.replace("Create_", "").upper(), keywords)
+    rebuilt = getattr(old, name)(**decoded)   # what mpi4py's pickling does
+    assert (rebuilt.envelope, rebuilt.Get_extent(), rebuilt.Get_true_extent(),
+            rebuilt.size) == (envelope, datatype.Get_extent(), datatype.Get_true_extent(),
+                              datatype.size)
+
+
+def test_struct_contents_hold_their_member_types():
+    pair = MPI.INT.Create_contiguous(2)
+    struct = MPI.Datatype.Create_struct([1, 2], [0, 8], [MPI.DOUBLE, pair])
+    assert struct.envelope == (0, 0, 5, 2, MPI.COMBINER_STRUCT)
+    old, combiner, keywords = struct.decode()
+    assert old == DATATYPE_NULL and combiner == "STRUCT"
+    assert keywords["blocklengths"] == [1, 2] and keywords["displacements"] == [0, 8]
+    assert keywords["datatypes"] == [MPI.DOUBLE, pair]
+
+
+def test_contents_are_new_handles_that_outlive_the_users_own():
+    """Get_contents hands out a handle to each derived argument type: freeing it leaves
+    the user's, and freeing the user's leaves the one the derived type holds (MPI's
+    reference counts; MPICH returns the same handle value, so they compare equal)."""
+    inner = MPI.INT.Create_contiguous(2)
+    outer = inner.Create_vector(2, 1, 3)
+    (given,) = outer.Get_contents()[3]
+    assert given == inner and given is not inner
+    given.Free()
+    assert inner.size == 8
+    inner.Free()
+    (again,) = outer.contents[3]
+    assert again.size == 8 and again.decode()[1] == "CONTIGUOUS"
+    again.Free()
+    outer.Free()
+    with raises_mpi(errors.ERR_TYPE):   # the last holder let go: now it is freed
+        again.Get_size()
+
+
+def test_the_last_free_of_a_dup_still_invalidates_its_copies():
+    twin = MPI.INT.Dup()
+    alias = Datatype(twin)
+    twin.Free()
+    with raises_mpi(errors.ERR_TYPE):
+        alias.decode()
+
+
+def test_derived_types_pickle_by_their_decoding():
+    """mpi4py pickles a derived type as its decoding and rebuilds it, committed; the
+    same member twice, nested Dups and a resized struct come back whole."""
+    base = MPI.INT.Dup().Create_contiguous(2).Dup()
+    struct = MPI.Datatype.Create_struct([1, 1], [0, 16], [base, base])
+    resized = struct.Create_resized(-8, 48)
+    for original in (base, struct, resized, MPI.INT.Create_darray(
+            4, 1, [8, 8], [D[0]] * 2, [D[1]] * 2, [2, 2])):
+        copy = pickle.loads(pickle.dumps(original))
+        assert copy != original and copy.committed
+        assert (copy.envelope, copy.size, copy.Get_extent(), copy.Get_true_extent()) == (
+            original.envelope, original.size, original.Get_extent(),
+            original.Get_true_extent())
+        assert (derived.Layout.of(copy).offsets.tolist()
+                == derived.Layout.of(original).offsets.tolist())
+    assert base.size == 8   # pickling freed only its own temporaries
+
+
+def test_get_value_index_refuses_null_types():
+    for value, index in ((DATATYPE_NULL, MPI.INT), (MPI.INT, DATATYPE_NULL)):
+        with raises_mpi(errors.ERR_TYPE) as info:
+            Datatype.Get_value_index(value, index)
+        assert "DATATYPE_NULL" in str(info.value)
+    assert Datatype.Get_value_index(MPI.DOUBLE, MPI.INT) is MPI.DOUBLE_INT
+    assert Datatype.Get_value_index(MPI.INT, MPI.SHORT) == DATATYPE_NULL
+
+
+# -- Fortran parametrized types and Match_size (MPI-4.1 §19.1.9) ----------------------
+
+@pytest.mark.parametrize("call, expected", [
+    (lambda: Datatype.Create_f90_integer(2), (1, "i1", "b", 17, [2])),
+    (lambda: Datatype.Create_f90_integer(3), (2, "i2", "h", 17, [3])),
+    (lambda: Datatype.Create_f90_integer(9), (4, "i4", "i", 17, [9])),
+    (lambda: Datatype.Create_f90_integer(18), (8, "i8", "l", 17, [18])),
+    (lambda: Datatype.Create_f90_real(6, 30), (4, "f4", "f", 15, [6, 30])),
+    (lambda: Datatype.Create_f90_real(7, MPI.UNDEFINED), (8, "f8", "d", 15, [7, -32766])),
+    (lambda: Datatype.Create_f90_real(15, 308), (16, "f16", "g", 15, [15, 308])),
+    (lambda: Datatype.Create_f90_complex(6, 30), (8, "c8", "F", 16, [6, 30])),
+    (lambda: Datatype.Create_f90_complex(15, 300), (16, "c16", "D", 16, [15, 300])),
+])
+def test_f90_types_as_mpich_gives_them(call, expected):
+    """Kinds and codes as on MPICH: predefined, unnamed, one handle per arguments."""
+    size, code, typechar, combiner, integers = expected
+    datatype = call()
+    assert (datatype.size, datatype.tocode(), datatype.typechar) == (size, code, typechar)
+    assert datatype.envelope == (len(integers), 0, 0, 0, combiner)
+    assert datatype.Get_contents() == (integers, [], [], [])
+    assert datatype.is_predefined and not datatype.is_named and datatype.name == ""
+    assert call() == datatype and datatype != Datatype.Match_size(MPI.TYPECLASS_INTEGER, 4)
+    assert pickle.loads(pickle.dumps(datatype)) == datatype
+    assert datatype.Dup().envelope == (0, 0, 0, 1, MPI.COMBINER_DUP)
+    with raises_mpi(errors.ERR_TYPE):
+        datatype.Free()
+    assert datatype.size == size
+
+
+def test_f90_requests_no_kind_can_meet_raise_err_arg():
+    with raises_mpi(errors.ERR_ARG, "decimal digits"):
+        Datatype.Create_f90_integer(19)
+    with raises_mpi(errors.ERR_ARG, "precision 34"):
+        Datatype.Create_f90_real(34, MPI.UNDEFINED)
+    with raises_mpi(errors.ERR_ARG, "exponent range 4932"):
+        Datatype.Create_f90_complex(6, 4932)
+    # asking nothing gets the smallest kind, as on MPICH
+    assert Datatype.Create_f90_real(MPI.UNDEFINED, MPI.UNDEFINED).size == 4
+    with pytest.raises(TypeError, match="integer is required"):
+        Datatype.Create_f90_integer("3")
+
+
+def test_scalar_arguments_convert_as_mpi4pys_cython_signatures_do():
+    """mpi4py on MPICH truncates a float given for an int or Count argument (a list
+    element must be an integer) and refuses a string."""
+    assert Datatype.Create_f90_integer(2.5).decode()[2] == {"r": 2}
+    assert MPI.INT.Create_contiguous(2.5).decode()[2] == {"count": 2}
+    assert MPI.INT.Create_contiguous(np.int32(3)).size == 12
+    assert Datatype.Match_size(2, 4.0) is MPI.INTEGER4
+    with pytest.raises(TypeError):
+        MPI.INT.Create_contiguous("3")
+    with pytest.raises(TypeError):
+        MPI.INT.Create_indexed([1.5], [0])
+
+
+def test_match_size_finds_mpichs_types():
+    assert Datatype.Match_size(MPI.TYPECLASS_INTEGER, 8) is MPI.INTEGER8
+    assert Datatype.Match_size(MPI.TYPECLASS_REAL, 16) is MPI.REAL16
+    assert Datatype.Match_size(MPI.TYPECLASS_COMPLEX, 8) is MPI.COMPLEX8
+    assert Datatype.Match_size(MPI.TYPECLASS_LOGICAL, 4) is MPI.LOGICAL
+    for typeclass, size in ((MPI.TYPECLASS_LOGICAL, 1), (MPI.TYPECLASS_REAL, 2),
+                            (MPI.TYPECLASS_INTEGER, 16), (MPI.TYPECLASS_COMPLEX, 4)):
+        with raises_mpi(errors.ERR_ARG, "no"):
+            Datatype.Match_size(typeclass, size)
+    with raises_mpi(errors.ERR_ARG, "TYPECLASS"):
+        Datatype.Match_size(99, 4)
+
+
+# -- mpi4py's private helpers (mpi4py.util.dtlib uses them) ---------------------------
+
+def test_typealign_and_typecode_as_mpi4py_on_mpich():
+    expected = {"CHAR": 1, "INT": 4, "DOUBLE": 8, "LONG_DOUBLE": 16, "C_DOUBLE_COMPLEX": 8,
+                "C_LONG_DOUBLE_COMPLEX": 16, "DOUBLE_INT": 8, "LONG_DOUBLE_INT": 16,
+                "SHORT_INT": 4, "PACKED": 1, "COMPLEX": 4, "WCHAR": 4, "FLOAT16_T": 2}
+    for name, alignment in expected.items():
+        assert MPI._typealign(getattr(MPI, name)) == alignment, name
+    assert MPI._typealign(MPI.INT.Dup()) == 4 and MPI._typealign(MPI.DOUBLE_INT.Dup()) is None
+    assert MPI._typealign(MPI.INT.Create_contiguous(2)) is None
+    assert MPI._typealign(DATATYPE_NULL) is None
+    assert (MPI._typecode(MPI.INT32_T), MPI._typecode(MPI.INT_INT)) == ("i4", None)
+
+
+@pytest.mark.parametrize("name, padding", [
+    ("C_DOUBLE_COMPLEX", 8), ("C_FLOAT_COMPLEX", 4), ("C_LONG_DOUBLE_COMPLEX", 16),
+    ("LONG_DOUBLE_INT", 16), ("DOUBLE_INT", 8), ("SHORT_INT", 4), ("LONG_DOUBLE", 16),
+    ("FLOAT16_T", 2), ("COMPLEX32", 16)])
+def test_a_struct_extent_rounds_to_its_members_c_alignment(name, padding):
+    """{T; char} ends at T's C alignment past T, as on MPICH (not at T's extent)."""
+    member = getattr(MPI, name)
+    for form in (member, member.Dup(), member.Create_contiguous(1)):
+        struct = Datatype.Create_struct([1, 1], [0, member.extent], [form, MPI.CHAR])
+        assert struct.extent - member.extent == padding

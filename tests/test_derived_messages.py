@@ -68,6 +68,15 @@ SPECS = {
                     [0, 12], 1),
     "nested": Spec(lambda: MPI.DOUBLE.Create_vector(2, 1, 2).Create_contiguous(2),
                    [0, 2, 3, 5], 6),
+    # rank 1 of a 2 x 2 grid owns rows 0-2 (block) and columns {2, 3} of a 6 x 5
+    # array (cyclic by 2): packing this type on MPICH gives these elements
+    "darray_c": Spec(lambda: MPI.DOUBLE.Create_darray(
+        4, 1, [6, 5], [MPI.DISTRIBUTE_BLOCK, MPI.DISTRIBUTE_CYCLIC],
+        [MPI.DISTRIBUTE_DFLT_DARG, 2], [2, 2]), [2, 3, 7, 8, 12, 13], 30),
+    # rank 3 (grid row 1, column 1) with the array in Fortran order
+    "darray_f": Spec(lambda: MPI.DOUBLE.Create_darray(
+        4, 3, [6, 5], [MPI.DISTRIBUTE_BLOCK, MPI.DISTRIBUTE_CYCLIC],
+        [MPI.DISTRIBUTE_DFLT_DARG, 2], [2, 2], MPI.ORDER_F), [15, 16, 17, 21, 22, 23], 30),
 }
 
 
