@@ -276,26 +276,30 @@ class FileState:
         self.closed = False
 
     @classmethod
-    def open(cls, comm, path, amode, hints):
+    def open(cls, comm, filename, amode, info):
         """Collective: every rank opens the file, or every rank raises."""
         comm = comm.Dup()
-        fd = None
+        fd = path = hints = None
+
+        def check():
+            nonlocal path, hints
+            path, hints = _path(filename), to_dict(info)
+            mode = operator.index(amode)
+            problem = _amode_problem(mode)
+            if problem:
+                errors.fail(errors.ERR_AMODE, "File.Open: " + problem)
+            return mode
         try:
-            problem = _amode_problem(amode)
-            problem = problem and (errors.ERR_AMODE, problem)
-            amodes = _agree(comm, (problem, amode), "File.Open")
-            if len(set(amodes)) > 1:
-                errors.fail(errors.ERR_NOT_SAME, "File.Open: every rank must pass the same "
-                            "amode, got %s" % sorted(set(amodes)))
-            fd = cls._open_in_turn(comm, path, amode)
-            state = cls(comm, fd, path, amode, hints)
+            mode = _same_value(comm, "File.Open", check, errors.ERR_NOT_SAME)
+            fd = cls._open_in_turn(comm, path, mode)
+            state = cls(comm, fd, path, mode, hints)
             state.pointer = share_segment(comm, 8, "File.Open")
         except BaseException:
             if fd is not None:
                 os.close(fd)
             comm.Free()
             raise
-        if amode & MODE_APPEND:     # every file pointer starts at the end (§13.2.1)
+        if mode & MODE_APPEND:      # every file pointer starts at the end (§13.2.1)
             state.position = os.fstat(fd).st_size
             if state.rank == 0:
                 atomic.store64(state.pointer.address, state.position)
@@ -413,28 +417,41 @@ def _open_one(path, flags):
     return fd, None
 
 
-def _agreed_value(comm, problem, value, call):
-    """Collective: every rank's ``value`` after all checked theirs; the first problem
-    raises on every rank, and ERR_ARG when the values differ (as MPICH)."""
-    values = _agree(comm, (problem, value), call)
+def _collectively(comm, call, check):
+    """Collective: ``check()`` parses and checks this rank's arguments and returns its
+    value; then every rank hears the others. A rank whose check failed raises its own
+    exception, the others MPI.Exception of its class (ERR_ARG for a TypeError and the
+    like), so that none waits in a collective another gave up. Every rank's value."""
+    problem = failure = value = None
+    try:
+        value = check()
+    except Exception as exc:  # noqa: BLE001 - the other ranks must hear of any
+        failure = exc
+        problem = ((exc.Get_error_class(), exc.message) if isinstance(exc, errors.Exception)
+                   else (errors.ERR_ARG, "%s: %s" % (type(exc).__name__, exc)))
+    try:
+        return _agree(comm, (problem, value), call)
+    except errors.Exception:
+        if failure is not None:
+            raise failure from None
+        raise
+
+
+def _same_value(comm, call, check, error_class=errors.ERR_ARG):
+    """_collectively, for a value every rank must pass alike: ``error_class`` (ERR_ARG
+    as MPICH, mostly) on every rank when they differ."""
+    values = _collectively(comm, call, check)
     if len(set(values)) > 1:
-        errors.fail(errors.ERR_ARG, "%s: every rank must pass the same value, got %s"
+        errors.fail(error_class, "%s: every rank must pass the same value, got %s"
                     % (call, values))
     return values[0]
 
 
-def _problem(check, *args):
-    """(error class, message) of what ``check(*args)`` raises, or None."""
-    try:
-        check(*args)
-    except errors.Exception as exc:
-        return exc.Get_error_class(), exc.message
-    return None
-
-
 # --- error handlers on files (MPI-3.1 §8.3.3) ----------------------------------------
-# Kept here and small: the branch that gives communicators their user handlers has
-# a general mechanism (errhandler.py) that this can move onto.
+# Kept here and small while communicators get their user handlers on another branch:
+# its errhandler.ErrorHandling / handled_variant / switch_class follow the same
+# protocol (a handler kept in the state, a class per handler kind), and File can
+# move onto them when the two meet.
 MAX_USER_HANDLERS = 32      # mpi4py's C trampolines per kind
 _user_handler_numbers = itertools.count(64)
 _live_user_handlers = {}     # number -> _UserHandler
@@ -587,11 +604,7 @@ class File(GroupMembers, Handle):
     # --- manipulation (§13.2) ---
     @classmethod
     def Open(cls, comm, filename, amode=MODE_RDONLY, info=INFO_NULL):
-        comm = _intracomm(comm)
-        path = _path(filename)
-        amode = operator.index(amode)
-        hints = to_dict(info)
-        state = _by_null_handler(FileState.open, comm, path, amode, hints)
+        state = _by_null_handler(FileState.open, _intracomm(comm), filename, amode, info)
         file = File.__new__(cls)
         file._handle = state
         return file
@@ -620,13 +633,13 @@ class File(GroupMembers, Handle):
     def _resize(self, size, call, change):
         """Collective: rank 0 changes the file's size; every rank sees it when done."""
         state = self._s
-        size = operator.index(size)
 
         def check():
             state.check_access(True, call)
-            if size < 0:
+            if operator.index(size) < 0:
                 errors.fail(errors.ERR_ARG, "%s: the size must be >= 0, not %d" % (call, size))
-        _agreed_value(state.comm, _problem(check), size, call)
+            return operator.index(size)
+        size = _same_value(state.comm, call, check)
         problem = None
         if state.rank == 0:
             try:
@@ -656,14 +669,13 @@ class File(GroupMembers, Handle):
     # --- views (§13.3) ---
     def Set_view(self, disp=0, etype=datatypes.BYTE, filetype=None, datarep="native",
                  info=INFO_NULL):
+        datarep = "native" if datarep is None else datarep
         state = self._s
-        disp = operator.index(disp)
-        datarep = "native" if datarep is None else str(datarep)
-        hints = to_dict(info)
-        view = None
+        view = hints = None
 
         def check():
-            nonlocal view, disp
+            nonlocal view, disp, hints
+            disp, hints = operator.index(disp), to_dict(info)
             if datarep not in _DATAREPS:
                 errors.fail(errors.ERR_UNSUPPORTED_DATAREP, "Set_view: data representation "
                             "%r is not supported; use 'native'" % datarep)
@@ -675,8 +687,8 @@ class File(GroupMembers, Handle):
             if disp < 0:
                 errors.fail(errors.ERR_ARG, "Set_view: disp must be >= 0, not %d" % disp)
             view = _new_view(disp, etype, filetype, "native")
-        _agreed_value(state.comm, _problem(check), (datarep, view and view.esize),
-                      "Set_view")
+            return datarep, view.esize
+        _same_value(state.comm, "Set_view", check)
         state.view = view
         state.hints.update(hints)
         state.reset_pointers(0)
@@ -714,9 +726,9 @@ class File(GroupMembers, Handle):
     # --- the shared file pointer ---
     def Seek_shared(self, offset, whence=SEEK_SET):
         state = self._s
-        offset = operator.index(offset)
         where = None
-        _agreed_value(state.comm, None, (offset, whence), "Seek_shared")
+        offset, whence = _same_value(state.comm, "Seek_shared",
+                                     lambda: (operator.index(offset), whence))
         if state.rank == 0:
             try:
                 where = (None, _sought(state, offset, whence, state.shared_load(),
@@ -741,9 +753,9 @@ class File(GroupMembers, Handle):
         state = self._s
         if offset is not None:
             offset = operator.index(offset)
-        msg = buffers.message(buf, not writing)
         if pointer == "ordered":
-            return _ordered(state, msg, writing, call)
+            return _ordered(state, buf, writing, call)
+        msg = buffers.message(buf, not writing)
         state.check_access(writing, call)
         count = state.etypes(len(msg.data), call)
         if pointer == "shared":
@@ -942,16 +954,17 @@ def _report(status, nbytes):
     return status
 
 
-def _ordered(state, msg, writing, call):
+def _ordered(state, buf, writing, call):
     """Collective: the ranks' data one after another, in rank order, from the shared
     file pointer, which moves past all of it."""
-    count = None
+    msg = None
 
     def check():
-        nonlocal count
+        nonlocal msg
+        msg = buffers.message(buf, not writing)
         state.check_access(writing, call)
-        count = state.etypes(len(msg.data), call)
-    counts = _agree(state.comm, (_problem(check), count), call)
+        return state.etypes(len(msg.data), call)
+    counts = _collectively(state.comm, call, check)
     base = state.shared_add(sum(counts)) if state.rank == 0 else None
     base = state.comm.bcast(base, 0)
     return state.transfer(base + sum(counts[:state.rank]), msg, writing)

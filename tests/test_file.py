@@ -90,8 +90,7 @@ def test_open_errors_raise_on_every_rank(tmp_path, nprocs):
                       MPI.MODE_RDWR | MPI.MODE_SEQUENTIAL, MPI.MODE_RDWR | 1 << 20):
             expect(MPI.ERR_AMODE, opened, str(existing), amode)
         if MPI.COMM_WORLD.size > 1:   # one rank's bad amode fails them all
-            expect(MPI.ERR_AMODE if rank == 1 else MPI.ERR_AMODE, opened, str(existing),
-                   0 if rank == 1 else MPI.MODE_RDWR)
+            expect(MPI.ERR_AMODE, opened, str(existing), 0 if rank == 1 else MPI.MODE_RDWR)
             expect(MPI.ERR_NOT_SAME, opened, str(existing),
                    MPI.MODE_RDWR | (MPI.MODE_UNIQUE_OPEN if rank == 1 else 0))
         expect(MPI.ERR_COMM, MPI.File.Open, MPI.COMM_NULL, str(existing))
@@ -311,6 +310,40 @@ def test_shared_and_ordered_pointers(tmp_path, nprocs):
         f.Close()
         return True
     assert all(shmrma.launch(body, nprocs, timeout=45))
+
+
+@pytest.mark.timeout(60)
+def test_one_ranks_bad_arguments_fail_every_rank(tmp_path):
+    """A collective call where one rank's arguments are wrong: that rank raises its
+    own exception, the others ERR_ARG (or its class), and none is left waiting."""
+    path = str(tmp_path / "f")
+
+    def body():
+        rank = MPI.COMM_WORLD.rank
+        f = opened(path, RDWR_NEW | MPI.MODE_DELETE_ON_CLOSE)
+        outcomes = []
+        for call, good, bad in ((f.Write_ordered, (b"ab",), (None,)),
+                                (f.Set_view, (0, MPI.BYTE), ("zero", MPI.BYTE)),
+                                (f.Set_size, (8,), (2.5,)),
+                                (f.Seek_shared, (0,), (None,))):
+            try:
+                call(*(bad if rank == 1 else good))
+                outcomes.append("returned")
+            except MPI.Exception as exc:
+                outcomes.append(exc.Get_error_class())
+            except TypeError:
+                outcomes.append("TypeError")
+        f.Set_view(0, MPI.SHORT)
+        if rank == 2:   # one rank's Write_ordered of 3 bytes: not whole etypes
+            expect(MPI.ERR_IO, f.Write_ordered, b"abc")
+        else:
+            expect(MPI.ERR_IO, f.Write_ordered, b"ab")
+        assert f.Get_size() == 0
+        f.Close()
+        return outcomes
+    results = shmrma.launch(body, 3, timeout=45)
+    assert results[1] == ["TypeError"] * 4
+    assert results[0] == results[2] == [MPI.ERR_ARG] * 4
 
 
 # --- views ---------------------------------------------------------------------------
