@@ -396,13 +396,14 @@ class FileState:
     def shared_load(self):
         return atomic.load64(self.pointer.address)
 
-    def reset_pointers(self, shared_position):
-        """Collective: the individual pointer to 0, the shared one (rank 0 sets it) to
-        ``shared_position``; returns once every rank sees it."""
+    def reset_pointers(self):
+        """Collective: both file pointers to 0 (rank 0 resets the shared one); returns,
+        once every rank sees the reset, where the shared pointer was before it."""
         self.position = 0
+        before = None
         if self.rank == 0:
-            atomic.store64(self.pointer.address, shared_position)
-        self.comm.bcast(None, 0)
+            before = atomic.exchange64(self.pointer.address, 0)
+        return self.comm.bcast(before, 0)
 
 
 def _open_one(path, flags):
@@ -682,16 +683,17 @@ class File(GroupMembers, Handle):
             if state.amode & MODE_SEQUENTIAL and disp != DISPLACEMENT_CURRENT:
                 errors.fail(errors.ERR_ARG, "Set_view: a file opened MODE_SEQUENTIAL takes "
                             "disp=DISPLACEMENT_CURRENT")
-            if disp == DISPLACEMENT_CURRENT and state.amode & MODE_SEQUENTIAL:
-                disp = state.view.byte_offset(state.shared_load() * state.view.esize)
-            if disp < 0:
+            current = disp == DISPLACEMENT_CURRENT and state.amode & MODE_SEQUENTIAL
+            if disp < 0 and not current:
                 errors.fail(errors.ERR_ARG, "Set_view: disp must be >= 0, not %d" % disp)
-            view = _new_view(disp, etype, filetype, "native")
+            view = _new_view(0 if current else disp, etype, filetype, "native")
             return datarep, view.esize
         _same_value(state.comm, "Set_view", check)
+        shared = state.reset_pointers()
+        if disp == DISPLACEMENT_CURRENT:    # where the shared pointer was, in the old view
+            view.disp = state.view.byte_offset(shared * state.view.esize)
         state.view = view
         state.hints.update(hints)
-        state.reset_pointers(0)
 
     def Get_view(self):
         view = self._s.view
