@@ -81,3 +81,11 @@ def test_fake_gpu_buffer_tests_are_skipped_unrun_and_left_out_of_the_counts():
         "test_fake", [{"test_fake": {"tests": result.outcomes,
                                      "left_out": sorted(result.left_out)}}], 1, None, ".")
     assert (passed, total) == (1, 2) and note.startswith("3 left out (device memory")
+
+
+@pytest.mark.timeout(300)
+def test_file_module_passes_at_1_2_and_3_ranks(source):
+    """MPI-IO (shmrma/file.py): mpi4py's test_file whole, every test on every rank."""
+    results = mpi4py_suite.run([1, 2, 3], ["test_file"], source, 120)
+    for (name, n), (passed, total, note) in results.items():
+        assert (passed, total) == (34, 34), (name, n, note)
