@@ -45,6 +45,7 @@ else:
                        MODE_APPEND, MODE_CREATE, MODE_DELETE_ON_CLOSE, MODE_EXCL, MODE_RDONLY,
                        MODE_RDWR, MODE_SEQUENTIAL, MODE_UNIQUE_OPEN, MODE_WRONLY, SEEK_CUR,
                        SEEK_END, SEEK_SET, File)
+    from .datarep import Register_datarep
 
 
     def __getattr__(name):

@@ -30,6 +30,7 @@ import os
 import stat
 
 from . import atomic, buffers, derived, errhandler, errors
+from . import datarep as representations
 from . import datatype as datatypes
 from .comm import Completed
 from .constants import ANY_SOURCE, ANY_TAG
@@ -60,9 +61,6 @@ MAX_DATAREP_STRING = 128
 _ACCESS_MODES = {MODE_RDONLY: os.O_RDONLY, MODE_WRONLY: os.O_WRONLY, MODE_RDWR: os.O_RDWR}
 _ALL_MODES = (MODE_CREATE | MODE_RDONLY | MODE_WRONLY | MODE_RDWR | MODE_DELETE_ON_CLOSE
               | MODE_UNIQUE_OPEN | MODE_EXCL | MODE_APPEND | MODE_SEQUENTIAL)
-# "internal" may be any representation the implementation likes (MPI-3.1 §13.5.2):
-# here, as in MPICH, it is the native one, and Get_view then names it "native"
-_DATAREPS = ("native", "internal")
 SIEVE_BYTES = 1 << 20       # at most this span is read and written back per sieve
 
 _ERRNO_CLASSES = {
@@ -119,8 +117,9 @@ class View:
     """A file view: ``disp``, etype, filetype and data representation, and the map
     from the bytes of its stream to pieces of the file."""
 
-    def __init__(self, disp, etype, filetype, datarep):
-        self.disp, self.etype, self.filetype, self.datarep = disp, etype, filetype, datarep
+    def __init__(self, disp, etype, filetype, representation):
+        self.disp, self.etype, self.filetype = disp, etype, filetype
+        self.representation = representation
         self.esize = derived.packed_item_bytes(etype)
         layout = derived.Layout.of(filetype)
         self.offsets, self.lengths = layout.offsets, layout.lengths
@@ -271,7 +270,7 @@ class FileState:
         self.position = 0               # the individual file pointer, in etypes
         self.split = None               # (kind, status) of a split collective begun
         self.errhandler = errhandler.ERRORS_RETURN
-        self.view = View(0, datatypes.BYTE, datatypes.BYTE, "native")
+        self.view = View(0, datatypes.BYTE, datatypes.BYTE, representations.lookup("native"))
         self.pointer = None
         self.closed = False
 
@@ -354,19 +353,30 @@ class FileState:
             errors.fail(errors.ERR_UNSUPPORTED_OPERATION, "%s: the file was opened "
                         "MODE_SEQUENTIAL, where only the shared file pointer moves" % call)
 
-    def etypes(self, nbytes, call):
-        """How many etypes ``nbytes`` of data are; ERR_IO unless a whole number."""
+    def prepare(self, msg, writing, call):
+        """Check a call's data against the view before any pointer moves: (how many
+        etypes they are, the bytes a write puts in the file, None for a read). ERR_IO
+        unless whole etypes; ERR_UNSUPPORTED_DATAREP and ERR_CONVERSION from the
+        view's data representation."""
+        self.check_access(writing, call)
+        representation, nbytes = self.view.representation, len(msg.data)
+        if representation.converts and nbytes:
+            representation.check(msg.datatype, "buffer's datatype")
         esize = self.view.esize
         if nbytes and (not esize or nbytes % esize):
             errors.fail(errors.ERR_IO, "%s: %d bytes of data are not a whole number of "
                         "etypes of %d bytes; only whole etypes are accessed" %
                         (call, nbytes, esize))
-        return nbytes // esize if esize else 0
+        payload = representation.to_file(msg.data, msg.datatype, msg.count) if writing \
+            else None
+        return (nbytes // esize if esize else 0), payload
 
     # --- the transfer itself ---
-    def transfer(self, position, msg, writing):
-        """Read or write the message's bytes at etype ``position`` of the view; the
-        number of bytes moved (a read stops at the end of the file)."""
+    def transfer(self, position, msg, payload):
+        """Write ``payload`` (from prepare), or read the message's bytes when it is
+        None, at etype ``position`` of the view; the number of bytes moved (a read
+        stops at the end of the file)."""
+        writing = payload is not None
         view, fd = self.view, self.fd
         start, nbytes = position * view.esize, len(msg.data)
         if nbytes and not view.tile_bytes:
@@ -376,14 +386,21 @@ class FileState:
         files, lengths = view.pieces(start, nbytes)
         low = int(files.min()) if len(files) else 0
         high = int((files + lengths).max()) if len(files) else 0
+        representation = view.representation
         try:
             if writing:
                 with _Locked(fd, fcntl.LOCK_EX, low, high):
-                    _write_pieces(fd, files, lengths, msg.data)
+                    _write_pieces(fd, files, lengths, payload)
             else:
                 kind = fcntl.LOCK_SH if self.atomic else None
+                stored = msg.data
+                if representation.converts:     # whole items, the unread part zeros
+                    stored = memoryview(bytearray(len(msg.data)))
                 with _Locked(fd, kind, low, high if kind else low):
-                    _read_pieces(fd, files, lengths, msg.data)
+                    _read_pieces(fd, files, lengths, stored)
+                if representation.converts:
+                    msg.data[:nbytes] = representation.from_file(
+                        stored, msg.datatype, msg.count)[:nbytes]
                 msg.finish(nbytes)
         except OSError as exc:
             _os_fail(exc, "writing the file" if writing else "reading the file")
@@ -670,24 +687,22 @@ class File(GroupMembers, Handle):
     # --- views (§13.3) ---
     def Set_view(self, disp=0, etype=datatypes.BYTE, filetype=None, datarep="native",
                  info=INFO_NULL):
-        datarep = "native" if datarep is None else datarep
+        name = "native" if datarep is None else datarep
         state = self._s
         view = hints = None
 
         def check():
             nonlocal view, disp, hints
             disp, hints = operator.index(disp), to_dict(info)
-            if datarep not in _DATAREPS:
-                errors.fail(errors.ERR_UNSUPPORTED_DATAREP, "Set_view: data representation "
-                            "%r is not supported; use 'native'" % datarep)
+            representation = representations.lookup(name)
             if state.amode & MODE_SEQUENTIAL and disp != DISPLACEMENT_CURRENT:
                 errors.fail(errors.ERR_ARG, "Set_view: a file opened MODE_SEQUENTIAL takes "
                             "disp=DISPLACEMENT_CURRENT")
             current = disp == DISPLACEMENT_CURRENT and state.amode & MODE_SEQUENTIAL
             if disp < 0 and not current:
                 errors.fail(errors.ERR_ARG, "Set_view: disp must be >= 0, not %d" % disp)
-            view = _new_view(0 if current else disp, etype, filetype, "native")
-            return datarep, view.esize
+            view = _new_view(0 if current else disp, etype, filetype, representation)
+            return representation.name, view.esize
         _same_value(state.comm, "Set_view", check)
         shared = state.reset_pointers()
         if disp == DISPLACEMENT_CURRENT:    # where the shared pointer was, in the old view
@@ -698,12 +713,16 @@ class File(GroupMembers, Handle):
     def Get_view(self):
         view = self._s.view
         etype, filetype = view.handles()
-        return view.disp, etype, filetype, view.datarep
+        return view.disp, etype, filetype, view.representation.name
 
     def Get_type_extent(self, datatype):
-        self._s
+        state = self._s
         datatype = datatypes.lookup(datatype)
-        return datatype._live("take the file extent of").extent
+        datatype._live("take the file extent of")
+        if not datatype.committed:      # as MPICH
+            errors.fail(errors.ERR_TYPE, "Get_type_extent: the datatype is not committed; "
+                        "call Commit() first")
+        return state.view.representation.type_extent(datatype)
 
     def Get_byte_offset(self, offset):
         state = self._s
@@ -758,8 +777,7 @@ class File(GroupMembers, Handle):
         if pointer == "ordered":
             return _ordered(state, buf, writing, call)
         msg = buffers.message(buf, not writing)
-        state.check_access(writing, call)
-        count = state.etypes(len(msg.data), call)
+        count, payload = state.prepare(msg, writing, call)
         if pointer == "shared":
             position = state.shared_add(count)
         else:
@@ -767,7 +785,7 @@ class File(GroupMembers, Handle):
             position = state.position if offset is None else offset
         if position < 0:
             errors.fail(errors.ERR_ARG, "%s: the offset must be >= 0, not %d" % (call, position))
-        nbytes = state.transfer(position, msg, writing)
+        nbytes = state.transfer(position, msg, payload)
         if pointer == "individual":
             state.position = position + nbytes // state.view.esize
         return nbytes
@@ -959,23 +977,25 @@ def _report(status, nbytes):
 def _ordered(state, buf, writing, call):
     """Collective: the ranks' data one after another, in rank order, from the shared
     file pointer, which moves past all of it."""
-    msg = None
+    msg = payload = None
 
     def check():
-        nonlocal msg
+        nonlocal msg, payload
         msg = buffers.message(buf, not writing)
-        state.check_access(writing, call)
-        return state.etypes(len(msg.data), call)
+        count, payload = state.prepare(msg, writing, call)
+        return count
     counts = _collectively(state.comm, call, check)
     base = state.shared_add(sum(counts)) if state.rank == 0 else None
     base = state.comm.bcast(base, 0)
-    return state.transfer(base + sum(counts[:state.rank]), msg, writing)
+    return state.transfer(base + sum(counts[:state.rank]), msg, payload)
 
 
-def _new_view(disp, etype, filetype, datarep):
+def _new_view(disp, etype, filetype, representation):
     etype = _kept(etype, "etype")
     filetype = etype if filetype is None else _kept(filetype, "filetype")
-    view = View(disp, etype, filetype, datarep)
+    representation.check(etype, "etype")
+    representation.check(filetype, "filetype")
+    view = View(disp, etype, filetype, representation)
     if view.esize and view.tile_bytes % view.esize:
         errors.fail(errors.ERR_ARG, "Set_view: the filetype holds %d bytes, not a whole "
                     "number of etypes of %d bytes" % (view.tile_bytes, view.esize))

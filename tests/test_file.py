@@ -412,7 +412,7 @@ def test_set_view_errors_change_nothing(tmp_path):
     uncommitted = MPI.INT.Create_contiguous(2)
     three_bytes = MPI.BYTE.Create_contiguous(3).Commit()
     for error_class, args in ((MPI.ERR_UNSUPPORTED_DATAREP, (0, MPI.INT, MPI.INT, "foo")),
-                              (MPI.ERR_UNSUPPORTED_DATAREP, (0, MPI.INT, MPI.INT, "external32")),
+                              (MPI.ERR_UNSUPPORTED_DATAREP, (0, MPI.LONG, MPI.LONG, "external32")),
                               (MPI.ERR_TYPE, (0, MPI.INT, uncommitted)),
                               (MPI.ERR_ARG, (0, MPI.INT, three_bytes)),
                               (MPI.ERR_ARG, (-4, MPI.INT)),
@@ -422,6 +422,76 @@ def test_set_view_errors_change_nothing(tmp_path):
     assert f.Get_view()[0] == 4 and f.Get_position() == 2
     f.Set_view(0, MPI.INT, MPI.INT, "internal")     # MPICH names it native
     assert f.Get_view()[3] == "native" and f.Get_position() == 0
+    f.Close()
+
+
+def test_external32_views(tmp_path):
+    """external32 in a view: big-endian in the file, native in memory; a type whose
+    external32 size differs from memory (C long: 4 bytes) is ERR_UNSUPPORTED_DATAREP,
+    in the view or in a call's buffer, and moves no pointer."""
+    path = tmp_path / "f"
+    f = MPI.File.Open(MPI.COMM_SELF, str(path), RDWR_NEW)
+    f.Set_view(0, MPI.INT, MPI.INT, "external32")
+    assert f.Get_view()[3] == "external32"
+    pairs = MPI.Datatype.Create_struct([1, 1], [0, 4], [MPI.INT, MPI.FLOAT]).Commit()
+    f.Write([np.array([1, 2], "i"), MPI.INT])
+    f.Write([np.array([(3, 0.5)], "i4,f4"), 1, pairs])     # one struct: two runs
+    assert path.read_bytes() == bytes([0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0x3F, 0, 0, 0])
+    back = np.zeros(1, "i4,f4")
+    f.Read_at(2, [back, 1, pairs])
+    assert back.tolist() == [(3, 0.5)]
+    assert f.Get_type_extent(MPI.LONG) == 4 and f.Get_type_extent(MPI.INT) == 4
+    with raises_mpi(MPI.ERR_UNSUPPORTED_DATAREP):
+        f.Write(np.array([5], "l"))
+    with raises_mpi(MPI.ERR_TYPE):
+        f.Get_type_extent(MPI.INT.Create_contiguous(2))
+    assert f.Get_position() == 4 and f.Get_size() == 16
+    f.Close()
+
+
+def test_register_datarep(tmp_path):
+    """Register_datarep: the name once only (ERR_DUP_DATAREP); its write_fn and read_fn
+    convert each call's data; None copies the bytes; its extent_fn must keep the
+    memory extents; a conversion that raises is ERR_CONVERSION."""
+    calls = []
+
+    def write_fn(userbuf, datatype, count, filebuf, position):
+        calls.append((datatype, count, position))
+        np.frombuffer(filebuf, "i4", count)[:] = np.frombuffer(userbuf, "i4", count) + 100
+
+    def read_fn(userbuf, datatype, count, filebuf, position):
+        np.frombuffer(userbuf, "i4", count)[:] = np.frombuffer(filebuf, "i4", count) - 100
+
+    def extent_fn(datatype):
+        return datatype.extent
+
+    MPI.Register_datarep("shmrma-test-plus100", read_fn, write_fn, extent_fn)
+    MPI.Register_datarep("shmrma-test-plain", None, None, extent_fn)
+    MPI.Register_datarep("shmrma-test-wide", None, None, lambda datatype: 2 * datatype.extent)
+    MPI.Register_datarep("shmrma-test-broken", None, lambda *args: 1 / 0, extent_fn)
+    with raises_mpi(MPI.ERR_DUP_DATAREP):
+        MPI.Register_datarep("shmrma-test-plain", None, None, extent_fn)
+    with raises_mpi(MPI.ERR_DUP_DATAREP):
+        MPI.Register_datarep("external32", None, None, extent_fn)
+    path = tmp_path / "f"
+    f = MPI.File.Open(MPI.COMM_SELF, str(path), RDWR_NEW)
+    f.Set_view(0, MPI.INT, MPI.INT, "shmrma-test-plus100")
+    f.Write(np.array([1, 2, 3], "i4"))
+    assert calls == [(MPI.INT, 3, 0)]
+    assert np.frombuffer(path.read_bytes(), "i4").tolist() == [101, 102, 103]
+    back = np.zeros(3, "i4")
+    f.Read_at(0, back)
+    assert back.tolist() == [1, 2, 3] and f.Get_view()[3] == "shmrma-test-plus100"
+    f.Set_view(0, MPI.INT, MPI.INT, "shmrma-test-plain")
+    f.Read_at(0, back)
+    assert back.tolist() == [101, 102, 103]
+    with raises_mpi(MPI.ERR_UNSUPPORTED_DATAREP):
+        f.Set_view(0, MPI.INT, MPI.INT, "shmrma-test-wide")
+    f.Set_view(0, MPI.INT, MPI.INT, "shmrma-test-broken")
+    for write in (f.Write, f.Write_shared, f.Write_ordered):
+        with raises_mpi(MPI.ERR_CONVERSION):
+            write(np.array([1], "i4"))
+    assert (f.Get_size(), f.Get_position(), f.Get_position_shared()) == (12, 0, 0)
     f.Close()
 
 
