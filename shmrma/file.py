@@ -187,13 +187,24 @@ def _kept(datatype, role):
 
 
 # --- moving bytes ----------------------------------------------------------------
-def _groups(files):
-    """(first, end) index ranges of pieces whose starts lie within one SIEVE_BYTES."""
+def _groups(files, lengths):
+    """(first, end, low, high) of runs of pieces whose starts lie within one
+    SIEVE_BYTES, spanning file bytes low..high; a run whose span is much larger (a
+    long piece in it) is split into single pieces, which are no waste to move alone."""
     if not len(files):
         return []
     keys = (files - files.min()) // SIEVE_BYTES
     cuts = (numpy.flatnonzero(numpy.diff(keys)) + 1).tolist()
-    return list(zip([0] + cuts, cuts + [len(files)]))
+    groups = []
+    for first, end in zip([0] + cuts, cuts + [len(files)]):
+        low = int(files[first:end].min())
+        high = int((files[first:end] + lengths[first:end]).max())
+        if end - first > 1 and high - low > 2 * SIEVE_BYTES:
+            groups.extend((i, i + 1, int(files[i]), int(files[i] + lengths[i]))
+                          for i in range(first, end))
+        else:
+            groups.append((first, end, low, high))
+    return groups
 
 
 def _sieve_index(files, lengths, low):
@@ -204,13 +215,11 @@ def _sieve_index(files, lengths, low):
 def _read_pieces(fd, files, lengths, out):
     """Fill ``out`` (bytes of the pieces, in order) from the file."""
     done = numpy.concatenate(([0], numpy.cumsum(lengths))).tolist()
-    for first, end in _groups(files):
+    for first, end, low, high in _groups(files, lengths):
         where = out[done[first]:done[end]]
         if end - first == 1:
-            os.preadv(fd, [where], int(files[first]))
+            os.preadv(fd, [where], low)
             continue
-        low = int(files[first:end].min())
-        high = int((files[first:end] + lengths[first:end]).max())
         span = numpy.zeros(high - low, numpy.uint8)
         got = os.preadv(fd, [span], low)
         span[got:] = 0
@@ -221,13 +230,11 @@ def _read_pieces(fd, files, lengths, out):
 def _write_pieces(fd, files, lengths, data):
     """Write ``data`` (bytes of the pieces, in order) to the file."""
     done = numpy.concatenate(([0], numpy.cumsum(lengths))).tolist()
-    for first, end in _groups(files):
+    for first, end, low, high in _groups(files, lengths):
         part = data[done[first]:done[end]]
         if end - first == 1:
-            _write_fully(fd, part, int(files[first]))
+            _write_fully(fd, part, low)
             continue
-        low = int(files[first:end].min())
-        high = int((files[first:end] + lengths[first:end]).max())
         span = numpy.zeros(high - low, numpy.uint8)
         os.preadv(fd, [span], low)
         span[_sieve_index(files[first:end], lengths[first:end], low)] = \
@@ -268,7 +275,7 @@ class FileState:
         self.rank = comm.Get_rank()
         self.atomic = False
         self.position = 0               # the individual file pointer, in etypes
-        self.split = None               # (kind, status) of a split collective begun
+        self.split = None               # (call, bytes moved) of a split collective begun
         self.errhandler = errhandler.ERRORS_RETURN
         self.view = View(0, datatypes.BYTE, datatypes.BYTE, representations.lookup("native"))
         self.pointer = None
@@ -277,7 +284,7 @@ class FileState:
     @classmethod
     def open(cls, comm, filename, amode, info):
         """Collective: every rank opens the file, or every rank raises."""
-        comm = comm.Dup()
+        comm = _intracomm(comm).Dup()
         fd = path = hints = None
 
         def check():
@@ -570,12 +577,12 @@ def _switch_class(file, handler):
     file.__class__ = _variants[plain]
 
 
-def _by_null_handler(call, *args):
+def _by_null_handler(where, call, *args):
     """Run a call made on no file (Open, Delete): errors go to FILE_NULL's handler."""
     try:
         return call(*args)
     except errors.Exception as exc:
-        _invoke(_null_file_errhandler[0], FILE_NULL, exc.ierr, call.__name__)
+        _invoke(_null_file_errhandler[0], FILE_NULL, exc.ierr, where)
         raise
 
 
@@ -622,7 +629,7 @@ class File(GroupMembers, Handle):
     # --- manipulation (§13.2) ---
     @classmethod
     def Open(cls, comm, filename, amode=MODE_RDONLY, info=INFO_NULL):
-        state = _by_null_handler(FileState.open, _intracomm(comm), filename, amode, info)
+        state = _by_null_handler("File.Open", FileState.open, comm, filename, amode, info)
         file = File.__new__(cls)
         file._handle = state
         return file
@@ -637,7 +644,7 @@ class File(GroupMembers, Handle):
     def Delete(cls, filename, info=INFO_NULL):
         path = _path(filename)
         to_dict(info)
-        _by_null_handler(_delete, path)
+        _by_null_handler("File.Delete", _delete, path)
 
     def Set_size(self, size):
         self._resize(size, "Set_size", os.ftruncate)

@@ -555,6 +555,15 @@ def test_error_handlers_on_files(tmp_path):
     f.Set_errhandler(MPI.ERRORS_RETURN)
     with raises_mpi(MPI.ERR_ARG):
         f.Set_errhandler(MPI.ERRHANDLER_NULL)
+    MPI.FILE_NULL.Set_errhandler(handler)      # Open and Delete report to FILE_NULL's
+    try:
+        with raises_mpi(MPI.ERR_NO_SUCH_FILE):
+            MPI.File.Open(MPI.COMM_SELF, str(tmp_path / "missing"))
+        with raises_mpi(MPI.ERR_NO_SUCH_FILE):
+            MPI.File.Delete(str(tmp_path / "missing"))
+    finally:
+        MPI.FILE_NULL.Set_errhandler(MPI.ERRORS_RETURN)
+    assert seen[2:] == [(MPI.FILE_NULL, MPI.ERR_NO_SUCH_FILE)] * 2
     handler.Free()
     assert handler == MPI.ERRHANDLER_NULL
     f.Close()
