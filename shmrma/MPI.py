@@ -50,6 +50,11 @@ else:
     from .window import (WIN_BASE, WIN_CREATE_FLAVOR, WIN_DISP_UNIT, WIN_FLAVOR_ALLOCATE,
                          WIN_FLAVOR_CREATE, WIN_FLAVOR_DYNAMIC, WIN_FLAVOR_SHARED, WIN_MODEL,
                          WIN_NULL, WIN_SEPARATE, WIN_SIZE, WIN_UNIFIED, Win)
+    from .file import (DISP_CUR, DISPLACEMENT_CURRENT, FILE_NULL, MAX_DATAREP_STRING,
+                       MODE_APPEND, MODE_CREATE, MODE_DELETE_ON_CLOSE, MODE_EXCL, MODE_RDONLY,
+                       MODE_RDWR, MODE_SEQUENTIAL, MODE_UNIQUE_OPEN, MODE_WRONLY, SEEK_CUR,
+                       SEEK_END, SEEK_SET, File)
+    from .datarep import Register_datarep
 
 
     def __getattr__(name):

@@ -25,12 +25,25 @@ ERR_OTHER = 15
 ERR_INTERN = 16
 ERR_PENDING = 18
 ERR_REQUEST = 19
+ERR_ACCESS = 20
+ERR_AMODE = 21
+ERR_BAD_FILE = 22
 ERR_CONVERSION = 23
+ERR_DUP_DATAREP = 24
+ERR_FILE_EXISTS = 25
+ERR_FILE_IN_USE = 26
+ERR_FILE = 27
 ERR_INFO = 28
 ERR_INFO_KEY = 29
 ERR_INFO_VALUE = 30
 ERR_INFO_NOKEY = 31
+ERR_IO = 32
 ERR_NO_MEM = 34
+ERR_NOT_SAME = 35
+ERR_NO_SPACE = 36
+ERR_NO_SUCH_FILE = 37
+ERR_QUOTA = 39
+ERR_READ_ONLY = 40
 ERR_UNSUPPORTED_DATAREP = 43
 ERR_UNSUPPORTED_OPERATION = 44
 ERR_WIN = 45
@@ -71,14 +84,27 @@ _CLASS_TEXT = {
     ERR_INTERN: "internal error",
     ERR_PENDING: "pending request",
     ERR_REQUEST: "invalid request",
+    ERR_ACCESS: "access denied to file",
+    ERR_AMODE: "invalid amode value in MPI_File_open",
+    ERR_BAD_FILE: "invalid file name",
     ERR_CONVERSION: "error in data conversion",
+    ERR_DUP_DATAREP: "the requested datarep name has already been registered",
+    ERR_FILE_EXISTS: "file exists",
+    ERR_FILE_IN_USE: "file in use by some process",
+    ERR_FILE: "invalid MPI_File",
+    ERR_IO: "other I/O error",
+    ERR_NOT_SAME: "inconsistent arguments to collective routine",
+    ERR_NO_SPACE: "not enough space for file",
+    ERR_NO_SUCH_FILE: "file does not exist",
+    ERR_QUOTA: "quota exceeded for files",
+    ERR_READ_ONLY: "read-only file or filesystem name",
     ERR_UNSUPPORTED_DATAREP: "unsupported data representation",
+    ERR_UNSUPPORTED_OPERATION: "unsupported file operation",
     ERR_INFO: "invalid info object",
     ERR_INFO_KEY: "invalid info key",
     ERR_INFO_VALUE: "invalid info value",
     ERR_INFO_NOKEY: "info key not defined",
     ERR_NO_MEM: "out of memory",
-    ERR_UNSUPPORTED_OPERATION: "unsupported operation",
     ERR_WIN: "invalid window",
     ERR_BASE: "invalid base argument",
     ERR_LOCKTYPE: "invalid lock type",

@@ -181,6 +181,24 @@ class Group(Handle):
             self.Free()
 
 
+class GroupMembers:
+    """The group calls of an object whose state (``_s``) keeps its ``world_ranks`` and
+    this process's ``rank`` among them (windows, files)."""
+
+    def Get_group(self):
+        return make_group(self._s.world_ranks)
+
+    group = property(Get_group)
+
+    @property
+    def group_size(self):
+        return len(self._s.world_ranks)
+
+    @property
+    def group_rank(self):
+        return self._s.rank
+
+
 def make_group(world_ranks, cls=Group):
     """A new group of these world ranks; no members gives the GROUP_EMPTY handle."""
     group = cls()

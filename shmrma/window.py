@@ -20,7 +20,7 @@ from .active import ActiveTarget
 from .attributes import (WIN_BASE, WIN_CREATE_FLAVOR, WIN_DISP_UNIT, WIN_MODEL, WIN_SIZE,
                          Attributes)
 from .collective import own_allgather, own_bcast
-from .group import Group, make_group
+from .group import Group, GroupMembers
 from .info import Info, to_dict
 from .intracomm import COMM_SELF
 from .passive import PassiveTarget
@@ -98,15 +98,44 @@ def _segment_problem(exc, nbytes):
     raise exc
 
 
-def _agree(comm, local):
+def _agree(comm, local, purpose="window creation"):
     """Allgather each rank's (problem, data); raise the first problem on every rank."""
     entries = own_allgather(comm, local)
     for rank, (problem, _) in enumerate(entries):
         if problem is not None:
             error_class, message = problem
             who = "this rank" if rank == comm.Get_rank() else "rank %d" % rank
-            errors.fail(error_class, "window creation failed on %s: %s" % (who, message))
+            errors.fail(error_class, "%s failed on %s: %s" % (purpose, who, message))
     return [data for _, data in entries]
+
+
+def share_segment(comm, nbytes, purpose="window creation"):
+    """Rank 0 creates a segment, everyone maps it, then it is unlinked (collective over
+    ``comm``). A rank that cannot create or map it makes every rank raise its error,
+    at once. Windows keep their control blocks in one, files their shared pointer."""
+    if nbytes == 0:
+        return None
+    plan = segment = problem = None
+    if comm.Get_rank() == 0:
+        try:
+            segment = segments.Segment.create(job.current().job_id, nbytes)
+            plan = (None, segment.name)
+        except Exception as exc:  # noqa: BLE001 - every rank must hear of it
+            plan = (_segment_problem(exc, nbytes), None)
+    problem, name = own_bcast(comm, plan, 0)
+    if problem is not None:
+        errors.fail(problem[0], "%s failed on rank 0: %s" % (purpose, problem[1]))
+    if segment is None:
+        try:
+            segment = segments.Segment.attach(name, nbytes)
+        except Exception as exc:  # noqa: BLE001
+            problem = _segment_problem(exc, nbytes)
+    try:
+        _agree(comm, (problem, None), purpose)     # every rank mapped it, or all raise
+    finally:
+        if segment is not None:
+            segment.unlink()
+    return segment
 
 
 def _buffer_exporter():
@@ -122,7 +151,7 @@ def _buffer_exporter():
 
 
 class Win(Communication, ActiveTarget, PassiveTarget, WindowBarrier, CounterCalls,
-          Attributes, errhandler.ErrorHandling, _buffer_exporter()):
+          Attributes, GroupMembers, errhandler.ErrorHandling, _buffer_exporter()):
     """``MPI.Win``; ``Win()`` is WIN_NULL."""
 
     _errhandler_kind = "Win"
@@ -303,19 +332,6 @@ class Win(Communication, ActiveTarget, PassiveTarget, WindowBarrier, CounterCall
 
     info = property(Get_info, Set_info)
 
-    def Get_group(self):
-        return make_group(self._s.world_ranks)
-
-    group = property(Get_group)
-
-    @property
-    def group_size(self):
-        return len(self._s.world_ranks)
-
-    @property
-    def group_rank(self):
-        return self._s.rank
-
     def Get_name(self):
         if self._state is None:
             return "MPI_WIN_NULL"       # as mpi4py names the null handle
@@ -453,31 +469,7 @@ class WindowState:
                 self.hints[key] = value
 
     def share_segment(self, nbytes):
-        """Rank 0 creates a segment, everyone maps it, then it is unlinked (collective).
-        A rank that cannot create or map it makes every rank raise its error, at once."""
-        if nbytes == 0:
-            return None
-        plan = segment = problem = None
-        if self.comm.Get_rank() == 0:
-            try:
-                segment = segments.Segment.create(job.current().job_id, nbytes)
-                plan = (None, segment.name)
-            except Exception as exc:  # noqa: BLE001 - every rank must hear of it
-                plan = (_segment_problem(exc, nbytes), None)
-        problem, name = own_bcast(self.comm, plan, 0)
-        if problem is not None:
-            errors.fail(problem[0], "window creation failed on rank 0: %s" % problem[1])
-        if segment is None:
-            try:
-                segment = segments.Segment.attach(name, nbytes)
-            except Exception as exc:  # noqa: BLE001
-                problem = _segment_problem(exc, nbytes)
-        try:
-            _agree(self.comm, (problem, None))     # every rank mapped it, or all raise
-        finally:
-            if segment is not None:
-                segment.unlink()
-        return segment
+        return share_segment(self.comm, nbytes)
 
     def reach_created_memory(self, places, own_view):
         """CREATE flavor: map Alloc_mem segments; reach private memory across processes."""

@@ -16,15 +16,16 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 import mpi4py_suite  # noqa: E402
 
 EXPECTED = {"test_win": 100, "test_rma": 36, "test_rma_nb": 14, "test_util_sync": 78}
-# passed at 2 ranks (of: test_datatype 50, errhandler 26 (MPI-IO), exceptions 55,
-# p2p_obj 92 (mpi4py's comm lock), util_pkl5 126 and session 9 (intercommunicators),
-# buffer 16 (release() of a numpy-backed buffer)); the others pass whole
+# passed at 2 ranks (of: test_datatype 50, exceptions 55, p2p_obj 92 (mpi4py's comm
+# lock), util_pkl5 126 and session 9 (intercommunicators), buffer 16 (release() of a
+# numpy-backed buffer), subclass 39, handle 37, objmodel 17); the others pass whole
 FLOORS = {
     "test_address": 6, "test_attributes": 60, "test_buffer": 11, "test_cco_buf": 72,
     "test_cco_nb_buf": 70, "test_cco_nb_vec": 62, "test_cco_ngh_buf": 16, "test_cco_ngh_obj": 8,
     "test_cco_obj": 40, "test_cco_pr_buf": 70, "test_cco_pr_ngh_buf": 12, "test_cco_pr_vec": 62,
     "test_cco_vec": 62, "test_comm": 101, "test_comm_topo": 32, "test_datatype": 49,
-    "test_environ": 14, "test_errhandler": 20, "test_errorcode": 6, "test_exceptions": 54,
+    "test_environ": 14, "test_errhandler": 26, "test_io": 55, "test_subclass": 26,
+    "test_handle": 11, "test_objmodel": 5, "test_errorcode": 6, "test_exceptions": 54,
     "test_grequest": 7, "test_group": 52, "test_info": 17, "test_mpimem": 2,
     "test_msgspec": 123, "test_msgzero": 8, "test_op": 11, "test_p2p_buf": 52,
     "test_p2p_buf_matched": 11, "test_p2p_buf_part": 12, "test_p2p_obj": 88,
@@ -106,3 +107,12 @@ def test_fake_gpu_buffer_tests_are_skipped_unrun_and_left_out_of_the_counts():
         "test_fake", [{"test_fake": {"tests": result.outcomes,
                                      "left_out": sorted(result.left_out)}}], 1, None, ".")
     assert (passed, total) == (1, 2) and note.startswith("3 left out (device memory")
+
+
+@pytest.mark.timeout(300)
+def test_file_modules_pass_at_1_2_and_3_ranks(source):
+    """MPI-IO (shmrma/file.py): mpi4py's test_file and test_io whole, every test on
+    every rank."""
+    results = mpi4py_suite.run([1, 2, 3], ["test_file", "test_io"], source, 120)
+    for (name, n), (passed, total, note) in results.items():
+        assert passed == total == {"test_file": 34, "test_io": 55}[name], (name, n, note)
