@@ -746,17 +746,19 @@ static PyObject *
 table_set_sync(WinTable *t, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_ssize_t me;
-    void *posts;
-    if (check_nargs("set_sync", nargs, 2) < 0) return NULL;
+    void *posts, *holds;
+    if (check_nargs("set_sync", nargs, 3) < 0) return NULL;
     me = PyLong_AsSsize_t(args[0]);
     if (me == -1 && PyErr_Occurred()) return NULL;
     if (!(posts = get_addr(args[1], 8, "set_sync"))) return NULL;
+    if (!(holds = get_addr(args[2], 4, "set_sync"))) return NULL;
     if (me < 0 || me >= t->n) {
         PyErr_SetString(PyExc_ValueError, "set_sync(): bad rank");
         return NULL;
     }
     t->me = me;
     t->posts = posts;
+    t->holds = holds;
     Py_RETURN_NONE;
 }
 
@@ -854,7 +856,8 @@ static PyMethodDef table_methods[] = {
     {"set_control", (PyCFunction)(void (*)(void))table_set_control, METH_FASTCALL,
      "set_control(rank, address, doorbell): the rank's control block and doorbell."},
     {"set_sync", (PyCFunction)(void (*)(void))table_set_sync, METH_FASTCALL,
-     "set_sync(me, post_matrix): this rank and the post matrix."},
+     "set_sync(me, post_matrix, hold_row): this rank, the post matrix and its row of "
+     "the hold matrix."},
     {"close", (PyCFunction)table_close, METH_NOARGS,
      "close(): the window is freed; every call misses from now on."},
     {NULL, NULL, 0, NULL}
@@ -1715,6 +1718,7 @@ n_rma_lock(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     }
     slot->locked = held;
     t->nlocked++;
+    __atomic_store_n(&t->holds[rank], held, __ATOMIC_RELAXED);    /* for timeout reports */
     DONE;
 }
 
@@ -1735,6 +1739,7 @@ n_rma_unlock(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     if (!slot->locked || slot->control == NULL)
         MISS;
     __atomic_thread_fence(SC);          /* the epoch's RMA before the release (R96) */
+    __atomic_store_n(&t->holds[rank], 0, __ATOMIC_RELAXED);
     lock_release(slot->control, slot->locked);
     slot->locked = HELD_NONE;
     t->nlocked--;
@@ -1763,10 +1768,13 @@ n_rma_lock_all(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         if (lock_acquire(control, 0, &ticket) < 0)
             return Py_BuildValue("(ni)", r, (int)ticket);
         if (exposed(control)) {         /* R102: give all back; Python raises */
-            for (i = 0; i <= r; i++)
+            for (i = 0; i <= r; i++) {
+                __atomic_store_n(&t->holds[i], 0, __ATOMIC_RELAXED);
                 lock_release(t->targets[i].control, HELD_SHARED);
+            }
             MISS;
         }
+        __atomic_store_n(&t->holds[r], HELD_SHARED, __ATOMIC_RELAXED);
     }
     t->lock_all = 1;
     DONE;
@@ -1784,8 +1792,10 @@ n_rma_unlock_all(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         MISS;
     __atomic_thread_fence(SC);
     if (t->lock_all == 1)
-        for (r = 0; r < t->n; r++)
+        for (r = 0; r < t->n; r++) {
+            __atomic_store_n(&t->holds[r], 0, __ATOMIC_RELAXED);
             lock_release(t->targets[r].control, HELD_SHARED);
+        }
     t->lock_all = 0;
     DONE;
 }

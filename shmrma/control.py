@@ -13,6 +13,8 @@ OFF_COMPLETES = 192        # wait cell: Completes received from origins, ever (m
 OFF_EXPOSED = 200          # 1 between Post and Wait (R102: never exposed and locked)
 OFF_BARRIER_ENTERED = 208  # wait cell: window barriers (Ibarrier) this rank entered, ever
 POST_CELL = 8              # the post matrix: one wait cell per (origin, target) pair
+HOLD_CELL = 4              # the hold matrix: what lock each rank holds on each target
+                           # (HELD_*, written by the holder only; read by timeout reports)
 
 COUNT_WRAP = 1 << 32       # the counts in these words (completes, posts, barriers) wrap
 

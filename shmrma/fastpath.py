@@ -76,7 +76,7 @@ class _PythonTable:
     def counter_kinds(self, rank):
         return sum(1 << bit for bit, n in enumerate(self._counter_modes[rank]) if n > 0)
 
-    def set_sync(self, me, post_matrix):
+    def set_sync(self, me, post_matrix, hold_row):
         pass
 
     def set_locked(self, rank, state):
@@ -178,4 +178,4 @@ def bind_sync(state):
     table, world = state.epoch.table, job.current()
     for rank in range(len(state.sizes)):
         table.set_control(rank, state.control_of(rank), world.doorbell(state.world_ranks[rank]))
-    table.set_sync(state.rank, state.post_cell(0, 0))
+    table.set_sync(state.rank, state.post_cell(0, 0), state.hold_cell(state.rank, 0))

@@ -32,13 +32,30 @@ class WindowLock:
         self.read = base + OFF_LOCK_READ
         self.write = base + OFF_LOCK_WRITE
         self.rank = rank
-        # whoever holds the lock is unknown; a correct program frees the window (a
-        # collective) before any rank exits, so any member's exit ends the wait
+        self.state = state
+        self.mine = state.hold_cell(state.rank, rank)   # what this rank holds on it
+        # a correct program frees the window (a collective) before any rank exits, so
+        # any member's exit ends the wait
         self.peers = state.world_ranks
 
     def _await(self, cell, ticket, kind):
         job.wait_until(cell, lambda value: value == ticket,
-                       lambda: "a %s lock on rank %d's window" % (kind, self.rank), self.peers)
+                       lambda: "%s lock on rank %d's window (%s)"
+                       % (kind, self.rank, self.holders()), self.peers)
+
+    def holders(self):
+        """Who holds this lock now, in words (for the --timeout report)."""
+        held = {HELD_EXCLUSIVE: [], HELD_SHARED: []}
+        for holder in range(len(self.state.sizes)):
+            kind = atomic.load32(self.state.hold_cell(holder, self.rank))
+            if kind in held:
+                held[kind].append(str(holder))
+        if held[HELD_EXCLUSIVE]:
+            return "held exclusively by rank %s" % held[HELD_EXCLUSIVE][0]
+        if held[HELD_SHARED]:
+            return "held shared by rank%s %s" % ("s" * (len(held[HELD_SHARED]) > 1),
+                                                  ", ".join(held[HELD_SHARED]))
+        return "held by nobody: it waits behind earlier requests for it"
 
     def acquire(self, held):
         self.admit(atomic.fetch_add32(self.ticket, 1), held)
@@ -46,12 +63,14 @@ class WindowLock:
     def admit(self, ticket, held):
         """Wait until ``ticket`` (already drawn) is let in as HELD_SHARED or HELD_EXCLUSIVE."""
         if held == HELD_EXCLUSIVE:
-            self._await(self.write, ticket, "exclusive")
+            self._await(self.write, ticket, "an exclusive")
         else:
-            self._await(self.read, ticket, "shared")
+            self._await(self.read, ticket, "a shared")
             atomic.cell_add(self.read, 1)
+        atomic.store32(self.mine, held)
 
     def release(self, held):
+        atomic.store32(self.mine, 0)
         if held == HELD_EXCLUSIVE:
             atomic.cell_add(self.read, 1)
         atomic.cell_add(self.write, 1)

@@ -15,7 +15,7 @@ import os
 
 from . import (constants, dynamic, errhandler, errors, fastpath, job, memory, segments,
                winchange)
-from .control import CONTROL_HEADER, POST_CELL, RANK_CONTROL
+from .control import CONTROL_HEADER, HOLD_CELL, POST_CELL, RANK_CONTROL
 from .active import ActiveTarget
 from .attributes import (WIN_BASE, WIN_CREATE_FLAVOR, WIN_DISP_UNIT, WIN_MODEL, WIN_SIZE,
                          Attributes)
@@ -409,9 +409,13 @@ class WindowState:
         self.units = list(units)
         self.epoch = Epoch(self)
         self.regions = dynamic.RegionCache()
-        # after the per-rank blocks: the post matrix, then the dynamic region tables
+        # after the per-rank blocks: the post matrix, the hold matrix, then the
+        # dynamic region tables
         self.posts_offset = CONTROL_HEADER + len(sizes) * RANK_CONTROL
-        self.tables_offset = self.posts_offset + len(sizes) ** 2 * POST_CELL
+        self.holds_offset = _round_up(self.posts_offset + len(sizes) ** 2 * POST_CELL, 64)
+        # a row per holder, on cache lines of its own: only the holder writes it
+        self.hold_row = -(-len(sizes) * HOLD_CELL // 64) * 64
+        self.tables_offset = self.holds_offset + len(sizes) * self.hold_row
         extra = dynamic.table_bytes(len(sizes)) if self.dynamic else 0
         self.control = self.share_segment(self.tables_offset + extra)
         self.control_view = self.control.buffer
@@ -507,6 +511,11 @@ class WindowState:
         pair, so a post meant for another origin or epoch never satisfies a Start)."""
         return (self.control.address + self.posts_offset
                 + (origin * len(self.sizes) + target) * POST_CELL)
+
+    def hold_cell(self, holder, target):
+        """What lock ``holder`` holds on ``target``'s window (HELD_*; 0: none)."""
+        return (self.control.address + self.holds_offset + holder * self.hold_row
+                + target * HOLD_CELL)
 
     def window_ranks(self, group, call):
         """The window ranks of ``group``'s members, in group order; ERR_GROUP for a

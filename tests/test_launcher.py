@@ -520,6 +520,35 @@ def test_timeout_reports_every_rank(run_shmrma, tmp_path):
     assert_swept(tmp_path)
 
 
+@pytest.mark.timeout(60)
+def test_timeout_report_names_who_holds_the_lock_a_rank_waits_for(run_shmrma, tmp_path):
+    """Issue (drop-in): a rank waiting for a window lock is reported with the rank(s)
+    holding it, exclusively or shared (control.py's hold matrix), on either engine."""
+    prog = program(tmp_path, '''
+        leave_segment()
+        win = MPI.Win.Allocate(8, comm=comm)
+        if rank == 0:
+            win.Lock(2, MPI.LOCK_EXCLUSIVE)
+            win.Lock(1, MPI.LOCK_SHARED)
+        elif rank == 3:
+            win.Lock(1, MPI.LOCK_SHARED)
+        comm.Barrier()
+        if rank == 1:
+            win.Lock(2, MPI.LOCK_SHARED)
+        elif rank == 2:
+            win.Lock(1, MPI.LOCK_EXCLUSIVE)
+        time.sleep(60)
+    ''')
+    for engine in ("1", "0"):
+        result = run_shmrma(["-n", "4", "--timeout", "2", prog], timeout=30,
+                            env={"SHMRMA_NATIVE": engine})
+        assert result.returncode == 124
+        firsts = [block.splitlines()[0] for block in
+                  re.split(r"^--- ", result.stderr, flags=re.M)[1:]]
+        assert "a shared lock on rank 2's window (held exclusively by rank 0)" in firsts[1]
+        assert "an exclusive lock on rank 1's window (held shared by ranks 0, 3)" in firsts[2]
+
+
 # --- output, scale, process model -------------------------------------------------
 
 @pytest.mark.timeout(60)

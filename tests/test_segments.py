@@ -221,3 +221,39 @@ def test_world_too_large_for_dev_shm(tmp_path):
     assert "RAN" not in result.stdout
     assert "cannot start the job" in result.stderr and "/dev/shm" in result.stderr
     assert re.search(r"cannot reserve \d+ bytes", result.stderr)
+
+
+@pytest.mark.timeout(90)
+def test_full_dev_shm_in_a_collective_fails_every_rank_with_err_no_mem(tmp_path):
+    """Issue (drop-in): when the root of bcast/Bcast cannot get the shared memory a
+    large collective needs, every rank raises ERR_NO_MEM (the root naming /dev/shm,
+    the others pointing at it) instead of hanging or getting ERR_COUNT, and the
+    communicator goes on working."""
+    prog = tmp_path / "full_bcast.py"
+    prog.write_text(textwrap.dedent('''
+        import sys
+        import numpy as np
+        from shmrma import MPI
+        comm = MPI.COMM_WORLD
+        big = 900 * 1024
+        for name, call in (
+                ("bcast", lambda: comm.bcast(bytes(big) if comm.rank == 0 else None, 0)),
+                ("Bcast", lambda: comm.Bcast(np.zeros(big // 8), 0))):
+            try:
+                call()
+                sys.stdout.write("%d %s ok\\n" % (comm.rank, name))
+            except MPI.Exception as exc:
+                sys.stdout.write("%d %s class %d: %s\\n" % (comm.rank, name,
+                                                            exc.Get_error_class(), exc))
+        sys.stdout.write("%d after %d\\n" % (comm.rank, comm.allreduce(1)))
+    '''))
+    result = small_dev_shm([sys.executable, "-m", "shmrma.run", "-n", "3", "--timeout",
+                            "40", str(prog)], size="2m")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    for rank in range(3):
+        for name in ("bcast", "Bcast"):
+            line = next(l for l in lines if l.startswith("%d %s " % (rank, name)))
+            assert "class %d:" % MPI.ERR_NO_MEM in line, line
+            assert ("/dev/shm" if rank == 0 else "see its own error") in line, line
+        assert "%d after 3" % rank in lines

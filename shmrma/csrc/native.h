@@ -218,6 +218,7 @@ typedef struct {
     int start_open;             /* a Start epoch is open, maybe with an empty group */
     Py_ssize_t me;              /* this rank in the window; -1: sync not set up */
     char *posts;                /* the post matrix: n x n wait cells, origin-major */
+    int32_t *holds;             /* this rank's row of the hold matrix (control.py) */
     uint32_t completes_due;     /* Completes our Posts so far await (mod 2**32) */
     PyObject *post_group;       /* the open Post's origins (a tuple), or None */
     PyObject *groups;           /* group handle -> window ranks (window.window_ranks) */
