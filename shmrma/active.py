@@ -136,4 +136,4 @@ def _expose(state):
         atomic.store32(control + OFF_EXPOSED, 0)
         errors.fail(errors.ERR_RMA_CONFLICT, "Post while this rank's window is locked by a "
                     "Lock or Lock_all epoch; a window may not be locked and exposed at the "
-                    "same time (R102)")
+                    "same time")

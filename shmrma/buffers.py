@@ -104,7 +104,7 @@ def _handles(items, count, displ, datatype, writable, parts):
 def refuse_handles(call):
     errors.fail(errors.ERR_TYPE, "%s cannot take HANDLE_SYNC: Sync handles travel only in "
                 "point-to-point calls and Bcast/Gather/Allgather/Alltoall, never in "
-                "reductions, derived datatypes or RMA (R154)" % call)
+                "reductions, derived datatypes or RMA" % call)
 
 
 class PackedMessage(Message):

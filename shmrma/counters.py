@@ -154,7 +154,7 @@ class _SyncRequest(_SyncCore, Prequest):
             errors.fail(errors.ERR_REQUEST, "Start on a freed synchronization request")
         if self._active:
             errors.fail(errors.ERR_REQUEST, "Start on an active synchronization request: "
-                        "complete it with Wait or Test first (A17)")
+                        "complete it with Wait or Test first")
         if state.counters is None:
             errors.fail(errors.ERR_WIN, "Start: the window of this request was freed")
         self._arm()
@@ -175,7 +175,7 @@ class _SyncRequest(_SyncCore, Prequest):
         if self._active and not (self._restart and self._completed):
             errors.fail(errors.ERR_REQUEST, "Free of an active synchronization request: "
                         "complete it with Wait or Test first (a restart request may be "
-                        "freed right after a Wait or Test completed it, A23)")
+                        "freed right after a Wait or Test completed it)")
         if self._active:
             self._disarm()
             self._deactivate()
@@ -221,7 +221,7 @@ class SyncOpsRequest(_SyncRequest):
         if atomic.load32(self._counter + OFF_GENERATION) != self._generation:
             self._deactivate()
             errors.fail(errors.ERR_ARG, "the counter this Sync_ops request signals was "
-                        "freed by its owner (rank %d); nothing was signalled (A25)"
+                        "freed by its owner (rank %d); nothing was signalled"
                         % self._target)
         atomic.cell_add(self._counter, -1)
         atomic.cell_add(self._doorbell, 1)
@@ -245,7 +245,7 @@ class SyncObjectRequest(_SyncRequest):
         if before + self._count < 0:
             atomic.fetch_add32(self._counter, -self._count)
             errors.fail(errors.ERR_WIN_COUNTER, "%s: %d early signals are more than this "
-                        "request's count %d; the counter would stay negative (A16)"
+                        "request's count %d; the counter would stay negative"
                         % (call, -before, self._count))
         self._done = False
 
@@ -280,7 +280,7 @@ class SyncObjectRequest(_SyncRequest):
             return
         self._done = True
         try:
-            self._arm("the automatic restart of Wait/Test (R163)")  # early signals stay banked
+            self._arm("the automatic restart of Wait/Test")  # early signals stay banked
         except errors.Exception:
             self._deactivate()  # inactive, as without restart: Free, Start, Win.Free work
             raise
@@ -317,7 +317,7 @@ def check_owner(sync, owner, call):
         return
     if call == "Sync_ops_init":
         errors.fail(errors.ERR_ARG, "Sync_ops_init: the counter belongs to rank %d, not "
-                    "to target %d; pass the handle the target sent you (A18)"
+                    "to target %d; pass the handle the target sent you"
                     % (sync.owner, owner))
     errors.fail(errors.ERR_ARG, "%s: the counter belongs to rank %d; only its owner "
                 "waits on it" % (call, sync.owner))
@@ -336,7 +336,7 @@ def check_handle(sync, window, size, call):
 
 def fail_freed(call, owner):
     errors.fail(errors.ERR_ARG, "%s: this Sync handle's counter was freed by its owner "
-                "(rank %d); ask it for a new handle (A25)" % (call, owner))
+                "(rank %d); ask it for a new handle" % (call, owner))
 
 
 def check_fields(sync, call):
@@ -350,7 +350,7 @@ def check_fields(sync, call):
                     "generation must be ints and segment a name, not %r" % (call, sync._key()))
     if not 0 <= sync.slot < COUNTERS_PER_SEGMENT:
         errors.fail(errors.ERR_ARG, "%s: this Sync handle names slot %d, outside the %d "
-                    "counters of a segment; the handle is garbled (A25)"
+                    "counters of a segment; the handle is garbled"
                     % (call, sync.slot, COUNTERS_PER_SEGMENT))
 
 
@@ -362,12 +362,12 @@ def check_line(address, sync, call):
         fail_freed(call, sync.owner)
     if generation % 2 == 0:
         errors.fail(errors.ERR_ARG, "%s: this Sync handle names slot %d of segment %s, which "
-                    "holds no allocated counter; the handle is garbled (A25)"
+                    "holds no allocated counter; the handle is garbled"
                     % (call, sync.slot, sync.segment))
     owner = atomic.load32(address + OFF_OWNER)
     if owner != sync.owner:
         errors.fail(errors.ERR_ARG, "%s: this Sync handle names rank %d as owner, but its "
-                    "counter was allocated by rank %d; the handle is garbled (A25)"
+                    "counter was allocated by rank %d; the handle is garbled"
                     % (call, sync.owner, owner))
 
 
@@ -384,7 +384,7 @@ def check_listed_once(syncs):
 
 def fail_segment(call, name, why):
     errors.fail(errors.ERR_ARG, "%s: this Sync handle names counter segment %r, but %s; "
-                "the handle is garbled or its window was freed (A25)" % (call, name, why))
+                "the handle is garbled or its window was freed" % (call, name, why))
 
 
 class CounterCalls:
@@ -404,7 +404,7 @@ class CounterCalls:
                             "rank %d, not by this rank" % (index, sync.owner))
             if address in waited_on:
                 errors.fail(errors.ERR_RMA_SYNC, "Free_sync_objects: counter %d is waited on "
-                            "by an active Sync_object request; complete it first (A23)"
+                            "by an active Sync_object request; complete it first"
                             % index)
         check_listed_once(syncs)
         for index, sync in enumerate(syncs):

@@ -282,7 +282,7 @@ def _old(datatype, call):
     datatype._live("build a %s from" % call)
     if datatype.type_class == datatypes.HANDLE:
         errors.fail(errors.ERR_TYPE, "cannot build a %s from HANDLE_SYNC: Sync handles "
-                    "travel only as a list of handles typed HANDLE_SYNC (R154)" % call)
+                    "travel only as a list of handles typed HANDLE_SYNC" % call)
     return datatype
 
 

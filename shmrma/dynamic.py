@@ -62,7 +62,7 @@ class RegionTable:
             if entry_size and address < entry_address + entry_size and \
                     entry_address < address + size:
                 errors.fail(errors.ERR_RMA_ATTACH, "Attach: [%#x, %#x) overlaps the region "
-                            "[%#x, %#x) already attached to this window (R16)"
+                            "[%#x, %#x) already attached to this window"
                             % (address, address + size, entry_address,
                                entry_address + entry_size))
         free = next((slot for slot, (_, entry_size) in slots.items() if not entry_size), None)
@@ -80,7 +80,7 @@ class RegionTable:
                 self._write(slot, 0, 0, "")
                 return
         errors.fail(errors.ERR_BASE, "Detach: no region attached to this window starts at "
-                    "%#x (R19)" % address)
+                    "%#x" % address)
 
 
 class DynamicMemory:
@@ -99,7 +99,7 @@ class DynamicMemory:
             if address <= low and high <= address + size:
                 return self.state.region_memory(self.rank, address, size, name), address
         errors.fail(errors.ERR_RMA_RANGE, "bytes [%#x, %#x) of rank %d are not in any "
-                    "region it attached to the window (R18)" % (low, high, self.rank))
+                    "region it attached to the window" % (low, high, self.rank))
 
     def write(self, offset, data):
         region, start = self._region(offset, offset + len(data))

@@ -30,7 +30,7 @@ def _table_flag(name, doc):
 
 
 class Epoch:
-    fence_open = _table_flag("fence_open", "after a Fence without NOSUCCEED (A34)")
+    fence_open = _table_flag("fence_open", "after a Fence without NOSUCCEED")
     rma_since_fence = _table_flag("rma_since_fence", "RMA issued since the last Fence")
     lock_all = _table_flag("lock_all", "a Lock_all epoch is open")
     start_open = _table_flag("start_open", "a Start epoch is open (its group may be empty)")
@@ -177,34 +177,34 @@ class Epoch:
     # --- post/start/complete/wait ---
     def _no_start(self, call):
         if self.start_open:
-            sync_error("%s inside a Start epoch: call Complete() first (R66)" % call)
+            sync_error("%s inside a Start epoch: call Complete() first" % call)
 
     def _no_counter_epoch(self, call):
         if self.table.ncounter:
             sync_error("%s while Sync_ops requests to ranks %s are active: complete them "
-                       "first (A14: counter epochs may not overlap fence or PSCW epochs)"
+                       "first (counter epochs may not overlap fence or PSCW epochs)"
                        % (call, self.counter_targets))
 
     def before_start(self):
         self._no_start("Start")
         self._no_counter_epoch("Start")
         if self.lock_all or self.table.nlocked:
-            sync_error("Start inside a passive-target epoch: Unlock/Unlock_all first (R66)")
+            sync_error("Start inside a passive-target epoch: Unlock/Unlock_all first")
         self._leave_fence("Start")
 
     def before_complete(self):
         if not self.start_open:
-            sync_error("Complete without a matching Start (R72)")
+            sync_error("Complete without a matching Start")
 
     def before_post(self):
         if self.post_group is not None:
             sync_error("Post while this rank is already posted: call Wait() or Test() "
-                       "first (R68)")
+                       "first")
         self._leave_fence("Post")
 
     def before_wait(self, call):
         if self.post_group is None:
-            sync_error("%s without a matching Post%s (R90)" % (
+            sync_error("%s without a matching Post%s" % (
                 call, "; Test already returned True for the last one" if call == "Test"
                 else ""))
 
@@ -216,7 +216,7 @@ class Epoch:
                        "first" % call)
         if self.start_open or self.post_group is not None:
             sync_error("%s inside a post/start/complete/wait epoch: close it with "
-                       "Complete/Wait first (R79)" % call)
+                       "Complete/Wait first" % call)
         if noprecede and self.fence_open and self.rma_since_fence:
             sync_error("%s(MODE_NOPRECEDE) but this rank issued RMA since the last Fence "
                        "or barrier (the assertion is false)" % call)
@@ -238,13 +238,13 @@ class Epoch:
         if self.lock_all or self.table.nlocked:
             sync_error("%s with a passive-target epoch open: Unlock/Unlock_all first" % call)
         if self.start_open:
-            sync_error("%s with a Start epoch open: Complete() first (R22)" % call)
+            sync_error("%s with a Start epoch open: Complete() first" % call)
         if self.post_group is not None:
-            sync_error("%s with an exposure epoch open: Wait() first (R22)" % call)
+            sync_error("%s with an exposure epoch open: Wait() first" % call)
         if self.fence_open and self.rma_since_fence:
             sync_error("%s with RMA not completed by a Fence: call Fence() first" % call)
         if self.table.barrier_pending:
             sync_error("%s with an Ibarrier request not completed: Wait for it first" % call)
         if self.table.sync_active:
             sync_error("%s with %d started synchronization requests not completed: "
-                       "Wait for them first (R22)" % (call, self.table.sync_active))
+                       "Wait for them first" % (call, self.table.sync_active))

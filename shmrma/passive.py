@@ -84,7 +84,7 @@ def _check_unexposed(state, ranks, held):
             WindowLock(state, rank).release(held)
         errors.fail(errors.ERR_RMA_CONFLICT, "Lock of rank %d's window while it is exposed "
                     "by a Post (between its Post and Wait); a window may not be locked and "
-                    "exposed at the same time (R102)" % ranks[-1])
+                    "exposed at the same time" % ranks[-1])
 
 
 def _lock_type(lock_type):

@@ -166,12 +166,12 @@ def _check_accumulate_types(call, op, kind, nbytes, *datatypes_used):
     basics = [datatype.basic for datatype in datatypes_used]
     if None in basics:
         errors.fail(errors.ERR_TYPE, "%s: the datatype mixes basic types (a struct of "
-                    "several types); accumulate needs one basic type (R45)" % call)
+                    "several types); accumulate needs one basic type" % call)
     first = basics[0]
     for other in basics[1:]:
         if other is not first:
             errors.fail(errors.ERR_TYPE, "%s: every datatype must be built from one basic "
-                        "type, got %s and %s (R45)" % (call, first.Get_name(),
+                        "type, got %s and %s" % (call, first.Get_name(),
                                                        other.Get_name()))
     op.check(first, kind, empty=not nbytes)
     return first
@@ -202,10 +202,10 @@ class RmaRequest(Request):
 
     def Free(self):
         errors.fail(errors.ERR_REQUEST, "an RMA request cannot be freed; complete it with "
-                    "Wait or Test (R56)")
+                    "Wait or Test")
 
     def Cancel(self):
-        errors.fail(errors.ERR_REQUEST, "an RMA request cannot be cancelled (R56)")
+        errors.fail(errors.ERR_REQUEST, "an RMA request cannot be cancelled")
 
 
 _fast_put, _fast_get = fastpath.put, fastpath.get
@@ -308,7 +308,7 @@ class Communication:
                             "(disp, count, datatype)"))
         if moves and _overlap(transfer.data, received.data):
             errors.fail(errors.ERR_BUFFER, "%s: the origin and result buffers overlap; they "
-                        "must be disjoint (R48)" % call)
+                        "must be disjoint" % call)
         incoming = (numpy.frombuffer(transfer.packed_origin(), dtype=basic.dtype)
                     if moves else None)
         memory = state.targets[target_rank]
@@ -333,8 +333,8 @@ class Communication:
         if incoming.datatype != outgoing.datatype:
             raise ValueError("mismatch in origin and result MPI datatypes")
         if not incoming.datatype.is_predefined:
-            errors.fail(errors.ERR_TYPE, "Fetch_and_op takes a predefined datatype, not %r "
-                        "(R49)" % incoming.datatype)
+            errors.fail(errors.ERR_TYPE, "Fetch_and_op takes a predefined datatype, not %r"
+                        % incoming.datatype)
         self._get_accumulate(state, [incoming.data, 1, incoming.datatype],
                              [outgoing.data, 1, outgoing.datatype], target_rank,
                              (target_disp, 1, incoming.datatype), op, "Fetch_and_op", False)
@@ -357,7 +357,7 @@ class Communication:
         if (not incoming.datatype.is_predefined or basic.type_class not in (
                 datatypes.INTEGER_CLASS, datatypes.LOGICAL_CLASS, datatypes.BYTE_CLASS)):
             errors.fail(errors.ERR_TYPE, "Compare_and_swap works on one predefined integer, "
-                        "logical or byte element, not %r (R51)" % incoming.datatype)
+                        "logical or byte element, not %r" % incoming.datatype)
         transfer = parse(state, "Compare_and_swap", [incoming.data, 1, incoming.datatype],
                          target_rank, target_disp, False)
         memory = state.targets[target_rank]

@@ -72,10 +72,10 @@ class BarrierRequest(_BarrierCore, Request):
 
     def Free(self):
         errors.fail(errors.ERR_REQUEST, "an Ibarrier request cannot be freed; complete it "
-                    "with Wait or Test (R171)")
+                    "with Wait or Test")
 
     def Cancel(self):
-        errors.fail(errors.ERR_REQUEST, "an Ibarrier request cannot be cancelled (R171)")
+        errors.fail(errors.ERR_REQUEST, "an Ibarrier request cannot be cancelled")
 
 
 def enter(state, assertion, call):

@@ -261,7 +261,7 @@ class Win(Communication, ActiveTarget, PassiveTarget, WindowBarrier, CounterCall
         state = self._s
         if state.flavor != WIN_FLAVOR_DYNAMIC:
             errors.fail(errors.ERR_RMA_FLAVOR, "%s works only on windows made by "
-                        "Win.Create_dynamic (R17)" % call)
+                        "Win.Create_dynamic" % call)
         return state
 
     @classmethod

@@ -166,7 +166,7 @@ class CounterWindow:
                          "%d, not by this rank" % (index, sync.owner))
             if sync.slot in waited_on:
                 shm.fail(shm.ERR_RMA_SYNC, "Free_sync_objects: counter %d is waited on by "
-                         "an active Sync_object request; complete it first (A23)" % index)
+                         "an active Sync_object request; complete it first" % index)
         rules.check_listed_once(syncs)
         for index, sync in enumerate(syncs):
             self.update(self.rank, sync.slot, lambda value, generation: (0, generation + 1))
@@ -190,7 +190,7 @@ class _SyncRequest(PyRequest):
             shm.fail(shm.ERR_REQUEST, "Start on a freed synchronization request")
         if self._active:
             shm.fail(shm.ERR_REQUEST, "Start on an active synchronization request: complete "
-                     "it with Wait or Test first (A17)")
+                     "it with Wait or Test first")
         counters = self._owner._counters
         if counters is None:
             shm.fail(shm.ERR_WIN, "Start: the window of this request was freed")
@@ -211,7 +211,7 @@ class _SyncRequest(PyRequest):
         if self._active and not (self._restart and self._completed):
             shm.fail(shm.ERR_REQUEST, "Free of an active synchronization request: complete "
                      "it with Wait or Test first (a restart request may be freed right "
-                     "after a Wait or Test completed it, A23)")
+                     "after a Wait or Test completed it)")
         if self._active:
             self._stop()
         self._freed = True
@@ -280,7 +280,7 @@ class SyncObjectRequest(_SyncRequest):
         def add(value, generation):
             if value + count < 0:
                 shm.fail(shm.ERR_WIN_COUNTER, "Start: %d early signals are more than this "
-                         "request's count %d; the counter would stay negative (A16)"
+                         "request's count %d; the counter would stay negative"
                          % (-value, count))
             return value + count, generation
         self._owner._counters.update(self._owner._counters.rank, self.sync.slot, add)
@@ -347,8 +347,8 @@ class CounterCalls:
         if not any(mode & kind for mode in self._covering.get(target, ())):
             errors.fail(shm.ERR_RMA_SYNC, "%s to rank %d: the window's epoch is the counter "
                         "epoch of Sync_ops requests, and none active to rank %d has this "
-                        "kind of RMA in its sync_mode; start one whose mode includes it "
-                        "(A14)" % (call, target, target))
+                        "kind of RMA in its sync_mode; start one whose mode includes it"
+                        % (call, target, target))
 
     @errors.translated
     def Alloc_sync_objects(self, n, info=None):
