@@ -171,8 +171,20 @@ def test_shmrma_mpi_rank_programs_take_shmrmas_namespace(monkeypatch):
 
 
 def counters_cases():
-    notify, _, _, halo, _ = compare.COUNTERS_SUITE
+    notify, _, _, halo = compare.COUNTERS_SUITE[:4]
     return notify, halo
+
+
+def test_counters_suite_sets_a2_beside_a3_and_runs_both_at_9_ranks():
+    """Issue 14's rows: the proposal's Example A2 (messages) against the same
+    reference as A3 (mpi4py's Fence), and the halos at 9 ranks."""
+    by_title = {case.title: case for case in compare.COUNTERS_SUITE}
+    a2 = by_title["Halo A2 n=4: shmrma messages vs mpi4py Fence, us/iter"]
+    assert a2.argv("shmrma", True)[-2] == "messages" and a2.argv("mpi4py", True)[-2] == "fence"
+    for title, form in (("Halo A3 n=9: shmrma counters vs mpi4py Fence, us/iter", "counters"),
+                        ("Halo n=9: Fence on both, us/iter", "fence")):
+        argv = by_title[title].argv("shmrma", True)
+        assert argv[argv.index("-n") + 1] == "9" and argv[-2] == form
 
 
 def test_counters_cases_run_on_both_backends_and_mpi4py():

@@ -279,6 +279,11 @@ COUNTERS_SUITE = (
                  "Halo A3 n=4: counters on the mpi backend vs counters on shm, us/iter",
                  "Halo A3 n=4: counters on the mpi backend vs mpi4py Fence, us/iter")),
     HaloCase("Halo n=4: Fence on both, us/iter", "fence"),
+    # the proposal's Example A2 (messages) beside A3 (counters), against the same
+    # reference; and both at 9 ranks (a 3x3 torus in the proposal), oversubscribed
+    HaloCase("Halo A2 n=4: shmrma messages vs mpi4py Fence, us/iter", "messages"),
+    HaloCase("Halo A3 n=9: shmrma counters vs mpi4py Fence, us/iter", "counters", nranks=9),
+    HaloCase("Halo n=9: Fence on both, us/iter", "fence", nranks=9),
 )
 
 
