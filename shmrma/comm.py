@@ -155,6 +155,27 @@ def Iflush_buffer():  # noqa: N802 - MPI's name
     return Completed()
 
 
+class BufferAttachment:
+    """MPI-4.1's buffers of communicators and sessions: one per object (its state,
+    ``_s``, which raises for a null or freed one), named in messages as
+    ``_buffer_owner``."""
+
+    _buffer_owner = "this communicator"
+
+    def Attach_buffer(self, buf):
+        _attach(self._s, buf, self._buffer_owner)
+
+    def Detach_buffer(self):
+        return _detach(self._s)
+
+    def Flush_buffer(self):
+        if self._s is not None:     # a live object, else its error
+            Flush_buffer()
+
+    def Iflush_buffer(self):
+        return Iflush_buffer() if self._s is not None else None
+
+
 _sync_ids = [0]
 _NO_BYTES = memoryview(bytearray(0))   # where an acknowledgement is received
 
@@ -393,7 +414,7 @@ _by_number = {}
 TOPOLOGY_CLASSES = {}
 
 
-class Comm(Attributes, errhandler.ErrorHandling):
+class Comm(Attributes, errhandler.ErrorHandling, BufferAttachment):
     """``MPI.Comm``; the base class is COMM_NULL's type."""
 
     _errhandler_kind = "Comm"
@@ -497,20 +518,6 @@ class Comm(Attributes, errhandler.ErrorHandling):
         shmrma rank starts under shmrma-run (Spawn is not there)."""
         from .intercomm import Intercomm    # a subclass of this one
         return Intercomm()
-
-    # --- the buffered send mode's buffer (MPI-4.1) ---
-    def Attach_buffer(self, buf):
-        _attach(self._s, buf, "this communicator")
-
-    def Detach_buffer(self):
-        return _detach(self._s)
-
-    def Flush_buffer(self):
-        if self._s is not None:     # a live communicator, else ERR_COMM
-            Flush_buffer()
-
-    def Iflush_buffer(self):
-        return Iflush_buffer() if self._s is not None else None
 
     def __reduce__(self):
         # as mpi4py: a null handle pickles (the predefined ones by name, in their

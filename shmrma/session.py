@@ -8,6 +8,7 @@ job and no dynamic processes, so these are its only process sets.
 """
 from . import constants, errors, job
 from . import errhandler as handlers
+from .comm import BufferAttachment, _attached
 from .group import make_group
 from .info import Info, to_dict
 
@@ -26,10 +27,11 @@ class SessionState:
         self.errhandler = handler
 
 
-class Session(handlers.ErrorHandling):
+class Session(handlers.ErrorHandling, BufferAttachment):
     """``MPI.Session``; ``Session()`` is SESSION_NULL."""
 
     _errhandler_kind = "Session"
+    _buffer_owner = "this session"
     _state = None
 
     def __init__(self, session=None):
@@ -77,7 +79,7 @@ class Session(handlers.ErrorHandling):
         return session
 
     def Finalize(self):
-        self._s
+        _attached.pop(self._s, None)    # finalizing detaches its buffer (MPI-4.1 §3.6.1)
         self._state = None
 
     # --- process sets ---

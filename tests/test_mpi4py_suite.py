@@ -30,7 +30,7 @@ FLOORS = {
     "test_msgspec": 123, "test_msgzero": 8, "test_op": 11, "test_p2p_buf": 52,
     "test_p2p_buf_matched": 11, "test_p2p_buf_part": 12, "test_p2p_obj": 88,
     "test_p2p_obj_matched": 10, "test_pack": 6, "test_pickle": 6, "test_request": 12,
-    "test_session": 8, "test_status": 11, "test_util_dtlib": 24, "test_util_pkl5": 114,
+    "test_session": 9, "test_status": 11, "test_util_dtlib": 24, "test_util_pkl5": 114,
     "test_util_pool": 40,
 }
 

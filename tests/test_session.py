@@ -91,3 +91,27 @@ def test_create_from_group_is_collective_over_the_members_only():
     assert results[0]["pair"] == results[2]["pair"] == [0, 2]
     assert results[1] == {"alone": 1, "outside": MPI.ERR_GROUP, "world": [0, 1, 2]}
     assert results[0]["world"] == [0, 1, 2]
+
+
+def test_a_session_has_its_own_buffer_for_buffered_sends():
+    """MPI-4.1 §3.6: Session.Attach_buffer/Detach_buffer/Flush_buffer/Iflush_buffer, one
+    buffer per session beside the process's and each communicator's; a second Attach
+    is ERR_OTHER; after Finalize the handle is SESSION_NULL (ERR_SESSION)."""
+    session = MPI.Session.Init()
+    mine = bytearray(256)
+    session.Attach_buffer(mine)
+    MPI.COMM_SELF.Attach_buffer(MPI.BUFFER_AUTOMATIC)       # another owner: no conflict
+    with raises_mpi(MPI.ERR_OTHER, match="attached to this session already"):
+        session.Attach_buffer(bytearray(8))
+    session.Flush_buffer()
+    assert session.Iflush_buffer().Test()
+    assert session.Detach_buffer() is mine
+    assert MPI.COMM_SELF.Detach_buffer() is MPI.BUFFER_AUTOMATIC
+    session.Attach_buffer(None)
+    session.Finalize()
+    with raises_mpi(MPI.ERR_SESSION):
+        session.Attach_buffer(mine)
+    again = MPI.Session.Init()
+    again.Attach_buffer(mine)       # a new session starts with no buffer
+    assert again.Detach_buffer() is mine
+    again.Finalize()
