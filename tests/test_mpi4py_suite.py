@@ -17,7 +17,7 @@ import mpi4py_suite  # noqa: E402
 
 EXPECTED = {"test_win": 100, "test_rma": 36, "test_rma_nb": 14, "test_util_sync": 78}
 # passed at 2 ranks (of: test_datatype 50, exceptions 55, p2p_obj 92 (mpi4py's comm
-# lock), util_pkl5 126 and session 9 (intercommunicators), buffer 16 (release() of a
+# lock), util_pkl5 126 (intercommunicators), buffer 16 (release() of a
 # numpy-backed buffer), subclass 39, handle 37, objmodel 17); the others pass whole
 FLOORS = {
     "test_address": 6, "test_attributes": 60, "test_buffer": 11, "test_cco_buf": 72,
