@@ -16,6 +16,7 @@ instead of hanging. Sync handles do not travel here (ERR_TYPE).
 import collections
 
 from . import atomic, constants, errors, job
+from . import datatype as datatypes
 from . import op as ops
 from .collective import (TABLE, _count_or_none, _entry, _Parts, _parts_stream,
                          _plain, _plain_message, _reduce_buffers, _reduce_send)
@@ -140,6 +141,9 @@ class NonblockingCollectives:
         return self._igather("Igather", sendbuf, recvbuf, root, self._own_part)
 
     def Igatherv(self, sendbuf, recvbuf, root=0):
+        request = _fast_start(self._s.nbc, _KIND["Igatherv"], sendbuf, recvbuf, None, root)
+        if request is not False:
+            return request
         return self._igather("Igatherv", sendbuf, recvbuf, root, self._vector_with_own)
 
     def _igather(self, name, sendbuf, recvbuf, root, with_own):
@@ -168,6 +172,9 @@ class NonblockingCollectives:
         return self._iscatter("Iscatter", sendbuf, recvbuf, root, self._parts_of)
 
     def Iscatterv(self, sendbuf, recvbuf, root=0):
+        request = _fast_start(self._s.nbc, _KIND["Iscatterv"], sendbuf, recvbuf, None, root)
+        if request is not False:
+            return request
         return self._iscatter("Iscatterv", sendbuf, recvbuf, root, self._vector_parts)
 
     def _iscatter(self, name, sendbuf, recvbuf, root, parts_of):
@@ -189,6 +196,9 @@ class NonblockingCollectives:
         return self._iallgather("Iallgather", sendbuf, recvbuf, self._own_part)
 
     def Iallgatherv(self, sendbuf, recvbuf):
+        request = _fast_start(self._s.nbc, _KIND["Iallgatherv"], sendbuf, recvbuf, None, 0)
+        if request is not False:
+            return request
         return self._iallgather("Iallgatherv", sendbuf, recvbuf, self._vector_with_own)
 
     def _iallgather(self, name, sendbuf, recvbuf, with_own):
@@ -207,6 +217,9 @@ class NonblockingCollectives:
         return self._ialltoall("Ialltoall", sendbuf, recvbuf, self._alltoall_parts)
 
     def Ialltoallv(self, sendbuf, recvbuf):
+        request = _fast_start(self._s.nbc, _KIND["Ialltoallv"], sendbuf, recvbuf, None, 0)
+        if request is not False:
+            return request
         return self._ialltoall("Ialltoallv", sendbuf, recvbuf, self._alltoallv_parts)
 
     def Ialltoallw(self, sendbuf, recvbuf):
@@ -300,6 +313,16 @@ class NonblockingCollectives:
 
 # --- the C path (shmrma/csrc/nbc.c) ---------------------------------------------
 
+def _vector_datatypes():
+    """(datatype, extent) of the predefined datatypes a vector message may name on the
+    C path: those of positive extent, but the Sync handles' (they never take it)."""
+    unique = {id(datatype): datatype for datatype in datatypes.PREDEFINED.values()}
+    return tuple((datatype, datatype.Get_extent()[1]) for datatype in unique.values()
+                 if datatype is not datatypes.DATATYPE_NULL
+                 and datatype.type_class != datatypes.HANDLE
+                 and datatype.Get_extent()[1] > 0)
+
+
 if atomic.BACKEND == "c":
     from . import _native, nbcarea
 
@@ -326,7 +349,8 @@ if atomic.BACKEND == "c":
                       off_gated=nbcarea.OFF_GATED, wait_slice=job.WAIT_SLICE,
                       active=nbcarea._active, failed=nbcarea.failed, mismatch=mismatch,
                       request_type=_FastCollective, python_wait=Request.Wait,
-                      python_test=Request.Test, in_place=constants.IN_PLACE)
+                      python_test=Request.Test, in_place=constants.IN_PLACE,
+                      datatypes=_vector_datatypes())
     _fast_start = _native.nbc_start
     # the C path numbers its kinds by their names' order in NBC_KINDS
     _KIND = {name: number for number, name in enumerate(_native.NBC_KINDS)}

@@ -1,7 +1,7 @@
 """The nonblocking collectives' C path (shmrma/csrc/nbc.c) against the Python path.
 
-Every nonblocking collective but the vector forms and Ireduce_scatter, on plain
-buffers whose streams fit a slot, starts in C on the channel of nbcarea.py, and their Wait and
+Every nonblocking collective but Ialltoallw and Ireduce_scatter, on plain buffers
+(the vector forms' messages with predefined datatypes) whose streams fit a slot, starts in C on the channel of nbcarea.py, and their Wait and
 Test read the others' slots in C. Every scenario runs with the fast paths on at
 every rank, off at every rank, and on at even ranks only (both paths meet in one
 collective, and C operations sit among Python ones on one channel), and must end
@@ -13,7 +13,7 @@ import pytest
 
 import shmrma
 from shmrma import MPI, atomic, nbcarea, nonblocking
-from mpitest import assert_every_mode_agrees, run_in_every_mode
+from mpitest import assert_every_mode_agrees, outcome, run_in_every_mode
 
 
 class Spy:
@@ -136,7 +136,95 @@ def _scenarios(comm):
         comm.Ireduce_scatter_block(send, out, op).Wait()
         return out
 
+    counts = [(r * 2 + 1) % 3 for r in range(size)]        # zeros among them
+    displs = [sum(counts[:r]) + r for r in range(size)]     # a gap before each part
+    extent = sum(counts) + size
+
+    def vector(values, form):
+        """A vector message of ``values`` (int32) in one of the forms mpi4py takes."""
+        return {"full": [values, counts, displs, MPI.INT32_T],
+                "pair": [values, (counts, displs), MPI.INT],
+                "counts": [values, counts],
+                "int": [values, 1, MPI.INT],
+                "derived": [values, counts, displs, MPI.INT.Create_contiguous(1).Commit()],
+                "plain": values}[form]
+
+    def every_root(at_root):
+        """at_root(root) at each root in turn, each ending as it ends."""
+        return [outcome(lambda: at_root(root)) for root in range(size)]
+
+    def gatherv(form="full", in_place=False, sent=None):
+        """At every root in turn; ``sent``: a rank's own count when it differs."""
+        def at_root(root):
+            own = counts[rank] if form not in ("int", "plain") else 1
+            send = np.arange(own if sent is None else sent(root), dtype="i4") + 10 * rank
+            out = np.full(extent if form not in ("int", "plain") else size, -1, "i4")
+            if in_place and rank == root:
+                np.copyto(out[displs[rank]:displs[rank] + own], send)
+                send = MPI.IN_PLACE
+            comm.Igatherv(send, vector(out, form) if rank == root else None, root).Wait()
+            return out.tolist()
+        return every_root(at_root)
+
+    def scatterv(form="full", in_place=False, received=None):
+        def at_root(root):
+            send = np.arange(extent, dtype="i4") + 100 * root
+            own = counts[rank] if received is None else received(root)
+            out = np.full(own, -1, "i4")
+            recv = MPI.IN_PLACE if in_place and rank == root else out
+            comm.Iscatterv(vector(send, form) if rank == root else None, recv, root).Wait()
+            return out.tolist()
+        return every_root(at_root)
+
+    def allgatherv(form="full", in_place=False):
+        send = np.arange(counts[rank], dtype="i4") + 10 * rank
+        out = np.full(extent, -1, "i4")
+        if in_place:
+            np.copyto(out[displs[rank]:displs[rank] + counts[rank]], send)
+            send = MPI.IN_PLACE
+        comm.Iallgatherv(send, vector(out, form)).Wait()
+        return out
+
+    def alltoallv(in_place=False, bad_here=False):
+        """Rank r sends (r + k) % 3 items to rank k; rank r receives (k + r) % 3."""
+        sends = [(rank + k) % 3 for k in range(size)]
+        receives = [(k + rank) % 3 for k in range(size)]
+        if in_place:
+            buf = np.arange(sum(receives), dtype="i4") + 100 * rank
+            comm.Ialltoallv(MPI.IN_PLACE, [buf, receives]).Wait()
+            return buf
+        send = np.arange(sum(sends), dtype="i4") + 100 * rank
+        out = np.full(sum(receives) + size, -1, "i4")
+        recv_displs = [sum(receives[:k]) + k for k in range(size)]
+        if bad_here:
+            sends = sends[:-1]      # one count short: ValueError here, ERR at the others
+        comm.Ialltoallv([send, sends], [out, receives, recv_displs, MPI.INT]).Wait()
+        return out
+
     return {
+        "Igatherv": lambda: gatherv(),
+        "Igatherv pair form": lambda: gatherv("pair"),
+        "Igatherv counts only": lambda: gatherv("counts"),
+        "Igatherv int count": lambda: gatherv("int"),
+        "Igatherv plain": lambda: gatherv("plain"),
+        "Igatherv derived": lambda: gatherv("derived"),
+        "Igatherv in place": lambda: gatherv(in_place=True),
+        "Igatherv mismatch": lambda: gatherv(sent=lambda root: counts[rank] + (rank == last)),
+        "Iscatterv": lambda: scatterv(),
+        "Iscatterv counts only": lambda: scatterv("counts"),
+        "Iscatterv plain": lambda: scatterv(    # the first ranks get one more item
+            "plain", received=lambda root: extent // size + (extent % size > rank)),
+        "Iscatterv derived": lambda: scatterv("derived"),
+        "Iscatterv in place": lambda: scatterv(in_place=True),
+        "Iscatterv short receive": lambda: scatterv(
+            received=lambda root: counts[rank] + (rank == 0 and root != 0)),
+        "Iallgatherv": lambda: allgatherv(),
+        "Iallgatherv pair form": lambda: allgatherv("pair"),
+        "Iallgatherv derived": lambda: allgatherv("derived"),
+        "Iallgatherv in place": lambda: allgatherv(in_place=True),
+        "Ialltoallv": lambda: alltoallv(),
+        "Ialltoallv in place": lambda: alltoallv(in_place=True),
+        "Ialltoallv bad counts": lambda: alltoallv(bad_here=rank == last),
         "Igather": lambda: gather(3, last),
         "Igather in place": lambda: gather(2, 0, in_place=True),
         "Igather mismatch": lambda: gather(2, 0, count=3 if rank == last else 2),
@@ -193,7 +281,7 @@ def _all_modes():
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("nranks", [1, 2, 3])
+@pytest.mark.parametrize("nranks", [1, 2, 3, 4])
 def test_fast_slow_and_mixed_paths_end_the_same(nranks):
     """Every scenario gives the same results and errors on every path."""
     assert_every_mode_agrees(shmrma.launch(_all_modes, nranks, timeout=100),
@@ -216,6 +304,7 @@ def test_the_c_path_takes_the_common_cases():
                      "Ireduce_scatter_block in place"):
             assert taken[name] == [True], (rank, name, taken[name])
             assert outcomes[name][0] == "ok", (rank, name, outcomes[name])
+        _vector_forms_take_the_c_path(rank, taken, outcomes)
         assert taken["Iallreduce large"] == [False]
         assert taken["Ialltoall large"] == [False]
         assert taken["Iscatter large"] == [rank != 0]
@@ -229,7 +318,7 @@ def test_the_c_path_takes_the_common_cases():
         # the root's 320 KB stream goes to its outbox (Python); the others read it in C
         assert taken["Ibcast large"] == [rank != 0]
         assert taken["Ibcast bad root"] == [False]
-        assert taken["mixed outstanding"] == [True, True, True]
+        assert taken["mixed outstanding"] == [True] * 4
         far = taken["far ahead"]
         assert far[:nbcarea.SLOTS] == [True] * nbcarea.SLOTS and not all(far)
         # errors: the failing rank misses in C and raises; the others read its error
@@ -237,3 +326,31 @@ def test_the_c_path_takes_the_common_cases():
         assert outcomes["Iallreduce bad op here"][0] == "MPI.Exception"
         assert outcomes["Ibcast no buffer at root"][0] in ("MPI.Exception", "TypeError",
                                                            "ValueError", "BufferError")
+
+
+def _vector_forms_take_the_c_path(rank, taken, outcomes):
+    """At 3 ranks: the vector forms' messages with predefined datatypes start in C
+    (the gathers and scatters once per root), derived ones and bad counts miss."""
+    roots = range(3)
+    for name in ("Igatherv", "Igatherv pair form", "Igatherv counts only", "Igatherv int count",
+                 "Igatherv plain", "Igatherv in place", "Iscatterv", "Iscatterv counts only",
+                 "Iscatterv plain", "Iscatterv in place"):
+        assert taken[name] == [True] * 3, (rank, name, taken[name])
+        assert [result[0] for result in outcomes[name][1]] == ["ok"] * 3, (rank, name)
+    for name in ("Iallgatherv", "Iallgatherv pair form", "Iallgatherv in place", "Ialltoallv",
+                 "Ialltoallv in place"):
+        assert taken[name] == [True], (rank, name, taken[name])
+        assert outcomes[name][0] == "ok", (rank, name, outcomes[name])
+    # a derived datatype misses where it is parsed: the root's vector, everyone's
+    # in Iallgatherv; the plain buffers of the others start in C
+    assert taken["Igatherv derived"] == [rank != root for root in roots]
+    assert taken["Iscatterv derived"] == [rank != root for root in roots]
+    assert taken["Iallgatherv derived"] == [False]
+    # the last rank sends one item too many: as the root it misses (Python raises at
+    # the call), elsewhere its stream reaches the root, which raises at Wait (the
+    # senders' own Wait ends well)
+    assert taken["Igatherv mismatch"] == [not rank == root == 2 for root in roots]
+    assert [result[0] for result in outcomes["Igatherv mismatch"][1]] == [
+        "MPI.Exception" if rank == root else "ok" for root in roots]
+    assert taken["Ialltoallv bad counts"] == [rank != 2]
+    assert outcomes["Ialltoallv bad counts"][0] in ("MPI.Exception", "ValueError")

@@ -7,8 +7,9 @@
  * here, the operations outstanding in step order); nbcarea.Channel derives
  * from it and runs the general case in Python on the same state.  The calls
  * whose arguments are plain (C-contiguous buffers of a numeric format, a
- * predefined op the kernels know, an int root in range) and whose stream fits
- * a slot start here when nothing of this rank waits to be deposited before
+ * predefined op the kernels know, an int root in range; for the vector forms,
+ * messages of counts and displacements whose datatype is predefined) and whose
+ * stream fits a slot start here when nothing of this rank waits to be deposited before
  * them: the stream goes into this member's slot, and the request is an
  * NbcOp, which reads its sources' slots (copies, folds in rank order) in its
  * own Wait and Test, or in the channel's progress among Python operations.
@@ -26,6 +27,9 @@ static PyObject *g_mismatch;        /* nbcarea.mismatch(name, rank, got, expecte
 static PyObject *g_request_type;    /* nonblocking._FastCollective */
 static PyObject *g_python_wait, *g_python_test;   /* request.Request.Wait and .Test */
 static PyObject *g_in_place;
+static PyObject **g_datatypes;      /* the predefined datatypes a vector message may name */
+static Py_ssize_t *g_extents;       /* and their extents */
+static Py_ssize_t g_ndatatypes;
 static int g_setup_done = 0;
 
 typedef struct {                    /* a slot's header: nbcarea.HEADER */
@@ -43,24 +47,39 @@ typedef struct {
     PyObject *operations;           /* a list, in step order */
 } ChannelCore;
 
+/* The vector forms (GATHERV..) run as their fixed-size kind with the parts that
+ * their counts and displacements give; only their names differ. */
 enum { BARRIER, BCAST, REDUCE, ALLREDUCE, ALLGATHER, GATHER, SCATTER, ALLTOALL, SCAN, EXSCAN,
-       REDUCE_SCATTER_BLOCK, KINDS };
+       REDUCE_SCATTER_BLOCK, GATHERV, SCATTERV, ALLGATHERV, ALLTOALLV, KINDS };
 static const char *const KIND_NAMES[] = {"Ibarrier", "Ibcast", "Ireduce", "Iallreduce",
                                          "Iallgather", "Igather", "Iscatter", "Ialltoall",
-                                         "Iscan", "Iexscan", "Ireduce_scatter_block"};
+                                         "Iscan", "Iexscan", "Ireduce_scatter_block",
+                                         "Igatherv", "Iscatterv", "Iallgatherv", "Ialltoallv"};
+#define VECTOR(kind) ((kind) >= GATHERV)
+#define FIXED_OF(kind) ((kind) == GATHERV ? GATHER : (kind) == SCATTERV ? SCATTER : \
+                        (kind) == ALLGATHERV ? ALLGATHER : (kind) == ALLTOALLV ? ALLTOALL : (kind))
 
 #define FOLDS(kind) ((kind) == REDUCE || (kind) == ALLREDUCE || (kind) == SCAN || \
                      (kind) == EXSCAN || (kind) == REDUCE_SCATTER_BLOCK)
 #define TABLED(kind) ((kind) == SCATTER || (kind) == ALLTOALL)
+#define PARTED(kind) ((kind) == GATHER || (kind) == ALLGATHER || TABLED(kind))
+
+/* A rank's part of a buffer, in bytes. */
+typedef struct {
+    Py_ssize_t at, len;
+} Span;
 
 typedef struct {
     PyObject_HEAD
     ChannelCore *channel;
     long long step;
-    int kind, root, op, etype;
+    int kind, named, root, op, etype;   /* kind: the fixed-size kind it runs as; named: the call's */
     int deposited, read, null_;
     Pair io;                        /* held until read */
-    Py_ssize_t part;                /* the parts' bytes (gathers, scatters, alltoall) */
+    /* the parts (gathers, scatters, alltoall), held until read: sends[r] is what
+     * the send buffer holds for rank r (gathers: all of it), recvs[r] where rank
+     * r's part lands in the receive buffer (scatters: all of it, from the root) */
+    Span *sends, *recvs;
     int last;                       /* folds: ranks [0, last) are folded */
     Py_ssize_t low, high;           /* folds: the bytes of each vector folded */
     PyObject *error;
@@ -396,7 +415,7 @@ static int
 source_ok(NbcOp *o, int rank, int64_t expected)
 {
     NbcHeader *h = header_of(o->channel, rank, o->step);
-    const char *name = KIND_NAMES[o->kind];
+    const char *name = KIND_NAMES[o->named];
     if (h->error)
         return fail_with(o, g_failed, "(sii)", name, rank, h->error) < 0 ? -1 : 0;
     if (expected >= 0 && h->length != expected)
@@ -440,38 +459,55 @@ reader(NbcOp *o, int rank)
     return flows(o, o->channel->me, rank);
 }
 
+/* The bytes this member expects of source rank's stream, or -1 for any. */
+static int64_t
+expected_of(NbcOp *o, int rank)
+{
+    ChannelCore *c = o->channel;
+    switch (o->kind) {
+    case BCAST:
+        return o->io.has_recv ? o->io.recv.view.len : -1;
+    case ALLGATHER:
+    case GATHER:
+        return o->recvs[rank].len;
+    default:
+        return FOLDS(o->kind) ? header_of(c, c->me, o->step)->length : -1;
+    }
+}
+
 /* Check every source this member reads (all others, or the root): 1 when all
- * bring `expected` bytes (any when < 0), 0 with the error kept, -1 on failure. */
+ * bring what this member expects, 0 with the error kept, -1 on failure. */
 static int
-sources_ok(NbcOp *o, int64_t expected)
+sources_ok(NbcOp *o)
 {
     ChannelCore *c = o->channel;
     int r, ok;
     for (r = 0; r < c->n; r++)
-        if (reads_from(o, r) && (ok = source_ok(o, r, expected)) != 1)
+        if (reads_from(o, r) && (ok = source_ok(o, r, expected_of(o, r))) != 1)
             return ok;
     return 1;
 }
 
-/* Part `index` of each source's table stream into its part of recv (`into`
- * NULL: the one part the root sends, into recv). */
+/* Each source's part into where its part lands in recv: its whole stream
+ * (gathers), or part `index` of its table stream (scatters, alltoall). */
 static int
 take_parts(NbcOp *o, int index)
 {
     ChannelCore *c = o->channel;
-    Py_ssize_t from, len;
+    Py_ssize_t from = 0, len;
     int r;
     for (r = 0; r < c->n; r++) {
-        char *into = o->kind == SCATTER ? o->io.recv.view.buf
-                                        : (char *)o->io.recv.view.buf + r * o->part;
+        Span *into = &o->recvs[r];
         if (!reads_from(o, r))
             continue;
-        if (table_entry(o, r, index, &from, &len) < 0)
+        if (!TABLED(o->kind))
+            len = into->len;    /* sources_ok checked the stream's length */
+        else if (table_entry(o, r, index, &from, &len) < 0)
             return -1;
-        if (len != o->part)
-            return fail_with(o, g_mismatch, "(siLL)", KIND_NAMES[o->kind], r, (long long)len,
-                             (long long)o->part);
-        if (use_stream(o, r, from, into, len, -1) < 0)
+        else if (len != into->len)
+            return fail_with(o, g_mismatch, "(siLL)", KIND_NAMES[o->named], r, (long long)len,
+                             (long long)into->len);
+        if (use_stream(o, r, from, (char *)o->io.recv.view.buf + into->at, len, -1) < 0)
             return -1;
     }
     return 0;
@@ -484,43 +520,31 @@ take(NbcOp *o)
     ChannelCore *c = o->channel;
     int r, ok;
     char *recv = o->io.has_recv ? o->io.recv.view.buf : NULL;
-    int64_t expected = -1;
-    switch (o->kind) {
-    case BCAST:
-        expected = o->io.has_recv ? o->io.recv.view.len : -1;
-        break;
-    case ALLGATHER:
-    case GATHER:
-        expected = o->part;
-        break;
-    default:
-        if (FOLDS(o->kind))
-            expected = header_of(c, c->me, o->step)->length;
-    }
-    if ((ok = sources_ok(o, expected)) != 1)
+    if ((ok = sources_ok(o)) != 1)
         return ok;
-    switch (o->kind) {
-    case BCAST:
-        return recv == NULL ? 0 : use_stream(o, o->root, 0, recv, expected, -1);
-    case ALLGATHER:
-    case GATHER:
-        for (r = 0; r < c->n; r++)
-            if (reads_from(o, r) && use_stream(o, r, 0, recv + r * o->part, o->part, -1) < 0)
-                return -1;
+    if (recv == NULL)
         return 0;
-    case SCATTER:
-    case ALLTOALL:
-        return recv == NULL ? 0 : take_parts(o, c->me);
-    default:
-        if (!FOLDS(o->kind) || recv == NULL)
-            return 0;
-        /* ranks [0, last) in rank order, this member's vector from its own slot
-         * (recv may be its send buffer) */
-        for (r = 0; r < o->last; r++)
-            if (use_stream(o, r, o->low, recv, o->high - o->low, r == 0 ? -1 : o->op) < 0)
-                return -1;
+    if (PARTED(o->kind))
+        return take_parts(o, c->me);
+    if (o->kind == BCAST)
+        return use_stream(o, o->root, 0, recv, o->io.recv.view.len, -1);
+    if (!FOLDS(o->kind))
         return 0;
-    }
+    /* ranks [0, last) in rank order, this member's vector from its own slot
+     * (recv may be its send buffer) */
+    for (r = 0; r < o->last; r++)
+        if (use_stream(o, r, o->low, recv, o->high - o->low, r == 0 ? -1 : o->op) < 0)
+            return -1;
+    return 0;
+}
+
+/* Let go of the buffers and parts, once read or never to be. */
+static void
+release_args(NbcOp *o)
+{
+    pair_release(&o->io);
+    PyMem_Free(o->sends);
+    o->sends = o->recvs = NULL;
 }
 
 /* Read the sources if they all deposited: 1 (read), 0 (not yet), -1 (error set). */
@@ -537,7 +561,7 @@ try_read(NbcOp *o)
     if (take(o) < 0)
         return -1;
     o->read = 1;
-    pair_release(&o->io);
+    release_args(o);
     return 1;
 }
 
@@ -616,7 +640,7 @@ static void
 nbcop_dealloc(NbcOp *o)
 {
     PyObject_GC_UnTrack(o);
-    pair_release(&o->io);
+    release_args(o);
     Py_CLEAR(o->channel);
     Py_CLEAR(o->error);
     Py_TYPE(o)->tp_free((PyObject *)o);
@@ -641,7 +665,7 @@ nbcop_clear(NbcOp *o)
 static PyObject *
 nbcop_get_name(NbcOp *o, void *closure)
 {
-    return PyUnicode_FromString(KIND_NAMES[o->kind]);
+    return PyUnicode_FromString(KIND_NAMES[o->named]);
 }
 
 static PyObject *
@@ -708,32 +732,160 @@ fast_channel(PyObject *obj)
     return c;
 }
 
-/* recvbuf into o->io.recv (writable), cut in `parts` parts of o->part bytes. */
-static int
-recv_parts(NbcOp *o, PyObject *recvbuf, int parts)
+/* The extent of a predefined datatype nbc_setup named; 0 for any other object. */
+static Py_ssize_t
+extent_of(PyObject *datatype)
 {
-    if (operand_get(recvbuf, 1, &o->io.recv) < 0)
-        return -1;
-    o->io.has_recv = 1;
-    if (o->io.recv.count % parts)
-        return -1;
-    o->part = o->io.recv.view.len / parts;
+    Py_ssize_t i;
+    for (i = 0; i < g_ndatatypes; i++)
+        if (g_datatypes[i] == datatype)
+            return g_extents[i];
     return 0;
 }
 
-/* sendbuf into o->io.send: `parts` parts of o->part bytes, apart from recv;
- * IN_PLACE where `in_place`. */
+/* The counts (or, `displs`, the displacements) of a vector message into each
+ * span's len (at), in items: an int (every rank's count; the displacements'
+ * stride), or a list or tuple of an int per rank, each >= 0.  None is left to
+ * the caller.  -1: a miss. */
 static int
-send_parts(NbcOp *o, PyObject *sendbuf, int parts, int in_place)
+per_rank(PyObject *obj, int n, Span *spans, int displs)
 {
-    if (sendbuf == g_in_place)
-        return in_place && o->io.has_recv ? 0 : -1;
-    if (operand_get(sendbuf, 0, &o->io.send) < 0)
+    PyObject *const *items;
+    long value;
+    int r;
+    if (PyLong_CheckExact(obj)) {
+        if ((value = plain_int(obj)) < 0 || value > PY_SSIZE_T_MAX / n)
+            return -1;
+        for (r = 0; r < n; r++)
+            *(displs ? &spans[r].at : &spans[r].len) = displs ? value * r : value;
+        return 0;
+    }
+    if ((!PyList_Check(obj) && !PyTuple_Check(obj)) || PySequence_Fast_GET_SIZE(obj) != n)
         return -1;
-    o->io.has_send = 1;
-    if (o->io.send.count % parts || o->io.send.view.len != o->part * parts)
+    items = PySequence_Fast_ITEMS(obj);
+    for (r = 0; r < n; r++) {
+        if ((value = plain_int(items[r])) < 0)
+            return -1;
+        *(displs ? &spans[r].at : &spans[r].len) = value;
+    }
+    return 0;
+}
+
+/* A vector collective's message (buffers.vector_message) in the forms C takes:
+ * a buffer, [buf, counts], [buf, (counts, displs)], [buf, counts, datatype],
+ * [buf, (counts, displs), datatype] or [buf, counts, displs, datatype], the
+ * counts and displacements None, an int or an int per rank, the datatype None
+ * or a predefined one: the buffer into *op, each rank's part into spans.
+ * Counts left out split the buffer as evenly as it goes (the first ranks get
+ * one more item); displacements left out pack the parts.  -1: a miss, nothing
+ * held (Python raises what is wrong). */
+static int
+vector_get(PyObject *msg, int writable, int n, Operand *op, Span *spans)
+{
+    PyObject *buf = msg, *counts = Py_None, *displs = Py_None, *datatype = Py_None;
+    Py_ssize_t extent, items, packed = 0;
+    int r;
+    if (PyList_Check(msg) || PyTuple_Check(msg)) {
+        PyObject *const *parts = PySequence_Fast_ITEMS(msg);
+        Py_ssize_t len = PySequence_Fast_GET_SIZE(msg);
+        if (len < 2 || len > 4)
+            return -1;
+        buf = parts[0];
+        counts = parts[1];
+        if (len == 4)
+            displs = parts[2];
+        if (len > 2)
+            datatype = parts[len - 1];
+        else if (extent_of(parts[1])) {
+            datatype = parts[1];
+            counts = Py_None;
+        }
+        if (len < 4 && PyTuple_Check(counts)) {     /* (counts, displs) */
+            if (PyTuple_GET_SIZE(counts) != 2)
+                return -1;
+            displs = PyTuple_GET_ITEM(counts, 1);
+            counts = PyTuple_GET_ITEM(counts, 0);
+        }
+    }
+    if ((datatype != Py_None && !extent_of(datatype)) || operand_get(buf, writable, op) < 0)
         return -1;
-    return o->io.has_recv && pair_overlaps(&o->io) ? -1 : 0;
+    extent = datatype != Py_None ? extent_of(datatype) : op->view.itemsize;
+    items = op->view.len / extent;
+    if (counts == Py_None) {
+        if (op->view.len % extent)
+            goto miss;
+        for (r = 0; r < n; r++)
+            spans[r].len = items / n + (items % n > r);
+    }
+    else if (per_rank(counts, n, spans, 0) < 0)
+        goto miss;
+    if (displs == Py_None)
+        for (r = 0; r < n; r++) {
+            spans[r].at = packed;
+            packed += spans[r].len;
+        }
+    else if (per_rank(displs, n, spans, 1) < 0)
+        goto miss;
+    for (r = 0; r < n; r++) {      /* within the buffer, then in bytes */
+        if (spans[r].len > items || spans[r].at > items - spans[r].len)
+            goto miss;
+        spans[r].at *= extent;
+        spans[r].len *= extent;
+    }
+    return 0;
+miss:
+    operand_release(op);
+    return -1;
+}
+
+enum { WHOLE, CUT };
+
+/* buf into *op (writable or not), and each rank's part of it into spans: all
+ * of it (WHOLE), or (CUT) as a vector message's counts and displacements say,
+ * or, for the fixed-size kinds, one equal part per rank in rank order.  -1: a
+ * miss, *has set when *op holds the buffer. */
+static int
+parts_get(NbcOp *o, PyObject *buf, int writable, int cut, Operand *op, int *has, Span *spans)
+{
+    int n = o->channel->n, r;
+    if (cut && VECTOR(o->named)) {
+        if (vector_get(buf, writable, n, op, spans) < 0)
+            return -1;
+        *has = 1;
+        return 0;
+    }
+    if (operand_get(buf, writable, op) < 0)
+        return -1;
+    *has = 1;
+    if (cut && op->count % n)
+        return -1;
+    for (r = 0; r < n; r++) {
+        spans[r].len = cut ? op->view.len / n : op->view.len;
+        spans[r].at = cut ? r * spans[r].len : 0;
+    }
+    return 0;
+}
+
+static int
+send_parts(NbcOp *o, PyObject *sendbuf, int cut)
+{
+    return parts_get(o, sendbuf, 0, cut, &o->io.send, &o->io.has_send, o->sends);
+}
+
+static int
+recv_parts(NbcOp *o, PyObject *recvbuf, int cut)
+{
+    return parts_get(o, recvbuf, 1, cut, &o->io.recv, &o->io.has_recv, o->recvs);
+}
+
+/* Both buffers held: does this member's own part of the send buffer fill its
+ * part of the receive buffer exactly, the buffers apart?  0, or -1 for a miss
+ * (Python raises the mismatch). */
+static int
+own_fits(NbcOp *o)
+{
+    int me = o->channel->me;
+    return o->sends[me].len == o->recvs[me].len && !pair_overlaps(&o->io) ? 0 : -1;
 }
 
 /* A reduction's buffers (recvbuf holds one block of the vectors in `blocks`, the
@@ -744,8 +896,11 @@ fold_args(NbcOp *o, PyObject *sendbuf, PyObject *recvbuf, PyObject *op, int bloc
     ChannelCore *c = o->channel;
     int me = c->me, receives = o->kind != REDUCE || me == o->root;
     Operand *mine;
-    if (receives && recv_parts(o, recvbuf, 1) < 0)
-        return -1;
+    if (receives) {
+        if (operand_get(recvbuf, 1, &o->io.recv) < 0)
+            return -1;
+        o->io.has_recv = 1;
+    }
     if (sendbuf == g_in_place) {
         if (!receives || o->io.recv.count % blocks)
             return -1;
@@ -789,35 +944,24 @@ start_args(NbcOp *o, PyObject *sendbuf, PyObject *recvbuf, PyObject *op)
         else
             o->io.has_recv = 1;
         return 0;
-    case GATHER:
-        if (!root_side) {
-            if (operand_get(sendbuf, 0, &o->io.send) < 0)
-                return -1;
-            o->io.has_send = 1;
-            return 0;
-        }
-        /* fall through: the root takes its own part as an Allgather does */
+    case GATHER:        /* the root takes its own part as an Allgather does */
+        if (!root_side)
+            return send_parts(o, sendbuf, WHOLE);
+        /* fall through */
     case ALLGATHER:
-        return recv_parts(o, recvbuf, n) < 0 || send_parts(o, sendbuf, 1, 1) < 0 ? -1 : 0;
+        if (recv_parts(o, recvbuf, CUT) < 0)
+            return -1;
+        return sendbuf == g_in_place ? 0 : send_parts(o, sendbuf, WHOLE) < 0 ? -1 : own_fits(o);
     case SCATTER:
         if (!root_side)
-            return recv_parts(o, recvbuf, 1);
-        if (operand_get(sendbuf, 0, &o->io.send) < 0)
+            return recv_parts(o, recvbuf, WHOLE);
+        if (send_parts(o, sendbuf, CUT) < 0)
             return -1;
-        o->io.has_send = 1;
-        if (o->io.send.count % n)
-            return -1;
-        o->part = o->io.send.view.len / n;
-        if (recvbuf != g_in_place) {
-            if (operand_get(recvbuf, 1, &o->io.recv) < 0)
-                return -1;
-            o->io.has_recv = 1;
-            if (o->io.recv.view.len != o->part || pair_overlaps(&o->io))
-                return -1;
-        }
-        return 0;
+        return recvbuf == g_in_place ? 0 : recv_parts(o, recvbuf, WHOLE) < 0 ? -1 : own_fits(o);
     case ALLTOALL:
-        return recv_parts(o, recvbuf, n) < 0 || send_parts(o, sendbuf, n, 1) < 0 ? -1 : 0;
+        if (recv_parts(o, recvbuf, CUT) < 0)
+            return -1;
+        return sendbuf == g_in_place ? 0 : send_parts(o, sendbuf, CUT) < 0 ? -1 : own_fits(o);
     default:
         return fold_args(o, sendbuf, recvbuf, op, o->kind == REDUCE_SCATTER_BLOCK ? n : 1);
     }
@@ -829,24 +973,19 @@ static void
 take_own(NbcOp *o)
 {
     int me = o->channel->me;
-    const char *own;
-    if (!o->io.has_send || !o->io.has_recv)
+    if (!PARTED(o->kind) || !o->io.has_send || !o->io.has_recv)
         return;
-    switch (o->kind) {
-    case GATHER:
-    case ALLGATHER:
-        own = o->io.send.view.buf;
-        break;
-    case SCATTER:
-    case ALLTOALL:
-        own = (char *)o->io.send.view.buf + me * o->part;
-        break;
-    default:
-        return;
-    }
-    memcpy(o->kind == SCATTER ? (char *)o->io.recv.view.buf
-                              : (char *)o->io.recv.view.buf + me * o->part, own,
-           (size_t)o->part);
+    memcpy((char *)o->io.recv.view.buf + o->recvs[me].at,
+           (char *)o->io.send.view.buf + o->sends[me].at, (size_t)o->recvs[me].len);
+}
+
+/* The buffer this member's parts go out from, and their spans: the send
+ * buffer, or with IN_PLACE the receive buffer. */
+static Operand *
+outgoing(NbcOp *o, Span **spans)
+{
+    *spans = o->io.has_send ? o->sends : o->recvs;
+    return o->io.has_send ? &o->io.send : &o->io.recv;
 }
 
 /* What this member deposits: (data, length), after a table of its parts for
@@ -856,6 +995,8 @@ stream_of(NbcOp *o, const char **data, Py_ssize_t *len, int *table)
 {
     ChannelCore *c = o->channel;
     Pair *io = &o->io;
+    Operand *out;
+    Span *spans;
     *data = NULL;
     *len = 0;
     *table = 0;
@@ -870,17 +1011,18 @@ stream_of(NbcOp *o, const char **data, Py_ssize_t *len, int *table)
         }
         return;
     case ALLGATHER:
-        *data = io->has_send ? (char *)io->send.view.buf
-                             : (char *)io->recv.view.buf + c->me * o->part;
-        *len = o->part;
+        out = outgoing(o, &spans);
+        *data = (char *)out->view.buf + spans[c->me].at;
+        *len = spans[c->me].len;
         return;
     case SCATTER:
-    case ALLTOALL:
+    case ALLTOALL:      /* the whole buffer, as Python's collective._parts_stream */
         if (o->kind == SCATTER && c->me != o->root)
             return;
         *table = 1;
-        *data = io->has_send ? io->send.view.buf : io->recv.view.buf;
-        *len = o->part * c->n;
+        out = outgoing(o, &spans);
+        *data = out->view.buf;
+        *len = out->view.len;
         return;
     default:        /* the folds: this member's whole vector */
         *data = io->has_send ? io->send.view.buf : io->recv.view.buf;
@@ -910,11 +1052,13 @@ deposit(NbcOp *o)
     const char *data;
     Py_ssize_t len, head = 0;
     int r, table;
+    Span *spans;
     stream_of(o, &data, &len, &table);
     if (table) {        /* collective._parts_stream: (offset, length) of each part */
         head = c->n * (Py_ssize_t)sizeof(TableEntry);
+        outgoing(o, &spans);
         for (r = 0; r < c->n; r++) {
-            TableEntry e = {head + r * o->part, o->part};
+            TableEntry e = {head + spans[r].at, spans[r].len};
             memcpy(into + r * sizeof(e), &e, sizeof(e));
         }
     }
@@ -935,23 +1079,32 @@ n_nbc_start(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     ChannelCore *c;
     NbcOp *o;
-    long kind, root = 0;
+    long kind, fixed, root = 0;
     if (check_nargs("nbc_start", nargs, 6) < 0)
         return NULL;
     if (!(c = fast_channel(args[0])) || (kind = plain_int(args[1])) < 0 || kind >= KINDS)
         Py_RETURN_FALSE;
-    if ((kind == BCAST || kind == REDUCE || kind == GATHER || kind == SCATTER) &&
+    fixed = FIXED_OF(kind);
+    if ((fixed == BCAST || fixed == REDUCE || fixed == GATHER || fixed == SCATTER) &&
             ((root = plain_int(args[5])) < 0 || root >= c->n))
         Py_RETURN_FALSE;
-    if (TABLED(kind) && c->n * (Py_ssize_t)sizeof(TableEntry) > INLINE)
+    if (TABLED(fixed) && c->n * (Py_ssize_t)sizeof(TableEntry) > INLINE)
         Py_RETURN_FALSE;
     o = (NbcOp *)((PyTypeObject *)g_request_type)->tp_alloc((PyTypeObject *)g_request_type, 0);
     if (o == NULL)
         return NULL;
     Py_INCREF(c);
     o->channel = c;
-    o->kind = (int)kind;
+    o->kind = (int)fixed;
+    o->named = (int)kind;
     o->root = (int)root;
+    if (PARTED(fixed)) {
+        if ((o->sends = PyMem_New(Span, 2 * (size_t)c->n)) == NULL) {
+            Py_DECREF(o);
+            return PyErr_NoMemory();
+        }
+        o->recvs = o->sends + c->n;
+    }
     if (start_args(o, args[2], args[3], args[4]) < 0 || stream_bytes(o) < 0) {
         Py_DECREF(o);
         Py_RETURN_FALSE;
@@ -969,19 +1122,58 @@ n_nbc_start(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     return (PyObject *)o;
 }
 
+/* The predefined datatypes a vector message may name: a sequence of
+ * (datatype, extent > 0), kept for good. */
+static int
+set_datatypes(PyObject *pairs)
+{
+    PyObject *seq = PySequence_Fast(pairs, "nbc_setup(): datatypes must be a sequence");
+    Py_ssize_t i, n;
+    if (seq == NULL)
+        return -1;
+    n = PySequence_Fast_GET_SIZE(seq);
+    g_ndatatypes = 0;
+    PyMem_Free(g_extents);
+    g_datatypes = PyMem_Realloc(g_datatypes, (size_t)(n ? n : 1) * sizeof(PyObject *));
+    g_extents = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t));
+    if (g_datatypes == NULL || g_extents == NULL) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        PyObject *datatype;
+        Py_ssize_t extent;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "On", &datatype, &extent) ||
+                extent <= 0) {
+            PyErr_SetString(PyExc_ValueError, "nbc_setup(): datatypes are (datatype, extent > 0)");
+            Py_DECREF(seq);
+            return -1;
+        }
+        Py_INCREF(datatype);
+        g_datatypes[i] = datatype;
+        g_extents[i] = extent;
+    }
+    g_ndatatypes = n;
+    Py_DECREF(seq);
+    return 0;
+}
+
 /* nbc_setup(**constants): the area's layout and the Python helpers. */
 static PyObject *
 n_nbc_setup(PyObject *m, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"slots", "inline", "slot_header", "line", "off_gated",
                              "wait_slice", "active", "failed", "mismatch", "request_type",
-                             "python_wait", "python_test", "in_place", NULL};
-    PyObject *objs[7];
+                             "python_wait", "python_test", "in_place", "datatypes", NULL};
+    PyObject *objs[7], *datatypes;
     int i;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "$nnnnndOOOOOOO:nbc_setup", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "$nnnnndOOOOOOOO:nbc_setup", kwlist,
                                      &SLOTS, &INLINE, &SLOT_HEADER, &LINE, &OFF_GATED,
                                      &WAIT_SLICE, &objs[0], &objs[1], &objs[2], &objs[3],
-                                     &objs[4], &objs[5], &objs[6]))
+                                     &objs[4], &objs[5], &objs[6], &datatypes))
+        return NULL;
+    if (set_datatypes(datatypes) < 0)
         return NULL;
     if (SLOT_HEADER < (Py_ssize_t)sizeof(NbcHeader) || !PyType_Check(objs[3]) ||
             !PyType_IsSubtype((PyTypeObject *)objs[3], &NbcOpType)) {
