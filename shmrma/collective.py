@@ -15,8 +15,9 @@ import struct
 from . import buffers, constants, errors
 from . import op as ops
 from .collarea import (Call, exchange, fast_allgather, fast_allgather_bytes, fast_allreduce,
-                       fast_alltoall, fast_bcast, fast_bcast_bytes, fast_gather, fast_reduce,
-                       fast_reduce_scatter_block, fast_scan, fast_scatter, fold, local)
+                       fast_alltoall, fast_alltoallv, fast_bcast, fast_bcast_bytes,
+                       fast_gather, fast_reduce, fast_reduce_scatter_block, fast_scan,
+                       fast_scatter, fold, local)
 from .comm import _dumps, _loads, slot_barrier
 from .derived import element_dtype
 
@@ -220,7 +221,9 @@ class Collectives:
             self._alltoall("Alltoall", self._alltoall_parts, sendbuf, recvbuf, taken)
 
     def Alltoallv(self, sendbuf, recvbuf):
-        self._alltoall("Alltoallv", self._alltoallv_parts, sendbuf, recvbuf)
+        taken = fast_alltoallv(self._state_value, sendbuf, recvbuf)
+        if taken is not True:
+            self._alltoall("Alltoallv", self._alltoallv_parts, sendbuf, recvbuf, taken)
 
     def Alltoallw(self, sendbuf, recvbuf):
         self._alltoall("Alltoallw", self._alltoallw_parts, sendbuf, recvbuf)

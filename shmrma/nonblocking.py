@@ -16,7 +16,6 @@ instead of hanging. Sync handles do not travel here (ERR_TYPE).
 import collections
 
 from . import atomic, constants, errors, job
-from . import datatype as datatypes
 from . import op as ops
 from .collective import (TABLE, _count_or_none, _entry, _Parts, _parts_stream,
                          _plain, _plain_message, _reduce_buffers, _reduce_send)
@@ -313,16 +312,6 @@ class NonblockingCollectives:
 
 # --- the C path (shmrma/csrc/nbc.c) ---------------------------------------------
 
-def _vector_datatypes():
-    """(datatype, extent) of the predefined datatypes a vector message may name on the
-    C path: those of positive extent, but the Sync handles' (they never take it)."""
-    unique = {id(datatype): datatype for datatype in datatypes.PREDEFINED.values()}
-    return tuple((datatype, datatype.Get_extent()[1]) for datatype in unique.values()
-                 if datatype is not datatypes.DATATYPE_NULL
-                 and datatype.type_class != datatypes.HANDLE
-                 and datatype.Get_extent()[1] > 0)
-
-
 if atomic.BACKEND == "c":
     from . import _native, nbcarea
 
@@ -349,8 +338,7 @@ if atomic.BACKEND == "c":
                       off_gated=nbcarea.OFF_GATED, wait_slice=job.WAIT_SLICE,
                       active=nbcarea._active, failed=nbcarea.failed, mismatch=mismatch,
                       request_type=_FastCollective, python_wait=Request.Wait,
-                      python_test=Request.Test, in_place=constants.IN_PLACE,
-                      datatypes=_vector_datatypes())
+                      python_test=Request.Test, in_place=constants.IN_PLACE)
     _fast_start = _native.nbc_start
     # the C path numbers its kinds by their names' order in NBC_KINDS
     _KIND = {name: number for number, name in enumerate(_native.NBC_KINDS)}

@@ -94,3 +94,31 @@ def assert_every_mode_agrees(results, missed):
         for name in fast[0]:
             assert fast[0][name] == slow[0][name] == mixed[0][name], name
         assert all(missed(record) for records in slow[1].values() for record in records)
+
+
+def alltoallv_case(comm, alltoallv, scale=1, in_place=False, form="full", bad_here=False):
+    """``alltoallv(sendbuf, recvbuf)`` (Alltoallv, or Ialltoallv and Wait) where rank r
+    sends ((r + k) % 3) * scale int32 items to rank k (zeros among them) and receives
+    into parts with a gap before each; the messages in ``form`` "full", "pair" or
+    "derived"; ``bad_here``: this rank passes one count short. What it received."""
+    import numpy as np
+    rank, size = comm.rank, comm.size
+    sends = [(rank + k) % 3 * scale for k in range(size)]
+    receives = [(k + rank) % 3 * scale for k in range(size)]
+    if in_place:
+        buf = np.arange(sum(receives), dtype="i4") + 100 * rank
+        alltoallv(MPI.IN_PLACE, [buf, receives])
+        return buf
+    send = np.arange(sum(sends), dtype="i4") + 100 * rank
+    out = np.full(sum(receives) + size, -1, "i4")
+    displs = [sum(receives[:k]) + k for k in range(size)]
+    if bad_here:
+        sends = sends[:-1]      # ValueError here; the others raise too
+    datatype = MPI.INT.Dup() if form == "derived" else MPI.INT
+    try:
+        alltoallv([send, sends] if form != "pair" else [send, (sends, None), MPI.INT32_T],
+                  [out, receives, displs, datatype])
+    finally:
+        if form == "derived":
+            datatype.Free()
+    return out

@@ -1,7 +1,7 @@
 """The collective fast paths (shmrma/csrc/collectives.c) against the Python path.
 
-Bcast, Reduce, Allreduce and the object collectives built on allgather and bcast
-take their common case in C on the same shared areas and protocol as
+Bcast, Reduce, Allreduce, Gather, Scatter, Alltoall(v), ... and the object
+collectives built on allgather and bcast take their common case in C on the same shared areas and protocol as
 collective.py. Every scenario runs with the fast paths on at every rank, off at
 every rank, and on at some ranks only (the two paths meet in one call), and all
 three must end the same on every rank: the same bytes, the same objects, the
@@ -17,11 +17,11 @@ import pytest
 
 import shmrma
 from shmrma import MPI, atomic, collective, fastpath
-from mpitest import assert_every_mode_agrees, run_in_every_mode
+from mpitest import alltoallv_case, assert_every_mode_agrees, run_in_every_mode
 
 FAST = ("fast_bcast", "fast_reduce", "fast_allreduce", "fast_allgather_bytes",
         "fast_bcast_bytes", "fast_gather", "fast_allgather", "fast_scatter", "fast_alltoall",
-        "fast_scan", "fast_reduce_scatter_block")
+        "fast_alltoallv", "fast_scan", "fast_reduce_scatter_block")
 BIG = 1 << 17       # 1 MiB of doubles: past the small area, chunked through the large one
 
 
@@ -99,6 +99,9 @@ def _scenarios(comm):
         comm.Alltoall(send, out)
         return out
 
+    def alltoallv(**case):
+        return alltoallv_case(comm, comm.Alltoallv, **case)
+
     def scan(n, inclusive=True, in_place=False, op=MPI.SUM):
         send = np.arange(n, dtype="f8") * (rank + 1) - rank
         out = np.full(n, -7.0)
@@ -162,6 +165,12 @@ def _scenarios(comm):
         "Alltoall in place": lambda: alltoall(2, in_place=True),
         "Alltoall mismatch": lambda: alltoall(2, count=3 if rank == 0 else 2),
         "Alltoall large": lambda: alltoall(BIG // 8),
+        "Alltoallv small": lambda: alltoallv(),
+        "Alltoallv pair form": lambda: alltoallv(form="pair"),
+        "Alltoallv in place": lambda: alltoallv(in_place=True),
+        "Alltoallv derived": lambda: alltoallv(form="derived"),
+        "Alltoallv bad counts": lambda: alltoallv(bad_here=rank == size - 1),
+        "Alltoallv large": lambda: alltoallv(scale=20000),
         "Scan small": lambda: scan(3),
         "Scan in place": lambda: scan(4, in_place=True, op=MPI.PROD),
         "Exscan small": lambda: scan(2, inclusive=False, op=MPI.MAX),
@@ -211,6 +220,7 @@ def test_the_c_path_takes_the_common_cases():
                      "allgather", "allreduce", "bcast", "Allreduce float NaN", "Gather small",
                      "Gather in place", "Allgather small", "Allgather in place",
                      "Scatter small", "Scatter in place", "Alltoall small", "Alltoall in place",
+                     "Alltoallv small", "Alltoallv pair form", "Alltoallv in place",
                      "Scan small", "Scan in place", "Exscan small", "Exscan in place",
                      "Reduce_scatter_block small", "Reduce_scatter_block in place"):
             assert [took for _, took in taken[name]] == ["done"], (rank, name, taken[name])
@@ -223,7 +233,12 @@ def test_the_c_path_takes_the_common_cases():
         # once the large area is mapped, folds go on through it in C; streams that
         # outgrow the small area, and parts that do not fit, go to Python
         assert [took for _, took in taken["Scan large"]] == ["done"]
-        for name in ("Allgather large", "Scatter large", "Alltoall large", "Scan mismatch"):
+        # a derived datatype misses; bad counts miss at the rank that passes them
+        assert [took for _, took in taken["Alltoallv derived"]] == ["missed"]
+        assert [took for _, took in taken["Alltoallv bad counts"]] == [
+            "missed" if rank == 2 else "handed over"]
+        for name in ("Allgather large", "Scatter large", "Alltoall large", "Alltoallv large",
+                     "Scan mismatch"):
             assert [took for _, took in taken[name]] == ["handed over"], (rank, name)
         # rank 0's own buffers disagree: it misses (Python raises in the first step)
         for name in ("Allgather mismatch", "Alltoall mismatch"):

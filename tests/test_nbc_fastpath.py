@@ -13,7 +13,7 @@ import pytest
 
 import shmrma
 from shmrma import MPI, atomic, nbcarea, nonblocking
-from mpitest import assert_every_mode_agrees, outcome, run_in_every_mode
+from mpitest import alltoallv_case, assert_every_mode_agrees, outcome, run_in_every_mode
 
 
 class Spy:
@@ -185,21 +185,9 @@ def _scenarios(comm):
         comm.Iallgatherv(send, vector(out, form)).Wait()
         return out
 
-    def alltoallv(in_place=False, bad_here=False):
-        """Rank r sends (r + k) % 3 items to rank k; rank r receives (k + r) % 3."""
-        sends = [(rank + k) % 3 for k in range(size)]
-        receives = [(k + rank) % 3 for k in range(size)]
-        if in_place:
-            buf = np.arange(sum(receives), dtype="i4") + 100 * rank
-            comm.Ialltoallv(MPI.IN_PLACE, [buf, receives]).Wait()
-            return buf
-        send = np.arange(sum(sends), dtype="i4") + 100 * rank
-        out = np.full(sum(receives) + size, -1, "i4")
-        recv_displs = [sum(receives[:k]) + k for k in range(size)]
-        if bad_here:
-            sends = sends[:-1]      # one count short: ValueError here, ERR at the others
-        comm.Ialltoallv([send, sends], [out, receives, recv_displs, MPI.INT]).Wait()
-        return out
+    def alltoallv(**case):
+        return alltoallv_case(comm, lambda send, recv: comm.Ialltoallv(send, recv).Wait(),
+                              **case)
 
     return {
         "Igatherv": lambda: gatherv(),
@@ -224,6 +212,8 @@ def _scenarios(comm):
         "Iallgatherv in place": lambda: allgatherv(in_place=True),
         "Ialltoallv": lambda: alltoallv(),
         "Ialltoallv in place": lambda: alltoallv(in_place=True),
+        "Ialltoallv pair form": lambda: alltoallv(form="pair"),
+        "Ialltoallv derived": lambda: alltoallv(form="derived"),
         "Ialltoallv bad counts": lambda: alltoallv(bad_here=rank == last),
         "Igather": lambda: gather(3, last),
         "Igather in place": lambda: gather(2, 0, in_place=True),
@@ -338,14 +328,14 @@ def _vector_forms_take_the_c_path(rank, taken, outcomes):
         assert taken[name] == [True] * 3, (rank, name, taken[name])
         assert [result[0] for result in outcomes[name][1]] == ["ok"] * 3, (rank, name)
     for name in ("Iallgatherv", "Iallgatherv pair form", "Iallgatherv in place", "Ialltoallv",
-                 "Ialltoallv in place"):
+                 "Ialltoallv in place", "Ialltoallv pair form"):
         assert taken[name] == [True], (rank, name, taken[name])
         assert outcomes[name][0] == "ok", (rank, name, outcomes[name])
     # a derived datatype misses where it is parsed: the root's vector, everyone's
     # in Iallgatherv; the plain buffers of the others start in C
     assert taken["Igatherv derived"] == [rank != root for root in roots]
     assert taken["Iscatterv derived"] == [rank != root for root in roots]
-    assert taken["Iallgatherv derived"] == [False]
+    assert taken["Iallgatherv derived"] == taken["Ialltoallv derived"] == [False]
     # the last rank sends one item too many: as the root it misses (Python raises at
     # the call), elsewhere its stream reaches the root, which raises at Wait (the
     # senders' own Wait ends well)

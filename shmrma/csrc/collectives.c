@@ -654,20 +654,21 @@ part_at(Operand *o, Py_ssize_t part, int index)
     return (char *)o->view.buf + part * index;
 }
 
-/* Deposit the first step of a table stream of `n` parts of `part` bytes from
- * data: the table, then as much of the data as the slot holds.  The parity, or
- * -1 with an exception set. */
+/* Deposit the first step of a table stream of the `body` bytes at data, cut in
+ * one part per rank where `spans` says (NULL: `n` parts of `part` bytes in rank
+ * order): the table, then as much of the data as the slot holds.  The parity,
+ * or -1 with an exception set. */
 static int
-table_step(CommCore *c, PyObject *state, const char *data, Py_ssize_t part)
+table_step(CommCore *c, PyObject *state, const char *data, Py_ssize_t body,
+           const Span *spans, Py_ssize_t part)
 {
     int n = c->size, r;
     Py_ssize_t table = n * (Py_ssize_t)sizeof(TableEntry), slot = c->areas[SMALL].slot;
-    Py_ssize_t body = n * part;
     char *into = begin_step(c, state, SMALL);
     if (into == NULL)
         return -1;
     for (r = 0; r < n; r++) {
-        TableEntry e = {table + r * part, part};
+        TableEntry e = {table + (spans ? spans[r].at : r * part), spans ? spans[r].len : part};
         memcpy(into + r * sizeof(TableEntry), &e, sizeof(e));
     }
     memcpy(into + table, data, (size_t)(body < slot - table ? body : slot - table));
@@ -793,7 +794,7 @@ n_coll_scatter(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
                 Py_RETURN_FALSE;
             }
         }
-        parity = table_step(c, args[0], p.io.send.view.buf, p.part);
+        parity = table_step(c, args[0], p.io.send.view.buf, c->size * p.part, NULL, p.part);
     }
     else {
         memset(&p, 0, sizeof(p));      /* sendbuf is not significant here */
@@ -817,45 +818,104 @@ n_coll_scatter(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     return result;
 }
 
-/* coll_alltoall(state, sendbuf, recvbuf) -> as coll_gather */
-static PyObject *
-n_coll_alltoall(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+/* Alltoall's (cut in equal parts) or Alltoallv's (`vector`: as the messages'
+ * counts and displacements say) buffers into p, each rank's part of the send
+ * buffer into sends and of the receive buffer into recvs, member `me`'s own
+ * part the same size in both.  0, or -1 for a miss (nothing held). */
+static int
+alltoall_args(Parts *p, PyObject *sendbuf, PyObject *recvbuf, int n, int me, int vector,
+              Span *sends, Span *recvs)
 {
-    CommCore *c;
+    int r;
+    if (!vector) {
+        if (parts_args(p, sendbuf, recvbuf, n, 1, n, 1) < 0)
+            return -1;
+        for (r = 0; r < n; r++)
+            sends[r] = recvs[r] = (Span){r * p->part, p->part};
+        return 0;
+    }
+    memset(p, 0, sizeof(*p));
+    if (vector_get(recvbuf, 1, n, &p->io.recv, recvs) < 0)
+        return -1;
+    p->io.has_recv = 1;
+    if (sendbuf == g_in_place)
+        return 0;
+    if (vector_get(sendbuf, 0, n, &p->io.send, sends) == 0) {
+        p->io.has_send = 1;
+        if (sends[me].len == recvs[me].len && !pair_overlaps(&p->io))
+            return 0;
+    }
+    pair_release(&p->io);
+    return -1;
+}
+
+/* Alltoall or (`vector`) Alltoallv: as coll_gather. */
+static PyObject *
+alltoall(PyObject *state, PyObject *sendbuf, PyObject *recvbuf, int vector)
+{
+    CommCore *c = coll_comm(state);
     Parts p;
-    int me, r, parity;
+    Span *sends, *recvs, *out_spans;
+    Operand *out;
+    int me, n, r, parity;
     PyObject *result = Py_True;
-    if (check_nargs("coll_alltoall", nargs, 3) < 0)
-        return NULL;
-    if (!(c = coll_comm(args[0])) ||
-            c->size * (Py_ssize_t)sizeof(TableEntry) > c->areas[SMALL].slot ||
-            parts_args(&p, args[1], args[2], c->size, 1, c->size, 1) < 0)
+    if (c == NULL || c->size * (Py_ssize_t)sizeof(TableEntry) > c->areas[SMALL].slot)
         Py_RETURN_FALSE;
+    n = c->size;
     me = c->to_rank[c->world_rank];
-    parity = table_step(c, args[0], p.io.has_send ? p.io.send.view.buf : p.io.recv.view.buf, p.part);
+    if ((sends = PyMem_New(Span, 2 * (size_t)n)) == NULL)
+        return PyErr_NoMemory();
+    recvs = sends + n;
+    if (alltoall_args(&p, sendbuf, recvbuf, n, me, vector, sends, recvs) < 0) {
+        PyMem_Free(sends);
+        Py_RETURN_FALSE;
+    }
+    /* with IN_PLACE the parts go out from the receive buffer */
+    out = p.io.has_send ? &p.io.send : &p.io.recv;
+    out_spans = p.io.has_send ? sends : recvs;
+    parity = table_step(c, state, out->view.buf, out->view.len, out_spans, 0);
     if (parity < 0)
         result = NULL;
     else if (!all_bring(c, parity, -1, -1))
         result = hand_over(c, parity);
     else {
-        for (r = 0; r < c->size; r++)
-            if (r != me && table_part(c, r, parity, me, p.part) == NULL)
+        for (r = 0; r < n; r++)
+            if (r != me && table_part(c, r, parity, me, recvs[r].len) == NULL)
                 break;
-        if (r < c->size)
+        if (r < n)
             result = hand_over(c, parity);
         else {
-            for (r = 0; r < c->size; r++)
+            for (r = 0; r < n; r++)
                 if (r != me)
-                    memcpy(part_at(&p.io.recv, p.part, r), table_part(c, r, parity, me, p.part),
-                           (size_t)p.part);
+                    memcpy((char *)p.io.recv.view.buf + recvs[r].at,
+                           table_part(c, r, parity, me, recvs[r].len), (size_t)recvs[r].len);
             if (p.io.has_send)
-                memcpy(part_at(&p.io.recv, p.part, me), part_at(&p.io.send, p.part, me),
-                       (size_t)p.part);
+                memcpy((char *)p.io.recv.view.buf + recvs[me].at,
+                       (char *)p.io.send.view.buf + sends[me].at, (size_t)recvs[me].len);
         }
     }
     pair_release(&p.io);
+    PyMem_Free(sends);
     Py_XINCREF(result);
     return result;
+}
+
+/* coll_alltoall(state, sendbuf, recvbuf) -> as coll_gather */
+static PyObject *
+n_coll_alltoall(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs("coll_alltoall", nargs, 3) < 0)
+        return NULL;
+    return alltoall(args[0], args[1], args[2], 0);
+}
+
+/* coll_alltoallv(state, sendbuf, recvbuf) -> as coll_gather */
+static PyObject *
+n_coll_alltoallv(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs("coll_alltoallv", nargs, 3) < 0)
+        return NULL;
+    return alltoall(args[0], args[1], args[2], 1);
 }
 
 /* collectives_setup(**constants): the area layout and the Python helpers. */
@@ -907,6 +967,8 @@ static PyMethodDef collective_functions[] = {
      "coll_scatter(state, sendbuf, recvbuf, root) -> as coll_allreduce."},
     {"coll_alltoall", (PyCFunction)(void (*)(void))n_coll_alltoall, METH_FASTCALL,
      "coll_alltoall(state, sendbuf, recvbuf) -> as coll_allreduce."},
+    {"coll_alltoallv", (PyCFunction)(void (*)(void))n_coll_alltoallv, METH_FASTCALL,
+     "coll_alltoallv(state, sendbuf, recvbuf) -> as coll_allreduce."},
     {"coll_allgather_bytes", (PyCFunction)(void (*)(void))n_coll_allgather_bytes,
      METH_FASTCALL, "coll_allgather_bytes(state, data) -> every member's bytes, False "
      "(missed) or (parity, lengths, units)."},

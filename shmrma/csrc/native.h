@@ -148,6 +148,19 @@ typedef struct {
 int operand_get(PyObject *obj, int writable, Operand *o);
 void operand_release(Operand *o);
 
+/* A rank's part of a buffer, in bytes. */
+typedef struct {
+    Py_ssize_t at, len;
+} Span;
+
+/* The predefined datatypes a vector message may name: a sequence of
+ * (datatype, extent > 0) (nonblocking._vector_datatypes).  -1 with an error set. */
+int set_vector_datatypes(PyObject *pairs);
+/* A vector collective's message (buffers.vector_message) in the forms C takes
+ * (see _native.c): the buffer into *op, each of the n ranks' parts into spans.
+ * -1 (no error set): a miss, nothing held. */
+int vector_get(PyObject *msg, int writable, int n, Operand *op, Span *spans);
+
 /* A call's send and receive buffers, each there or not. */
 typedef struct {
     Operand send, recv;

@@ -27,9 +27,6 @@ static PyObject *g_mismatch;        /* nbcarea.mismatch(name, rank, got, expecte
 static PyObject *g_request_type;    /* nonblocking._FastCollective */
 static PyObject *g_python_wait, *g_python_test;   /* request.Request.Wait and .Test */
 static PyObject *g_in_place;
-static PyObject **g_datatypes;      /* the predefined datatypes a vector message may name */
-static Py_ssize_t *g_extents;       /* and their extents */
-static Py_ssize_t g_ndatatypes;
 static int g_setup_done = 0;
 
 typedef struct {                    /* a slot's header: nbcarea.HEADER */
@@ -63,11 +60,6 @@ static const char *const KIND_NAMES[] = {"Ibarrier", "Ibcast", "Ireduce", "Iallr
                      (kind) == EXSCAN || (kind) == REDUCE_SCATTER_BLOCK)
 #define TABLED(kind) ((kind) == SCATTER || (kind) == ALLTOALL)
 #define PARTED(kind) ((kind) == GATHER || (kind) == ALLGATHER || TABLED(kind))
-
-/* A rank's part of a buffer, in bytes. */
-typedef struct {
-    Py_ssize_t at, len;
-} Span;
 
 typedef struct {
     PyObject_HEAD
@@ -732,112 +724,6 @@ fast_channel(PyObject *obj)
     return c;
 }
 
-/* The extent of a predefined datatype nbc_setup named; 0 for any other object. */
-static Py_ssize_t
-extent_of(PyObject *datatype)
-{
-    Py_ssize_t i;
-    for (i = 0; i < g_ndatatypes; i++)
-        if (g_datatypes[i] == datatype)
-            return g_extents[i];
-    return 0;
-}
-
-/* The counts (or, `displs`, the displacements) of a vector message into each
- * span's len (at), in items: an int (every rank's count; the displacements'
- * stride), or a list or tuple of an int per rank, each >= 0.  None is left to
- * the caller.  -1: a miss. */
-static int
-per_rank(PyObject *obj, int n, Span *spans, int displs)
-{
-    PyObject *const *items;
-    long value;
-    int r;
-    if (PyLong_CheckExact(obj)) {
-        if ((value = plain_int(obj)) < 0 || value > PY_SSIZE_T_MAX / n)
-            return -1;
-        for (r = 0; r < n; r++)
-            *(displs ? &spans[r].at : &spans[r].len) = displs ? value * r : value;
-        return 0;
-    }
-    if ((!PyList_Check(obj) && !PyTuple_Check(obj)) || PySequence_Fast_GET_SIZE(obj) != n)
-        return -1;
-    items = PySequence_Fast_ITEMS(obj);
-    for (r = 0; r < n; r++) {
-        if ((value = plain_int(items[r])) < 0)
-            return -1;
-        *(displs ? &spans[r].at : &spans[r].len) = value;
-    }
-    return 0;
-}
-
-/* A vector collective's message (buffers.vector_message) in the forms C takes:
- * a buffer, [buf, counts], [buf, (counts, displs)], [buf, counts, datatype],
- * [buf, (counts, displs), datatype] or [buf, counts, displs, datatype], the
- * counts and displacements None, an int or an int per rank, the datatype None
- * or a predefined one: the buffer into *op, each rank's part into spans.
- * Counts left out split the buffer as evenly as it goes (the first ranks get
- * one more item); displacements left out pack the parts.  -1: a miss, nothing
- * held (Python raises what is wrong). */
-static int
-vector_get(PyObject *msg, int writable, int n, Operand *op, Span *spans)
-{
-    PyObject *buf = msg, *counts = Py_None, *displs = Py_None, *datatype = Py_None;
-    Py_ssize_t extent, items, packed = 0;
-    int r;
-    if (PyList_Check(msg) || PyTuple_Check(msg)) {
-        PyObject *const *parts = PySequence_Fast_ITEMS(msg);
-        Py_ssize_t len = PySequence_Fast_GET_SIZE(msg);
-        if (len < 2 || len > 4)
-            return -1;
-        buf = parts[0];
-        counts = parts[1];
-        if (len == 4)
-            displs = parts[2];
-        if (len > 2)
-            datatype = parts[len - 1];
-        else if (extent_of(parts[1])) {
-            datatype = parts[1];
-            counts = Py_None;
-        }
-        if (len < 4 && PyTuple_Check(counts)) {     /* (counts, displs) */
-            if (PyTuple_GET_SIZE(counts) != 2)
-                return -1;
-            displs = PyTuple_GET_ITEM(counts, 1);
-            counts = PyTuple_GET_ITEM(counts, 0);
-        }
-    }
-    if ((datatype != Py_None && !extent_of(datatype)) || operand_get(buf, writable, op) < 0)
-        return -1;
-    extent = datatype != Py_None ? extent_of(datatype) : op->view.itemsize;
-    items = op->view.len / extent;
-    if (counts == Py_None) {
-        if (op->view.len % extent)
-            goto miss;
-        for (r = 0; r < n; r++)
-            spans[r].len = items / n + (items % n > r);
-    }
-    else if (per_rank(counts, n, spans, 0) < 0)
-        goto miss;
-    if (displs == Py_None)
-        for (r = 0; r < n; r++) {
-            spans[r].at = packed;
-            packed += spans[r].len;
-        }
-    else if (per_rank(displs, n, spans, 1) < 0)
-        goto miss;
-    for (r = 0; r < n; r++) {      /* within the buffer, then in bytes */
-        if (spans[r].len > items || spans[r].at > items - spans[r].len)
-            goto miss;
-        spans[r].at *= extent;
-        spans[r].len *= extent;
-    }
-    return 0;
-miss:
-    operand_release(op);
-    return -1;
-}
-
 enum { WHOLE, CUT };
 
 /* buf into *op (writable or not), and each rank's part of it into spans: all
@@ -1122,58 +1008,19 @@ n_nbc_start(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     return (PyObject *)o;
 }
 
-/* The predefined datatypes a vector message may name: a sequence of
- * (datatype, extent > 0), kept for good. */
-static int
-set_datatypes(PyObject *pairs)
-{
-    PyObject *seq = PySequence_Fast(pairs, "nbc_setup(): datatypes must be a sequence");
-    Py_ssize_t i, n;
-    if (seq == NULL)
-        return -1;
-    n = PySequence_Fast_GET_SIZE(seq);
-    g_ndatatypes = 0;
-    PyMem_Free(g_extents);
-    g_datatypes = PyMem_Realloc(g_datatypes, (size_t)(n ? n : 1) * sizeof(PyObject *));
-    g_extents = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t));
-    if (g_datatypes == NULL || g_extents == NULL) {
-        Py_DECREF(seq);
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (i = 0; i < n; i++) {
-        PyObject *datatype;
-        Py_ssize_t extent;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "On", &datatype, &extent) ||
-                extent <= 0) {
-            PyErr_SetString(PyExc_ValueError, "nbc_setup(): datatypes are (datatype, extent > 0)");
-            Py_DECREF(seq);
-            return -1;
-        }
-        Py_INCREF(datatype);
-        g_datatypes[i] = datatype;
-        g_extents[i] = extent;
-    }
-    g_ndatatypes = n;
-    Py_DECREF(seq);
-    return 0;
-}
-
 /* nbc_setup(**constants): the area's layout and the Python helpers. */
 static PyObject *
 n_nbc_setup(PyObject *m, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"slots", "inline", "slot_header", "line", "off_gated",
                              "wait_slice", "active", "failed", "mismatch", "request_type",
-                             "python_wait", "python_test", "in_place", "datatypes", NULL};
-    PyObject *objs[7], *datatypes;
+                             "python_wait", "python_test", "in_place", NULL};
+    PyObject *objs[7];
     int i;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "$nnnnndOOOOOOOO:nbc_setup", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "$nnnnndOOOOOOO:nbc_setup", kwlist,
                                      &SLOTS, &INLINE, &SLOT_HEADER, &LINE, &OFF_GATED,
                                      &WAIT_SLICE, &objs[0], &objs[1], &objs[2], &objs[3],
-                                     &objs[4], &objs[5], &objs[6], &datatypes))
-        return NULL;
-    if (set_datatypes(datatypes) < 0)
+                                     &objs[4], &objs[5], &objs[6]))
         return NULL;
     if (SLOT_HEADER < (Py_ssize_t)sizeof(NbcHeader) || !PyType_Check(objs[3]) ||
             !PyType_IsSubtype((PyTypeObject *)objs[3], &NbcOpType)) {
