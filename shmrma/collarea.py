@@ -464,6 +464,8 @@ if atomic.BACKEND == "c":
     fast_gather, fast_allgather = _native.coll_gather, _native.coll_allgather
     fast_scatter, fast_alltoall = _native.coll_scatter, _native.coll_alltoall
     fast_alltoallv = _native.coll_alltoallv
+    fast_gatherv, fast_allgatherv = _native.coll_gatherv, _native.coll_allgatherv
+    fast_scatterv = _native.coll_scatterv
     fast_allgather_bytes, fast_bcast_bytes = (_native.coll_allgather_bytes,
                                               _native.coll_bcast_bytes)
 else:
@@ -471,4 +473,5 @@ else:
         return False
     fast_bcast = fast_reduce = fast_allreduce = fast_scan = fast_reduce_scatter_block = _miss
     fast_gather = fast_allgather = fast_scatter = fast_alltoall = fast_alltoallv = _miss
+    fast_gatherv = fast_allgatherv = fast_scatterv = _miss
     fast_allgather_bytes = fast_bcast_bytes = _miss

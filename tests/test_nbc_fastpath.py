@@ -13,7 +13,7 @@ import pytest
 
 import shmrma
 from shmrma import MPI, atomic, nbcarea, nonblocking
-from mpitest import alltoallv_case, assert_every_mode_agrees, outcome, run_in_every_mode
+from mpitest import assert_every_mode_agrees, run_in_every_mode, vector_scenarios
 
 
 class Spy:
@@ -136,85 +136,9 @@ def _scenarios(comm):
         comm.Ireduce_scatter_block(send, out, op).Wait()
         return out
 
-    counts = [(r * 2 + 1) % 3 for r in range(size)]        # zeros among them
-    displs = [sum(counts[:r]) + r for r in range(size)]     # a gap before each part
-    extent = sum(counts) + size
-
-    def vector(values, form):
-        """A vector message of ``values`` (int32) in one of the forms mpi4py takes."""
-        return {"full": [values, counts, displs, MPI.INT32_T],
-                "pair": [values, (counts, displs), MPI.INT],
-                "counts": [values, counts],
-                "int": [values, 1, MPI.INT],
-                "derived": [values, counts, displs, MPI.INT.Create_contiguous(1).Commit()],
-                "plain": values}[form]
-
-    def every_root(at_root):
-        """at_root(root) at each root in turn, each ending as it ends."""
-        return [outcome(lambda: at_root(root)) for root in range(size)]
-
-    def gatherv(form="full", in_place=False, sent=None):
-        """At every root in turn; ``sent``: a rank's own count when it differs."""
-        def at_root(root):
-            own = counts[rank] if form not in ("int", "plain") else 1
-            send = np.arange(own if sent is None else sent(root), dtype="i4") + 10 * rank
-            out = np.full(extent if form not in ("int", "plain") else size, -1, "i4")
-            if in_place and rank == root:
-                np.copyto(out[displs[rank]:displs[rank] + own], send)
-                send = MPI.IN_PLACE
-            comm.Igatherv(send, vector(out, form) if rank == root else None, root).Wait()
-            return out.tolist()
-        return every_root(at_root)
-
-    def scatterv(form="full", in_place=False, received=None):
-        def at_root(root):
-            send = np.arange(extent, dtype="i4") + 100 * root
-            own = counts[rank] if received is None else received(root)
-            out = np.full(own, -1, "i4")
-            recv = MPI.IN_PLACE if in_place and rank == root else out
-            comm.Iscatterv(vector(send, form) if rank == root else None, recv, root).Wait()
-            return out.tolist()
-        return every_root(at_root)
-
-    def allgatherv(form="full", in_place=False):
-        send = np.arange(counts[rank], dtype="i4") + 10 * rank
-        out = np.full(extent, -1, "i4")
-        if in_place:
-            np.copyto(out[displs[rank]:displs[rank] + counts[rank]], send)
-            send = MPI.IN_PLACE
-        comm.Iallgatherv(send, vector(out, form)).Wait()
-        return out
-
-    def alltoallv(**case):
-        return alltoallv_case(comm, lambda send, recv: comm.Ialltoallv(send, recv).Wait(),
-                              **case)
-
     return {
-        "Igatherv": lambda: gatherv(),
-        "Igatherv pair form": lambda: gatherv("pair"),
-        "Igatherv counts only": lambda: gatherv("counts"),
-        "Igatherv int count": lambda: gatherv("int"),
-        "Igatherv plain": lambda: gatherv("plain"),
-        "Igatherv derived": lambda: gatherv("derived"),
-        "Igatherv in place": lambda: gatherv(in_place=True),
-        "Igatherv mismatch": lambda: gatherv(sent=lambda root: counts[rank] + (rank == last)),
-        "Iscatterv": lambda: scatterv(),
-        "Iscatterv counts only": lambda: scatterv("counts"),
-        "Iscatterv plain": lambda: scatterv(    # the first ranks get one more item
-            "plain", received=lambda root: extent // size + (extent % size > rank)),
-        "Iscatterv derived": lambda: scatterv("derived"),
-        "Iscatterv in place": lambda: scatterv(in_place=True),
-        "Iscatterv short receive": lambda: scatterv(
-            received=lambda root: counts[rank] + (rank == 0 and root != 0)),
-        "Iallgatherv": lambda: allgatherv(),
-        "Iallgatherv pair form": lambda: allgatherv("pair"),
-        "Iallgatherv derived": lambda: allgatherv("derived"),
-        "Iallgatherv in place": lambda: allgatherv(in_place=True),
-        "Ialltoallv": lambda: alltoallv(),
-        "Ialltoallv in place": lambda: alltoallv(in_place=True),
-        "Ialltoallv pair form": lambda: alltoallv(form="pair"),
-        "Ialltoallv derived": lambda: alltoallv(form="derived"),
-        "Ialltoallv bad counts": lambda: alltoallv(bad_here=rank == last),
+        **vector_scenarios(comm, "I", lambda name, *args: getattr(
+            comm, "I" + name.lower())(*args).Wait()),
         "Igather": lambda: gather(3, last),
         "Igather in place": lambda: gather(2, 0, in_place=True),
         "Igather mismatch": lambda: gather(2, 0, count=3 if rank == last else 2),
