@@ -1164,7 +1164,7 @@ extent_of(PyObject *datatype)
  * span's len (at), in items: an int (every rank's count; the displacements'
  * stride), or a list or tuple of an int per rank, each >= 0.  None is left to
  * the caller.  -1: a miss. */
-static int
+int
 per_rank(PyObject *obj, int n, Span *spans, int displs)
 {
     PyObject *const *items;

@@ -291,6 +291,11 @@ class NonblockingCollectives:
         return self._ireduce_scatter("Ireduce_scatter_block", sendbuf, recvbuf, op, None)
 
     def Ireduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=ops.SUM):
+        # the C path takes the recvcounts in the root's place
+        request = _fast_start(self._s.nbc, _KIND["Ireduce_scatter"], sendbuf, recvbuf, op,
+                              recvcounts)
+        if request is not False:
+            return request
         if recvcounts is None:  # every rank's receive count, as mpi4py gathers them
             recvcounts = own_allgather(self, _count_or_none(recvbuf))
         return self._ireduce_scatter("Ireduce_scatter", sendbuf, recvbuf, op, recvcounts)

@@ -1,8 +1,9 @@
 """The nonblocking collectives' C path (shmrma/csrc/nbc.c) against the Python path.
 
-Every nonblocking collective but Ialltoallw and Ireduce_scatter, on plain buffers
-(the vector forms' messages with predefined datatypes) whose streams fit a slot, starts in C on the channel of nbcarea.py, and their Wait and
-Test read the others' slots in C. Every scenario runs with the fast paths on at
+Every nonblocking collective but Ialltoallw, on plain buffers (the vector forms'
+messages with predefined datatypes; Ireduce_scatter with its recvcounts given)
+whose streams fit a slot, starts in C on the channel of nbcarea.py, and their
+Wait and Test read the others' slots in C. Every scenario runs with the fast paths on at
 every rank, off at every rank, and on at even ranks only (both paths meet in one
 collective, and C operations sit among Python ones on one channel), and must end
 the same on every rank: the same bytes, the same errors. No checklist rule covers
@@ -136,7 +137,23 @@ def _scenarios(comm):
         comm.Ireduce_scatter_block(send, out, op).Wait()
         return out
 
+    def reduce_scatter(in_place=False, given=True, short_here=False, op=MPI.SUM):
+        """Rank r's block: (r * 2 + 1) % 3 items (zeros among them); ``given``: the
+        recvcounts passed (else gathered from the receive buffers)."""
+        counts = [(r * 2 + 1) % 3 for r in range(size)]
+        send = np.arange(sum(counts) - short_here, dtype="i8") * (rank + 2) + 1
+        if in_place:
+            comm.Ireduce_scatter(MPI.IN_PLACE, send, counts, op).Wait()
+            return send[:counts[rank]]
+        out = np.zeros(counts[rank], "i8")
+        comm.Ireduce_scatter(send, out, counts if given else None, op).Wait()
+        return out
+
     return {
+        "Ireduce_scatter": lambda: reduce_scatter(),
+        "Ireduce_scatter in place": lambda: reduce_scatter(in_place=True, op=MPI.PROD),
+        "Ireduce_scatter counts gathered": lambda: reduce_scatter(given=False),
+        "Ireduce_scatter short here": lambda: reduce_scatter(short_here=rank == last),
         **vector_scenarios(comm, "I", lambda name, *args: getattr(
             comm, "I" + name.lower())(*args).Wait()),
         "Igather": lambda: gather(3, last),
@@ -243,8 +260,9 @@ def test_the_c_path_takes_the_common_cases():
 
 
 def _vector_forms_take_the_c_path(rank, taken, outcomes):
-    """At 3 ranks: the vector forms' messages with predefined datatypes start in C
-    (the gathers and scatters once per root), derived ones and bad counts miss."""
+    """At 3 ranks: the vector forms' messages with predefined datatypes, and
+    Ireduce_scatter with its recvcounts given, start in C (the gathers and scatters
+    once per root); derived datatypes and bad counts miss."""
     roots = range(3)
     for name in ("Igatherv", "Igatherv pair form", "Igatherv counts only", "Igatherv int count",
                  "Igatherv plain", "Igatherv in place", "Iscatterv", "Iscatterv counts only",
@@ -260,6 +278,14 @@ def _vector_forms_take_the_c_path(rank, taken, outcomes):
     assert taken["Igatherv derived"] == [rank != root for root in roots]
     assert taken["Iscatterv derived"] == [rank != root for root in roots]
     assert taken["Iallgatherv derived"] == taken["Ialltoallv derived"] == [False]
+    assert taken["Ireduce_scatter"] == taken["Ireduce_scatter in place"] == [True]
+    assert outcomes["Ireduce_scatter"][0] == outcomes["Ireduce_scatter in place"][0] == "ok"
+    # recvcounts None: the Python path gathers them; a send buffer short of the
+    # blocks' sum misses where it is passed (ValueError), the others read its error
+    assert taken["Ireduce_scatter counts gathered"] == [False]
+    assert taken["Ireduce_scatter short here"] == [rank != 2]
+    assert outcomes["Ireduce_scatter short here"][0] == (
+        "ValueError" if rank == 2 else "MPI.Exception")
     # the last rank sends one item too many: as the root it misses (Python raises at
     # the call), elsewhere its stream reaches the root, which raises at Wait (the
     # senders' own Wait ends well)

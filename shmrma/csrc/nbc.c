@@ -45,16 +45,19 @@ typedef struct {
 } ChannelCore;
 
 /* The vector forms (GATHERV..) run as their fixed-size kind with the parts that
- * their counts and displacements give; only their names differ. */
+ * their counts and displacements give, Ireduce_scatter as Ireduce_scatter_block
+ * with the blocks its counts give; only their names differ. */
 enum { BARRIER, BCAST, REDUCE, ALLREDUCE, ALLGATHER, GATHER, SCATTER, ALLTOALL, SCAN, EXSCAN,
-       REDUCE_SCATTER_BLOCK, GATHERV, SCATTERV, ALLGATHERV, ALLTOALLV, KINDS };
+       REDUCE_SCATTER_BLOCK, GATHERV, SCATTERV, ALLGATHERV, ALLTOALLV, REDUCE_SCATTER, KINDS };
 static const char *const KIND_NAMES[] = {"Ibarrier", "Ibcast", "Ireduce", "Iallreduce",
                                          "Iallgather", "Igather", "Iscatter", "Ialltoall",
                                          "Iscan", "Iexscan", "Ireduce_scatter_block",
-                                         "Igatherv", "Iscatterv", "Iallgatherv", "Ialltoallv"};
-#define VECTOR(kind) ((kind) >= GATHERV)
+                                         "Igatherv", "Iscatterv", "Iallgatherv", "Ialltoallv",
+                                         "Ireduce_scatter"};
+#define VECTOR(kind) ((kind) >= GATHERV && (kind) <= ALLTOALLV)
 #define FIXED_OF(kind) ((kind) == GATHERV ? GATHER : (kind) == SCATTERV ? SCATTER : \
-                        (kind) == ALLGATHERV ? ALLGATHER : (kind) == ALLTOALLV ? ALLTOALL : (kind))
+                        (kind) == ALLGATHERV ? ALLGATHER : (kind) == ALLTOALLV ? ALLTOALL : \
+                        (kind) == REDUCE_SCATTER ? REDUCE_SCATTER_BLOCK : (kind))
 
 #define FOLDS(kind) ((kind) == REDUCE || (kind) == ALLREDUCE || (kind) == SCAN || \
                      (kind) == EXSCAN || (kind) == REDUCE_SCATTER_BLOCK)
@@ -774,13 +777,50 @@ own_fits(NbcOp *o)
     return o->sends[me].len == o->recvs[me].len && !pair_overlaps(&o->io) ? 0 : -1;
 }
 
-/* A reduction's buffers (recvbuf holds one block of the vectors in `blocks`, the
- * whole vector with IN_PLACE), its op, and the ranks and bytes folded. */
+/* The reduce-scatters' block of this member: o->low and o->high, the bytes of
+ * its block of vectors `mine` (whole, of `count` items); the blocks are
+ * recvcounts' (Ireduce_scatter: a list or tuple of an int per rank, this
+ * member's that of the receive buffer unless IN_PLACE), or a receive buffer's
+ * count each (Ireduce_scatter_block; with IN_PLACE, the vector's share).  0, or
+ * -1 for a miss (Python raises what is wrong). */
 static int
-fold_args(NbcOp *o, PyObject *sendbuf, PyObject *recvbuf, PyObject *op, int blocks)
+scatter_block(NbcOp *o, Operand *mine, PyObject *recvcounts)
+{
+    ChannelCore *c = o->channel;
+    Py_ssize_t total = 0, before = 0, item = mine->view.itemsize;
+    int r, in_place = !o->io.has_send, ok;
+    Span *blocks = PyMem_New(Span, (size_t)c->n);
+    if (blocks == NULL)
+        return -1;
+    if (o->named == REDUCE_SCATTER)
+        ok = (PyList_Check(recvcounts) || PyTuple_Check(recvcounts)) &&
+             per_rank(recvcounts, c->n, blocks, 0) == 0 &&
+             (in_place || blocks[c->me].len == o->io.recv.count);
+    else {
+        for (r = 0; r < c->n; r++)
+            blocks[r].len = in_place ? mine->count / c->n : o->io.recv.count;
+        ok = 1;
+    }
+    for (r = 0; ok && r < c->n; r++) {
+        before += r < c->me ? blocks[r].len : 0;
+        total += blocks[r].len;
+        ok = total <= mine->count;
+    }
+    o->low = before * item;
+    o->high = o->low + (ok ? blocks[c->me].len * item : 0);
+    PyMem_Free(blocks);
+    return ok && total == mine->count ? 0 : -1;
+}
+
+/* A reduction's buffers (IN_PLACE: the whole vector in recvbuf), its op, and
+ * the ranks and bytes folded: the whole vectors, or this member's block of
+ * them (the reduce-scatters, `recvcounts` for Ireduce_scatter). */
+static int
+fold_args(NbcOp *o, PyObject *sendbuf, PyObject *recvbuf, PyObject *op, PyObject *recvcounts)
 {
     ChannelCore *c = o->channel;
     int me = c->me, receives = o->kind != REDUCE || me == o->root;
+    int scatters = o->kind == REDUCE_SCATTER_BLOCK;
     Operand *mine;
     if (receives) {
         if (operand_get(recvbuf, 1, &o->io.recv) < 0)
@@ -788,7 +828,7 @@ fold_args(NbcOp *o, PyObject *sendbuf, PyObject *recvbuf, PyObject *op, int bloc
         o->io.has_recv = 1;
     }
     if (sendbuf == g_in_place) {
-        if (!receives || o->io.recv.count % blocks)
+        if (!receives)
             return -1;
         mine = &o->io.recv;
     }
@@ -797,9 +837,8 @@ fold_args(NbcOp *o, PyObject *sendbuf, PyObject *recvbuf, PyObject *op, int bloc
             return -1;
         o->io.has_send = 1;
         mine = &o->io.send;
-        if (receives && (o->io.send.code != o->io.recv.code ||
-                         o->io.send.view.len != o->io.recv.view.len * blocks ||
-                         pair_overlaps(&o->io)))
+        if (receives && (o->io.send.code != o->io.recv.code || pair_overlaps(&o->io) ||
+                         (!scatters && o->io.send.view.len != o->io.recv.view.len)))
             return -1;
     }
     o->etype = mine->etype;
@@ -807,18 +846,18 @@ fold_args(NbcOp *o, PyObject *sendbuf, PyObject *recvbuf, PyObject *op, int bloc
     if (o->op < 0 || o->op == OP_REPLACE)
         return -1;
     o->last = !receives ? 0 : o->kind == SCAN ? me + 1 : o->kind == EXSCAN ? me : c->n;
-    o->low = o->kind == REDUCE_SCATTER_BLOCK ? me * (mine->view.len / blocks) : 0;
-    o->high = o->kind == REDUCE_SCATTER_BLOCK ? o->low + mine->view.len / blocks
-                                              : mine->view.len;
-    return 0;
+    o->low = 0;
+    o->high = mine->view.len;
+    return scatters ? scatter_block(o, mine, recvcounts) : 0;
 }
 
-/* Parse the buffers of o's kind into o: 0, or -1 for a miss (nothing touched). */
+/* Parse the buffers of o's kind into o (Ireduce_scatter's recvcounts too): 0,
+ * or -1 for a miss (nothing touched). */
 static int
-start_args(NbcOp *o, PyObject *sendbuf, PyObject *recvbuf, PyObject *op)
+start_args(NbcOp *o, PyObject *sendbuf, PyObject *recvbuf, PyObject *op, PyObject *recvcounts)
 {
     ChannelCore *c = o->channel;
-    int me = c->me, root_side = o->root == me, n = c->n;
+    int me = c->me, root_side = o->root == me;
     switch (o->kind) {
     case BARRIER:
         return 0;
@@ -849,7 +888,7 @@ start_args(NbcOp *o, PyObject *sendbuf, PyObject *recvbuf, PyObject *op)
             return -1;
         return sendbuf == g_in_place ? 0 : send_parts(o, sendbuf, CUT) < 0 ? -1 : own_fits(o);
     default:
-        return fold_args(o, sendbuf, recvbuf, op, o->kind == REDUCE_SCATTER_BLOCK ? n : 1);
+        return fold_args(o, sendbuf, recvbuf, op, recvcounts);
     }
 }
 
@@ -959,7 +998,8 @@ deposit(NbcOp *o)
             cell_bump(c->doorbells[r]);
 }
 
-/* nbc_start(channel, kind, sendbuf, recvbuf, op, root) -> the request, or False */
+/* nbc_start(channel, kind, sendbuf, recvbuf, op, root) -> the request, or False;
+ * Ireduce_scatter passes its recvcounts for root */
 static PyObject *
 n_nbc_start(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -991,7 +1031,7 @@ n_nbc_start(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         }
         o->recvs = o->sends + c->n;
     }
-    if (start_args(o, args[2], args[3], args[4]) < 0 || stream_bytes(o) < 0) {
+    if (start_args(o, args[2], args[3], args[4], args[5]) < 0 || stream_bytes(o) < 0) {
         Py_DECREF(o);
         Py_RETURN_FALSE;
     }
@@ -1044,7 +1084,8 @@ static PyMethodDef nbc_functions[] = {
     {"nbc_setup", (PyCFunction)(void (*)(void))n_nbc_setup, METH_VARARGS | METH_KEYWORDS,
      "nbc_setup(**constants): the channel layout and the Python helpers."},
     {"nbc_start", (PyCFunction)(void (*)(void))n_nbc_start, METH_FASTCALL,
-     "nbc_start(channel, kind, sendbuf, recvbuf, op, root) -> the request, or False "
+     "nbc_start(channel, kind, sendbuf, recvbuf, op, root or recvcounts) -> the request, "
+     "or False "
      "(missed, nothing done)."},
     {NULL}
 };
