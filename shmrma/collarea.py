@@ -35,6 +35,7 @@ meets the others.
 import struct
 
 from . import atomic, constants, errors, job, segments
+from . import datatype as datatypes
 from .comm import slot_barrier
 
 AREA_HEADER = 64                # the step counter, a wait cell, alone on its line
@@ -441,8 +442,19 @@ def _combine(call, area, parity, start, size, wanted, combine):
         local(call, combine, low, parts)
 
 
+def _vector_datatypes():
+    """(datatype, extent) of the predefined datatypes a vector message may name on the
+    C path: those of positive extent, but the Sync handles' (they never take it)."""
+    unique = {id(datatype): datatype for datatype in datatypes.PREDEFINED.values()}
+    return tuple((datatype, datatype.Get_extent()[1]) for datatype in unique.values()
+                 if datatype is not datatypes.DATATYPE_NULL
+                 and datatype.type_class != datatypes.HANDLE
+                 and datatype.Get_extent()[1] > 0)
+
+
 if atomic.BACKEND == "c":
     from . import _native
+    _native.vector_setup(_vector_datatypes())
     _native.collectives_setup(area_header=AREA_HEADER, slot_header=SLOT_HEADER,
                               wait_slice=job.WAIT_SLICE, check=wait_check, over=wait_over,
                               in_place=constants.IN_PLACE, sliced_above=SLICED_ABOVE)
@@ -451,11 +463,15 @@ if atomic.BACKEND == "c":
     fast_scan, fast_reduce_scatter_block = _native.coll_scan, _native.coll_reduce_scatter_block
     fast_gather, fast_allgather = _native.coll_gather, _native.coll_allgather
     fast_scatter, fast_alltoall = _native.coll_scatter, _native.coll_alltoall
+    fast_alltoallv = _native.coll_alltoallv
+    fast_gatherv, fast_allgatherv = _native.coll_gatherv, _native.coll_allgatherv
+    fast_scatterv = _native.coll_scatterv
     fast_allgather_bytes, fast_bcast_bytes = (_native.coll_allgather_bytes,
                                               _native.coll_bcast_bytes)
 else:
     def _miss(*args):
         return False
     fast_bcast = fast_reduce = fast_allreduce = fast_scan = fast_reduce_scatter_block = _miss
-    fast_gather = fast_allgather = fast_scatter = fast_alltoall = _miss
+    fast_gather = fast_allgather = fast_scatter = fast_alltoall = fast_alltoallv = _miss
+    fast_gatherv = fast_allgatherv = fast_scatterv = _miss
     fast_allgather_bytes = fast_bcast_bytes = _miss

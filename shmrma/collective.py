@@ -14,9 +14,11 @@ import struct
 
 from . import buffers, constants, errors
 from . import op as ops
-from .collarea import (Call, exchange, fast_allgather, fast_allgather_bytes, fast_allreduce,
-                       fast_alltoall, fast_bcast, fast_bcast_bytes, fast_gather, fast_reduce,
-                       fast_reduce_scatter_block, fast_scan, fast_scatter, fold, local)
+from .collarea import (Call, exchange, fast_allgather, fast_allgather_bytes,
+                       fast_allgatherv, fast_allreduce, fast_alltoall, fast_alltoallv,
+                       fast_bcast, fast_bcast_bytes, fast_gather, fast_gatherv, fast_reduce,
+                       fast_reduce_scatter_block, fast_scan, fast_scatter, fast_scatterv,
+                       fold, local)
 from .comm import _dumps, _loads, slot_barrier
 from .derived import element_dtype
 
@@ -153,7 +155,10 @@ class Collectives:
             self._gather("Gather", sendbuf, recvbuf, root, _data, self._parts_with_own, taken)
 
     def Gatherv(self, sendbuf, recvbuf, root=0):
-        self._gather("Gatherv", sendbuf, recvbuf, root, _plain, self._vector_with_own)
+        taken = fast_gatherv(self._state_value, sendbuf, recvbuf, root)
+        if taken is not True:
+            self._gather("Gatherv", sendbuf, recvbuf, root, _plain, self._vector_with_own,
+                         taken)
 
     def _gather(self, name, sendbuf, recvbuf, root, data_of, parts_of, taken=None):
         """Every rank's send buffer into its part of the root's (root None: every
@@ -177,7 +182,10 @@ class Collectives:
                          taken)
 
     def Allgatherv(self, sendbuf, recvbuf):
-        self._gather("Allgatherv", sendbuf, recvbuf, None, _plain, self._vector_with_own)
+        taken = fast_allgatherv(self._state_value, sendbuf, recvbuf)
+        if taken is not True:
+            self._gather("Allgatherv", sendbuf, recvbuf, None, _plain, self._vector_with_own,
+                         taken)
 
     def _wants(self, call, parts, lengths):
         """Every other rank's whole stream into its part, when the lengths agree."""
@@ -190,7 +198,9 @@ class Collectives:
             self._scatter("Scatter", sendbuf, recvbuf, root, self._parts_of, taken)
 
     def Scatterv(self, sendbuf, recvbuf, root=0):
-        self._scatter("Scatterv", sendbuf, recvbuf, root, self._vector_parts)
+        taken = fast_scatterv(self._state_value, sendbuf, recvbuf, root)
+        if taken is not True:
+            self._scatter("Scatterv", sendbuf, recvbuf, root, self._vector_parts, taken)
 
     def _scatter(self, name, sendbuf, recvbuf, root, parts_of, taken=None):
         """The root's parts (after a table of where each lies) to their ranks; the
@@ -220,7 +230,9 @@ class Collectives:
             self._alltoall("Alltoall", self._alltoall_parts, sendbuf, recvbuf, taken)
 
     def Alltoallv(self, sendbuf, recvbuf):
-        self._alltoall("Alltoallv", self._alltoallv_parts, sendbuf, recvbuf)
+        taken = fast_alltoallv(self._state_value, sendbuf, recvbuf)
+        if taken is not True:
+            self._alltoall("Alltoallv", self._alltoallv_parts, sendbuf, recvbuf, taken)
 
     def Alltoallw(self, sendbuf, recvbuf):
         self._alltoall("Alltoallw", self._alltoallw_parts, sendbuf, recvbuf)

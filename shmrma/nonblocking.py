@@ -140,6 +140,9 @@ class NonblockingCollectives:
         return self._igather("Igather", sendbuf, recvbuf, root, self._own_part)
 
     def Igatherv(self, sendbuf, recvbuf, root=0):
+        request = _fast_start(self._s.nbc, _KIND["Igatherv"], sendbuf, recvbuf, None, root)
+        if request is not False:
+            return request
         return self._igather("Igatherv", sendbuf, recvbuf, root, self._vector_with_own)
 
     def _igather(self, name, sendbuf, recvbuf, root, with_own):
@@ -168,6 +171,9 @@ class NonblockingCollectives:
         return self._iscatter("Iscatter", sendbuf, recvbuf, root, self._parts_of)
 
     def Iscatterv(self, sendbuf, recvbuf, root=0):
+        request = _fast_start(self._s.nbc, _KIND["Iscatterv"], sendbuf, recvbuf, None, root)
+        if request is not False:
+            return request
         return self._iscatter("Iscatterv", sendbuf, recvbuf, root, self._vector_parts)
 
     def _iscatter(self, name, sendbuf, recvbuf, root, parts_of):
@@ -189,6 +195,9 @@ class NonblockingCollectives:
         return self._iallgather("Iallgather", sendbuf, recvbuf, self._own_part)
 
     def Iallgatherv(self, sendbuf, recvbuf):
+        request = _fast_start(self._s.nbc, _KIND["Iallgatherv"], sendbuf, recvbuf, None, 0)
+        if request is not False:
+            return request
         return self._iallgather("Iallgatherv", sendbuf, recvbuf, self._vector_with_own)
 
     def _iallgather(self, name, sendbuf, recvbuf, with_own):
@@ -207,6 +216,9 @@ class NonblockingCollectives:
         return self._ialltoall("Ialltoall", sendbuf, recvbuf, self._alltoall_parts)
 
     def Ialltoallv(self, sendbuf, recvbuf):
+        request = _fast_start(self._s.nbc, _KIND["Ialltoallv"], sendbuf, recvbuf, None, 0)
+        if request is not False:
+            return request
         return self._ialltoall("Ialltoallv", sendbuf, recvbuf, self._alltoallv_parts)
 
     def Ialltoallw(self, sendbuf, recvbuf):
@@ -279,6 +291,11 @@ class NonblockingCollectives:
         return self._ireduce_scatter("Ireduce_scatter_block", sendbuf, recvbuf, op, None)
 
     def Ireduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=ops.SUM):
+        # the C path takes the recvcounts in the root's place
+        request = _fast_start(self._s.nbc, _KIND["Ireduce_scatter"], sendbuf, recvbuf, op,
+                              recvcounts)
+        if request is not False:
+            return request
         if recvcounts is None:  # every rank's receive count, as mpi4py gathers them
             recvcounts = own_allgather(self, _count_or_none(recvbuf))
         return self._ireduce_scatter("Ireduce_scatter", sendbuf, recvbuf, op, recvcounts)

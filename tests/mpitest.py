@@ -94,3 +94,125 @@ def assert_every_mode_agrees(results, missed):
         for name in fast[0]:
             assert fast[0][name] == slow[0][name] == mixed[0][name], name
         assert all(missed(record) for records in slow[1].values() for record in records)
+
+
+def alltoallv_case(comm, alltoallv, scale=1, in_place=False, form="full", bad_here=False):
+    """``alltoallv(sendbuf, recvbuf)`` (Alltoallv, or Ialltoallv and Wait) where rank r
+    sends ((r + k) % 3) * scale int32 items to rank k (zeros among them) and receives
+    into parts with a gap before each; the messages in ``form`` "full", "pair" or
+    "derived"; ``bad_here``: this rank passes one count short. What it received."""
+    import numpy as np
+    rank, size = comm.rank, comm.size
+    sends = [(rank + k) % 3 * scale for k in range(size)]
+    receives = [(k + rank) % 3 * scale for k in range(size)]
+    if in_place:
+        buf = np.arange(sum(receives), dtype="i4") + 100 * rank
+        alltoallv(MPI.IN_PLACE, [buf, receives])
+        return buf
+    send = np.arange(sum(sends), dtype="i4") + 100 * rank
+    out = np.full(sum(receives) + size, -1, "i4")
+    displs = [sum(receives[:k]) + k for k in range(size)]
+    if bad_here:
+        sends = sends[:-1]      # ValueError here; the others raise too
+    datatype = MPI.INT.Dup() if form == "derived" else MPI.INT
+    try:
+        alltoallv([send, sends] if form != "pair" else [send, (sends, None), MPI.INT32_T],
+                  [out, receives, displs, datatype])
+    finally:
+        if form == "derived":
+            datatype.Free()
+    return out
+
+
+def vector_scenarios(comm, prefix, run):
+    """The vector collectives' scenarios (name -> call) of the differential tests, named
+    ``prefix`` + call: ``run(name, *args)`` runs Gatherv, Scatterv, Allgatherv or
+    Alltoallv (blocking, or the nonblocking form and its Wait). Counts with zeros,
+    parts with gaps, every root, each message form, IN_PLACE, derived datatypes, and
+    mismatches and bad counts on one rank."""
+    import numpy as np
+    rank, size = comm.rank, comm.size
+    last = size - 1
+    counts = [(r * 2 + 1) % 3 for r in range(size)]        # zeros among them
+    displs = [sum(counts[:r]) + r for r in range(size)]     # a gap before each part
+    extent = sum(counts) + size
+
+    def vector(values, form):
+        """A vector message of ``values`` (int32) in one of the forms mpi4py takes."""
+        return {"full": [values, counts, displs, MPI.INT32_T],
+                "pair": [values, (counts, displs), MPI.INT],
+                "counts": [values, counts],
+                "int": [values, 1, MPI.INT],
+                "derived": [values, counts, displs, MPI.INT.Create_contiguous(1).Commit()],
+                "plain": values}[form]
+
+    def every_root(at_root):
+        """at_root(root) at each root in turn, each ending as it ends."""
+        return [outcome(lambda: at_root(root)) for root in range(size)]
+
+    def gatherv(form="full", in_place=False, sent=None):
+        """At every root in turn; ``sent``: a rank's own count when it differs."""
+        def at_root(root):
+            own = counts[rank] if form not in ("int", "plain") else 1
+            send = np.arange(own if sent is None else sent(root), dtype="i4") + 10 * rank
+            out = np.full(extent if form not in ("int", "plain") else size, -1, "i4")
+            if in_place and rank == root:
+                np.copyto(out[displs[rank]:displs[rank] + own], send)
+                send = MPI.IN_PLACE
+            run("Gatherv", send, vector(out, form) if rank == root else None, root)
+            return out.tolist()
+        return every_root(at_root)
+
+    def scatterv(form="full", in_place=False, received=None):
+        def at_root(root):
+            send = np.arange(extent, dtype="i4") + 100 * root
+            own = counts[rank] if received is None else received(root)
+            out = np.full(own, -1, "i4")
+            recv = MPI.IN_PLACE if in_place and rank == root else out
+            run("Scatterv", vector(send, form) if rank == root else None, recv, root)
+            return out.tolist()
+        return every_root(at_root)
+
+    def allgatherv(form="full", in_place=False):
+        send = np.arange(counts[rank], dtype="i4") + 10 * rank
+        out = np.full(extent, -1, "i4")
+        if in_place:
+            np.copyto(out[displs[rank]:displs[rank] + counts[rank]], send)
+            send = MPI.IN_PLACE
+        run("Allgatherv", send, vector(out, form))
+        return out
+
+    def alltoallv(**case):
+        return alltoallv_case(comm, lambda send, recv: run("Alltoallv", send, recv), **case)
+
+    def named(text):
+        return prefix + text if prefix else text.capitalize()
+
+    return {
+        named("gatherv"): lambda: gatherv(),
+        named("gatherv pair form"): lambda: gatherv("pair"),
+        named("gatherv counts only"): lambda: gatherv("counts"),
+        named("gatherv int count"): lambda: gatherv("int"),
+        named("gatherv plain"): lambda: gatherv("plain"),
+        named("gatherv derived"): lambda: gatherv("derived"),
+        named("gatherv in place"): lambda: gatherv(in_place=True),
+        named("gatherv mismatch"): lambda: gatherv(
+            sent=lambda root: counts[rank] + (rank == last)),
+        named("scatterv"): lambda: scatterv(),
+        named("scatterv counts only"): lambda: scatterv("counts"),
+        named("scatterv plain"): lambda: scatterv(    # the first ranks get one more item
+            "plain", received=lambda root: extent // size + (extent % size > rank)),
+        named("scatterv derived"): lambda: scatterv("derived"),
+        named("scatterv in place"): lambda: scatterv(in_place=True),
+        named("scatterv short receive"): lambda: scatterv(
+            received=lambda root: counts[rank] + (rank == 0 and root != 0)),
+        named("allgatherv"): lambda: allgatherv(),
+        named("allgatherv pair form"): lambda: allgatherv("pair"),
+        named("allgatherv derived"): lambda: allgatherv("derived"),
+        named("allgatherv in place"): lambda: allgatherv(in_place=True),
+        named("alltoallv"): lambda: alltoallv(),
+        named("alltoallv in place"): lambda: alltoallv(in_place=True),
+        named("alltoallv pair form"): lambda: alltoallv(form="pair"),
+        named("alltoallv derived"): lambda: alltoallv(form="derived"),
+        named("alltoallv bad counts"): lambda: alltoallv(bad_here=rank == last),
+    }

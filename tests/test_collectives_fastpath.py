@@ -1,7 +1,7 @@
 """The collective fast paths (shmrma/csrc/collectives.c) against the Python path.
 
-Bcast, Reduce, Allreduce and the object collectives built on allgather and bcast
-take their common case in C on the same shared areas and protocol as
+Bcast, Reduce, Allreduce, Gather, Scatter, Alltoall(v), ... and the object
+collectives built on allgather and bcast take their common case in C on the same shared areas and protocol as
 collective.py. Every scenario runs with the fast paths on at every rank, off at
 every rank, and on at some ranks only (the two paths meet in one call), and all
 three must end the same on every rank: the same bytes, the same objects, the
@@ -17,11 +17,13 @@ import pytest
 
 import shmrma
 from shmrma import MPI, atomic, collective, fastpath
-from mpitest import assert_every_mode_agrees, run_in_every_mode
+from mpitest import (alltoallv_case, assert_every_mode_agrees, run_in_every_mode,
+                     vector_scenarios)
 
 FAST = ("fast_bcast", "fast_reduce", "fast_allreduce", "fast_allgather_bytes",
         "fast_bcast_bytes", "fast_gather", "fast_allgather", "fast_scatter", "fast_alltoall",
-        "fast_scan", "fast_reduce_scatter_block")
+        "fast_alltoallv", "fast_gatherv", "fast_allgatherv", "fast_scatterv", "fast_scan",
+        "fast_reduce_scatter_block")
 BIG = 1 << 17       # 1 MiB of doubles: past the small area, chunked through the large one
 
 
@@ -119,6 +121,7 @@ def _scenarios(comm):
         return out
 
     return {
+        **vector_scenarios(comm, "", lambda name, *args: getattr(comm, name)(*args)),
         "Bcast small": lambda: bcast(4),
         "Bcast large": lambda: bcast(BIG, size - 1),
         "Allreduce small": lambda: allreduce(3),
@@ -162,6 +165,7 @@ def _scenarios(comm):
         "Alltoall in place": lambda: alltoall(2, in_place=True),
         "Alltoall mismatch": lambda: alltoall(2, count=3 if rank == 0 else 2),
         "Alltoall large": lambda: alltoall(BIG // 8),
+        "Alltoallv large": lambda: alltoallv_case(comm, comm.Alltoallv, scale=20000),
         "Scan small": lambda: scan(3),
         "Scan in place": lambda: scan(4, in_place=True, op=MPI.PROD),
         "Exscan small": lambda: scan(2, inclusive=False, op=MPI.MAX),
@@ -223,12 +227,40 @@ def test_the_c_path_takes_the_common_cases():
         # once the large area is mapped, folds go on through it in C; streams that
         # outgrow the small area, and parts that do not fit, go to Python
         assert [took for _, took in taken["Scan large"]] == ["done"]
-        for name in ("Allgather large", "Scatter large", "Alltoall large", "Scan mismatch"):
+        _vector_forms_are_done_in_c(rank, taken)
+        for name in ("Allgather large", "Scatter large", "Alltoall large", "Alltoallv large",
+                     "Scan mismatch"):
             assert [took for _, took in taken[name]] == ["handed over"], (rank, name)
         # rank 0's own buffers disagree: it misses (Python raises in the first step)
         for name in ("Allgather mismatch", "Alltoall mismatch"):
             assert [took for _, took in taken[name]] == ["missed" if rank == 0
                                                           else "handed over"], (rank, name)
+
+
+def _vector_forms_are_done_in_c(rank, taken):
+    """At 3 ranks: the vector forms with predefined datatypes are done in C (Gatherv
+    and Scatterv once per root); derived datatypes and bad counts miss where they are
+    parsed, and a part that does not fit its place is handed to Python."""
+    roots = range(3)
+
+    def took(name):
+        return [took for _, took in taken[name]]
+    for name in ("Gatherv", "Gatherv pair form", "Gatherv counts only", "Gatherv int count",
+                 "Gatherv plain", "Gatherv in place", "Scatterv", "Scatterv counts only",
+                 "Scatterv plain", "Scatterv in place"):
+        assert took(name) == ["done"] * 3, (rank, name, took(name))
+    for name in ("Allgatherv", "Allgatherv pair form", "Allgatherv in place", "Alltoallv",
+                 "Alltoallv pair form", "Alltoallv in place"):
+        assert took(name) == ["done"], (rank, name, took(name))
+    for name in ("Gatherv derived", "Scatterv derived"):
+        assert took(name) == ["missed" if rank == root else "done" for root in roots], name
+    assert took("Allgatherv derived") == took("Alltoallv derived") == ["missed"]
+    # the last rank sends one item too many: a root hands over to Python, which
+    # raises; as the root, the last rank misses (its own part does not fit)
+    assert took("Gatherv mismatch") == [
+        ("missed" if rank == 2 else "handed over") if root == 2
+        else "handed over" if rank == root else "done" for root in roots]
+    assert took("Alltoallv bad counts") == ["missed" if rank == 2 else "handed over"]
 
 
 def _sliced_folds():

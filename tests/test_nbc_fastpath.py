@@ -1,8 +1,9 @@
 """The nonblocking collectives' C path (shmrma/csrc/nbc.c) against the Python path.
 
-Every nonblocking collective but the vector forms and Ireduce_scatter, on plain
-buffers whose streams fit a slot, starts in C on the channel of nbcarea.py, and their Wait and
-Test read the others' slots in C. Every scenario runs with the fast paths on at
+Every nonblocking collective but Ialltoallw, on plain buffers (the vector forms'
+messages with predefined datatypes; Ireduce_scatter with its recvcounts given)
+whose streams fit a slot, starts in C on the channel of nbcarea.py, and their
+Wait and Test read the others' slots in C. Every scenario runs with the fast paths on at
 every rank, off at every rank, and on at even ranks only (both paths meet in one
 collective, and C operations sit among Python ones on one channel), and must end
 the same on every rank: the same bytes, the same errors. No checklist rule covers
@@ -13,7 +14,7 @@ import pytest
 
 import shmrma
 from shmrma import MPI, atomic, nbcarea, nonblocking
-from mpitest import assert_every_mode_agrees, run_in_every_mode
+from mpitest import assert_every_mode_agrees, run_in_every_mode, vector_scenarios
 
 
 class Spy:
@@ -136,7 +137,25 @@ def _scenarios(comm):
         comm.Ireduce_scatter_block(send, out, op).Wait()
         return out
 
+    def reduce_scatter(in_place=False, given=True, short_here=False, op=MPI.SUM):
+        """Rank r's block: (r * 2 + 1) % 3 items (zeros among them); ``given``: the
+        recvcounts passed (else gathered from the receive buffers)."""
+        counts = [(r * 2 + 1) % 3 for r in range(size)]
+        send = np.arange(sum(counts) - short_here, dtype="i8") * (rank + 2) + 1
+        if in_place:
+            comm.Ireduce_scatter(MPI.IN_PLACE, send, counts, op).Wait()
+            return send[:counts[rank]]
+        out = np.zeros(counts[rank], "i8")
+        comm.Ireduce_scatter(send, out, counts if given else None, op).Wait()
+        return out
+
     return {
+        "Ireduce_scatter": lambda: reduce_scatter(),
+        "Ireduce_scatter in place": lambda: reduce_scatter(in_place=True, op=MPI.PROD),
+        "Ireduce_scatter counts gathered": lambda: reduce_scatter(given=False),
+        "Ireduce_scatter short here": lambda: reduce_scatter(short_here=rank == last),
+        **vector_scenarios(comm, "I", lambda name, *args: getattr(
+            comm, "I" + name.lower())(*args).Wait()),
         "Igather": lambda: gather(3, last),
         "Igather in place": lambda: gather(2, 0, in_place=True),
         "Igather mismatch": lambda: gather(2, 0, count=3 if rank == last else 2),
@@ -193,7 +212,7 @@ def _all_modes():
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("nranks", [1, 2, 3])
+@pytest.mark.parametrize("nranks", [1, 2, 3, 4])
 def test_fast_slow_and_mixed_paths_end_the_same(nranks):
     """Every scenario gives the same results and errors on every path."""
     assert_every_mode_agrees(shmrma.launch(_all_modes, nranks, timeout=100),
@@ -216,6 +235,7 @@ def test_the_c_path_takes_the_common_cases():
                      "Ireduce_scatter_block in place"):
             assert taken[name] == [True], (rank, name, taken[name])
             assert outcomes[name][0] == "ok", (rank, name, outcomes[name])
+        _vector_forms_take_the_c_path(rank, taken, outcomes)
         assert taken["Iallreduce large"] == [False]
         assert taken["Ialltoall large"] == [False]
         assert taken["Iscatter large"] == [rank != 0]
@@ -229,7 +249,7 @@ def test_the_c_path_takes_the_common_cases():
         # the root's 320 KB stream goes to its outbox (Python); the others read it in C
         assert taken["Ibcast large"] == [rank != 0]
         assert taken["Ibcast bad root"] == [False]
-        assert taken["mixed outstanding"] == [True, True, True]
+        assert taken["mixed outstanding"] == [True] * 4
         far = taken["far ahead"]
         assert far[:nbcarea.SLOTS] == [True] * nbcarea.SLOTS and not all(far)
         # errors: the failing rank misses in C and raises; the others read its error
@@ -237,3 +257,40 @@ def test_the_c_path_takes_the_common_cases():
         assert outcomes["Iallreduce bad op here"][0] == "MPI.Exception"
         assert outcomes["Ibcast no buffer at root"][0] in ("MPI.Exception", "TypeError",
                                                            "ValueError", "BufferError")
+
+
+def _vector_forms_take_the_c_path(rank, taken, outcomes):
+    """At 3 ranks: the vector forms' messages with predefined datatypes, and
+    Ireduce_scatter with its recvcounts given, start in C (the gathers and scatters
+    once per root); derived datatypes and bad counts miss."""
+    roots = range(3)
+    for name in ("Igatherv", "Igatherv pair form", "Igatherv counts only", "Igatherv int count",
+                 "Igatherv plain", "Igatherv in place", "Iscatterv", "Iscatterv counts only",
+                 "Iscatterv plain", "Iscatterv in place"):
+        assert taken[name] == [True] * 3, (rank, name, taken[name])
+        assert [result[0] for result in outcomes[name][1]] == ["ok"] * 3, (rank, name)
+    for name in ("Iallgatherv", "Iallgatherv pair form", "Iallgatherv in place", "Ialltoallv",
+                 "Ialltoallv in place", "Ialltoallv pair form"):
+        assert taken[name] == [True], (rank, name, taken[name])
+        assert outcomes[name][0] == "ok", (rank, name, outcomes[name])
+    # a derived datatype misses where it is parsed: the root's vector, everyone's
+    # in Iallgatherv; the plain buffers of the others start in C
+    assert taken["Igatherv derived"] == [rank != root for root in roots]
+    assert taken["Iscatterv derived"] == [rank != root for root in roots]
+    assert taken["Iallgatherv derived"] == taken["Ialltoallv derived"] == [False]
+    assert taken["Ireduce_scatter"] == taken["Ireduce_scatter in place"] == [True]
+    assert outcomes["Ireduce_scatter"][0] == outcomes["Ireduce_scatter in place"][0] == "ok"
+    # recvcounts None: the Python path gathers them; a send buffer short of the
+    # blocks' sum misses where it is passed (ValueError), the others read its error
+    assert taken["Ireduce_scatter counts gathered"] == [False]
+    assert taken["Ireduce_scatter short here"] == [rank != 2]
+    assert outcomes["Ireduce_scatter short here"][0] == (
+        "ValueError" if rank == 2 else "MPI.Exception")
+    # the last rank sends one item too many: as the root it misses (Python raises at
+    # the call), elsewhere its stream reaches the root, which raises at Wait (the
+    # senders' own Wait ends well)
+    assert taken["Igatherv mismatch"] == [not rank == root == 2 for root in roots]
+    assert [result[0] for result in outcomes["Igatherv mismatch"][1]] == [
+        "MPI.Exception" if rank == root else "ok" for root in roots]
+    assert taken["Ialltoallv bad counts"] == [rank != 2]
+    assert outcomes["Ialltoallv bad counts"][0] in ("MPI.Exception", "ValueError")

@@ -148,6 +148,23 @@ typedef struct {
 int operand_get(PyObject *obj, int writable, Operand *o);
 void operand_release(Operand *o);
 
+/* A rank's part of a buffer, in bytes. */
+typedef struct {
+    Py_ssize_t at, len;
+} Span;
+
+/* The predefined datatypes a vector message may name: a sequence of
+ * (datatype, extent > 0) (nonblocking._vector_datatypes).  -1 with an error set. */
+int set_vector_datatypes(PyObject *pairs);
+/* A vector message's counts (or, `displs`, its displacements) into each span's
+ * len (at), in items: an int for every rank (the displacements' stride) or a
+ * list or tuple of an int per rank, each >= 0.  -1 (no error set): a miss. */
+int per_rank(PyObject *obj, int n, Span *spans, int displs);
+/* A vector collective's message (buffers.vector_message) in the forms C takes
+ * (see _native.c): the buffer into *op, each of the n ranks' parts into spans.
+ * -1 (no error set): a miss, nothing held. */
+int vector_get(PyObject *msg, int writable, int n, Operand *op, Span *spans);
+
 /* A call's send and receive buffers, each there or not. */
 typedef struct {
     Operand send, recv;

@@ -7,8 +7,9 @@
  * here, the operations outstanding in step order); nbcarea.Channel derives
  * from it and runs the general case in Python on the same state.  The calls
  * whose arguments are plain (C-contiguous buffers of a numeric format, a
- * predefined op the kernels know, an int root in range) and whose stream fits
- * a slot start here when nothing of this rank waits to be deposited before
+ * predefined op the kernels know, an int root in range; for the vector forms,
+ * messages of counts and displacements whose datatype is predefined) and whose
+ * stream fits a slot start here when nothing of this rank waits to be deposited before
  * them: the stream goes into this member's slot, and the request is an
  * NbcOp, which reads its sources' slots (copies, folds in rank order) in its
  * own Wait and Test, or in the channel's progress among Python operations.
@@ -43,24 +44,37 @@ typedef struct {
     PyObject *operations;           /* a list, in step order */
 } ChannelCore;
 
+/* The vector forms (GATHERV..) run as their fixed-size kind with the parts that
+ * their counts and displacements give, Ireduce_scatter as Ireduce_scatter_block
+ * with the blocks its counts give; only their names differ. */
 enum { BARRIER, BCAST, REDUCE, ALLREDUCE, ALLGATHER, GATHER, SCATTER, ALLTOALL, SCAN, EXSCAN,
-       REDUCE_SCATTER_BLOCK, KINDS };
+       REDUCE_SCATTER_BLOCK, GATHERV, SCATTERV, ALLGATHERV, ALLTOALLV, REDUCE_SCATTER, KINDS };
 static const char *const KIND_NAMES[] = {"Ibarrier", "Ibcast", "Ireduce", "Iallreduce",
                                          "Iallgather", "Igather", "Iscatter", "Ialltoall",
-                                         "Iscan", "Iexscan", "Ireduce_scatter_block"};
+                                         "Iscan", "Iexscan", "Ireduce_scatter_block",
+                                         "Igatherv", "Iscatterv", "Iallgatherv", "Ialltoallv",
+                                         "Ireduce_scatter"};
+#define VECTOR(kind) ((kind) >= GATHERV && (kind) <= ALLTOALLV)
+#define FIXED_OF(kind) ((kind) == GATHERV ? GATHER : (kind) == SCATTERV ? SCATTER : \
+                        (kind) == ALLGATHERV ? ALLGATHER : (kind) == ALLTOALLV ? ALLTOALL : \
+                        (kind) == REDUCE_SCATTER ? REDUCE_SCATTER_BLOCK : (kind))
 
 #define FOLDS(kind) ((kind) == REDUCE || (kind) == ALLREDUCE || (kind) == SCAN || \
                      (kind) == EXSCAN || (kind) == REDUCE_SCATTER_BLOCK)
 #define TABLED(kind) ((kind) == SCATTER || (kind) == ALLTOALL)
+#define PARTED(kind) ((kind) == GATHER || (kind) == ALLGATHER || TABLED(kind))
 
 typedef struct {
     PyObject_HEAD
     ChannelCore *channel;
     long long step;
-    int kind, root, op, etype;
+    int kind, named, root, op, etype;   /* kind: the fixed-size kind it runs as; named: the call's */
     int deposited, read, null_;
     Pair io;                        /* held until read */
-    Py_ssize_t part;                /* the parts' bytes (gathers, scatters, alltoall) */
+    /* the parts (gathers, scatters, alltoall), held until read: sends[r] is what
+     * the send buffer holds for rank r (gathers: all of it), recvs[r] where rank
+     * r's part lands in the receive buffer (scatters: all of it, from the root) */
+    Span *sends, *recvs;
     int last;                       /* folds: ranks [0, last) are folded */
     Py_ssize_t low, high;           /* folds: the bytes of each vector folded */
     PyObject *error;
@@ -396,7 +410,7 @@ static int
 source_ok(NbcOp *o, int rank, int64_t expected)
 {
     NbcHeader *h = header_of(o->channel, rank, o->step);
-    const char *name = KIND_NAMES[o->kind];
+    const char *name = KIND_NAMES[o->named];
     if (h->error)
         return fail_with(o, g_failed, "(sii)", name, rank, h->error) < 0 ? -1 : 0;
     if (expected >= 0 && h->length != expected)
@@ -440,38 +454,55 @@ reader(NbcOp *o, int rank)
     return flows(o, o->channel->me, rank);
 }
 
+/* The bytes this member expects of source rank's stream, or -1 for any. */
+static int64_t
+expected_of(NbcOp *o, int rank)
+{
+    ChannelCore *c = o->channel;
+    switch (o->kind) {
+    case BCAST:
+        return o->io.has_recv ? o->io.recv.view.len : -1;
+    case ALLGATHER:
+    case GATHER:
+        return o->recvs[rank].len;
+    default:
+        return FOLDS(o->kind) ? header_of(c, c->me, o->step)->length : -1;
+    }
+}
+
 /* Check every source this member reads (all others, or the root): 1 when all
- * bring `expected` bytes (any when < 0), 0 with the error kept, -1 on failure. */
+ * bring what this member expects, 0 with the error kept, -1 on failure. */
 static int
-sources_ok(NbcOp *o, int64_t expected)
+sources_ok(NbcOp *o)
 {
     ChannelCore *c = o->channel;
     int r, ok;
     for (r = 0; r < c->n; r++)
-        if (reads_from(o, r) && (ok = source_ok(o, r, expected)) != 1)
+        if (reads_from(o, r) && (ok = source_ok(o, r, expected_of(o, r))) != 1)
             return ok;
     return 1;
 }
 
-/* Part `index` of each source's table stream into its part of recv (`into`
- * NULL: the one part the root sends, into recv). */
+/* Each source's part into where its part lands in recv: its whole stream
+ * (gathers), or part `index` of its table stream (scatters, alltoall). */
 static int
 take_parts(NbcOp *o, int index)
 {
     ChannelCore *c = o->channel;
-    Py_ssize_t from, len;
+    Py_ssize_t from = 0, len;
     int r;
     for (r = 0; r < c->n; r++) {
-        char *into = o->kind == SCATTER ? o->io.recv.view.buf
-                                        : (char *)o->io.recv.view.buf + r * o->part;
+        Span *into = &o->recvs[r];
         if (!reads_from(o, r))
             continue;
-        if (table_entry(o, r, index, &from, &len) < 0)
+        if (!TABLED(o->kind))
+            len = into->len;    /* sources_ok checked the stream's length */
+        else if (table_entry(o, r, index, &from, &len) < 0)
             return -1;
-        if (len != o->part)
-            return fail_with(o, g_mismatch, "(siLL)", KIND_NAMES[o->kind], r, (long long)len,
-                             (long long)o->part);
-        if (use_stream(o, r, from, into, len, -1) < 0)
+        else if (len != into->len)
+            return fail_with(o, g_mismatch, "(siLL)", KIND_NAMES[o->named], r, (long long)len,
+                             (long long)into->len);
+        if (use_stream(o, r, from, (char *)o->io.recv.view.buf + into->at, len, -1) < 0)
             return -1;
     }
     return 0;
@@ -484,43 +515,31 @@ take(NbcOp *o)
     ChannelCore *c = o->channel;
     int r, ok;
     char *recv = o->io.has_recv ? o->io.recv.view.buf : NULL;
-    int64_t expected = -1;
-    switch (o->kind) {
-    case BCAST:
-        expected = o->io.has_recv ? o->io.recv.view.len : -1;
-        break;
-    case ALLGATHER:
-    case GATHER:
-        expected = o->part;
-        break;
-    default:
-        if (FOLDS(o->kind))
-            expected = header_of(c, c->me, o->step)->length;
-    }
-    if ((ok = sources_ok(o, expected)) != 1)
+    if ((ok = sources_ok(o)) != 1)
         return ok;
-    switch (o->kind) {
-    case BCAST:
-        return recv == NULL ? 0 : use_stream(o, o->root, 0, recv, expected, -1);
-    case ALLGATHER:
-    case GATHER:
-        for (r = 0; r < c->n; r++)
-            if (reads_from(o, r) && use_stream(o, r, 0, recv + r * o->part, o->part, -1) < 0)
-                return -1;
+    if (recv == NULL)
         return 0;
-    case SCATTER:
-    case ALLTOALL:
-        return recv == NULL ? 0 : take_parts(o, c->me);
-    default:
-        if (!FOLDS(o->kind) || recv == NULL)
-            return 0;
-        /* ranks [0, last) in rank order, this member's vector from its own slot
-         * (recv may be its send buffer) */
-        for (r = 0; r < o->last; r++)
-            if (use_stream(o, r, o->low, recv, o->high - o->low, r == 0 ? -1 : o->op) < 0)
-                return -1;
+    if (PARTED(o->kind))
+        return take_parts(o, c->me);
+    if (o->kind == BCAST)
+        return use_stream(o, o->root, 0, recv, o->io.recv.view.len, -1);
+    if (!FOLDS(o->kind))
         return 0;
-    }
+    /* ranks [0, last) in rank order, this member's vector from its own slot
+     * (recv may be its send buffer) */
+    for (r = 0; r < o->last; r++)
+        if (use_stream(o, r, o->low, recv, o->high - o->low, r == 0 ? -1 : o->op) < 0)
+            return -1;
+    return 0;
+}
+
+/* Let go of the buffers and parts, once read or never to be. */
+static void
+release_args(NbcOp *o)
+{
+    pair_release(&o->io);
+    PyMem_Free(o->sends);
+    o->sends = o->recvs = NULL;
 }
 
 /* Read the sources if they all deposited: 1 (read), 0 (not yet), -1 (error set). */
@@ -537,7 +556,7 @@ try_read(NbcOp *o)
     if (take(o) < 0)
         return -1;
     o->read = 1;
-    pair_release(&o->io);
+    release_args(o);
     return 1;
 }
 
@@ -616,7 +635,7 @@ static void
 nbcop_dealloc(NbcOp *o)
 {
     PyObject_GC_UnTrack(o);
-    pair_release(&o->io);
+    release_args(o);
     Py_CLEAR(o->channel);
     Py_CLEAR(o->error);
     Py_TYPE(o)->tp_free((PyObject *)o);
@@ -641,7 +660,7 @@ nbcop_clear(NbcOp *o)
 static PyObject *
 nbcop_get_name(NbcOp *o, void *closure)
 {
-    return PyUnicode_FromString(KIND_NAMES[o->kind]);
+    return PyUnicode_FromString(KIND_NAMES[o->named]);
 }
 
 static PyObject *
@@ -708,46 +727,108 @@ fast_channel(PyObject *obj)
     return c;
 }
 
-/* recvbuf into o->io.recv (writable), cut in `parts` parts of o->part bytes. */
+enum { WHOLE, CUT };
+
+/* buf into *op (writable or not), and each rank's part of it into spans: all
+ * of it (WHOLE), or (CUT) as a vector message's counts and displacements say,
+ * or, for the fixed-size kinds, one equal part per rank in rank order.  -1: a
+ * miss, *has set when *op holds the buffer. */
 static int
-recv_parts(NbcOp *o, PyObject *recvbuf, int parts)
+parts_get(NbcOp *o, PyObject *buf, int writable, int cut, Operand *op, int *has, Span *spans)
 {
-    if (operand_get(recvbuf, 1, &o->io.recv) < 0)
+    int n = o->channel->n, r;
+    if (cut && VECTOR(o->named)) {
+        if (vector_get(buf, writable, n, op, spans) < 0)
+            return -1;
+        *has = 1;
+        return 0;
+    }
+    if (operand_get(buf, writable, op) < 0)
         return -1;
-    o->io.has_recv = 1;
-    if (o->io.recv.count % parts)
+    *has = 1;
+    if (cut && op->count % n)
         return -1;
-    o->part = o->io.recv.view.len / parts;
+    for (r = 0; r < n; r++) {
+        spans[r].len = cut ? op->view.len / n : op->view.len;
+        spans[r].at = cut ? r * spans[r].len : 0;
+    }
     return 0;
 }
 
-/* sendbuf into o->io.send: `parts` parts of o->part bytes, apart from recv;
- * IN_PLACE where `in_place`. */
 static int
-send_parts(NbcOp *o, PyObject *sendbuf, int parts, int in_place)
+send_parts(NbcOp *o, PyObject *sendbuf, int cut)
 {
-    if (sendbuf == g_in_place)
-        return in_place && o->io.has_recv ? 0 : -1;
-    if (operand_get(sendbuf, 0, &o->io.send) < 0)
-        return -1;
-    o->io.has_send = 1;
-    if (o->io.send.count % parts || o->io.send.view.len != o->part * parts)
-        return -1;
-    return o->io.has_recv && pair_overlaps(&o->io) ? -1 : 0;
+    return parts_get(o, sendbuf, 0, cut, &o->io.send, &o->io.has_send, o->sends);
 }
 
-/* A reduction's buffers (recvbuf holds one block of the vectors in `blocks`, the
- * whole vector with IN_PLACE), its op, and the ranks and bytes folded. */
 static int
-fold_args(NbcOp *o, PyObject *sendbuf, PyObject *recvbuf, PyObject *op, int blocks)
+recv_parts(NbcOp *o, PyObject *recvbuf, int cut)
+{
+    return parts_get(o, recvbuf, 1, cut, &o->io.recv, &o->io.has_recv, o->recvs);
+}
+
+/* Both buffers held: does this member's own part of the send buffer fill its
+ * part of the receive buffer exactly, the buffers apart?  0, or -1 for a miss
+ * (Python raises the mismatch). */
+static int
+own_fits(NbcOp *o)
+{
+    int me = o->channel->me;
+    return o->sends[me].len == o->recvs[me].len && !pair_overlaps(&o->io) ? 0 : -1;
+}
+
+/* The reduce-scatters' block of this member: o->low and o->high, the bytes of
+ * its block of vectors `mine` (whole, of `count` items); the blocks are
+ * recvcounts' (Ireduce_scatter: a list or tuple of an int per rank, this
+ * member's that of the receive buffer unless IN_PLACE), or a receive buffer's
+ * count each (Ireduce_scatter_block; with IN_PLACE, the vector's share).  0, or
+ * -1 for a miss (Python raises what is wrong). */
+static int
+scatter_block(NbcOp *o, Operand *mine, PyObject *recvcounts)
+{
+    ChannelCore *c = o->channel;
+    Py_ssize_t total = 0, before = 0, item = mine->view.itemsize;
+    int r, in_place = !o->io.has_send, ok;
+    Span *blocks = PyMem_New(Span, (size_t)c->n);
+    if (blocks == NULL)
+        return -1;
+    if (o->named == REDUCE_SCATTER)
+        ok = (PyList_Check(recvcounts) || PyTuple_Check(recvcounts)) &&
+             per_rank(recvcounts, c->n, blocks, 0) == 0 &&
+             (in_place || blocks[c->me].len == o->io.recv.count);
+    else {
+        for (r = 0; r < c->n; r++)
+            blocks[r].len = in_place ? mine->count / c->n : o->io.recv.count;
+        ok = 1;
+    }
+    for (r = 0; ok && r < c->n; r++) {
+        before += r < c->me ? blocks[r].len : 0;
+        total += blocks[r].len;
+        ok = total <= mine->count;
+    }
+    o->low = before * item;
+    o->high = o->low + (ok ? blocks[c->me].len * item : 0);
+    PyMem_Free(blocks);
+    return ok && total == mine->count ? 0 : -1;
+}
+
+/* A reduction's buffers (IN_PLACE: the whole vector in recvbuf), its op, and
+ * the ranks and bytes folded: the whole vectors, or this member's block of
+ * them (the reduce-scatters, `recvcounts` for Ireduce_scatter). */
+static int
+fold_args(NbcOp *o, PyObject *sendbuf, PyObject *recvbuf, PyObject *op, PyObject *recvcounts)
 {
     ChannelCore *c = o->channel;
     int me = c->me, receives = o->kind != REDUCE || me == o->root;
+    int scatters = o->kind == REDUCE_SCATTER_BLOCK;
     Operand *mine;
-    if (receives && recv_parts(o, recvbuf, 1) < 0)
-        return -1;
+    if (receives) {
+        if (operand_get(recvbuf, 1, &o->io.recv) < 0)
+            return -1;
+        o->io.has_recv = 1;
+    }
     if (sendbuf == g_in_place) {
-        if (!receives || o->io.recv.count % blocks)
+        if (!receives)
             return -1;
         mine = &o->io.recv;
     }
@@ -756,9 +837,8 @@ fold_args(NbcOp *o, PyObject *sendbuf, PyObject *recvbuf, PyObject *op, int bloc
             return -1;
         o->io.has_send = 1;
         mine = &o->io.send;
-        if (receives && (o->io.send.code != o->io.recv.code ||
-                         o->io.send.view.len != o->io.recv.view.len * blocks ||
-                         pair_overlaps(&o->io)))
+        if (receives && (o->io.send.code != o->io.recv.code || pair_overlaps(&o->io) ||
+                         (!scatters && o->io.send.view.len != o->io.recv.view.len)))
             return -1;
     }
     o->etype = mine->etype;
@@ -766,18 +846,18 @@ fold_args(NbcOp *o, PyObject *sendbuf, PyObject *recvbuf, PyObject *op, int bloc
     if (o->op < 0 || o->op == OP_REPLACE)
         return -1;
     o->last = !receives ? 0 : o->kind == SCAN ? me + 1 : o->kind == EXSCAN ? me : c->n;
-    o->low = o->kind == REDUCE_SCATTER_BLOCK ? me * (mine->view.len / blocks) : 0;
-    o->high = o->kind == REDUCE_SCATTER_BLOCK ? o->low + mine->view.len / blocks
-                                              : mine->view.len;
-    return 0;
+    o->low = 0;
+    o->high = mine->view.len;
+    return scatters ? scatter_block(o, mine, recvcounts) : 0;
 }
 
-/* Parse the buffers of o's kind into o: 0, or -1 for a miss (nothing touched). */
+/* Parse the buffers of o's kind into o (Ireduce_scatter's recvcounts too): 0,
+ * or -1 for a miss (nothing touched). */
 static int
-start_args(NbcOp *o, PyObject *sendbuf, PyObject *recvbuf, PyObject *op)
+start_args(NbcOp *o, PyObject *sendbuf, PyObject *recvbuf, PyObject *op, PyObject *recvcounts)
 {
     ChannelCore *c = o->channel;
-    int me = c->me, root_side = o->root == me, n = c->n;
+    int me = c->me, root_side = o->root == me;
     switch (o->kind) {
     case BARRIER:
         return 0;
@@ -789,37 +869,26 @@ start_args(NbcOp *o, PyObject *sendbuf, PyObject *recvbuf, PyObject *op)
         else
             o->io.has_recv = 1;
         return 0;
-    case GATHER:
-        if (!root_side) {
-            if (operand_get(sendbuf, 0, &o->io.send) < 0)
-                return -1;
-            o->io.has_send = 1;
-            return 0;
-        }
-        /* fall through: the root takes its own part as an Allgather does */
+    case GATHER:        /* the root takes its own part as an Allgather does */
+        if (!root_side)
+            return send_parts(o, sendbuf, WHOLE);
+        /* fall through */
     case ALLGATHER:
-        return recv_parts(o, recvbuf, n) < 0 || send_parts(o, sendbuf, 1, 1) < 0 ? -1 : 0;
+        if (recv_parts(o, recvbuf, CUT) < 0)
+            return -1;
+        return sendbuf == g_in_place ? 0 : send_parts(o, sendbuf, WHOLE) < 0 ? -1 : own_fits(o);
     case SCATTER:
         if (!root_side)
-            return recv_parts(o, recvbuf, 1);
-        if (operand_get(sendbuf, 0, &o->io.send) < 0)
+            return recv_parts(o, recvbuf, WHOLE);
+        if (send_parts(o, sendbuf, CUT) < 0)
             return -1;
-        o->io.has_send = 1;
-        if (o->io.send.count % n)
-            return -1;
-        o->part = o->io.send.view.len / n;
-        if (recvbuf != g_in_place) {
-            if (operand_get(recvbuf, 1, &o->io.recv) < 0)
-                return -1;
-            o->io.has_recv = 1;
-            if (o->io.recv.view.len != o->part || pair_overlaps(&o->io))
-                return -1;
-        }
-        return 0;
+        return recvbuf == g_in_place ? 0 : recv_parts(o, recvbuf, WHOLE) < 0 ? -1 : own_fits(o);
     case ALLTOALL:
-        return recv_parts(o, recvbuf, n) < 0 || send_parts(o, sendbuf, n, 1) < 0 ? -1 : 0;
+        if (recv_parts(o, recvbuf, CUT) < 0)
+            return -1;
+        return sendbuf == g_in_place ? 0 : send_parts(o, sendbuf, CUT) < 0 ? -1 : own_fits(o);
     default:
-        return fold_args(o, sendbuf, recvbuf, op, o->kind == REDUCE_SCATTER_BLOCK ? n : 1);
+        return fold_args(o, sendbuf, recvbuf, op, recvcounts);
     }
 }
 
@@ -829,24 +898,19 @@ static void
 take_own(NbcOp *o)
 {
     int me = o->channel->me;
-    const char *own;
-    if (!o->io.has_send || !o->io.has_recv)
+    if (!PARTED(o->kind) || !o->io.has_send || !o->io.has_recv)
         return;
-    switch (o->kind) {
-    case GATHER:
-    case ALLGATHER:
-        own = o->io.send.view.buf;
-        break;
-    case SCATTER:
-    case ALLTOALL:
-        own = (char *)o->io.send.view.buf + me * o->part;
-        break;
-    default:
-        return;
-    }
-    memcpy(o->kind == SCATTER ? (char *)o->io.recv.view.buf
-                              : (char *)o->io.recv.view.buf + me * o->part, own,
-           (size_t)o->part);
+    memcpy((char *)o->io.recv.view.buf + o->recvs[me].at,
+           (char *)o->io.send.view.buf + o->sends[me].at, (size_t)o->recvs[me].len);
+}
+
+/* The buffer this member's parts go out from, and their spans: the send
+ * buffer, or with IN_PLACE the receive buffer. */
+static Operand *
+outgoing(NbcOp *o, Span **spans)
+{
+    *spans = o->io.has_send ? o->sends : o->recvs;
+    return o->io.has_send ? &o->io.send : &o->io.recv;
 }
 
 /* What this member deposits: (data, length), after a table of its parts for
@@ -856,6 +920,8 @@ stream_of(NbcOp *o, const char **data, Py_ssize_t *len, int *table)
 {
     ChannelCore *c = o->channel;
     Pair *io = &o->io;
+    Operand *out;
+    Span *spans;
     *data = NULL;
     *len = 0;
     *table = 0;
@@ -870,17 +936,18 @@ stream_of(NbcOp *o, const char **data, Py_ssize_t *len, int *table)
         }
         return;
     case ALLGATHER:
-        *data = io->has_send ? (char *)io->send.view.buf
-                             : (char *)io->recv.view.buf + c->me * o->part;
-        *len = o->part;
+        out = outgoing(o, &spans);
+        *data = (char *)out->view.buf + spans[c->me].at;
+        *len = spans[c->me].len;
         return;
     case SCATTER:
-    case ALLTOALL:
+    case ALLTOALL:      /* the whole buffer, as Python's collective._parts_stream */
         if (o->kind == SCATTER && c->me != o->root)
             return;
         *table = 1;
-        *data = io->has_send ? io->send.view.buf : io->recv.view.buf;
-        *len = o->part * c->n;
+        out = outgoing(o, &spans);
+        *data = out->view.buf;
+        *len = out->view.len;
         return;
     default:        /* the folds: this member's whole vector */
         *data = io->has_send ? io->send.view.buf : io->recv.view.buf;
@@ -910,11 +977,13 @@ deposit(NbcOp *o)
     const char *data;
     Py_ssize_t len, head = 0;
     int r, table;
+    Span *spans;
     stream_of(o, &data, &len, &table);
     if (table) {        /* collective._parts_stream: (offset, length) of each part */
         head = c->n * (Py_ssize_t)sizeof(TableEntry);
+        outgoing(o, &spans);
         for (r = 0; r < c->n; r++) {
-            TableEntry e = {head + r * o->part, o->part};
+            TableEntry e = {head + spans[r].at, spans[r].len};
             memcpy(into + r * sizeof(e), &e, sizeof(e));
         }
     }
@@ -929,30 +998,40 @@ deposit(NbcOp *o)
             cell_bump(c->doorbells[r]);
 }
 
-/* nbc_start(channel, kind, sendbuf, recvbuf, op, root) -> the request, or False */
+/* nbc_start(channel, kind, sendbuf, recvbuf, op, root) -> the request, or False;
+ * Ireduce_scatter passes its recvcounts for root */
 static PyObject *
 n_nbc_start(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     ChannelCore *c;
     NbcOp *o;
-    long kind, root = 0;
+    long kind, fixed, root = 0;
     if (check_nargs("nbc_start", nargs, 6) < 0)
         return NULL;
     if (!(c = fast_channel(args[0])) || (kind = plain_int(args[1])) < 0 || kind >= KINDS)
         Py_RETURN_FALSE;
-    if ((kind == BCAST || kind == REDUCE || kind == GATHER || kind == SCATTER) &&
+    fixed = FIXED_OF(kind);
+    if ((fixed == BCAST || fixed == REDUCE || fixed == GATHER || fixed == SCATTER) &&
             ((root = plain_int(args[5])) < 0 || root >= c->n))
         Py_RETURN_FALSE;
-    if (TABLED(kind) && c->n * (Py_ssize_t)sizeof(TableEntry) > INLINE)
+    if (TABLED(fixed) && c->n * (Py_ssize_t)sizeof(TableEntry) > INLINE)
         Py_RETURN_FALSE;
     o = (NbcOp *)((PyTypeObject *)g_request_type)->tp_alloc((PyTypeObject *)g_request_type, 0);
     if (o == NULL)
         return NULL;
     Py_INCREF(c);
     o->channel = c;
-    o->kind = (int)kind;
+    o->kind = (int)fixed;
+    o->named = (int)kind;
     o->root = (int)root;
-    if (start_args(o, args[2], args[3], args[4]) < 0 || stream_bytes(o) < 0) {
+    if (PARTED(fixed)) {
+        if ((o->sends = PyMem_New(Span, 2 * (size_t)c->n)) == NULL) {
+            Py_DECREF(o);
+            return PyErr_NoMemory();
+        }
+        o->recvs = o->sends + c->n;
+    }
+    if (start_args(o, args[2], args[3], args[4], args[5]) < 0 || stream_bytes(o) < 0) {
         Py_DECREF(o);
         Py_RETURN_FALSE;
     }
@@ -1005,7 +1084,8 @@ static PyMethodDef nbc_functions[] = {
     {"nbc_setup", (PyCFunction)(void (*)(void))n_nbc_setup, METH_VARARGS | METH_KEYWORDS,
      "nbc_setup(**constants): the channel layout and the Python helpers."},
     {"nbc_start", (PyCFunction)(void (*)(void))n_nbc_start, METH_FASTCALL,
-     "nbc_start(channel, kind, sendbuf, recvbuf, op, root) -> the request, or False "
+     "nbc_start(channel, kind, sendbuf, recvbuf, op, root or recvcounts) -> the request, "
+     "or False "
      "(missed, nothing done)."},
     {NULL}
 };
