@@ -927,6 +927,25 @@ static PyTypeObject BufferExporterType = {
     .tp_new = PyType_GenericNew,
 };
 
+/* --- the construction protocol of handle classes --- */
+
+/* The base of mpi4py-style handle classes (Request, Info, Datatype...): its
+ * __new__ takes and ignores the arguments of any constructor, as mpi4py's
+ * classes' __cinit__ take the handle to copy, so a subclass's
+ * ``def __new__(cls, request=None): return MPI.Request.__new__(cls, request)``
+ * works; the subclass's __init__ (inherited) copies the handle.  Being C,
+ * this __new__ costs nothing on the runtime's own constructions (a request
+ * per Isend/Irecv), which a Python __new__ would slow by ~60 ns. */
+static PyTypeObject HandleBaseType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "shmrma._native.HandleBase",
+    .tp_basicsize = sizeof(PyObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Base class whose __new__ ignores its arguments (mpi4py's __cinit__ "
+              "protocol; __init__ takes the handle to copy).",
+    .tp_new = PyType_GenericNew,
+};
+
 /* --- argument checks: each says "usable" (0) or "miss" (-1, no error set) --- */
 
 #define REACH_MISS 0
@@ -2077,13 +2096,9 @@ PyInit__native(void)
         Py_DECREF(mod);
         return NULL;
     }
-    if (PyType_Ready(&BufferExporterType) < 0) {
-        Py_DECREF(mod);
-        return NULL;
-    }
-    Py_INCREF(&BufferExporterType);
-    if (PyModule_AddObject(mod, "BufferExporter", (PyObject *)&BufferExporterType) < 0) {
-        Py_DECREF(&BufferExporterType);
+    /* PyModule_AddType (3.9+) readies the type and adds it under its short name */
+    if (PyModule_AddType(mod, &BufferExporterType) < 0 ||
+            PyModule_AddType(mod, &HandleBaseType) < 0) {
         Py_DECREF(mod);
         return NULL;
     }

@@ -14,6 +14,7 @@ import warnings
 from . import atomic, attributes, buffers, constants, errhandler, errors, job, mailbox
 from .attributes import Attributes
 from .group import make_group
+from .handle import HandleBase, IntHandle
 from .partitioned import PartitionedReceive, PartitionedSend
 from .request import Prequest, Request
 from .status import Status, check_arg as check_status
@@ -393,7 +394,7 @@ _by_number = {}
 TOPOLOGY_CLASSES = {}
 
 
-class Comm(Attributes, errhandler.ErrorHandling):
+class Comm(IntHandle, Attributes, errhandler.ErrorHandling):
     """``MPI.Comm``; the base class is COMM_NULL's type."""
 
     _errhandler_kind = "Comm"
@@ -460,23 +461,19 @@ class Comm(Attributes, errhandler.ErrorHandling):
         _by_number[state.context + 1] = state
         return state.context + 1
 
-    py2f = toint
-
     @classmethod
     def fromint(cls, number):
         """A handle to the communicator of integer handle ``number``, of the class its
         kind asks for (Intracomm, Cartcomm, Graphcomm, Distgraphcomm), as mpi4py's."""
         number = operator.index(number)
-        if number == 0:
-            return Comm()
+        if number == 0:     # COMM_NULL, of COMM_NULL's class (Intracomm here)
+            return TOPOLOGY_CLASSES[None]()
         state = _by_number.get(number)
         if state is None or state.freed:
             errors.fail(errors.ERR_COMM, "%d is not the integer handle of a live "
                         "communicator; pass what toint() returned" % number)
         kind = None if state.topology is None else state.topology.kind
         return TOPOLOGY_CLASSES[kind]._handle_of(state)
-
-    f2py = fromint
 
     # --- attributes (attributes.py) ---
     def _attributes(self):
@@ -923,13 +920,17 @@ class _Matched:
     """What a Message refers to: a message taken out of matching, until received
     (``arrived`` is None then, for every Message copied from the same one)."""
 
-    __slots__ = ("state", "arrived")
+    __slots__ = ("state", "arrived", "__weakref__")   # weakref: integer handles
 
     def __init__(self, state, arrived):
         self.state, self.arrived = state, arrived
 
 
-_NO_PROC = "MESSAGE_NO_PROC"     # the handle of a message from PROC_NULL
+class _NoProc:
+    """The handle of a message from PROC_NULL."""
+
+
+_NO_PROC = _NoProc()
 
 
 def _serve_errhandler(handle):
@@ -938,7 +939,7 @@ def _serve_errhandler(handle):
         errhandler.switch_class(handle, handle._state_value.errhandler)
 
 
-class Message:
+class Message(HandleBase, IntHandle):
     """``MPI.Message``: a message Mprobe took out of matching; Recv or recv (and
     their I-forms) receive it once, then it is MESSAGE_NULL. ``Message(other)``
     is another handle to ``other``'s message."""

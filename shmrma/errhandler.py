@@ -9,6 +9,7 @@ import os
 import sys
 
 from . import errors, job
+from .handle import HandleBase, IntHandle
 
 # mpi4py keeps 32 user handlers per kind of object (its C trampolines); shmrma
 # allows as many live ones, so that a program that runs here runs on mpi4py
@@ -29,7 +30,7 @@ _next_number = itertools.count(16)   # toint() numbers of user handlers
 _by_number = {}                 # toint() -> target, for fromint/f2py
 
 
-class Errhandler:
+class Errhandler(HandleBase, IntHandle):
     """``MPI.Errhandler``. Handles compare by the handler they name, as mpi4py's do:
     ``comm.Get_errhandler()`` gives a new handle, which ``Free`` turns into
     ERRHANDLER_NULL; the module's constants stay what they are. ``_target`` is a
@@ -89,8 +90,10 @@ class Errhandler:
     def fromint(cls, number):
         return cls(_by_number.get(number))
 
-    py2f = toint
-    f2py = fromint
+    def free(self):
+        """Free unless null or a module constant (mpi4py's safe free)."""
+        if self._target is not None and not self._constant:
+            self.Free()
 
 
 def create(kind, function):

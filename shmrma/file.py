@@ -488,8 +488,9 @@ def _by_null_handler(where, call, *args):
 
 
 # --- MPI.File --------------------------------------------------------------------------
-class File(GroupMembers, errhandler.ErrorHandling, Handle):
-    """``MPI.File``: a handle to an open file; the base class is FILE_NULL's type."""
+class File(Handle, GroupMembers, errhandler.ErrorHandling):
+    """``MPI.File``: a handle to an open file; the base class is FILE_NULL's type.
+    (Handle first: File.__new__ reaches handle.HandleBase's, see there.)"""
 
     _errhandler_kind = "File"
 
@@ -521,9 +522,6 @@ class File(GroupMembers, errhandler.ErrorHandling, Handle):
             errors.fail(errors.ERR_FILE, "the file is FILE_NULL or closed; use a file from "
                         "File.Open")
         return state
-
-    handle = property(Handle.toint)
-    fromhandle = Handle.fromint
 
     def free(self):
         if self._handle is not None and not self._handle.closed:

@@ -42,25 +42,79 @@ class _IntHandles:
         return handle
 
 
-class Handle:
-    _handle = None
+def _constructor_base():
+    """HandleBase of shmrma._native (C: free on the runtime's own constructions),
+    or its Python equivalent without the extension."""
+    try:
+        from ._native import HandleBase
+        return HandleBase
+    except ImportError:
+        class HandleBase:
+            def __new__(cls, *args, **kwargs):
+                return object.__new__(cls)
+        return HandleBase
+
+
+# The base of handle classes constructed as mpi4py's are: ``__new__`` takes the
+# handle to copy (ignoring it; ``__init__`` copies it), so a subclass may define
+# ``def __new__(cls, x=None): return Base.__new__(cls, x)`` (test_subclass). A class
+# whose __new__ is Python code must name it first among its bases: CPython checks
+# that the C __new__ is reached through a chain of first bases (tp_base).
+HandleBase = _constructor_base()
+
+
+class IntHandle:
+    """mpi4py's ``handle``/``fromhandle``, integer ``toint``/``fromint`` and Fortran
+    ``py2f``/``f2py``: here all are one integer handle. A class listing IntHandle
+    (or Handle) among its bases is a kind of MPI object, numbered on its own; by
+    default its objects refer to what their attribute ``_referent_attr`` holds
+    (None when null), and ``fromint`` makes ``cls()`` refer to it. Classes keeping
+    their MPI object otherwise define toint and fromint."""
+
+    _referent_attr = "_handle"
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if Handle in cls.__bases__:
+        if IntHandle in cls.__bases__ or Handle in cls.__bases__:
             cls._kind = cls  # objects compare with others of the same MPI kind only
             cls._ints = _IntHandles()
 
     def toint(self):
         """The integer handle of the MPI object (0 for a null handle)."""
-        return self._ints.number(self._handle)
+        return self._ints.number(getattr(self, self._referent_attr))
 
     @classmethod
     def fromint(cls, number):
         """A new object referring to the MPI object of integer handle ``number``."""
+        return cls._of_referent(cls._ints.handle(number, cls._kind))
+
+    @classmethod
+    def _of_referent(cls, referent):
+        """A new object of this class referring to ``referent`` (None: null)."""
         obj = cls()
-        obj._handle = cls._ints.handle(number, cls._kind)
+        setattr(obj, cls._referent_attr, referent)
         return obj
+
+    @property
+    def handle(self):
+        """The MPI handle, an int (read-only)."""
+        return self.toint()
+
+    @classmethod
+    def fromhandle(cls, handle):
+        """A new object of this class referring to the MPI object ``handle`` names."""
+        return cls.fromint(handle)
+
+    def py2f(self):
+        return self.toint()
+
+    @classmethod
+    def f2py(cls, number):
+        return cls.fromint(number)
+
+
+class Handle(HandleBase, IntHandle):
+    _handle = None
 
     def __eq__(self, other):
         if not isinstance(other, self._kind):

@@ -55,7 +55,8 @@ class Info(Handle):
         named = reduce_named(self, {"INFO_NULL": INFO_NULL, "INFO_ENV": INFO_ENV})
         if named is not None:
             return named
-        return (Info.Create, (list(self._live("pickle").items.items()),))
+        # as mpi4py: a subclass's info unpickles as one of its class
+        return (type(self).Create, (list(self._live("pickle").items.items()),))
 
     def _live(self, action):
         store = self._store

@@ -11,10 +11,11 @@ import operator
 import weakref
 
 from . import constants, errors
+from .handle import HandleBase, IntHandle
 from .status import Status
 
 
-class Request:
+class Request(HandleBase, IntHandle):
     """``MPI.Request``. The base class is also REQUEST_NULL's type.
 
     ``Request(request)`` (and ``Prequest(prequest)``, as in mpi4py) is another
@@ -68,9 +69,8 @@ class Request:
         raise ValueError("cannot serialize '%s.%s' instance"
                          % (type(self).__module__, type(self).__name__))
 
-    # --- integer handles ---
-    @property
-    def handle(self):
+    # --- integer handles (handle, py2f: handle.IntHandle) ---
+    def toint(self):
         """An int naming the request while it lives (0: REQUEST_NULL)."""
         target = _real(self)
         if not target:
@@ -79,20 +79,18 @@ class Request:
         return id(target)
 
     @classmethod
-    def fromhandle(cls, handle):
-        """A handle (of class ``cls``) to the request ``handle`` names."""
-        handle = operator.index(handle)
-        if handle == 0:
-            return cls()
-        target = _handles.get(handle)
+    def fromint(cls, number):
+        """A new handle to the request ``number`` names, of the MPI class of ``cls``
+        (Request, Prequest or Grequest), as mpi4py's New(Request) makes it."""
+        number = operator.index(number)
+        kind = _public_class(cls)
+        if number == 0:
+            return kind()
+        target = _handles.get(number)
         if target is None:
             errors.fail(errors.ERR_REQUEST, "%d is not the handle of a live request; take "
-                        "handles from Request.handle" % handle)
-        return cls(target)
-
-    # MPI's integer and Fortran handles are the same int here
-    toint = py2f = handle.fget
-    fromint = f2py = fromhandle
+                        "handles from Request.handle" % number)
+        return kind(target)
 
     def free(self):
         """Free the request unless it is null."""
@@ -347,8 +345,10 @@ def _methods(request):
 
 
 def _public_class(request):
-    """The MPI class of ``request``: Prequest, Grequest or Request."""
-    return next(cls for cls in type(request).__mro__ if cls in (Prequest, Grequest, Request))
+    """The MPI class of ``request`` (or of the request class ``request``):
+    Prequest, Grequest or Request."""
+    kind = request if isinstance(request, type) else type(request)
+    return next(cls for cls in kind.__mro__ if cls in (Prequest, Grequest, Request))
 
 
 def _clear(status):
@@ -409,6 +409,14 @@ def _wait_until(condition, requests):
 
 class Prequest(Request):
     """A persistent request: inactive until ``Start``."""
+
+    def Start(self):
+        """Start the request (each kind of persistent request defines it; a handle
+        made by ``Prequest(request)`` starts ``request``)."""
+        if self._alias is None:
+            errors.fail(errors.ERR_REQUEST, "Start on REQUEST_NULL or a freed persistent "
+                        "request; make one with a *_init call")
+        self._alias.Start()
 
     def _check_startable(self, active):
         """ERR_REQUEST unless Start may start it now: neither freed nor ``active``."""

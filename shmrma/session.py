@@ -9,6 +9,7 @@ job and no dynamic processes, so these are its only process sets.
 from . import constants, errors, job
 from . import errhandler as handlers
 from .group import make_group
+from .handle import HandleBase, IntHandle
 from .info import Info, to_dict
 
 PSETS = ("mpi://WORLD", "mpi://SELF")
@@ -26,11 +27,20 @@ class SessionState:
         self.errhandler = handler
 
 
-class Session(handlers.ErrorHandling):
+class Session(HandleBase, IntHandle, handlers.ErrorHandling):
     """``MPI.Session``; ``Session()`` is SESSION_NULL."""
 
     _errhandler_kind = "Session"
     _state = None
+    _referent_attr = "_state"   # for integer handles (handle.IntHandle)
+
+    @classmethod
+    def _of_referent(cls, state):
+        session = cls()
+        if state is not None:
+            session._state = state
+            handlers.switch_class(session, state.errhandler)
+        return session
 
     def __init__(self, session=None):
         # Session(other) is a new handle to the same session, as in mpi4py
@@ -79,6 +89,11 @@ class Session(handlers.ErrorHandling):
     def Finalize(self):
         self._s
         self._state = None
+
+    def free(self):
+        """Finalize unless null (mpi4py's safe free)."""
+        if self._state is not None:
+            self.Finalize()
 
     # --- process sets ---
     def Get_num_psets(self, info=None):

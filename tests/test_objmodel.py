@@ -1,0 +1,105 @@
+"""mpi4py's object model of handle classes: a subclass's __new__ passes the handle
+to copy to its base's (test_subclass), and every class has ``handle``/``fromhandle``,
+``toint``/``fromint`` and ``py2f``/``f2py`` (test_handle)."""
+import pytest
+
+from shmrma import MPI
+
+
+def _subclass(base):
+    """A subclass defined as mpi4py's test_subclass defines them."""
+    def __new__(cls, other=None):
+        return base.__new__(cls, other)
+    return type("My" + base.__name__, (base,), {"__new__": __new__})
+
+
+def _live_request():
+    return MPI.COMM_SELF.Isend([MPI.BOTTOM, 0, MPI.BYTE], MPI.PROC_NULL)
+
+
+@pytest.mark.parametrize("base, make", [
+    (MPI.Request, _live_request),
+    (MPI.Prequest, lambda: MPI.COMM_SELF.Send_init([MPI.BOTTOM, 0, MPI.BYTE], MPI.PROC_NULL)),
+    (MPI.Info, MPI.Info.Create),
+    (MPI.Win, lambda: MPI.Win.Create(MPI.BOTTOM)),
+    (MPI.Datatype, MPI.INT.Dup),
+    (MPI.Session, MPI.Session.Init),
+])
+def test_a_subclass_new_passing_the_handle_makes_a_handle_to_it(base, make):
+    obj = make()
+    mine = _subclass(base)(obj)
+    assert isinstance(mine, base) and type(mine) is not base
+    assert mine == obj and mine
+    assert not _subclass(base)()
+    obj.free()
+
+
+def test_a_persistent_request_subclass_starts_through_its_base():
+    kind = _subclass(MPI.Prequest)
+    request = kind(MPI.COMM_SELF.Send_init([MPI.BOTTOM, 0, MPI.BYTE], MPI.PROC_NULL))
+    for _ in range(2):
+        MPI.Prequest.Start(request)
+        MPI.Request.Wait(request)
+    request.Free()
+    with pytest.raises(MPI.Exception):
+        MPI.Prequest().Start()
+
+
+def test_an_info_subclass_unpickles_as_its_class():
+    import pickle
+    kind = _subclass(MPI.Info)
+    globals()[kind.__name__] = kind
+    kind.__module__ = __name__
+    try:
+        info = kind(MPI.Info.Create({"a": "1"}))
+        copy = pickle.loads(pickle.dumps(info))
+        assert type(copy) is kind and copy.items() == [("a", "1")]
+    finally:
+        del globals()[kind.__name__]
+
+
+def _handles():
+    return [MPI.INT.Dup(), MPI.Op.Create(lambda *_: None), MPI.Info.Create(),
+            MPI.COMM_SELF.Get_group(), MPI.COMM_SELF.Get_errhandler(), MPI.Session.Init(),
+            MPI.COMM_SELF.Dup(), MPI.Win.Create(MPI.BOTTOM), MPI.MESSAGE_NO_PROC,
+            MPI.COMM_SELF.Recv_init(bytearray(0), 0, 0),
+            MPI.File.Open(MPI.COMM_SELF, "/dev/null")]
+
+
+@pytest.mark.parametrize("index", range(11))
+def test_handle_fromhandle_toint_fromint_py2f_f2py_agree(index):
+    obj = _handles()[index]
+    kind = type(obj)
+    number = obj.handle
+    assert isinstance(number, int) and number > 0
+    assert number == obj.toint() == obj.py2f()
+    for clone in (kind.fromhandle(number), kind.fromint(number), kind.f2py(number)):
+        assert clone == obj and clone is not obj
+    with pytest.raises(AttributeError):
+        obj.handle = number
+    (obj.Free if isinstance(obj, MPI.Comm) else obj.free)()
+
+
+@pytest.mark.parametrize("null", [MPI.DATATYPE_NULL, MPI.REQUEST_NULL, MPI.INFO_NULL,
+                                  MPI.ERRHANDLER_NULL, MPI.SESSION_NULL, MPI.GROUP_NULL,
+                                  MPI.WIN_NULL, MPI.OP_NULL, MPI.FILE_NULL, MPI.MESSAGE_NULL,
+                                  MPI.COMM_NULL])
+def test_a_null_handle_is_zero_and_comes_back_null_of_its_class(null):
+    assert null.handle == 0
+    back = type(null).fromhandle(0)
+    assert back == null and type(back) is type(null) and not back
+
+
+def test_a_request_from_its_handle_is_of_its_mpi_class():
+    request = MPI.COMM_SELF.Recv_init(bytearray(0), 0, 0)
+    assert type(type(request).fromhandle(request.handle)) is MPI.Prequest
+    request.Free()
+
+
+def test_errhandler_free_frees_a_handle_and_spares_constants():
+    handler = MPI.COMM_SELF.Get_errhandler()
+    handler.free()
+    assert not handler
+    handler.free()
+    MPI.ERRORS_RETURN.free()
+    assert MPI.ERRORS_RETURN
