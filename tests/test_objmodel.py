@@ -103,3 +103,18 @@ def test_errhandler_free_frees_a_handle_and_spares_constants():
     handler.free()
     MPI.ERRORS_RETURN.free()
     assert MPI.ERRORS_RETURN
+
+
+def test_a_status_is_weakly_referable_and_goes_to_fortran_and_back():
+    import weakref
+    status = MPI.Status()
+    status.source, status.tag, status.error = 1, 2, MPI.ERR_OTHER
+    status.Set_elements(MPI.INT, 5)
+    assert weakref.ref(status)() is status
+    fortran = status.py2f()
+    assert len(fortran) == MPI.F_STATUS_SIZE
+    assert (fortran[MPI.F_SOURCE], fortran[MPI.F_TAG], fortran[MPI.F_ERROR]) == \
+        (1, 2, MPI.ERR_OTHER)
+    back = MPI.Status.f2py(fortran)
+    assert back == status and back.Get_count(MPI.INT) == 5
+    assert MPI.Status().py2f() == [0, 0, MPI.ANY_SOURCE, MPI.ANY_TAG, MPI.SUCCESS]
