@@ -14,7 +14,7 @@ import warnings
 from . import atomic, attributes, buffers, constants, errhandler, errors, job, mailbox
 from .attributes import Attributes
 from .group import make_group
-from .handle import HandleBase, IntHandle
+from .handle import HandleBase, IntHandle, constant
 from .partitioned import PartitionedReceive, PartitionedSend
 from .request import Prequest, Request
 from .status import Status, check_arg as check_status
@@ -399,8 +399,12 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling):
 
     _errhandler_kind = "Comm"
 
-    _state_value = None
     _attribute_kind = "Comm"
+    _which = None   # COMM_WORLD and COMM_SELF: their name (intracomm.py)
+    _referent_attr = "_state_value"     # what free() nullifies (handle.IntHandle)
+
+    def _predefined(self):
+        return self._state_value.context in (job.WORLD_CONTEXT, job.SELF_CONTEXT)
 
     def __new__(cls, comm=None):
         # Comm(other) is a new handle to the same communicator, as in mpi4py, made
@@ -420,6 +424,14 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling):
 
     def __init__(self, comm=None):
         """The handle is made in __new__."""
+
+    def __getattr__(self, name):
+        # every handle has a _state_value from __new__ but COMM_WORLD and COMM_SELF,
+        # which take theirs on first use: a forked rank starts them anew (intracomm.py)
+        if name == "_state_value" and self._which is not None:
+            from .intracomm import _bind_predefined
+            return _bind_predefined(self)
+        raise AttributeError("'%s' object has no attribute '%s'" % (type(self).__name__, name))
 
     def _check_kind(self, state):
         """TypeError when ``state`` is not a communicator of this class's kind
@@ -944,7 +956,10 @@ class Message(HandleBase, IntHandle):
     their I-forms) receive it once, then it is MESSAGE_NULL. ``Message(other)``
     is another handle to ``other``'s message."""
 
-    def free(self):
+    def _predefined(self):
+        return self._handle is _NO_PROC
+
+    def _free(self):
         """Nothing to free: a message goes when it is received (mpi4py's free)."""
 
     def __init__(self, message=None):
@@ -1038,8 +1053,8 @@ class Message(HandleBase, IntHandle):
         return self._receive().wait(status)
 
 
-MESSAGE_NULL = Message()
-MESSAGE_NO_PROC = Message()
+MESSAGE_NULL = constant(Message())
+MESSAGE_NO_PROC = constant(Message())
 MESSAGE_NO_PROC._handle = _NO_PROC
 
 

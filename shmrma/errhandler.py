@@ -90,10 +90,7 @@ class Errhandler(HandleBase, IntHandle):
     def fromint(cls, number):
         return cls(_by_number.get(number))
 
-    def free(self):
-        """Free unless null or a module constant (mpi4py's safe free)."""
-        if self._target is not None and not self._constant:
-            self.Free()
+    _referent_attr = "_target"
 
 
 def create(kind, function):

@@ -35,7 +35,7 @@ from .collective import own_bcast
 from .comm import Completed
 from .constants import ANY_SOURCE, ANY_TAG
 from .group import GroupMembers
-from .handle import Handle
+from .handle import Handle, constant
 from .info import INFO_NULL, Info, to_dict
 from .lazy import numpy
 from .status import Status, check_arg
@@ -523,8 +523,8 @@ class File(Handle, GroupMembers, errhandler.ErrorHandling):
                         "File.Open")
         return state
 
-    def free(self):
-        if self._handle is not None and not self._handle.closed:
+    def _free(self):
+        if not self._handle.closed:     # not closed through another handle
             self.Close()
 
     # --- manipulation (§13.2) ---
@@ -933,4 +933,4 @@ def _delete(path):
         _os_fail(exc, "File.Delete: cannot delete %r" % os.fsdecode(path))
 
 
-FILE_NULL = File()
+FILE_NULL = constant(File())

@@ -72,6 +72,7 @@ class IntHandle:
     their MPI object otherwise define toint and fromint."""
 
     _referent_attr = "_handle"
+    _constant = False   # a module constant (MPI.INT, MPI.COMM_WORLD...): see free()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -94,6 +95,28 @@ class IntHandle:
         obj = cls()
         setattr(obj, cls._referent_attr, referent)
         return obj
+
+    # --- mpi4py's safe free (objmodel.pxi safefree) ---
+    def free(self):
+        """Nothing for a module constant or a null handle; a handle to a predefined
+        MPI object (``Datatype(MPI.INT)``) becomes null; another object is freed
+        (Free, Close or Finalize: ``_free``)."""
+        if self._constant or not self:
+            return
+        if self._predefined():
+            self._nullify()
+        else:
+            self._free()
+
+    def _predefined(self):
+        """Does this non-null handle refer to a predefined MPI object?"""
+        return False
+
+    def _nullify(self):
+        setattr(self, self._referent_attr, None)
+
+    def _free(self):
+        self.Free()
 
     @property
     def handle(self):
@@ -130,6 +153,12 @@ class Handle(HandleBase, IntHandle):
 
     def __bool__(self):
         return self._handle is not None
+
+
+def constant(obj):
+    """Mark ``obj`` a module constant (free() leaves it alone) and return it."""
+    obj._constant = True
+    return obj
 
 
 def reduce_named(obj, constants):

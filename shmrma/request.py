@@ -11,7 +11,7 @@ import operator
 import weakref
 
 from . import constants, errors
-from .handle import HandleBase, IntHandle
+from .handle import HandleBase, IntHandle, constant
 from .status import Status
 
 
@@ -91,11 +91,6 @@ class Request(HandleBase, IntHandle):
             errors.fail(errors.ERR_REQUEST, "%d is not the handle of a live request; take "
                         "handles from Request.handle" % number)
         return kind(target)
-
-    def free(self):
-        """Free the request unless it is null."""
-        if self:
-            self.Free()
 
     def _poll(self):
         return self._done
@@ -522,4 +517,4 @@ def _call_back(function, *args, **kwargs):
                                "%s: %s" % (type(exc).__name__, exc)) from exc
 
 
-REQUEST_NULL = Request()
+REQUEST_NULL = constant(Request())

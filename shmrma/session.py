@@ -9,7 +9,7 @@ job and no dynamic processes, so these are its only process sets.
 from . import constants, errors, job
 from . import errhandler as handlers
 from .group import make_group
-from .handle import HandleBase, IntHandle
+from .handle import HandleBase, IntHandle, constant
 from .info import Info, to_dict
 
 PSETS = ("mpi://WORLD", "mpi://SELF")
@@ -90,10 +90,8 @@ class Session(HandleBase, IntHandle, handlers.ErrorHandling):
         self._s
         self._state = None
 
-    def free(self):
-        """Finalize unless null (mpi4py's safe free)."""
-        if self._state is not None:
-            self.Finalize()
+    def _free(self):
+        self.Finalize()
 
     # --- process sets ---
     def Get_num_psets(self, info=None):
@@ -134,4 +132,4 @@ def _members(pset_name):
                 % (pset_name, ", ".join(PSETS)))
 
 
-SESSION_NULL = Session()
+SESSION_NULL = constant(Session())

@@ -21,7 +21,7 @@ from .attributes import (WIN_BASE, WIN_CREATE_FLAVOR, WIN_DISP_UNIT, WIN_MODEL, 
                          Attributes)
 from .collective import own_allgather, own_bcast
 from .group import Group, GroupMembers
-from .handle import IntHandle
+from .handle import IntHandle, constant
 from .info import Info, to_dict
 from .intracomm import COMM_SELF
 from .passive import PassiveTarget
@@ -401,10 +401,6 @@ class Win(_buffer_exporter(), IntHandle, Communication, ActiveTarget, PassiveTar
         state.comm.Barrier()
         self._drop()
 
-    def free(self):
-        if self._state is not None:
-            self.Free()
-
 
 class WindowState:
     """Everything one rank knows about a window."""
@@ -661,4 +657,4 @@ def _buffer_over(view):
     return buffer() if view is None else buffer(view)
 
 
-WIN_NULL = Win()
+WIN_NULL = constant(Win())

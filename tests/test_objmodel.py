@@ -118,3 +118,39 @@ def test_a_status_is_weakly_referable_and_goes_to_fortran_and_back():
     back = MPI.Status.f2py(fortran)
     assert back == status and back.Get_count(MPI.INT) == 5
     assert MPI.Status().py2f() == [0, 0, MPI.ANY_SOURCE, MPI.ANY_TAG, MPI.SUCCESS]
+
+
+_CONSTANTS = [MPI.INT, MPI.FLOAT, MPI.INFO_ENV, MPI.SUM, MPI.GROUP_EMPTY, MPI.ERRORS_RETURN,
+              MPI.MESSAGE_NO_PROC, MPI.COMM_SELF, MPI.COMM_WORLD]
+
+
+@pytest.mark.parametrize("obj", _CONSTANTS)
+def test_free_spares_a_constant_and_nulls_another_handle_to_a_predefined_object(obj):
+    for _ in range(2):
+        obj.free()
+        assert obj
+    if not isinstance(obj, MPI.Errhandler):
+        clone = type(obj)(obj)
+        assert clone == obj
+        for _ in range(2):
+            clone.free()
+            assert not clone
+    assert obj
+
+
+@pytest.mark.parametrize("make", [lambda: MPI.COMM_SELF.Dup(), lambda: MPI.INT.Dup(),
+                                  lambda: MPI.Win.Create(MPI.BOTTOM), MPI.Session.Init,
+                                  lambda: MPI.File.Open(MPI.COMM_SELF, "/dev/null")])
+def test_free_frees_a_created_object_once(make):
+    obj = make()
+    for _ in range(2):
+        obj.free()
+        assert not obj
+
+
+def test_comm_world_and_self_are_intracomms_that_pickle_by_name():
+    import pickle
+    for comm in (MPI.COMM_WORLD, MPI.COMM_SELF):
+        assert type(comm) is MPI.Intracomm
+        assert type(comm).fromhandle(comm.handle) == comm
+        assert pickle.loads(pickle.dumps(comm)) is comm
