@@ -39,8 +39,12 @@ class Errhandler(HandleBase, IntHandle):
     _constant = False
 
     def __init__(self, errhandler=None):
-        # Errhandler(other) is a new handle to the same handler, as in mpi4py
-        self._target = errhandler._target if isinstance(errhandler, Errhandler) else errhandler
+        # Errhandler(other) is a new handle to the same handler, as in mpi4py;
+        # the runtime makes handles to a target with _of_referent
+        if errhandler is not None and not isinstance(errhandler, Errhandler):
+            raise TypeError("Errhandler() takes an Errhandler, not %s"
+                            % type(errhandler).__name__)
+        self._target = None if errhandler is None else errhandler._target
 
     def __bool__(self):
         return self._target is not None
@@ -88,7 +92,7 @@ class Errhandler(HandleBase, IntHandle):
 
     @classmethod
     def fromint(cls, number):
-        return cls(_by_number.get(number))
+        return cls._of_referent(_by_number.get(number))
 
     _referent_attr = "_target"
 
@@ -102,11 +106,11 @@ def create(kind, function):
     _live_user_handlers[kind] = _live_user_handlers.get(kind, 0) + 1
     target = UserHandler(kind, function, next(_next_number))
     _by_number[target.number] = target
-    return Errhandler(target)
+    return Errhandler._of_referent(target)
 
 
 def _constant(name=None):
-    handler = Errhandler(name)
+    handler = Errhandler._of_referent(name)
     handler._constant = True
     return handler
 
@@ -126,7 +130,7 @@ def settable(handler, kind):
     predefined constant or the user handler; ERR_ARG for anything else."""
     target = handler._target if isinstance(handler, Errhandler) else None
     if isinstance(target, UserHandler) and target.kind == kind:
-        return Errhandler(target)
+        return Errhandler._of_referent(target)
     if target in PREDEFINED:
         return PREDEFINED[target]
     errors.fail(errors.ERR_ARG, "the error handler must be ERRORS_RETURN, ERRORS_ARE_FATAL, "

@@ -44,8 +44,11 @@ class Session(HandleBase, IntHandle, handlers.ErrorHandling):
 
     def __init__(self, session=None):
         # Session(other) is a new handle to the same session, as in mpi4py
-        if isinstance(session, Session):
+        if session is not None and not isinstance(session, Session):
+            raise TypeError("Session() takes a Session, not %s" % type(session).__name__)
+        if session is not None and session._state is not None:
             self._state = session._state
+            handlers.switch_class(self, session._state.errhandler)
 
     @property
     def _s(self):

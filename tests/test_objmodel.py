@@ -154,3 +154,11 @@ def test_comm_world_and_self_are_intracomms_that_pickle_by_name():
         assert type(comm) is MPI.Intracomm
         assert type(comm).fromhandle(comm.handle) == comm
         assert pickle.loads(pickle.dumps(comm)) is comm
+
+
+@pytest.mark.parametrize("kind", [MPI.Errhandler, MPI.Session])
+def test_a_handle_class_takes_only_a_handle_of_its_kind(kind):
+    for other in (MPI.INFO_NULL, MPI.Status(), 1234, "abc"):
+        with pytest.raises(TypeError):
+            kind(other)
+    assert kind() == kind(kind()) and not kind()
