@@ -151,10 +151,10 @@ class Datatype(Handle, Attributes):
     def __reduce__(self):
         handle = self._handle
         if handle is None:
-            return "DATATYPE_NULL" if self is DATATYPE_NULL else (Datatype, ())
+            return "DATATYPE_NULL" if self is DATATYPE_NULL else (type(self), ())
         if handle.constant_name:
             constant = PREDEFINED[handle.constant_name]
-            return handle.constant_name if self is constant else (Datatype, (constant,))
+            return handle.constant_name if self is constant else (type(self), (constant,))
         if handle.freed:
             raise ValueError("cannot serialize '%s.Datatype' instance" % __name__)
         # as mpi4py does: rebuilt from its decoding, whose argument types pickle in

@@ -72,7 +72,7 @@ class Errhandler(HandleBase, IntHandle):
                              "lives in this process")
         if self._constant:
             return self._target or "ERRHANDLER_NULL"
-        return (Errhandler, (PREDEFINED.get(self._target, ERRHANDLER_NULL),))
+        return (type(self), (PREDEFINED.get(self._target, ERRHANDLER_NULL),))
 
     def Free(self):
         target = self._target

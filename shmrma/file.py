@@ -511,7 +511,7 @@ class File(Handle, GroupMembers, errhandler.ErrorHandling):
         if self is FILE_NULL:
             return "FILE_NULL"
         if self._handle is None:
-            return (File, ())
+            return (type(self), ())
         raise ValueError("cannot serialize '%s.File' instance: an open file lives in one "
                          "job" % __name__)
 

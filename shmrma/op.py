@@ -78,10 +78,10 @@ class Op(Handle):
     def __reduce__(self):
         handle = self._handle
         if handle is None:
-            return "OP_NULL" if self is OP_NULL else (Op, ())
+            return "OP_NULL" if self is OP_NULL else (type(self), ())
         if handle.predefined:
             constant = PREDEFINED[handle.name]
-            return handle.name if self is constant else (Op, (constant,))
+            return handle.name if self is constant else (type(self), (constant,))
         if handle.freed:
             raise ValueError("cannot serialize a freed '%s.Op'" % __name__)
         if not self._knows_function:

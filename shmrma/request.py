@@ -6,6 +6,7 @@ never block). Waiting is shared: progress the mailbox, poll, and sleep on this
 rank's doorbell, which every event that can complete a request of this rank
 rings (a message arriving, a counter reaching zero, a barrier opening).
 """
+import copyreg
 import inspect
 import operator
 import weakref
@@ -60,12 +61,14 @@ class Request(HandleBase, IntHandle):
     __hash__ = None  # unhashable, as in mpi4py (a request turns null when it completes)
 
     def __reduce__(self):
-        # as mpi4py: REQUEST_NULL by name, another null request as a copy of it; a
-        # live request means nothing in another process
+        # as mpi4py: REQUEST_NULL by name, another null request as a new one of its
+        # class made as mpi4py's __newobj__ makes it (the class's defaults are a null
+        # request, the runtime's own kinds' too); a live request means nothing in
+        # another process
         if self is REQUEST_NULL:
             return "REQUEST_NULL"
         if not self:
-            return (_public_class(self), ())
+            return (copyreg.__newobj__, (type(self),))
         raise ValueError("cannot serialize '%s.%s' instance"
                          % (type(self).__module__, type(self).__name__))
 

@@ -75,7 +75,7 @@ class Session(HandleBase, IntHandle, handlers.ErrorHandling):
 
     def __reduce__(self):
         if self._state is None:
-            return "SESSION_NULL"
+            return "SESSION_NULL" if self is SESSION_NULL else (type(self), ())
         raise ValueError("cannot pickle a live MPI.Session: it exists only in its process")
 
     # --- life ---

@@ -204,7 +204,7 @@ class Win(_buffer_exporter(), IntHandle, Communication, ActiveTarget, PassiveTar
     def __reduce__(self):
         # as mpi4py: WIN_NULL pickles by name, a window (memory of one job) does not
         if self._state is None:
-            return "WIN_NULL"
+            return "WIN_NULL" if self is WIN_NULL else (type(self), ())
         raise ValueError("cannot pickle MPI.Win %r: a window exists only in its job; "
                          "send what it holds instead" % self._state.name)
 

@@ -162,3 +162,33 @@ def test_a_handle_class_takes_only_a_handle_of_its_kind(kind):
         with pytest.raises(TypeError):
             kind(other)
     assert kind() == kind(kind()) and not kind()
+
+
+class MyNullHandle:
+    """Set to a subclass by the pickling test (pickle finds classes by name)."""
+
+
+@pytest.mark.parametrize("null", [MPI.DATATYPE_NULL, MPI.REQUEST_NULL, MPI.ERRHANDLER_NULL,
+                                  MPI.SESSION_NULL, MPI.WIN_NULL, MPI.OP_NULL, MPI.FILE_NULL])
+def test_a_copy_of_a_null_handle_keeps_its_class_a_subclass_included(null):
+    import copy
+    import pickle
+    global MyNullHandle
+    assert copy.copy(null) is null and pickle.loads(pickle.dumps(null)) is null
+    saved = MyNullHandle
+    MyNullHandle = type("MyNullHandle", (type(null),), {"__module__": __name__})
+    try:
+        for copier in (copy.copy, lambda obj: pickle.loads(pickle.dumps(obj))):
+            for kind in (type(null), MyNullHandle):
+                duplicate = copier(kind(null))
+                assert type(duplicate) is kind and duplicate == null
+    finally:
+        MyNullHandle = saved
+
+
+def test_a_copy_of_a_handle_to_a_predefined_datatype_or_op_keeps_its_class():
+    import pickle
+    for constant in (MPI.INT, MPI.SUM):
+        kind = type("MyHandle", (type(constant),), {})
+        assert kind(constant).__reduce__() == (kind, (constant,))
+    assert pickle.loads(pickle.dumps(MPI.Datatype(MPI.INT))) == MPI.INT
