@@ -927,6 +927,28 @@ static PyTypeObject BufferExporterType = {
     .tp_new = PyType_GenericNew,
 };
 
+/* --- the buffer constants --- */
+
+/* The base of MPI.BOTTOM, IN_PLACE and BUFFER_AUTOMATIC (shmrma/constants.py):
+ * an int whose buffer is empty and of no object, as mpi4py's constants export
+ * theirs (memoryview(MPI.BOTTOM).nbytes == 0, .obj is None). tp_base (int) is
+ * set when the module is made. */
+static int
+empty_getbuffer(PyObject *self, Py_buffer *view, int flags)
+{
+    return PyBuffer_FillInfo(view, NULL, NULL, 0, 0, flags);
+}
+
+static PyBufferProcs empty_as_buffer = {empty_getbuffer, NULL};
+
+static PyTypeObject EmptyBufferIntType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "shmrma._native.EmptyBufferInt",
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "An int exporting an empty buffer of no object (mpi4py's BOTTOM...).",
+    .tp_as_buffer = &empty_as_buffer,
+};
+
 /* --- the construction protocol of handle classes --- */
 
 /* The base of mpi4py-style handle classes (Request, Info, Datatype...): its
@@ -2097,8 +2119,10 @@ PyInit__native(void)
         return NULL;
     }
     /* PyModule_AddType (3.9+) readies the type and adds it under its short name */
+    EmptyBufferIntType.tp_base = &PyLong_Type;
     if (PyModule_AddType(mod, &BufferExporterType) < 0 ||
-            PyModule_AddType(mod, &HandleBaseType) < 0) {
+            PyModule_AddType(mod, &HandleBaseType) < 0 ||
+            PyModule_AddType(mod, &EmptyBufferIntType) < 0) {
         Py_DECREF(mod);
         return NULL;
     }

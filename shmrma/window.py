@@ -328,7 +328,7 @@ class Win(_buffer_exporter(), IntHandle, Communication, ActiveTarget, PassiveTar
     def _predefined_attribute(self, keyval):
         state = self._s
         if state.dynamic:
-            return {WIN_BASE: constants.BOTTOM, WIN_SIZE: 0, WIN_DISP_UNIT: 1,
+            return {WIN_BASE: 0, WIN_SIZE: 0, WIN_DISP_UNIT: 1,
                     WIN_CREATE_FLAVOR: WIN_FLAVOR_DYNAMIC, WIN_MODEL: WIN_UNIFIED}.get(keyval)
         values = {
             WIN_BASE: state.targets[state.rank].address if state.sizes[state.rank] else 0,

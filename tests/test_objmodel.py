@@ -192,3 +192,27 @@ def test_a_copy_of_a_handle_to_a_predefined_datatype_or_op_keeps_its_class():
         kind = type("MyHandle", (type(constant),), {})
         assert kind(constant).__reduce__() == (kind, (constant,))
     assert pickle.loads(pickle.dumps(MPI.Datatype(MPI.INT))) == MPI.INT
+
+
+@pytest.mark.parametrize("name, address", [("BOTTOM", 0), ("IN_PLACE", -1),
+                                           ("BUFFER_AUTOMATIC", -2)])
+def test_a_buffer_constant_is_its_address_an_empty_buffer_and_no_number(name, address):
+    import operator
+    import pickle
+    constant = getattr(MPI, name)
+    assert constant == address and hash(constant) == hash(address)
+    assert operator.index(constant) == address and MPI.Get_address(constant) == address
+    view = memoryview(constant)
+    assert view.nbytes == 0 and view.obj is None
+    assert repr(constant) == name and pickle.loads(pickle.dumps(constant)) is constant
+    with pytest.raises(TypeError):
+        constant + 1
+    with pytest.raises(TypeError):
+        constant < 1
+
+
+def test_a_dynamic_window_base_is_the_int_zero():
+    win = MPI.Win.Create_dynamic()
+    base = win.Get_attr(MPI.WIN_BASE)
+    assert base == 0 and type(base) is int
+    win.Free()
