@@ -550,8 +550,7 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling):
             return NotImplemented
         return self._state_value is other._state_value
 
-    def __hash__(self):
-        return id(self._state_value)
+    __hash__ = None     # unhashable, as in mpi4py (Free changes what it refers to)
 
     # --- identity ---
     def Get_rank(self):

@@ -58,8 +58,7 @@ class Errhandler(HandleBase, IntHandle):
         equal = self.__eq__(other)
         return equal if equal is NotImplemented else not equal
 
-    def __hash__(self):
-        return hash(self._target)
+    __hash__ = None     # unhashable, as in mpi4py (Free changes what it refers to)
 
     def __repr__(self):
         if isinstance(self._target, UserHandler):

@@ -1,7 +1,6 @@
 """The handle protocol of MPI objects (Datatype, Op, Group, Info): two Python objects
 are equal when they refer to the same MPI object, like C handles, and a null handle
-is false. mpi4py's objects are unhashable; ours hash by handle so the runtime can key
-caches on them (Free() changes the handle, hence the hash).
+is false. They are unhashable, as mpi4py's (Free() changes what they refer to).
 
 ``toint()``/``fromint()`` are MPI 4.1's integer handles (MPI_Op_toint...): an int
 that names the MPI object, from which ``fromint`` makes a new Python object
@@ -148,8 +147,7 @@ class Handle(HandleBase, IntHandle):
         equal = self.__eq__(other)
         return equal if equal is NotImplemented else not equal
 
-    def __hash__(self):
-        return hash(self._handle)
+    __hash__ = None     # unhashable, as in mpi4py (Free changes what it refers to)
 
     def __bool__(self):
         return self._handle is not None

@@ -70,8 +70,7 @@ class Session(HandleBase, IntHandle, handlers.ErrorHandling):
         equal = self.__eq__(other)
         return equal if equal is NotImplemented else not equal
 
-    def __hash__(self):
-        return id(self._state)
+    __hash__ = None     # unhashable, as in mpi4py (Free changes what it refers to)
 
     def __reduce__(self):
         if self._state is None:

@@ -195,8 +195,7 @@ class Win(_buffer_exporter(), IntHandle, Communication, ActiveTarget, PassiveTar
             return NotImplemented
         return self._state is other._state
 
-    def __hash__(self):
-        return id(self._state)
+    __hash__ = None     # unhashable, as in mpi4py (Free changes what it refers to)
 
     def __repr__(self):
         return "<MPI.Win %s>" % ("WIN_NULL" if self._state is None else repr(self._state.name))

@@ -216,3 +216,12 @@ def test_a_dynamic_window_base_is_the_int_zero():
     base = win.Get_attr(MPI.WIN_BASE)
     assert base == 0 and type(base) is int
     win.Free()
+
+
+@pytest.mark.parametrize("obj", [MPI.INT, MPI.SUM, MPI.INFO_ENV, MPI.GROUP_EMPTY,
+                                 MPI.ERRORS_RETURN, MPI.SESSION_NULL, MPI.WIN_NULL,
+                                 MPI.FILE_NULL, MPI.MESSAGE_NULL, MPI.REQUEST_NULL,
+                                 MPI.COMM_WORLD, MPI.Status()])
+def test_handles_are_unhashable_as_in_mpi4py(obj):
+    with pytest.raises(TypeError):
+        hash(obj)
