@@ -225,3 +225,16 @@ def test_a_dynamic_window_base_is_the_int_zero():
 def test_handles_are_unhashable_as_in_mpi4py(obj):
     with pytest.raises(TypeError):
         hash(obj)
+
+
+def test_handleof_is_the_handle_or_the_address_of_a_status():
+    import ctypes
+    status = MPI.Status()
+    status.tag = 7
+    fields = (ctypes.c_int * MPI.F_STATUS_SIZE).from_address(MPI._handleof(status))
+    assert fields[MPI.F_TAG] == 7
+    info = MPI.Info.Create()
+    assert MPI._handleof(info) == info.handle > 0 and MPI._handleof(MPI.COMM_NULL) == 0
+    info.Free()
+    with pytest.raises(TypeError):
+        MPI._handleof(None)
