@@ -399,6 +399,7 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling):
 
     _errhandler_kind = "Comm"
 
+    _state_value = None
     _attribute_kind = "Comm"
     _which = None   # COMM_WORLD and COMM_SELF: their name (intracomm.py)
     _referent_attr = "_state_value"     # what free() nullifies (handle.IntHandle)
@@ -424,15 +425,6 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling):
 
     def __init__(self, comm=None):
         """The handle is made in __new__."""
-
-    def __getattr__(self, name):
-        # every handle has a _state_value from __new__ but COMM_WORLD and COMM_SELF,
-        # which take theirs on first use: a forked rank starts them anew (intracomm.py)
-        if name == "_state_value" and self._which is not None:
-            from .intracomm import _bind_predefined
-            return _bind_predefined(self)
-        raise AttributeError("'%s' object has no attribute '%s'" % (type(self).__name__, name))
-
     def _check_kind(self, state):
         """TypeError when ``state`` is not a communicator of this class's kind
         (a Cartcomm handle needs a Cartesian topology...)."""

@@ -256,19 +256,31 @@ def _checked_subset(group, state):
     return world_ranks
 
 
+class _Unbound(Intracomm):
+    """COMM_WORLD and COMM_SELF before this process is a rank: each rank binds them
+    to its world when it starts (or at their first use, when that comes first),
+    making them plain Intracomm handles: ``type(COMM_WORLD)`` is Intracomm, as in
+    mpi4py, and reaching its state is as fast as any communicator's (an instance
+    attribute, no property)."""
+
+    @property
+    def _state_value(self):
+        job.current()   # a program run without the launcher becomes a rank here
+        if type(self) is _Unbound:
+            _bind(self)
+        return self._state_value
+
+
+def _bind(handle):
+    handle.__class__ = Intracomm
+    handle._state_value = _make_predefined(handle._which)
+
+
 def _predefined_comm(which):
-    """COMM_WORLD or COMM_SELF: an Intracomm, as in mpi4py, bound to the world of
-    whichever rank uses it: it has no state until first used (Comm.__getattr__)."""
-    handle = super(Comm, Intracomm).__new__(Intracomm)     # no _state_value yet
+    handle = super(Comm, _Unbound).__new__(_Unbound)
     handle._which = which
     handle._constant = True     # free() leaves it alone (handle.IntHandle)
     return handle
-
-
-def _bind_predefined(handle):
-    """The state of predefined communicator ``handle``, made on its first use."""
-    state = handle._state_value = _make_predefined(handle._which)
-    return state
 
 
 def _make_predefined(which):
@@ -287,9 +299,9 @@ _SESSIONS = _predefined_comm("SESSIONS")     # carries Create_from_group's hands
 
 
 @job.on_new_rank
-def _forget_predefined():
+def _bind_predefined():
     for handle in (COMM_WORLD, COMM_SELF, _SESSIONS):
-        handle.__dict__.pop("_state_value", None)
+        _bind(handle)
 COMM_NULL = Intracomm()
 COMM_NULL._constant = True     # free() leaves it alone (handle.IntHandle)
 TOPOLOGY_CLASSES[None] = Intracomm

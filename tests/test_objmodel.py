@@ -238,3 +238,14 @@ def test_handleof_is_the_handle_or_the_address_of_a_status():
     info.Free()
     with pytest.raises(TypeError):
         MPI._handleof(None)
+
+
+@pytest.mark.timeout(60)
+def test_every_rank_binds_comm_world_to_its_own_world():
+    import shmrma
+
+    def body():
+        comm = MPI.COMM_WORLD
+        return type(comm) is MPI.Intracomm, comm.Get_rank(), comm.Get_size()
+
+    assert shmrma.launch(body, 2, timeout=45) == [(True, 0, 2), (True, 1, 2)]
