@@ -897,6 +897,20 @@ PyTypeObject WinTableType = {
     .tp_new = table_new,
 };
 
+/* --- creation of the C bases of Python classes --- */
+
+static PyObject *g_no_args;    /* () */
+
+/* object.__new__(type), the arguments left out: the __new__ of the C bases of
+ * Python classes below (windows, handles). Unlike PyType_GenericNew, it prepares
+ * the instance's attributes as for any Python class (CPython 3.11's inline
+ * values), keeping attribute access and creation as fast as theirs. */
+static PyObject *
+plain_object_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    return PyBaseObject_Type.tp_new(type, g_no_args, NULL);
+}
+
 /* --- the buffer protocol of windows --- */
 
 /* A base class whose instances export the buffer of their tomemory(): Win
@@ -924,7 +938,7 @@ static PyTypeObject BufferExporterType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_doc = "Base class exporting the buffer of self.tomemory().",
     .tp_as_buffer = &exporter_as_buffer,
-    .tp_new = PyType_GenericNew,
+    .tp_new = plain_object_new,
 };
 
 /* --- the buffer constants --- */
@@ -958,17 +972,6 @@ static PyTypeObject EmptyBufferIntType = {
  * works; the subclass's __init__ (inherited) copies the handle.  Being C,
  * this __new__ costs nothing on the runtime's own constructions (a request
  * per Isend/Irecv), which a Python __new__ would slow by ~60 ns. */
-static PyObject *g_no_args;    /* () */
-
-/* object.__new__(type), the arguments left out: unlike PyType_GenericNew, it
- * prepares the instance's attributes as for any Python class (CPython 3.11's
- * inline values), keeping attribute access and creation as fast as theirs. */
-static PyObject *
-handle_base_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
-{
-    return PyBaseObject_Type.tp_new(type, g_no_args, NULL);
-}
-
 static PyTypeObject HandleBaseType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "shmrma._native.HandleBase",
@@ -976,7 +979,7 @@ static PyTypeObject HandleBaseType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_doc = "Base class whose __new__ ignores its arguments (mpi4py's __cinit__ "
               "protocol; __init__ takes the handle to copy).",
-    .tp_new = handle_base_new,
+    .tp_new = plain_object_new,
 };
 
 /* --- argument checks: each says "usable" (0) or "miss" (-1, no error set) --- */

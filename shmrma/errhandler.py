@@ -225,9 +225,10 @@ def switch_class(obj, handler):
     handled variant of it otherwise."""
     plain = getattr(type(obj), "_plain_class", type(obj))
     if handler is ERRORS_RETURN:
-        obj.__class__ = plain
-        return
-    variant = _variants.get(plain)
-    if variant is None:
-        variant = _variants[plain] = handled_variant(plain)
-    obj.__class__ = variant
+        target = plain
+    else:
+        target = _variants.get(plain)
+        if target is None:
+            target = _variants[plain] = handled_variant(plain)
+    if type(obj) is not target:     # assigning __class__ slows the object's attributes
+        obj.__class__ = target
