@@ -212,6 +212,8 @@ def test_a_buffer_constant_is_its_address_an_empty_buffer_and_no_number(name, ad
 
 
 def test_a_dynamic_window_base_is_the_int_zero():
+    """R26: WIN_BASE is BOTTOM's address, an int as mpi4py returns it (so arithmetic
+    on it works, which BOTTOM refuses)."""
     win = MPI.Win.Create_dynamic()
     base = win.Get_attr(MPI.WIN_BASE)
     assert base == 0 and type(base) is int
