@@ -20,6 +20,8 @@ else:
                               Query_thread, VERSION, SUBVERSION, Wtick, Wtime, get_vendor)
     from .memory import Alloc_mem, Free_mem, get_address as Get_address
     from .request import REQUEST_NULL, Grequest, Prequest, Request, Status
+    from .status import F_ERROR, F_SOURCE, F_STATUS_SIZE, F_TAG
+    from .handle import handle_of as _handleof
     from .attributes import APPNUM, IO, LASTUSEDCODE, TAG_UB, UNIVERSE_SIZE, WTIME_IS_GLOBAL
     from .msgpickle import Pickle, pickle
     from .comm import (BSEND_OVERHEAD, MESSAGE_NO_PROC, MESSAGE_NULL, Attach_buffer, Comm,

@@ -14,6 +14,7 @@ import warnings
 from . import atomic, attributes, buffers, constants, errhandler, errors, job, mailbox
 from .attributes import Attributes
 from .group import make_group
+from .handle import HandleBase, IntHandle, constant
 from .partitioned import PartitionedReceive, PartitionedSend
 from .request import Prequest, Request
 from .status import Status, check_arg as check_status
@@ -414,13 +415,18 @@ _by_number = {}
 TOPOLOGY_CLASSES = {}
 
 
-class Comm(Attributes, errhandler.ErrorHandling, BufferAttachment):
+class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
     """``MPI.Comm``; the base class is COMM_NULL's type."""
 
     _errhandler_kind = "Comm"
 
     _state_value = None
     _attribute_kind = "Comm"
+    _which = None   # COMM_WORLD and COMM_SELF: their name (intracomm.py)
+    _referent_attr = "_state_value"     # what free() nullifies (handle.IntHandle)
+
+    def _predefined(self):
+        return self._state_value.context in (job.WORLD_CONTEXT, job.SELF_CONTEXT)
 
     def __new__(cls, comm=None):
         # Comm(other) is a new handle to the same communicator, as in mpi4py, made
@@ -440,7 +446,6 @@ class Comm(Attributes, errhandler.ErrorHandling, BufferAttachment):
 
     def __init__(self, comm=None):
         """The handle is made in __new__."""
-
     def _check_kind(self, state):
         """TypeError when ``state`` is not a communicator of this class's kind
         (a Cartcomm handle needs a Cartesian topology...)."""
@@ -481,23 +486,19 @@ class Comm(Attributes, errhandler.ErrorHandling, BufferAttachment):
         _by_number[state.context + 1] = state
         return state.context + 1
 
-    py2f = toint
-
     @classmethod
     def fromint(cls, number):
         """A handle to the communicator of integer handle ``number``, of the class its
         kind asks for (Intracomm, Cartcomm, Graphcomm, Distgraphcomm), as mpi4py's."""
         number = operator.index(number)
-        if number == 0:
-            return Comm()
+        if number == 0:     # COMM_NULL, of COMM_NULL's class (Intracomm here)
+            return TOPOLOGY_CLASSES[None]()
         state = _by_number.get(number)
         if state is None or state.freed:
             errors.fail(errors.ERR_COMM, "%d is not the integer handle of a live "
                         "communicator; pass what toint() returned" % number)
         kind = None if state.topology is None else state.topology.kind
         return TOPOLOGY_CLASSES[kind]._handle_of(state)
-
-    f2py = fromint
 
     # --- attributes (attributes.py) ---
     def _attributes(self):
@@ -548,8 +549,7 @@ class Comm(Attributes, errhandler.ErrorHandling, BufferAttachment):
             return NotImplemented
         return self._state_value is other._state_value
 
-    def __hash__(self):
-        return id(self._state_value)
+    __hash__ = None     # unhashable, as in mpi4py (Free changes what it refers to)
 
     # --- identity ---
     def Get_rank(self):
@@ -930,13 +930,17 @@ class _Matched:
     """What a Message refers to: a message taken out of matching, until received
     (``arrived`` is None then, for every Message copied from the same one)."""
 
-    __slots__ = ("state", "arrived")
+    __slots__ = ("state", "arrived", "__weakref__")   # weakref: integer handles
 
     def __init__(self, state, arrived):
         self.state, self.arrived = state, arrived
 
 
-_NO_PROC = "MESSAGE_NO_PROC"     # the handle of a message from PROC_NULL
+class _NoProc:
+    """The handle of a message from PROC_NULL."""
+
+
+_NO_PROC = _NoProc()
 
 
 def _serve_errhandler(handle):
@@ -945,12 +949,15 @@ def _serve_errhandler(handle):
         errhandler.switch_class(handle, handle._state_value.errhandler)
 
 
-class Message:
+class Message(HandleBase, IntHandle):
     """``MPI.Message``: a message Mprobe took out of matching; Recv or recv (and
     their I-forms) receive it once, then it is MESSAGE_NULL. ``Message(other)``
     is another handle to ``other``'s message."""
 
-    def free(self):
+    def _predefined(self):
+        return self._handle is _NO_PROC
+
+    def _free(self):
         """Nothing to free: a message goes when it is received (mpi4py's free)."""
 
     def __init__(self, message=None):
@@ -1044,8 +1051,8 @@ class Message:
         return self._receive().wait(status)
 
 
-MESSAGE_NULL = Message()
-MESSAGE_NO_PROC = Message()
+MESSAGE_NULL = constant(Message())
+MESSAGE_NO_PROC = constant(Message())
 MESSAGE_NO_PROC._handle = _NO_PROC
 
 

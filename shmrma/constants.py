@@ -31,43 +31,64 @@ MAX_LIBRARY_VERSION_STRING = 8192
 
 
 
-class BottomType(int):
+def _buffer_int():
+    """EmptyBufferInt of shmrma._native (an int exporting an empty buffer), or int
+    without the extension (then the constants export no buffer)."""
+    try:
+        from ._native import EmptyBufferInt
+        return EmptyBufferInt
+    except ImportError:
+        return int
+
+
+class _BufferConstant(_buffer_int()):
+    """What mpi4py's BOTTOM, IN_PLACE and BUFFER_AUTOMATIC are: equal to and hashed
+    as their MPICH address (an int: ``int()``, ``operator.index``), pickled and
+    shown by name, exporting an empty buffer of no object, and not numbers (no
+    arithmetic or ordering: TypeError)."""
+
+    _name = None
+    _address = 0
+
+    def __new__(cls):
+        return super().__new__(cls, cls._address)
+
+    def __repr__(self):
+        return self._name
+
+    def __reduce__(self):
+        return self._name
+
+
+def _not_a_number(operation):
+    def refuse(self, *args):
+        raise TypeError("MPI.%s is a constant, not a number: %s is not defined on it"
+                        % (self._name, operation))
+    return refuse
+
+
+for _operation in ("add radd sub rsub mul rmul truediv rtruediv floordiv rfloordiv mod rmod "
+                   "divmod rdivmod pow rpow lshift rlshift rshift rrshift and rand or ror "
+                   "xor rxor neg pos invert abs lt le gt ge").split():
+    setattr(_BufferConstant, "__%s__" % _operation, _not_a_number(_operation))
+
+
+class BottomType(_BufferConstant):
     """``MPI.BOTTOM``: the address-zero base of absolute displacements."""
 
-    def __new__(cls):
-        return int.__new__(cls, 0)
-
-    def __repr__(self):
-        return "BOTTOM"
-
-    def __reduce__(self):
-        return "BOTTOM"
+    _name, _address = "BOTTOM", 0
 
 
-class InPlaceType(int):
+class InPlaceType(_BufferConstant):
     """``MPI.IN_PLACE``: take this rank's contribution from the receive buffer."""
 
-    def __new__(cls):
-        return int.__new__(cls, -1)
-
-    def __repr__(self):
-        return "IN_PLACE"
-
-    def __reduce__(self):
-        return "IN_PLACE"
+    _name, _address = "IN_PLACE", -1
 
 
-class BufferAutomaticType(int):
+class BufferAutomaticType(_BufferConstant):
     """``MPI.BUFFER_AUTOMATIC``: buffered sends need no attached buffer (MPI-4.1)."""
 
-    def __new__(cls):
-        return int.__new__(cls, -2)     # MPICH's address
-
-    def __repr__(self):
-        return "BUFFER_AUTOMATIC"
-
-    def __reduce__(self):
-        return "BUFFER_AUTOMATIC"
+    _name, _address = "BUFFER_AUTOMATIC", -2     # MPICH's address
 
 
 BOTTOM = BottomType()

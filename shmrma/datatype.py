@@ -19,7 +19,7 @@ import sys
 from . import constants
 from .attributes import Attributes
 from .errors import ERR_ARG, ERR_TYPE, fail
-from .handle import Handle
+from .handle import Handle, constant
 from .info import as_mpi_string
 from .lazy import numpy as np
 
@@ -151,10 +151,10 @@ class Datatype(Handle, Attributes):
     def __reduce__(self):
         handle = self._handle
         if handle is None:
-            return "DATATYPE_NULL" if self is DATATYPE_NULL else (Datatype, ())
+            return "DATATYPE_NULL" if self is DATATYPE_NULL else (type(self), ())
         if handle.constant_name:
             constant = PREDEFINED[handle.constant_name]
-            return handle.constant_name if self is constant else (Datatype, (constant,))
+            return handle.constant_name if self is constant else (type(self), (constant,))
         if handle.freed:
             raise ValueError("cannot serialize '%s.Datatype' instance" % __name__)
         # as mpi4py does: rebuilt from its decoding, whose argument types pickle in
@@ -249,10 +249,8 @@ class Datatype(Handle, Attributes):
         self._handle = None
         handle.release()
 
-    def free(self):
-        """Call Free() unless the datatype is null or predefined (mpi4py's helper)."""
-        if self._handle is not None and not self._handle.predefined:
-            self.Free()
+    def _predefined(self):
+        return self._handle.predefined
 
     # -- decoding (MPI-4.1 §5.1.13) ------------------------------------------------
 
@@ -533,7 +531,7 @@ def _typestr(typechar, kind, itemsize):
 def _predefined(name, handle):
     handle.predefined = True
     handle.constant_name = name
-    datatype = Datatype()
+    datatype = constant(Datatype())
     datatype._handle = handle
     handle.basic = datatype
     return datatype

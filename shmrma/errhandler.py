@@ -9,6 +9,7 @@ import os
 import sys
 
 from . import errors, job
+from .handle import HandleBase, IntHandle
 
 # mpi4py keeps 32 user handlers per kind of object (its C trampolines); shmrma
 # allows as many live ones, so that a program that runs here runs on mpi4py
@@ -29,7 +30,7 @@ _next_number = itertools.count(16)   # toint() numbers of user handlers
 _by_number = {}                 # toint() -> target, for fromint/f2py
 
 
-class Errhandler:
+class Errhandler(HandleBase, IntHandle):
     """``MPI.Errhandler``. Handles compare by the handler they name, as mpi4py's do:
     ``comm.Get_errhandler()`` gives a new handle, which ``Free`` turns into
     ERRHANDLER_NULL; the module's constants stay what they are. ``_target`` is a
@@ -38,8 +39,12 @@ class Errhandler:
     _constant = False
 
     def __init__(self, errhandler=None):
-        # Errhandler(other) is a new handle to the same handler, as in mpi4py
-        self._target = errhandler._target if isinstance(errhandler, Errhandler) else errhandler
+        # Errhandler(other) is a new handle to the same handler, as in mpi4py;
+        # the runtime makes handles to a target with _of_referent
+        if errhandler is not None and not isinstance(errhandler, Errhandler):
+            raise TypeError("Errhandler() takes an Errhandler, not %s"
+                            % type(errhandler).__name__)
+        self._target = None if errhandler is None else errhandler._target
 
     def __bool__(self):
         return self._target is not None
@@ -53,8 +58,7 @@ class Errhandler:
         equal = self.__eq__(other)
         return equal if equal is NotImplemented else not equal
 
-    def __hash__(self):
-        return hash(self._target)
+    __hash__ = None     # unhashable, as in mpi4py (Free changes what it refers to)
 
     def __repr__(self):
         if isinstance(self._target, UserHandler):
@@ -67,7 +71,7 @@ class Errhandler:
                              "lives in this process")
         if self._constant:
             return self._target or "ERRHANDLER_NULL"
-        return (Errhandler, (PREDEFINED.get(self._target, ERRHANDLER_NULL),))
+        return (type(self), (PREDEFINED.get(self._target, ERRHANDLER_NULL),))
 
     def Free(self):
         target = self._target
@@ -87,10 +91,9 @@ class Errhandler:
 
     @classmethod
     def fromint(cls, number):
-        return cls(_by_number.get(number))
+        return cls._of_referent(_by_number.get(number))
 
-    py2f = toint
-    f2py = fromint
+    _referent_attr = "_target"
 
 
 def create(kind, function):
@@ -102,11 +105,11 @@ def create(kind, function):
     _live_user_handlers[kind] = _live_user_handlers.get(kind, 0) + 1
     target = UserHandler(kind, function, next(_next_number))
     _by_number[target.number] = target
-    return Errhandler(target)
+    return Errhandler._of_referent(target)
 
 
 def _constant(name=None):
-    handler = Errhandler(name)
+    handler = Errhandler._of_referent(name)
     handler._constant = True
     return handler
 
@@ -126,7 +129,7 @@ def settable(handler, kind):
     predefined constant or the user handler; ERR_ARG for anything else."""
     target = handler._target if isinstance(handler, Errhandler) else None
     if isinstance(target, UserHandler) and target.kind == kind:
-        return Errhandler(target)
+        return Errhandler._of_referent(target)
     if target in PREDEFINED:
         return PREDEFINED[target]
     errors.fail(errors.ERR_ARG, "the error handler must be ERRORS_RETURN, ERRORS_ARE_FATAL, "
@@ -222,9 +225,10 @@ def switch_class(obj, handler):
     handled variant of it otherwise."""
     plain = getattr(type(obj), "_plain_class", type(obj))
     if handler is ERRORS_RETURN:
-        obj.__class__ = plain
-        return
-    variant = _variants.get(plain)
-    if variant is None:
-        variant = _variants[plain] = handled_variant(plain)
-    obj.__class__ = variant
+        target = plain
+    else:
+        target = _variants.get(plain)
+        if target is None:
+            target = _variants[plain] = handled_variant(plain)
+    if type(obj) is not target:     # assigning __class__ slows the object's attributes
+        obj.__class__ = target

@@ -35,7 +35,7 @@ from .collective import own_bcast
 from .comm import Completed
 from .constants import ANY_SOURCE, ANY_TAG
 from .group import GroupMembers
-from .handle import Handle
+from .handle import Handle, constant
 from .info import INFO_NULL, Info, to_dict
 from .lazy import numpy
 from .status import Status, check_arg
@@ -488,8 +488,9 @@ def _by_null_handler(where, call, *args):
 
 
 # --- MPI.File --------------------------------------------------------------------------
-class File(GroupMembers, errhandler.ErrorHandling, Handle):
-    """``MPI.File``: a handle to an open file; the base class is FILE_NULL's type."""
+class File(Handle, GroupMembers, errhandler.ErrorHandling):
+    """``MPI.File``: a handle to an open file; the base class is FILE_NULL's type.
+    (Handle first: File.__new__ reaches handle.HandleBase's, see there.)"""
 
     _errhandler_kind = "File"
 
@@ -510,7 +511,7 @@ class File(GroupMembers, errhandler.ErrorHandling, Handle):
         if self is FILE_NULL:
             return "FILE_NULL"
         if self._handle is None:
-            return (File, ())
+            return (type(self), ())
         raise ValueError("cannot serialize '%s.File' instance: an open file lives in one "
                          "job" % __name__)
 
@@ -522,11 +523,8 @@ class File(GroupMembers, errhandler.ErrorHandling, Handle):
                         "File.Open")
         return state
 
-    handle = property(Handle.toint)
-    fromhandle = Handle.fromint
-
-    def free(self):
-        if self._handle is not None and not self._handle.closed:
+    def _free(self):
+        if not self._handle.closed:     # not closed through another handle
             self.Close()
 
     # --- manipulation (§13.2) ---
@@ -935,4 +933,4 @@ def _delete(path):
         _os_fail(exc, "File.Delete: cannot delete %r" % os.fsdecode(path))
 
 
-FILE_NULL = File()
+FILE_NULL = constant(File())

@@ -13,7 +13,7 @@ import operator
 
 from .constants import IDENT, PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL
 from .errors import ERR_ARG, ERR_GROUP, ERR_RANK, fail
-from .handle import Handle, reduce_named
+from .handle import Handle, constant, reduce_named
 
 
 class GroupHandle:
@@ -175,10 +175,8 @@ class Group(Handle):
             handle.freed = True
         self._handle = None
 
-    def free(self):
-        """Call Free() unless the group is null or predefined (mpi4py's helper)."""
-        if self._handle is not None and self is not GROUP_EMPTY:
-            self.Free()
+    def _predefined(self):
+        return self._handle is _EMPTY_HANDLE
 
 
 class GroupMembers:
@@ -262,9 +260,9 @@ def _expand_ranges(triplets, call):
     return ranks
 
 
-GROUP_NULL = Group()
+GROUP_NULL = constant(Group())
 _EMPTY_HANDLE = GroupHandle(())
-GROUP_EMPTY = Group()
+GROUP_EMPTY = constant(Group())
 GROUP_EMPTY._handle = _EMPTY_HANDLE
 
 __all__ = ["Group", "GROUP_NULL", "GROUP_EMPTY"]  # what MPI may re-export

@@ -1,7 +1,6 @@
 """The handle protocol of MPI objects (Datatype, Op, Group, Info): two Python objects
 are equal when they refer to the same MPI object, like C handles, and a null handle
-is false. mpi4py's objects are unhashable; ours hash by handle so the runtime can key
-caches on them (Free() changes the handle, hence the hash).
+is false. They are unhashable, as mpi4py's (Free() changes what they refer to).
 
 ``toint()``/``fromint()`` are MPI 4.1's integer handles (MPI_Op_toint...): an int
 that names the MPI object, from which ``fromint`` makes a new Python object
@@ -12,6 +11,7 @@ import operator
 import weakref
 
 from .errors import ERR_ARG, fail
+from .status import Status
 
 
 class _IntHandles:
@@ -42,25 +42,102 @@ class _IntHandles:
         return handle
 
 
-class Handle:
-    _handle = None
+def _constructor_base():
+    """HandleBase of shmrma._native (C: free on the runtime's own constructions),
+    or its Python equivalent without the extension."""
+    try:
+        from ._native import HandleBase
+        return HandleBase
+    except ImportError:
+        class HandleBase:
+            def __new__(cls, *args, **kwargs):
+                return object.__new__(cls)
+        return HandleBase
+
+
+# The base of handle classes constructed as mpi4py's are: ``__new__`` takes the
+# handle to copy (ignoring it; ``__init__`` copies it), so a subclass may define
+# ``def __new__(cls, x=None): return Base.__new__(cls, x)`` (test_subclass). A class
+# whose __new__ is Python code must name it first among its bases: CPython checks
+# that the C __new__ is reached through a chain of first bases (tp_base).
+HandleBase = _constructor_base()
+
+
+class IntHandle:
+    """mpi4py's ``handle``/``fromhandle``, integer ``toint``/``fromint`` and Fortran
+    ``py2f``/``f2py``: here all are one integer handle. A class listing IntHandle
+    (or Handle) among its bases is a kind of MPI object, numbered on its own; by
+    default its objects refer to what their attribute ``_referent_attr`` holds
+    (None when null), and ``fromint`` makes ``cls()`` refer to it. Classes keeping
+    their MPI object otherwise define toint and fromint."""
+
+    _referent_attr = "_handle"
+    _constant = False   # a module constant (MPI.INT, MPI.COMM_WORLD...): see free()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if Handle in cls.__bases__:
+        if IntHandle in cls.__bases__ or Handle in cls.__bases__:
             cls._kind = cls  # objects compare with others of the same MPI kind only
             cls._ints = _IntHandles()
 
     def toint(self):
         """The integer handle of the MPI object (0 for a null handle)."""
-        return self._ints.number(self._handle)
+        return self._ints.number(getattr(self, self._referent_attr))
 
     @classmethod
     def fromint(cls, number):
         """A new object referring to the MPI object of integer handle ``number``."""
+        return cls._of_referent(cls._ints.handle(number, cls._kind))
+
+    @classmethod
+    def _of_referent(cls, referent):
+        """A new object of this class referring to ``referent`` (None: null)."""
         obj = cls()
-        obj._handle = cls._ints.handle(number, cls._kind)
+        setattr(obj, cls._referent_attr, referent)
         return obj
+
+    # --- mpi4py's safe free (objmodel.pxi safefree) ---
+    def free(self):
+        """Nothing for a module constant or a null handle; a handle to a predefined
+        MPI object (``Datatype(MPI.INT)``) becomes null; another object is freed
+        (Free, Close or Finalize: ``_free``)."""
+        if self._constant or not self:
+            return
+        if self._predefined():
+            self._nullify()
+        else:
+            self._free()
+
+    def _predefined(self):
+        """Does this non-null handle refer to a predefined MPI object?"""
+        return False
+
+    def _nullify(self):
+        setattr(self, self._referent_attr, None)
+
+    def _free(self):
+        self.Free()
+
+    @property
+    def handle(self):
+        """The MPI handle, an int (read-only)."""
+        return self.toint()
+
+    @classmethod
+    def fromhandle(cls, handle):
+        """A new object of this class referring to the MPI object ``handle`` names."""
+        return cls.fromint(handle)
+
+    def py2f(self):
+        return self.toint()
+
+    @classmethod
+    def f2py(cls, number):
+        return cls.fromint(number)
+
+
+class Handle(HandleBase, IntHandle):
+    _handle = None
 
     def __eq__(self, other):
         if not isinstance(other, self._kind):
@@ -71,11 +148,27 @@ class Handle:
         equal = self.__eq__(other)
         return equal if equal is NotImplemented else not equal
 
-    def __hash__(self):
-        return hash(self._handle)
+    __hash__ = None     # unhashable, as in mpi4py (Free changes what it refers to)
 
     def __bool__(self):
         return self._handle is not None
+
+
+def handle_of(obj):
+    """mpi4py's ``MPI._handleof``: the MPI handle of a handle object (its int, as
+    ``obj.handle``), the address of a Status's five C ints (what MPI_Status is)."""
+    if isinstance(obj, IntHandle):
+        return obj.handle
+    if isinstance(obj, Status):
+        return obj._fields.buffer_info()[0]
+    raise TypeError("_handleof() takes an MPI object (Comm, Datatype, Status...), not %s"
+                    % type(obj).__name__)
+
+
+def constant(obj):
+    """Mark ``obj`` a module constant (free() leaves it alone) and return it."""
+    obj._constant = True
+    return obj
 
 
 def reduce_named(obj, constants):

@@ -13,7 +13,7 @@ import operator
 
 from .constants import MAX_INFO_KEY, MAX_INFO_VAL
 from .errors import ERR_ARG, ERR_INFO, ERR_INFO_KEY, ERR_INFO_NOKEY, ERR_INFO_VALUE, fail
-from .handle import Handle, reduce_named
+from .handle import Handle, constant, reduce_named
 
 
 class InfoStore:
@@ -55,7 +55,8 @@ class Info(Handle):
         named = reduce_named(self, {"INFO_NULL": INFO_NULL, "INFO_ENV": INFO_ENV})
         if named is not None:
             return named
-        return (Info.Create, (list(self._live("pickle").items.items()),))
+        # as mpi4py: a subclass's info unpickles as one of its class
+        return (type(self).Create, (list(self._live("pickle").items.items()),))
 
     def _live(self, action):
         store = self._store
@@ -100,10 +101,8 @@ class Info(Handle):
         self._store.freed = True
         self._store = None
 
-    def free(self):
-        """Call Free() unless the info is null or predefined (mpi4py's helper)."""
-        if self._store is not None and not self._store.readonly:
-            self.Free()
+    def _predefined(self):
+        return self._store.readonly
 
     def Dup(self):
         duplicate = type(self)()
@@ -285,8 +284,8 @@ def to_dict(info):
                     % (type(info).__name__, info))
 
 
-INFO_NULL = Info()
-INFO_ENV = Info()
+INFO_NULL = constant(Info())
+INFO_ENV = constant(Info())
 INFO_ENV._store = InfoStore(readonly=True)  # MPICH leaves it empty for a singleton
 
 __all__ = ["Info", "INFO_NULL", "INFO_ENV"]  # what MPI may re-export

@@ -40,6 +40,8 @@ class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm
     def __reduce__(self):
         if self is COMM_NULL:
             return "COMM_NULL"
+        if self._which is not None:     # COMM_WORLD, COMM_SELF
+            return self._which
         predefined = {job.WORLD_CONTEXT: COMM_WORLD, job.SELF_CONTEXT: COMM_SELF}.get(
             getattr(self._state_value, "context", None))
         if predefined is not None:      # a new handle to COMM_WORLD or COMM_SELF
@@ -254,26 +256,31 @@ def _checked_subset(group, state):
     return world_ranks
 
 
-class _Predefined(Intracomm):
-    """COMM_WORLD and COMM_SELF: bound to the world of whichever rank uses them."""
-
-    def __new__(cls, which):
-        handle = super(Comm, cls).__new__(cls)
-        handle._which = which
-        return handle
-
-    def _own_class(self):
-        return Intracomm
+class _Unbound(Intracomm):
+    """COMM_WORLD and COMM_SELF before this process is a rank: each rank binds them
+    to its world when it starts (or at their first use, when that comes first),
+    making them plain Intracomm handles: ``type(COMM_WORLD)`` is Intracomm, as in
+    mpi4py, and reaching its state is as fast as any communicator's (an instance
+    attribute, no property)."""
 
     @property
     def _state_value(self):
-        state = _predefined.get(self._which)
-        if state is None:
-            state = _predefined[self._which] = _make_predefined(self._which)
-        return state
+        job.current()   # a program run without the launcher becomes a rank here
+        if type(self) is _Unbound:
+            _bind(self)
+        return self._state_value
 
-    def __reduce__(self):
-        return self._which
+
+def _bind(handle):
+    handle.__class__ = Intracomm
+    handle._state_value = _make_predefined(handle._which)
+
+
+def _predefined_comm(which):
+    handle = super(Comm, _Unbound).__new__(_Unbound)
+    handle._which = which
+    handle._constant = True     # free() leaves it alone (handle.IntHandle)
+    return handle
 
 
 def _make_predefined(which):
@@ -286,18 +293,17 @@ def _make_predefined(which):
     return CommState(job.SELF_CONTEXT, [world.rank], None, "MPI_COMM_SELF")
 
 
-_predefined = {}
+COMM_WORLD = _predefined_comm("COMM_WORLD")
+COMM_SELF = _predefined_comm("COMM_SELF")
+_SESSIONS = _predefined_comm("SESSIONS")     # carries Create_from_group's handshakes only
 
 
 @job.on_new_rank
-def _forget_predefined():
-    _predefined.clear()
-
-
-COMM_WORLD = _Predefined("COMM_WORLD")
-COMM_SELF = _Predefined("COMM_SELF")
-_SESSIONS = _Predefined("SESSIONS")     # carries Create_from_group's handshakes only
+def _bind_predefined():
+    for handle in (COMM_WORLD, COMM_SELF, _SESSIONS):
+        _bind(handle)
 COMM_NULL = Intracomm()
+COMM_NULL._constant = True     # free() leaves it alone (handle.IntHandle)
 TOPOLOGY_CLASSES[None] = Intracomm
 
 

@@ -20,7 +20,7 @@ import weakref as _weakref
 from . import datatype as _datatype
 from . import derived as _derived
 from .errors import ERR_OP, ERR_TYPE, fail
-from .handle import Handle
+from .handle import Handle, constant
 from .lazy import numpy as np
 
 # Where an op is used decides which ops are legal (MPI 3.1 §11.3.4, checklist R44, R52).
@@ -78,10 +78,10 @@ class Op(Handle):
     def __reduce__(self):
         handle = self._handle
         if handle is None:
-            return "OP_NULL" if self is OP_NULL else (Op, ())
+            return "OP_NULL" if self is OP_NULL else (type(self), ())
         if handle.predefined:
             constant = PREDEFINED[handle.name]
-            return handle.name if self is constant else (Op, (constant,))
+            return handle.name if self is constant else (type(self), (constant,))
         if handle.freed:
             raise ValueError("cannot serialize a freed '%s.Op'" % __name__)
         if not self._knows_function:
@@ -126,10 +126,8 @@ class Op(Handle):
         _user_slots.give_back(handle)
         self._handle = None
 
-    def free(self):
-        """Call Free() unless the op is null or predefined (mpi4py's helper)."""
-        if self._handle is not None and not self._handle.predefined:
-            self.Free()
+    def _predefined(self):
+        return self._handle.predefined
 
     def Is_commutative(self):
         return self._live("query the commutativity of").commutative
@@ -354,13 +352,13 @@ _PREDEFINED_OPS = (
 
 
 def _predefined(name, kernel, type_classes, commutative):
-    op = Op()
+    op = constant(Op())
     op._handle = OpHandle(name, _PYTHON[name], kernel, type_classes, commutative)
     return op
 
 
 PREDEFINED = {row[0]: _predefined(*row) for row in _PREDEFINED_OPS}
-OP_NULL = Op()
+OP_NULL = constant(Op())
 
 globals().update(PREDEFINED)
 # what MPI re-exports: mpi4py's names only

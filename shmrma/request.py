@@ -6,15 +6,17 @@ never block). Waiting is shared: progress the mailbox, poll, and sleep on this
 rank's doorbell, which every event that can complete a request of this rank
 rings (a message arriving, a counter reaching zero, a barrier opening).
 """
+import copyreg
 import inspect
 import operator
 import weakref
 
 from . import constants, errors
+from .handle import HandleBase, IntHandle, constant
 from .status import Status
 
 
-class Request:
+class Request(HandleBase, IntHandle):
     """``MPI.Request``. The base class is also REQUEST_NULL's type.
 
     ``Request(request)`` (and ``Prequest(prequest)``, as in mpi4py) is another
@@ -59,18 +61,19 @@ class Request:
     __hash__ = None  # unhashable, as in mpi4py (a request turns null when it completes)
 
     def __reduce__(self):
-        # as mpi4py: REQUEST_NULL by name, another null request as a copy of it; a
-        # live request means nothing in another process
+        # as mpi4py: REQUEST_NULL by name, another null request as a new one of its
+        # class made as mpi4py's __newobj__ makes it (the class's defaults are a null
+        # request, the runtime's own kinds' too); a live request means nothing in
+        # another process
         if self is REQUEST_NULL:
             return "REQUEST_NULL"
         if not self:
-            return (_public_class(self), ())
+            return (copyreg.__newobj__, (type(self),))
         raise ValueError("cannot serialize '%s.%s' instance"
                          % (type(self).__module__, type(self).__name__))
 
-    # --- integer handles ---
-    @property
-    def handle(self):
+    # --- integer handles (handle, py2f: handle.IntHandle) ---
+    def toint(self):
         """An int naming the request while it lives (0: REQUEST_NULL)."""
         target = _real(self)
         if not target:
@@ -79,25 +82,18 @@ class Request:
         return id(target)
 
     @classmethod
-    def fromhandle(cls, handle):
-        """A handle (of class ``cls``) to the request ``handle`` names."""
-        handle = operator.index(handle)
-        if handle == 0:
-            return cls()
-        target = _handles.get(handle)
+    def fromint(cls, number):
+        """A new handle to the request ``number`` names, of the MPI class of ``cls``
+        (Request, Prequest or Grequest), as mpi4py's New(Request) makes it."""
+        number = operator.index(number)
+        kind = _public_class(cls)
+        if number == 0:
+            return kind()
+        target = _handles.get(number)
         if target is None:
             errors.fail(errors.ERR_REQUEST, "%d is not the handle of a live request; take "
-                        "handles from Request.handle" % handle)
-        return cls(target)
-
-    # MPI's integer and Fortran handles are the same int here
-    toint = py2f = handle.fget
-    fromint = f2py = fromhandle
-
-    def free(self):
-        """Free the request unless it is null."""
-        if self:
-            self.Free()
+                        "handles from Request.handle" % number)
+        return kind(target)
 
     def _poll(self):
         return self._done
@@ -347,8 +343,10 @@ def _methods(request):
 
 
 def _public_class(request):
-    """The MPI class of ``request``: Prequest, Grequest or Request."""
-    return next(cls for cls in type(request).__mro__ if cls in (Prequest, Grequest, Request))
+    """The MPI class of ``request`` (or of the request class ``request``):
+    Prequest, Grequest or Request."""
+    kind = request if isinstance(request, type) else type(request)
+    return next(cls for cls in kind.__mro__ if cls in (Prequest, Grequest, Request))
 
 
 def _clear(status):
@@ -409,6 +407,14 @@ def _wait_until(condition, requests):
 
 class Prequest(Request):
     """A persistent request: inactive until ``Start``."""
+
+    def Start(self):
+        """Start the request (each kind of persistent request defines it; a handle
+        made by ``Prequest(request)`` starts ``request``)."""
+        if self._alias is None:
+            errors.fail(errors.ERR_REQUEST, "Start on REQUEST_NULL or a freed persistent "
+                        "request; make one with a *_init call")
+        self._alias.Start()
 
     def _check_startable(self, active):
         """ERR_REQUEST unless Start may start it now: neither freed nor ``active``."""
@@ -514,4 +520,4 @@ def _call_back(function, *args, **kwargs):
                                "%s: %s" % (type(exc).__name__, exc)) from exc
 
 
-REQUEST_NULL = Request()
+REQUEST_NULL = constant(Request())

@@ -10,6 +10,7 @@ from . import constants, errors, job
 from . import errhandler as handlers
 from .comm import BufferAttachment, _attached
 from .group import make_group
+from .handle import HandleBase, IntHandle, constant
 from .info import Info, to_dict
 
 PSETS = ("mpi://WORLD", "mpi://SELF")
@@ -27,17 +28,29 @@ class SessionState:
         self.errhandler = handler
 
 
-class Session(handlers.ErrorHandling, BufferAttachment):
+class Session(HandleBase, IntHandle, handlers.ErrorHandling, BufferAttachment):
     """``MPI.Session``; ``Session()`` is SESSION_NULL."""
 
     _errhandler_kind = "Session"
     _buffer_owner = "this session"
     _state = None
+    _referent_attr = "_state"   # for integer handles (handle.IntHandle)
+
+    @classmethod
+    def _of_referent(cls, state):
+        session = cls()
+        if state is not None:
+            session._state = state
+            handlers.switch_class(session, state.errhandler)
+        return session
 
     def __init__(self, session=None):
         # Session(other) is a new handle to the same session, as in mpi4py
-        if isinstance(session, Session):
+        if session is not None and not isinstance(session, Session):
+            raise TypeError("Session() takes a Session, not %s" % type(session).__name__)
+        if session is not None and session._state is not None:
             self._state = session._state
+            handlers.switch_class(self, session._state.errhandler)
 
     @property
     def _s(self):
@@ -59,12 +72,11 @@ class Session(handlers.ErrorHandling, BufferAttachment):
         equal = self.__eq__(other)
         return equal if equal is NotImplemented else not equal
 
-    def __hash__(self):
-        return id(self._state)
+    __hash__ = None     # unhashable, as in mpi4py (Free changes what it refers to)
 
     def __reduce__(self):
         if self._state is None:
-            return "SESSION_NULL"
+            return "SESSION_NULL" if self is SESSION_NULL else (type(self), ())
         raise ValueError("cannot pickle a live MPI.Session: it exists only in its process")
 
     # --- life ---
@@ -81,6 +93,9 @@ class Session(handlers.ErrorHandling, BufferAttachment):
     def Finalize(self):
         _attached.pop(self._s, None)    # finalizing detaches its buffer (MPI-4.1 §3.6.1)
         self._state = None
+
+    def _free(self):
+        self.Finalize()
 
     # --- process sets ---
     def Get_num_psets(self, info=None):
@@ -121,4 +136,4 @@ def _members(pset_name):
                 % (pset_name, ", ".join(PSETS)))
 
 
-SESSION_NULL = Session()
+SESSION_NULL = constant(Session())

@@ -12,6 +12,8 @@ from array import array
 from . import constants, errors
 
 COUNT_LO, COUNT_HI_AND_CANCELLED, SOURCE, TAG, ERROR = range(5)
+# the Fortran status (py2f) is the same five ints, as MPICH's MPI_Status_c2f gives them
+F_SOURCE, F_TAG, F_ERROR, F_STATUS_SIZE = SOURCE, TAG, ERROR, 5
 _EMPTY = array("i", (0, 0, constants.ANY_SOURCE, constants.ANY_TAG, errors.SUCCESS))
 _INT_MAX = 0x7FFFFFFF
 
@@ -25,7 +27,7 @@ def _int32(value):
 class Status:
     """``MPI.Status``. ``Status(other)`` copies ``other``."""
 
-    __slots__ = ("_fields",)
+    __slots__ = ("_fields", "__weakref__")    # weak references, as mpi4py's Status
 
     def __init__(self, status=None):
         if status is None:
@@ -129,6 +131,18 @@ class Status:
         return self._fields != other._fields
 
     __hash__ = None
+
+    # --- the Fortran status: F_STATUS_SIZE ints, F_SOURCE, F_TAG, F_ERROR among them ---
+    def py2f(self):
+        return list(self._fields)
+
+    @classmethod
+    def f2py(cls, arg):
+        """A new status of the first F_STATUS_SIZE ints of ``arg`` (what py2f gave)."""
+        fields = [operator.index(arg[i]) for i in range(F_STATUS_SIZE)]
+        status = cls()
+        status._fields[:] = array("i", fields)
+        return status
 
     def __getstate__(self):
         return {"source": self.source, "tag": self.tag, "error": self.error,

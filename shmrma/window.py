@@ -21,6 +21,7 @@ from .attributes import (WIN_BASE, WIN_CREATE_FLAVOR, WIN_DISP_UNIT, WIN_MODEL, 
                          Attributes)
 from .collective import own_allgather, own_bcast
 from .group import Group, GroupMembers
+from .handle import IntHandle, constant
 from .info import Info, to_dict
 from .intracomm import COMM_SELF
 from .passive import PassiveTarget
@@ -150,14 +151,41 @@ def _buffer_exporter():
         return BufferExporter
 
 
-class Win(Communication, ActiveTarget, PassiveTarget, WindowBarrier, CounterCalls,
-          Attributes, GroupMembers, errhandler.ErrorHandling, _buffer_exporter()):
-    """``MPI.Win``; ``Win()`` is WIN_NULL."""
+class Win(_buffer_exporter(), IntHandle, Communication, ActiveTarget, PassiveTarget,
+          WindowBarrier, CounterCalls, Attributes, GroupMembers, errhandler.ErrorHandling):
+    """``MPI.Win``; ``Win()`` is WIN_NULL. (The C base first: Win.__new__ reaches its
+    __new__, see handle.HandleBase.)"""
 
     _errhandler_kind = "Win"
 
     _state = None
     _sync = None
+    _referent_attr = "_state"   # for integer handles (handle.IntHandle)
+
+    def __new__(cls, win=None):
+        # Win(other) is a new handle to the same window, made here as mpi4py's
+        # __cinit__ makes it, so a subclass's __new__ may pass it on (test_subclass)
+        if win is not None and not isinstance(win, Win):
+            raise TypeError("Win() takes a Win, not %s" % type(win).__name__)
+        handle = super().__new__(cls)
+        if win is not None and win._state is not None:
+            handle._bind(win._state)
+        return handle
+
+    def __init__(self, win=None):
+        """The handle is made in __new__."""
+
+    def _bind(self, state):
+        self._state = state
+        self._sync = state.epoch.table   # what the synchronization calls' fast path takes
+        errhandler.switch_class(self, state.errhandler)
+
+    @classmethod
+    def _of_referent(cls, state):
+        win = cls()
+        if state is not None:
+            win._bind(state)
+        return win
 
     def __bool__(self):
         return self._state is not None
@@ -167,8 +195,7 @@ class Win(Communication, ActiveTarget, PassiveTarget, WindowBarrier, CounterCall
             return NotImplemented
         return self._state is other._state
 
-    def __hash__(self):
-        return id(self._state)
+    __hash__ = None     # unhashable, as in mpi4py (Free changes what it refers to)
 
     def __repr__(self):
         return "<MPI.Win %s>" % ("WIN_NULL" if self._state is None else repr(self._state.name))
@@ -176,7 +203,7 @@ class Win(Communication, ActiveTarget, PassiveTarget, WindowBarrier, CounterCall
     def __reduce__(self):
         # as mpi4py: WIN_NULL pickles by name, a window (memory of one job) does not
         if self._state is None:
-            return "WIN_NULL"
+            return "WIN_NULL" if self is WIN_NULL else (type(self), ())
         raise ValueError("cannot pickle MPI.Win %r: a window exists only in its job; "
                          "send what it holds instead" % self._state.name)
 
@@ -267,8 +294,7 @@ class Win(Communication, ActiveTarget, PassiveTarget, WindowBarrier, CounterCall
     @classmethod
     def _from_state(cls, state):
         win = cls()
-        win._state = state
-        win._sync = state.epoch.table   # what the synchronization calls' fast path takes
+        win._bind(state)
         return win
 
     # --- memory ------------------------------------------------------------------
@@ -301,7 +327,7 @@ class Win(Communication, ActiveTarget, PassiveTarget, WindowBarrier, CounterCall
     def _predefined_attribute(self, keyval):
         state = self._s
         if state.dynamic:
-            return {WIN_BASE: constants.BOTTOM, WIN_SIZE: 0, WIN_DISP_UNIT: 1,
+            return {WIN_BASE: 0, WIN_SIZE: 0, WIN_DISP_UNIT: 1,
                     WIN_CREATE_FLAVOR: WIN_FLAVOR_DYNAMIC, WIN_MODEL: WIN_UNIFIED}.get(keyval)
         values = {
             WIN_BASE: state.targets[state.rank].address if state.sizes[state.rank] else 0,
@@ -373,10 +399,6 @@ class Win(Communication, ActiveTarget, PassiveTarget, WindowBarrier, CounterCall
         self._drop_attributes()
         state.comm.Barrier()
         self._drop()
-
-    def free(self):
-        if self._state is not None:
-            self.Free()
 
 
 class WindowState:
@@ -643,4 +665,4 @@ def _buffer_over(view):
     return buffer() if view is None else buffer(view)
 
 
-WIN_NULL = Win()
+WIN_NULL = constant(Win())
