@@ -136,22 +136,28 @@ class IntHandle:
         return cls.fromint(number)
 
 
-class Handle(HandleBase, IntHandle):
-    _handle = None
+class SameReferent:
+    """Handles that compare equal when they refer to the same MPI object (through
+    IntHandle's ``_referent_attr``), true unless null, unhashable as in mpi4py
+    (Free changes what a handle refers to)."""
 
     def __eq__(self, other):
         if not isinstance(other, self._kind):
             return NotImplemented
-        return self._handle is other._handle
+        return getattr(self, self._referent_attr) is getattr(other, other._referent_attr)
 
     def __ne__(self, other):
         equal = self.__eq__(other)
         return equal if equal is NotImplemented else not equal
 
-    __hash__ = None     # unhashable, as in mpi4py (Free changes what it refers to)
+    __hash__ = None
 
     def __bool__(self):
-        return self._handle is not None
+        return getattr(self, self._referent_attr) is not None
+
+
+class Handle(HandleBase, SameReferent, IntHandle):
+    _handle = None
 
 
 def handle_of(obj):

@@ -10,7 +10,7 @@ from . import constants, errors, job
 from . import errhandler as handlers
 from .comm import BufferAttachment, _attached
 from .group import make_group
-from .handle import HandleBase, IntHandle, constant
+from .handle import HandleBase, IntHandle, SameReferent, constant
 from .info import Info, to_dict
 
 PSETS = ("mpi://WORLD", "mpi://SELF")
@@ -28,7 +28,7 @@ class SessionState:
         self.errhandler = handler
 
 
-class Session(HandleBase, IntHandle, handlers.ErrorHandling, BufferAttachment):
+class Session(HandleBase, SameReferent, IntHandle, handlers.ErrorHandling, BufferAttachment):
     """``MPI.Session``; ``Session()`` is SESSION_NULL."""
 
     _errhandler_kind = "Session"
@@ -59,20 +59,6 @@ class Session(HandleBase, IntHandle, handlers.ErrorHandling, BufferAttachment):
             errors.fail(errors.ERR_SESSION, "the session is SESSION_NULL (never initialized, "
                         "or finalized); start one with MPI.Session.Init()")
         return state
-
-    def __bool__(self):
-        return self._state is not None
-
-    def __eq__(self, other):
-        if not isinstance(other, Session):
-            return NotImplemented
-        return self._state is other._state
-
-    def __ne__(self, other):
-        equal = self.__eq__(other)
-        return equal if equal is NotImplemented else not equal
-
-    __hash__ = None     # unhashable, as in mpi4py (Free changes what it refers to)
 
     def __reduce__(self):
         if self._state is None:
