@@ -12,8 +12,8 @@ over all the items of a call (None: the bytes as they are, MPI's
 CONVERSION_FN_NULL).
 """
 from . import errors
-from .lazy import numpy
 from .pack import EXTERNAL32, _basics, _convert, _external_dtype
+from .pack import by_runs as _by_runs
 
 NATIVE = "native"
 
@@ -105,29 +105,6 @@ class Registered(Representation):
         except Exception as exc:  # noqa: BLE001 - the call fails with MPI's class for it
             raise errors.Exception(errors.ERR_CONVERSION, "the conversion function of data "
                                    "representation %r raised %r" % (self.name, exc)) from exc
-
-
-def _by_runs(data, datatype, count, convert):
-    """``count`` packed items of ``datatype`` (sizes kept), each run of one basic type
-    converted across all items at once by ``convert(bytes, basic, how_many)``."""
-    if not count or not len(data):
-        return data
-    runs = []
-    for basic, items in _basics(datatype):
-        if runs and runs[-1][0] is basic:
-            runs[-1][1] += items
-        else:
-            runs.append([basic, items])
-    table = numpy.frombuffer(data, numpy.uint8).reshape(count, -1)
-    out = numpy.empty_like(table)
-    column = 0
-    for basic, items in runs:
-        width = items * basic.extent
-        converted = convert(table[:, column:column + width].tobytes(), basic, items * count)
-        out[:, column:column + width] = numpy.frombuffer(converted, numpy.uint8).reshape(
-            count, width)
-        column += width
-    return memoryview(out).cast("B")
 
 
 _NATIVE = Representation()

@@ -24,7 +24,8 @@ HEADER = struct.Struct("<qq")   # the sender's block index, the sender's number 
 
 
 class _Partitioned(Prequest):
-    """What both sides share: arguments checked at init, a round per Start."""
+    """What both sides share: arguments checked at init (each side parses its buffer
+    in ``_parse``), a round per Start."""
 
     _persistent = True
     _round = None       # the state of the started round; None while inactive
@@ -44,9 +45,6 @@ class _Partitioned(Prequest):
     @property
     def _inactive(self):
         return self._round is None
-
-    def _parse(self):
-        raise NotImplementedError
 
     def _world_peer(self):
         return self._state.ranks[self._peer_rank]

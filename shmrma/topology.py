@@ -21,14 +21,11 @@ from .persistent import PersistentNeighborCollectives
 
 
 class Topology:
-    """What a topology communicator knows of its neighbors, at every member."""
+    """What a topology communicator knows of its neighbors, at every member. Each
+    kind gives ``edges(rank)``: (in-neighbors, out-neighbors) of ``rank``, in MPI's
+    order, PROC_NULL where a Cartesian grid has no neighbor."""
 
     kind = None
-
-    def edges(self, rank):
-        """(in-neighbors, out-neighbors) of ``rank``, in MPI's order; PROC_NULL where
-        a Cartesian grid has no neighbor."""
-        raise NotImplementedError
 
     def keys(self, rank):
         """(in-keys, out-keys) of ``rank``'s edges: the message along out-edge k to d
