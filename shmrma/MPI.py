@@ -65,3 +65,8 @@ else:
             from .memory import buffer_class
             return buffer_class()
         raise AttributeError("module 'shmrma.MPI' has no attribute %r" % name)
+
+
+# Under SHMRMA_CHECK=1 (shmrma-run --check) the race checker wraps the calls it watches.
+from .check.hooks import install_if_requested as _install_race_checker  # noqa: E402
+_install_race_checker()

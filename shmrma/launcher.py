@@ -18,7 +18,8 @@ import sys
 import time
 import traceback
 
-from . import errors, job, segments
+from . import check, errors, job, segments
+from .check import clock as race_clock, report as race_report
 
 GRACE_SECONDS = 1.0
 DIAGNOSTIC_SECONDS = 1.0
@@ -67,11 +68,21 @@ class Job:
         self.tag_output = tag_output
         self.job_id = job.new_job_id()
         self.world = job.World.create(self.job_id, nranks)
+        self.race_check = race_clock.start_session(self.job_id, nranks) if \
+            check.requested() else None
         self.sweeper_fd = _start_sweeper(self.job_id)
         self.pids = {}
         self.diagnostics = {}
         self.readers = {}
         self.outcome = Outcome()
+
+    def check_summary(self, status):
+        """The job's exit status, after the race checker's summary when it ran."""
+        if self.race_check is None:
+            return status
+        text, found = race_report.summary(self.race_check)
+        sys.stderr.write(text)
+        return status or (check.RACE_STATUS if found else 0)
 
     # --- starting ------------------------------------------------------------------
     def start(self, rank_main):

@@ -20,6 +20,11 @@ options:
   --timeout SEC      end the job after SEC seconds, printing every rank's Python
                      stack and what it waits for; exit status 124
   -l, --tag-output   prefix every output line with the rank: [0] ...
+  --check            report data races: RMA accesses to the same window bytes,
+                     one writing, that no synchronization orders (MPI-3.1
+                     §11.7); one report per race on stderr, a summary at the
+                     end, exit status 66 when a race was found (shm backend only;
+                     SHMRMA_CHECK=1 does the same for a singleton or shmrma.launch)
   --backend NAME     shm (default: processes sharing memory) or mpi (the
                      installed MPI's mpiexec with mpi4py; see "Running on a
                      cluster" in the README); SHMRMA_BACKEND sets the default
@@ -27,7 +32,8 @@ options:
   -h, --help         show this help and exit
 
 The exit status is 0 when every rank exits 0; otherwise that of the first rank
-that failed (128+N for a rank killed by signal N), named on one line of stderr.
+that failed (128+N for a rank killed by signal N), named on one line of stderr;
+66 when every rank exited 0 but --check reported a data race.
 """
 
 
@@ -44,6 +50,7 @@ class Options:
         self.target = None
         self.args = []
         self.backend = None   # "shm" or "mpi"; None: SHMRMA_BACKEND's
+        self.check = False    # --check: run under the race checker
 
 
 def parse(argv):
@@ -59,6 +66,8 @@ def parse(argv):
             sys.exit(0)
         if item in ("-l", "--tag-output"):
             options.tag_output = True
+        elif item == "--check":
+            options.check = True
         elif item in ("-n", "-np", "--np") or item.startswith(("-n=", "--timeout=")):
             name, _, value = item.partition("=")
             options_value = value or _next(items, name)
@@ -144,6 +153,10 @@ def main(argv=None):
         from .job import MAX_RANKS
         if options.nranks > MAX_RANKS and options.backend == "shm":
             raise UsageError("-n must be at most %d, not %d" % (MAX_RANKS, options.nranks))
+        if options.check and options.backend != "shm":
+            raise UsageError("--check works on the shm backend only: the race checker "
+                             "watches the ranks' shared memory, which the mpi backend has "
+                             "not; drop --backend mpi (or SHMRMA_BACKEND=mpi) to check")
     except UsageError as exc:
         sys.stderr.write("shmrma-run: %s\n%s" % (exc, USAGE.split("\n\n")[0] + "\n"))
         return 2
@@ -155,6 +168,9 @@ def main(argv=None):
     if options.backend == "mpi":
         from .onmpi import launch as mpi_launch
         return mpi_launch.run(options)
+    if options.check:
+        from . import check
+        os.environ[check.CHECK_VARIABLE] = "1"
     # Import the runtime once here, before the fork, so no rank pays for it again;
     # it loads no numpy and starts no thread (forking after a thread is unsafe).
     from . import MPI, launcher  # noqa: F401
@@ -170,7 +186,7 @@ def main(argv=None):
     sys.stderr.write(outcome.timeout_report)
     if outcome.reason:
         sys.stderr.write("shmrma-run: %s; the job was ended\n" % outcome.reason)
-    return outcome.status
+    return runner.check_summary(outcome.status)
 
 
 if __name__ == "__main__":

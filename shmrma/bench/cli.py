@@ -42,7 +42,8 @@ output) on two ranks it starts itself.
               (shmrma/bench/messages.py: Send/Recv latency and bandwidth at
               every size, Allreduce, Bcast and Barrier at 2-16 ranks, 1 MiB
               Allreduce), their object forms and a message-passing halo
-              (suite messages); --json FILE: every row's median, min, max,
+              (suite messages); the halos and the 8-byte put with and
+              without shmrma-run --check (suite check); --json FILE: every row's median, min, max,
               noisy flag and ratio as numbers, the sweeps per size and the
               machine facts
   list        the benchmarks and the sync modes each accepts
@@ -119,7 +120,9 @@ def compare_command(argv):
                          "counters: notification latency and halo exchange; memory: job "
                          "PSS, RSS and shared memory; sweep: latency and bandwidth at "
                          "every size; scaling: synchronization at 2-16 ranks, accumulate "
-                         "rate in Mops/s (default: all)")
+                         "rate in Mops/s; messages: point-to-point and collectives; check: "
+                         "the halos and the put latency with and without the race checker "
+                         "(default: all)")
     ap.add_argument("--reps", type=int, default=compare.REPS, metavar="N",
                     help="alternating rounds after the warm-up (default %(default)s)")
     ap.add_argument("--json", metavar="FILE",

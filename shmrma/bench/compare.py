@@ -144,6 +144,28 @@ class HaloCase(NotifyCase):
         return ["-m", "shmrma.bench.halo", form or self.form, "200" if quick else "2000"]
 
 
+class CheckCase(Case):
+    """What ``shmrma-run --check`` costs: ``inner`` run with the race checker
+    ("shmrma-check") and without, the ratio checked / unchecked against ``target``."""
+
+    def __init__(self, title, inner, target=None):
+        self.title, self.inner, self.target = title, inner, target
+        self.nranks, self.bandwidth, self.numpy_at_least = inner.nranks, False, None
+        self.against_mpi4py = None
+
+    def impls(self, have_reference):
+        return ["shmrma", "shmrma-check"]
+
+    def argv(self, impl, quick):
+        return self.inner.argv(impl, quick)
+
+    def value(self, out):
+        return self.inner.value(out)
+
+    def describe(self):
+        return dict(self.inner.describe(), title=self.title, check_target=self.target)
+
+
 class MemoryCase(SyncCase):
     """The PSS of a whole job of N ranks with a window of SIZE per rank, every byte
     written (shmrma/bench/memory.py), in MiB, against mpi4py's for the same program;
@@ -354,6 +376,14 @@ MESSAGES_SUITE = (
 )
 MESSAGES_SWEEP = tuple(MessagesSweep(name) for name in ("osu_latency", "osu_bw"))
 
+# the race checker's cost on the proposal's halos (issue target: at most 3x at 4
+# ranks) and on the 8-byte put latency
+CHECK_SUITE = (
+    CheckCase("--check: Halo A3 n=4 counters, us/iter", HaloCase("", "counters"), 3.0),
+    CheckCase("--check: Halo n=4 Fence, us/iter", HaloCase("", "fence"), 3.0),
+    CheckCase("--check: Put 8 B + Flush, us", Case("", "osu_put_latency", 8)),
+)
+
 MEMORY_SUITE = tuple(MemoryCase("Job PSS, n=%d x 16 MiB window, MiB" % n, n, "16M")
                      for n in (2, 4, 8))
 
@@ -362,9 +392,10 @@ SWEEP_SUITE = tuple(SweepCase(name) for name in
 
 SUITES = {"windows": WINDOWS_SUITE, "sync": SYNC_SUITE, "counters": COUNTERS_SUITE,
           "scaling": SCALING_SUITE, "memory": MEMORY_SUITE, "sweep": SWEEP_SUITE,
-          "messages": MESSAGES_SUITE + MESSAGES_SWEEP,
+          "messages": MESSAGES_SUITE + MESSAGES_SWEEP, "check": CHECK_SUITE,
           "all": _unique(WINDOWS_SUITE + SYNC_SUITE + COUNTERS_SUITE + MEMORY_SUITE
-                         + SWEEP_SUITE + SCALING_SUITE + MESSAGES_SUITE + MESSAGES_SWEEP)}
+                         + SWEEP_SUITE + SCALING_SUITE + MESSAGES_SUITE + MESSAGES_SWEEP
+                         + CHECK_SUITE)}
 
 
 def keyed_value(out, keys):
@@ -496,6 +527,9 @@ def case_rows(case, runs):
     if case.numpy_at_least:
         rows.append(row(case.title, mine, got["numpy"], "numpy copy", case.numpy_at_least,
                         higher_is_better=True))
+    if "shmrma-check" in got:
+        rows.append(row(case.title, got["shmrma-check"], mine, "shmrma without --check",
+                        case.target))
     return rows
 
 

@@ -1,0 +1,28 @@
+"""``shmrma-run --check``: an on-the-fly data-race checker for RMA programs.
+
+Two RMA accesses to the same window bytes, at least one writing, race unless MPI's
+synchronization orders them (MPI-3.1 §11.7). The checker sees every RMA call and
+every synchronization call of the job and decides that with vector clocks:
+
+- clock.py: each rank's vector clock, and the job's checking segment where ranks
+  publish the clock a synchronization carries (keyed releases for matched events,
+  cells for "the last one" events), the code sites, and the count of races.
+- accesses.py: per window, the log of RMA accesses per target rank in shared
+  memory, the conflict rules, and the completion of pending accesses.
+- report.py: what a race report says.
+- hooks.py: the wrappers that install the checker on Win, Comm and the requests
+  when ``SHMRMA_CHECK=1`` (``shmrma-run --check`` sets it); nothing of it runs, and
+  the fast paths keep their cost, when checking is off.
+
+Not yet checked: the target's own loads and stores of its window memory, and the
+origin's accesses to an origin buffer before local completion (see README).
+"""
+import os
+
+CHECK_VARIABLE = "SHMRMA_CHECK"
+RACE_STATUS = 66        # the exit status of a job that reported a race (ThreadSanitizer's)
+
+
+def requested():
+    """Whether this process runs under the checker."""
+    return os.environ.get(CHECK_VARIABLE, "") not in ("", "0")

@@ -1,0 +1,220 @@
+"""The RMA accesses of one window, per target rank, in a segment its ranks share.
+
+A record is one contiguous byte range of one call at one target: who issued it
+(world rank), what it did (``kind``, op, basic type), where (code site), in which
+epoch, and its *stamp*: PENDING until the origin completes it at the target
+(Flush, Unlock, Complete, Fence, a counter's signal, an Rget's Wait), then the
+origin's epoch at that moment. A record of rank o is ordered before the current
+point of rank s when ``vc_s[o] >= stamp``; for o itself, when it is complete.
+
+Two overlapping records conflict when one writes, they are not both atomic
+accumulate-class accesses allowed to run concurrently (same basic type and the
+same op or NO_OP for Accumulate, R135, R140; Get_accumulate, Fetch_and_op and
+Compare_and_swap among themselves, R136), and neither is ordered before the other.
+Accumulate-class accesses of one origin are ordered among themselves (R141).
+
+Each target's records are changed under that target's checking lock, so of two
+concurrent accesses the second always sees the first.
+"""
+from .. import atomic, job
+from ..lazy import numpy
+
+PENDING = 2**62
+# the epoch an access was made in (Access.epoch; report.py names each)
+NO_EPOCH, FENCE, PSCW, LOCK_EXCLUSIVE, LOCK_SHARED, LOCK_ALL, COUNTER, BARRIER = range(8)
+CACHE_LINE = 64           # the target's lock cell and record count
+PUT, GET, ACCUMULATE, GET_ACCUMULATE, FETCH_AND_OP, COMPARE_AND_SWAP = range(1, 7)
+CALL_NAMES = {PUT: "Put", GET: "Get", ACCUMULATE: "Accumulate",
+              GET_ACCUMULATE: "Get_accumulate", FETCH_AND_OP: "Fetch_and_op",
+              COMPARE_AND_SWAP: "Compare_and_swap"}
+NO_OP_CODE = -1          # the op code of NO_OP (a read)
+CAPACITY = 4096          # records per target before pruning
+ATOMICS = 256            # words per target used as flags or locks through atomics
+ATOMIC_BYTES = 16        # an accumulate-class access of at most one element synchronizes
+RECORD = numpy.dtype([("low", "<i8"), ("high", "<i8"), ("stamp", "<i8"), ("origin", "<i4"),
+                      ("kind", "<i4"), ("op", "<i4"), ("basic", "<i4"), ("site", "<i4"),
+                      ("epoch", "<i4")])
+# the MODE_WIN_* bit of each kind, for the RMA a counter's signal completes
+MODE_BIT = {PUT: 1, GET: 2}
+
+
+def mode_bit(kind):
+    return MODE_BIT.get(kind, 4)
+
+
+def segment_bytes(nranks, world_size):
+    return nranks * _target_bytes(nranks, world_size)
+
+
+def _target_bytes(nranks, world_size):
+    cells = ATOMICS * (1 + world_size) * 8
+    return -(-(CACHE_LINE + CAPACITY * RECORD.itemsize + cells) // CACHE_LINE) * CACHE_LINE
+
+
+class Access:
+    """What one call did at one target: its byte runs (sorted, disjoint) and kind."""
+
+    __slots__ = ("lows", "highs", "kind", "op", "basic", "site", "epoch")
+
+    def __init__(self, lows, highs, kind, op, basic, site, epoch):
+        self.lows, self.highs = lows, highs
+        self.kind, self.op, self.basic, self.site, self.epoch = kind, op, basic, site, epoch
+
+    @property
+    def writes(self):
+        return _writes(self.kind, self.op)
+
+
+def _writes(kind, op):
+    return (kind == PUT) | (kind == ACCUMULATE) | (kind == COMPARE_AND_SWAP) | (
+        ((kind == GET_ACCUMULATE) | (kind == FETCH_AND_OP)) & (op != NO_OP_CODE))
+
+
+class WindowLog:
+    """The access records of one window, in its checking segment."""
+
+    def __init__(self, segment, world_ranks, world_size, describe):
+        self.segment, self.world_ranks = segment, world_ranks
+        self.describe = describe        # the window's name in reports
+        n = len(world_ranks)
+        self.stride = _target_bytes(n, world_size)
+        self.records, self.atomics = [], []
+        for target in range(n):
+            start = target * self.stride
+            self.records.append(numpy.ndarray((CAPACITY,), RECORD, segment.buffer,
+                                              start + CACHE_LINE))
+            self.atomics.append(numpy.ndarray((ATOMICS, 1 + world_size), numpy.int64,
+                                              segment.buffer,
+                                              start + CACHE_LINE + CAPACITY * RECORD.itemsize))
+
+    def _lock_cell(self, target):
+        return self.segment.address + target * self.stride
+
+    def _count_cell(self, target):
+        return self.segment.address + target * self.stride + 8
+
+    def locked(self, target):
+        return _TargetLock(self._lock_cell(target), self.world_ranks)
+
+    def rows(self, target):
+        return self.records[target][:atomic.load64(self._count_cell(target))]
+
+    def conflicts(self, target, me, vc, access):
+        """The records that race with ``access`` by world rank ``me`` (lock held)."""
+        rows = self.rows(target)
+        if not len(rows):
+            return rows
+        # the first run ending after each record's start; it overlaps if it starts before its end
+        at = numpy.searchsorted(access.highs, rows["low"], side="right")
+        inside = at < len(access.lows)
+        overlap = numpy.zeros(len(rows), bool)
+        overlap[inside] = access.lows[at[inside]] < rows["high"][inside]
+        if not overlap.any():
+            return rows[:0]
+        rows = rows[overlap]
+        writes = _writes(rows["kind"], rows["op"]) | access.writes
+        both_atomic = (rows["kind"] >= ACCUMULATE) & (access.kind >= ACCUMULATE)
+        allowed = both_atomic & (rows["basic"] == access.basic) & (
+            (rows["op"] == access.op) | (rows["op"] == NO_OP_CODE) | (access.op == NO_OP_CODE)
+            | ((rows["kind"] > ACCUMULATE) & (access.kind > ACCUMULATE)))
+        # an exclusive lock epoch excludes every other lock epoch on its target
+        locked = (rows["epoch"] >= LOCK_EXCLUSIVE) & (rows["epoch"] <= LOCK_ALL)
+        if access.epoch == LOCK_EXCLUSIVE:
+            allowed |= locked & (rows["origin"] != me)
+        elif LOCK_EXCLUSIVE <= access.epoch <= LOCK_ALL:
+            allowed |= (rows["epoch"] == LOCK_EXCLUSIVE) & (rows["origin"] != me)
+        mine = rows["origin"] == me
+        ordered = numpy.where(mine, (rows["stamp"] != PENDING) | both_atomic,
+                              vc[rows["origin"]] >= rows["stamp"])
+        return rows[writes & ~allowed & ~ordered]
+
+    # An atomic on one word is a release and an acquire of that word: a flag set with
+    # Accumulate or Fetch_and_op and polled with Fetch_and_op(NO_OP), or a lock taken
+    # with Compare_and_swap (Example 11.20), orders what each side completed before it.
+    # The release goes before the real call, the acquire after, so an acquirer that saw
+    # the word changed also sees the clock.
+    def _word_cell(self, target, lows, highs, kind):
+        if kind < ACCUMULATE or highs[-1] - lows[0] > ATOMIC_BYTES:
+            return None
+        table, word = self.atomics[target], int(lows[0]) + 1
+        for probe in range(ATOMICS):
+            cell = table[(word + probe) % ATOMICS]
+            if cell[0] in (0, word):
+                cell[0] = word
+                return cell
+        return None
+
+    def release_word(self, target, lows, highs, kind, vc):
+        """Merge ``vc`` into the word's clock; True when the word synchronizes."""
+        with self.locked(target):
+            cell = self._word_cell(target, lows, highs, kind)
+            if cell is not None:
+                numpy.maximum(cell[1:], vc, out=cell[1:])
+        return cell is not None
+
+    def acquire_word(self, target, access, vc):
+        """Join the word's clock into ``vc`` (lock held)."""
+        cell = self._word_cell(target, access.lows, access.highs, access.kind)
+        if cell is not None:
+            numpy.maximum(vc, cell[1:], out=vc)
+
+    def add(self, target, me, access, prune):
+        """Append the access's runs as pending records (lock held). A repeat of a
+        recorded access (a polling loop) renews that record instead: a later access
+        races with whatever the earlier one raced with, and reports the same sites."""
+        count = atomic.load64(self._count_cell(target))
+        runs = len(access.lows)
+        if runs == 1 and count:
+            rows = self.records[target][:count]
+            same = numpy.flatnonzero(
+                (rows["low"] == access.lows[0]) & (rows["high"] == access.highs[0])
+                & (rows["origin"] == me) & (rows["site"] == access.site)
+                & (rows["kind"] == access.kind) & (rows["op"] == access.op)
+                & (rows["epoch"] == access.epoch))
+            if len(same):
+                rows["stamp"][same[0]] = PENDING
+                return True
+        if count + runs > CAPACITY:
+            count = prune(target, self.rows(target))
+            if count + runs > CAPACITY:
+                return False
+        new = self.records[target][count:count + runs]
+        new["low"], new["high"] = access.lows, access.highs
+        new["stamp"], new["origin"], new["kind"] = PENDING, me, access.kind
+        new["op"], new["basic"], new["site"], new["epoch"] = (access.op, access.basic,
+                                                              access.site, access.epoch)
+        atomic.store64(self._count_cell(target), count + runs)
+        return True
+
+    def keep(self, target, rows, keep):
+        """Keep only the rows marked ``keep`` (lock held); returns the new count."""
+        kept = rows[keep].copy()
+        self.records[target][:len(kept)] = kept
+        atomic.store64(self._count_cell(target), len(kept))
+        return len(kept)
+
+    def complete(self, target, me, epoch, modes=7):
+        """Stamp this rank's pending records at ``target`` of the kinds in ``modes``."""
+        with self.locked(target):
+            rows = self.rows(target)
+            if not len(rows):
+                return
+            kinds = rows["kind"]
+            covered = numpy.where(kinds == PUT, modes & 1, numpy.where(kinds == GET, modes & 2,
+                                                                       modes & 4)) != 0
+            due = (rows["origin"] == me) & (rows["stamp"] == PENDING) & covered
+            rows["stamp"][due] = epoch
+
+
+class _TargetLock:
+    __slots__ = ("cell", "peers")
+
+    def __init__(self, cell, peers):
+        self.cell, self.peers = cell, peers
+
+    def __enter__(self):
+        while atomic.cas32(self.cell, 0, 1) != 0:
+            job.wait_cell(self.cell, 1, "the race checker's lock", self.peers)
+
+    def __exit__(self, *exc):
+        atomic.cell_store(self.cell, 0)

@@ -1,0 +1,238 @@
+"""Vector clocks of the race checker, and the job's checking segment.
+
+Rank r's clock ``vc`` has one entry per world rank; ``vc[r]`` is r's epoch, which
+a *release* ends: the clock r had is published, then ``vc[r]`` grows. An event of
+r in epoch e happens before the current point of rank s when ``vc_s[r] >= e``,
+that is when s has *acquired* (joined, element-wise max) a clock r published
+after it. Every MPI synchronization is a release at one side and an acquire at
+the other:
+
+- keyed releases, for events matched one to one (a Fence, a message, a Post and
+  its Start): the releaser appends (key, clock) to its ring; the acquirer, who
+  knows the same key, finds it there. Keys are unique, so an acquirer never takes
+  a clock published later than the event it matched;
+- cells, for "whoever came last" events (a lock hand-over, a counter's signals):
+  the releaser overwrites its cell for the key; the acquirer joins what it finds.
+
+The segment is made before the ranks fork (or by a singleton) and unlinked at
+once, so it never outlives the job; the launcher reads the race count from it.
+"""
+from .. import atomic, job, segments
+from ..lazy import numpy
+
+RING = 1024             # keyed releases a rank keeps (an acquirer lags far fewer behind)
+CELLS = 1024            # cells a rank can publish (locks use window segments, not these)
+SITES = 2048            # code sites a rank can name in reports
+SITE_BYTES = 240
+DEDUP = 8192            # distinct races remembered for reporting each once
+HEADER = 64             # races (int64), accesses checked (int64), warnings (int64)
+OFF_RACES, OFF_ACCESSES, OFF_WARNED = 0, 8, 16
+KEY_MASK = 2**63 - 1
+
+
+def key_of(*numbers):
+    """A positive 63-bit key for a tuple of ints, the same in every process (Python
+    does not randomize the hash of ints)."""
+    return (hash(numbers) & KEY_MASK) or 1
+
+
+class Session:
+    """The job's checking segment, shared by every rank (mapped before the fork)."""
+
+    def __init__(self, segment, nranks):
+        self.segment, self.nranks = segment, nranks
+        self.rank_bytes = self._rank_size(nranks)
+        self._blocks = {}
+        self.base = HEADER + DEDUP * 8
+
+    @classmethod
+    def create(cls, job_id, nranks):
+        size = HEADER + DEDUP * 8 + nranks * cls._rank_size(nranks)
+        segment = segments.Segment.create(job_id, size)
+        segment.unlink()        # mapped by every forked rank; nothing to sweep
+        return cls(segment, nranks)
+
+    @staticmethod
+    def _rank_size(nranks):
+        entry = (1 + nranks) * 8
+        return _round(nranks * 8 + 64 + RING * entry + CELLS * entry + SITES * SITE_BYTES)
+
+    def _array(self, offset, dtype, shape):
+        return numpy.ndarray(shape, dtype=dtype, buffer=self.segment.buffer, offset=offset)
+
+    def block(self, rank):
+        """The views of one rank's part: clock, ring index, ring, cells, sites."""
+        views = self._blocks.get(rank)
+        if views is None:
+            views = self._blocks[rank] = self._views(rank)
+        return views
+
+    def _views(self, rank):
+        n, start = self.nranks, self.base + rank * self.rank_bytes
+        ring_at = start + n * 8 + 64
+        cells_at = ring_at + RING * (1 + n) * 8
+        sites_at = cells_at + CELLS * (1 + n) * 8
+        return (self._array(start, numpy.int64, (n,)),
+                self.segment.address + start + n * 8,
+                self._array(ring_at, numpy.int64, (RING, 1 + n)),
+                self._array(cells_at, numpy.int64, (CELLS, 1 + n)),
+                self._array(sites_at, "S%d" % SITE_BYTES, (SITES,)))
+
+    def header_address(self, offset):
+        return self.segment.address + offset
+
+    def count(self, offset):
+        return atomic.load64(self.header_address(offset))
+
+    def add(self, offset, n=1):
+        return atomic.fetch_add64(self.header_address(offset), n)
+
+    def first_report(self, digest):
+        """True the first time any rank reports the race ``digest`` (a nonzero key)."""
+        table = self.header_address(HEADER)
+        for probe in range(DEDUP):
+            cell = table + ((digest + probe) % DEDUP) * 8
+            seen = atomic.cas64(cell, 0, digest)
+            if seen in (0, digest):
+                return seen == 0
+        return True
+
+
+def _round(n, line=64):
+    return -(-n // line) * line
+
+
+class Clock:
+    """This rank's vector clock and its releases and acquires."""
+
+    def __init__(self, session, rank):
+        self.session, self.me = session, rank
+        self.vc, self.ring_index, self.ring, self.cells, self.sites = session.block(rank)
+        self.vc[:] = 0
+        self.vc[rank] = 1
+        self._site_numbers = {}
+
+    @property
+    def epoch(self):
+        return int(self.vc[self.me])
+
+    def end_epoch(self):
+        self.vc[self.me] += 1
+
+    # --- keyed releases ---
+    def release(self, key):
+        index = atomic.load64(self.ring_index)
+        entry = self.ring[index % RING]
+        entry[0] = 0                # readers skip the entry while it changes
+        atomic.fence()
+        entry[1:] = self.vc
+        atomic.fence()
+        entry[0] = key
+        atomic.store64(self.ring_index, index + 1)
+        self.end_epoch()
+
+    def acquire(self, rank, key):
+        """Join the clock ``rank`` released under ``key``; False when it is not there
+        (not released yet, or so long ago that the ring reused its entry)."""
+        if rank == self.me:
+            return True
+        _, ring_index, ring, _, _ = self.session.block(rank)
+        newest = atomic.load64(ring_index)
+        for index in range(newest - 1, max(newest - RING, 0) - 1, -1):
+            entry = ring[index % RING]
+            if entry[0] != key:
+                continue
+            clock = entry[1:].copy()
+            atomic.fence()
+            if entry[0] == key:
+                numpy.maximum(self.vc, clock, out=self.vc)
+                return True
+        return False
+
+    def acquire_waiting(self, rank, key, what):
+        """Join the clock ``rank`` releases under ``key``, waiting for it (a Start that
+        did not wait for its Post, under MODE_NOCHECK, finds it later)."""
+        peers = (rank,)
+        while not self.acquire(rank, key):
+            problem = job.job_problem(peers, what)
+            if problem is not None:
+                raise problem
+            job.run_idle_hooks()
+
+    # --- cells ---
+    def publish(self, key):
+        """Overwrite this rank's cell for ``key`` with its clock, and end the epoch."""
+        for probe in range(CELLS):
+            cell = self.cells[(key + probe) % CELLS]
+            if cell[0] in (0, key):
+                cell[1:] = self.vc      # every entry only grows: a torn read is still safe
+                atomic.fence()
+                cell[0] = key
+                self.end_epoch()
+                return
+        self.warn_once("too many counters to follow; some signals are not checked")
+
+    def join_cell(self, rank, key):
+        _, _, _, cells, _ = self.session.block(rank)
+        for probe in range(CELLS):
+            cell = cells[(key + probe) % CELLS]
+            if cell[0] == key:
+                numpy.maximum(self.vc, cell[1:], out=self.vc)
+                return
+            if cell[0] == 0:
+                return
+
+    def join(self, clock):
+        numpy.maximum(self.vc, clock, out=self.vc)
+
+    # --- code sites ---
+    def site(self, text):
+        number = self._site_numbers.get(text)
+        if number is None:
+            number = len(self._site_numbers)
+            if number >= SITES:
+                return SITES - 1
+            self.sites[number] = text.encode("utf-8", "replace")[:SITE_BYTES]
+            self._site_numbers[text] = number
+        return number
+
+    def site_text(self, rank, number):
+        _, _, _, _, sites = self.session.block(rank)
+        return bytes(sites[number]).decode("utf-8", "replace")
+
+    def warn_once(self, text):
+        import sys
+        if atomic.fetch_add64(self.session.header_address(OFF_WARNED), 1) == 0:
+            sys.stderr.write("shmrma-check: warning: %s\n" % text)
+
+
+_session = None
+_clock = None
+
+
+def start_session(job_id, nranks):
+    """Make the job's checking segment (the launcher, before it forks the ranks)."""
+    global _session
+    _session = Session.create(job_id, nranks)
+    return _session
+
+
+def session():
+    return _session
+
+
+def clock():
+    """This rank's clock, made on first use (a singleton makes its own segment)."""
+    global _clock, _session
+    if _clock is None:
+        world = job.current()
+        if _session is None or _session.nranks != world.size:
+            _session = Session.create(world.job_id, world.size)
+        _clock = Clock(_session, world.rank)
+    return _clock
+
+
+@job.on_new_rank
+def _forget_clock():
+    global _clock
+    _clock = None

@@ -1,0 +1,671 @@
+"""The race checker's wrappers around the MPI calls (installed once, when checking).
+
+Each wrapper runs the real call first where the call may fail (a call that raised
+made no access and no synchronization), and releases before the real call where
+another rank may act on it at once (a Post, a Complete, a counter's signal, a
+message), so the matching acquire always finds the clock it needs.
+
+Point-to-point messages take the Python path while checking (the C fast paths do
+not report the message they matched); the RMA calls keep theirs.
+"""
+import functools
+import inspect
+import zlib
+
+from .. import constants, mailbox, rma
+from .. import buffers
+from ..window import share_segment
+from . import accesses, report
+from .accesses import (ACCUMULATE, COMPARE_AND_SWAP, FETCH_AND_OP, GET, GET_ACCUMULATE,
+                       PUT, Access)
+from .clock import OFF_ACCESSES, OFF_RACES, clock, key_of
+from ..lazy import numpy
+
+FENCE, BARRIER, POST, COMPLETE, MESSAGE, COLLECTIVE, COUNTER = range(1, 8)
+CAS_CODE = -2
+
+
+def _code(name):
+    return zlib.crc32(name.encode()) & 0x3fffffff
+
+
+# --- windows -----------------------------------------------------------------------
+
+class WindowCheck:
+    """The checker's view of one window on this rank."""
+
+    def __init__(self, win, site):
+        from .. import job
+        state = win._s
+        self.state, self.world = state, state.world_ranks
+        n = len(self.world)
+        self.segment = share_segment(state.comm, accesses.segment_bytes(n, job.world_size()),
+                                     "race checking")
+        self.id = key_of(zlib.crc32(self.segment.name.encode()))
+        self.me = state.rank
+        self.log = accesses.WindowLog(self.segment, self.world, job.world_size(), None)
+        self.site, self.win = site, win
+        self.fences = self.barriers = 0
+        self.barrier_epoch = False      # the last of Fence and window barrier was a barrier
+        self.posts, self.starts = [0] * n, [0] * n
+        self.completes, self.waits = [0] * n, [0] * n
+        self.start_group, self.post_group = [], []
+        self.locks = {}             # target -> passive.HELD_* (or NOCHECK)
+        self.lock_all = None
+
+    def name(self):
+        given = self.win.Get_name() if self.win else ""
+        return ('window "%s"' % given) if given else "the window created at %s" % self.site
+
+    def epoch_kind(self, target):
+        from ..passive import HELD_EXCLUSIVE
+        held = self.locks.get(target)
+        if held is not None:
+            return accesses.LOCK_EXCLUSIVE if held == HELD_EXCLUSIVE else accesses.LOCK_SHARED
+        if self.lock_all is not None:
+            return accesses.LOCK_ALL
+        if target in self.start_group:
+            return accesses.PSCW
+        table = self.state.epoch.table
+        if table.counter_kinds(target):
+            return accesses.COUNTER
+        return accesses.BARRIER if self.barrier_epoch else accesses.FENCE
+
+    # --- accesses ---
+    def access(self, target, lows, highs, kind, op, basic):
+        c = clock()
+        access = Access(lows, highs, kind, op, basic, c.site(report.call_site()),
+                        self.epoch_kind(target))
+        me = c.me
+        with self.log.locked(target):
+            self.log.acquire_word(target, access, c.vc)
+            races = self.log.conflicts(target, me, c.vc, access)
+            if not self.log.add(target, me, access, self._prune):
+                c.warn_once("a window's access log is full; older accesses are forgotten")
+                self.log.keep(target, self.log.rows(target), slice(CAPACITY_HALF, None))
+                self.log.add(target, me, access, self._prune)
+        c.session.add(OFF_ACCESSES)
+        for row in _distinct(races):
+            self._report(c, target, row, access)
+
+    def _report(self, c, target, row, access):
+        row_site = c.site_text(int(row["origin"]), int(row["site"]))
+        here = c.site_text(c.me, access.site)
+        pair = sorted([(row_site, int(row["kind"])), (here, access.kind)])
+        if not c.session.first_report(key_of(*(zlib.crc32(("%s|%d" % p).encode())
+                                               for p in pair))):
+            return
+        c.session.add(OFF_RACES)
+        import sys
+        sys.stderr.write(report.race(self.name(), target, row, row_site, c.me, access,
+                                     here))
+        sys.stderr.flush()
+
+    def _prune(self, target, rows):
+        """Forget the records every rank of the window is ordered after."""
+        session = clock().session
+        seen = numpy.min([session.block(w)[0] for w in self.world], axis=0)
+        return self.log.keep(target, rows, seen[rows["origin"]] < rows["stamp"])
+
+    def complete(self, targets, modes=7):
+        c = clock()
+        for target in targets:
+            self.log.complete(target, c.me, c.epoch, modes)
+
+    def everyone(self):
+        return range(len(self.world))
+
+    # --- synchronization ---
+    def key(self, *numbers):
+        return key_of(self.id, *numbers)
+
+    def release_all(self, kind, seq):
+        clock().release(self.key(kind, seq))
+
+    def acquire_all(self, kind, seq):
+        c = clock()
+        for rank in self.world:
+            c.acquire(rank, self.key(kind, seq))
+
+
+CAPACITY_HALF = accesses.CAPACITY // 2
+
+
+def _distinct(rows):
+    seen = set()
+    for row in rows:
+        mark = (int(row["origin"]), int(row["site"]), int(row["kind"]))
+        if mark not in seen:
+            seen.add(mark)
+            yield row
+
+
+def _check_of(win):
+    return getattr(win, "_race_check", None)
+
+
+def _runs(state, rank, target, defaults):
+    """(lows, highs) of the target bytes a call touches, or None for none."""
+    message = buffers.message(defaults, writable=False, sparse=True)
+    disp, count, datatype = rma._target_spec(target, message.count, message.datatype)
+    side = rma.Side(datatype, count)
+    if not side.nbytes:
+        return None, datatype
+    offset = disp * state.units[rank]
+    if side.dense:
+        low = offset + side.low
+        return (numpy.array([low]), numpy.array([low + side.nbytes])), datatype
+    where = numpy.unique(side.index) + offset
+    breaks = numpy.flatnonzero(numpy.diff(where) != 1) + 1
+    lows = where[numpy.concatenate(([0], breaks))]
+    highs = where[numpy.concatenate((breaks - 1, [len(where) - 1]))] + 1
+    return (lows, highs), datatype
+
+
+def _note(win, kind, target_rank, target, defaults, op=None, perform=None):
+    """Run ``perform`` (the real call) and record the access it made. An atomic
+    releases its word's clock before the call and acquires it after (WindowLog)."""
+    check = _check_of(win)
+    if check is None or target_rank == constants.PROC_NULL:
+        return perform()
+    try:
+        runs, datatype = _runs(check.state, target_rank, target, defaults)
+    except Exception:       # noqa: BLE001 - the real call raises the right error
+        runs = None
+    if runs is None:
+        return perform()
+    c = clock()
+    if check.log.release_word(target_rank, runs[0], runs[1], kind, c.vc):
+        c.end_epoch()
+    result = perform()
+    basic = datatype.basic
+    op_code = (CAS_CODE if kind == COMPARE_AND_SWAP else 0 if op is None
+               else accesses.NO_OP_CODE if op == rma.ops.NO_OP else _code(repr(op)))
+    check.access(target_rank, runs[0], runs[1], kind, op_code,
+                 _code(basic.Get_name()) if basic is not None else 0)
+    return result
+
+
+def _no_origin(origin):
+    return isinstance(origin, (list, tuple)) and len(origin) and origin[0] is None
+
+
+def _install_rma(Win):
+    real = {name: getattr(Win, name) for name in (
+        "Put", "Get", "Accumulate", "Get_accumulate", "Fetch_and_op", "Compare_and_swap",
+        "Rget", "Rget_accumulate")}
+
+    def Put(self, origin, target_rank, target=None):
+        _note(self, PUT, target_rank, target, origin,
+              perform=lambda: real["Put"](self, origin, target_rank, target))
+
+    def Get(self, origin, target_rank, target=None):
+        _note(self, GET, target_rank, target, origin,
+              perform=lambda: real["Get"](self, origin, target_rank, target))
+
+    def Accumulate(self, origin, target_rank, target=None, op=rma.ops.SUM):
+        _note(self, ACCUMULATE, target_rank, target, origin, op,
+              lambda: real["Accumulate"](self, origin, target_rank, target, op))
+
+    def Get_accumulate(self, origin, result, target_rank, target=None, op=rma.ops.SUM):
+        _note(self, GET_ACCUMULATE, target_rank, target,
+              result if _no_origin(origin) else origin, op,
+              lambda: real["Get_accumulate"](self, origin, result, target_rank, target, op))
+
+    def Fetch_and_op(self, origin, result, target_rank, target_disp=0, op=rma.ops.SUM):
+        _note(self, FETCH_AND_OP, target_rank, (target_disp, 1), result, op,
+              lambda: real["Fetch_and_op"](self, origin, result, target_rank, target_disp,
+                                           op))
+
+    def Compare_and_swap(self, origin, compare, result, target_rank, target_disp=0):
+        _note(self, COMPARE_AND_SWAP, target_rank, (target_disp, 1), result, None,
+              lambda: real["Compare_and_swap"](self, origin, compare, result, target_rank,
+                                               target_disp))
+
+    def Rget(self, origin, target_rank, target=None):
+        request = real["Rget"](self, origin, target_rank, target)
+        return _completing_reads(self, request, target_rank)
+
+    def Rget_accumulate(self, origin, result, target_rank, target=None, op=rma.ops.SUM):
+        request = real["Rget_accumulate"](self, origin, result, target_rank, target, op)
+        return _completing_reads(self, request, target_rank)
+
+    for function in (Put, Get, Accumulate, Get_accumulate, Fetch_and_op, Compare_and_swap,
+                     Rget, Rget_accumulate):
+        setattr(Win, function.__name__, functools.wraps(real[function.__name__])(function))
+
+
+def _completing_reads(win, request, target_rank):
+    """An Rget's Wait completes the read at the target (an Rput's only locally)."""
+    check = _check_of(win)
+    if check is not None and target_rank != constants.PROC_NULL:
+        _on_completion(request, lambda: check.complete([target_rank], modes=2 | 4))
+    return request
+
+
+# --- requests ------------------------------------------------------------------------
+
+def _on_completion(request, action):
+    request._race_done = action
+
+
+def _completed(request):
+    action = request.__dict__.pop("_race_done", None) if hasattr(request, "__dict__") else None
+    if action is not None:
+        action()
+
+
+def _install_requests(classes):
+    for cls in classes:
+        wait, test = getattr(cls, "Wait"), getattr(cls, "Test")
+
+        def Wait(self, status=None, _wait=wait):
+            result = _wait(self, status)
+            _completed(self)
+            return result
+
+        def Test(self, status=None, _test=test):
+            done = _test(self, status)
+            if done:
+                _completed(self)
+            return done
+
+        cls.Wait, cls.Test = Wait, Test
+
+
+# --- window synchronization ----------------------------------------------------------
+
+def _install_window_sync(Win):
+    from ..passive import HELD_EXCLUSIVE, HELD_SHARED, LOCK_EXCLUSIVE
+    real = {name: getattr(Win, name) for name in (
+        "Fence", "Barrier", "Ibarrier", "Start", "Complete", "Post", "Wait", "Test", "Lock",
+        "Unlock", "Lock_all", "Unlock_all", "Flush", "Flush_all")}
+
+    def Fence(self, assertion=0):
+        check = _check_of(self)
+        if check is None:
+            return real["Fence"](self, assertion)
+        check.complete(check.everyone())       # a Fence completes every RMA of the epoch
+        check.barrier_epoch = False
+        seq, check.fences = check.fences, check.fences + 1
+        check.release_all(FENCE, seq)
+        real["Fence"](self, assertion)
+        check.acquire_all(FENCE, seq)
+
+    def Barrier(self, assertion=0):
+        check = _check_of(self)
+        if check is None:
+            return real["Barrier"](self, assertion)
+        seq, check.barriers = check.barriers, check.barriers + 1
+        check.complete(check.everyone())       # earlier RMA are complete at their targets
+        check.barrier_epoch = True
+        check.release_all(BARRIER, seq)
+        real["Barrier"](self, assertion)
+        check.acquire_all(BARRIER, seq)
+
+    def Ibarrier(self, assertion=0):
+        check = _check_of(self)
+        if check is None:
+            return real["Ibarrier"](self, assertion)
+        seq = check.barriers
+        request = real["Ibarrier"](self, assertion)
+        check.barriers += 1
+        check.complete(check.everyone())       # at the request's completion, R168
+        check.barrier_epoch = True
+        check.release_all(BARRIER, seq)
+        _on_completion(request, lambda: check.acquire_all(BARRIER, seq))
+        return request
+
+    def Post(self, group, assertion=0):
+        check = _check_of(self)
+        if check is None:
+            return real["Post"](self, group, assertion)
+        origins = check.state.window_ranks(group, "Post")
+        c = clock()
+        for origin in origins:
+            c.release(check.key(POST, check.me, origin, check.posts[origin]))
+        real["Post"](self, group, assertion)
+        for origin in origins:
+            check.posts[origin] += 1
+        check.post_group = list(origins)
+
+    def Start(self, group, assertion=0):
+        real["Start"](self, group, assertion)
+        check = _check_of(self)
+        if check is None:
+            return
+        check.start_group = list(check.state.window_ranks(group, "Start"))
+        c = clock()
+        for target in check.start_group:
+            c.acquire_waiting(check.world[target],
+                              check.key(POST, target, check.me, check.starts[target]),
+                              "the race checker's record of rank %d's Post" % target)
+            check.starts[target] += 1
+
+    def Complete(self):
+        check = _check_of(self)
+        if check is None:
+            return real["Complete"](self)
+        targets = check.start_group
+        check.complete(targets)
+        c = clock()
+        for target in targets:
+            c.release(check.key(COMPLETE, check.me, target, check.completes[target]))
+        real["Complete"](self)
+        for target in targets:
+            check.completes[target] += 1
+        check.start_group = []
+
+    def end_exposure(check):
+        c = clock()
+        for origin in check.post_group:
+            c.acquire(check.world[origin],
+                      check.key(COMPLETE, origin, check.me, check.waits[origin]))
+            check.waits[origin] += 1
+        check.post_group = []
+
+    def Wait(self):
+        real["Wait"](self)
+        check = _check_of(self)
+        if check is not None:
+            end_exposure(check)
+
+    def Test(self):
+        done = real["Test"](self)
+        check = _check_of(self)
+        if done and check is not None:
+            end_exposure(check)
+        return done
+
+    def Lock(self, rank, lock_type=LOCK_EXCLUSIVE, assertion=0):
+        real["Lock"](self, rank, lock_type, assertion)
+        check = _check_of(self)
+        if check is None or rank == constants.PROC_NULL:
+            return
+        from ..assertions import MODE_NOCHECK
+        # exclusive epochs are compared by exclusion, not by the order the lock
+        # happened to give them (accesses.py): no clock moves here
+        check.locks[rank] = (HELD_SHARED if assertion & MODE_NOCHECK
+                             else HELD_EXCLUSIVE if lock_type == LOCK_EXCLUSIVE
+                             else HELD_SHARED)
+
+    def Unlock(self, rank):
+        check = _check_of(self)
+        if check is None or rank == constants.PROC_NULL or rank not in check.locks:
+            return real["Unlock"](self, rank)
+        check.complete([rank])
+        real["Unlock"](self, rank)
+        del check.locks[rank]
+
+    def Lock_all(self, assertion=0):
+        real["Lock_all"](self, assertion)
+        check = _check_of(self)
+        if check is None:
+            return
+        check.lock_all = HELD_SHARED
+
+    def Unlock_all(self):
+        check = _check_of(self)
+        if check is None:
+            return real["Unlock_all"](self)
+        check.complete(check.everyone())
+        real["Unlock_all"](self)
+        check.lock_all = None
+
+    def Flush(self, rank):
+        real["Flush"](self, rank)
+        check = _check_of(self)
+        if check is not None and rank != constants.PROC_NULL:
+            check.complete([rank])
+
+    def Flush_all(self):
+        real["Flush_all"](self)
+        check = _check_of(self)
+        if check is not None:
+            check.complete(check.everyone())
+
+    for function in (Fence, Barrier, Ibarrier, Post, Start, Complete, Wait, Test, Lock, Unlock,
+                     Lock_all, Unlock_all, Flush, Flush_all):
+        setattr(Win, function.__name__, functools.wraps(real[function.__name__])(function))
+
+
+def _install_creation(Win):
+    for name in ("Allocate", "Allocate_shared", "Create", "Create_dynamic"):
+        made = getattr(Win, name).__func__
+
+        def create(cls, *args, _made=made, **kwargs):
+            win = _made(cls, *args, **kwargs)
+            win._race_check = WindowCheck(win, report.call_site())
+            return win
+        setattr(Win, name, classmethod(functools.wraps(made)(create)))
+    free = Win.Free
+
+    def Free(self):
+        check = _check_of(self)
+        free(self)
+        if check is not None:
+            self._race_check = None
+            check.segment.close()
+    Win.Free = functools.wraps(free)(Free)
+    change = Win.Change_comm
+
+    def Change_comm(self, new_comm, peer_rank):
+        check = _check_of(self)
+        result = change(self, new_comm, peer_rank)
+        if check is not None:
+            self._race_check = None     # its log is laid out for the old group
+            check.segment.close()
+            clock().warn_once("a window changed its communicator (Change_comm); its "
+                              "accesses are no longer checked")
+        return result
+    Win.Change_comm = functools.wraps(change)(Change_comm)
+
+
+# --- synchronization counters -------------------------------------------------------
+
+def _counter_key(sync):
+    return key_of(COUNTER, zlib.crc32(sync.segment.encode()), sync.slot, sync.generation)
+
+
+def _install_counters(Win):
+    from .. import counters
+    ops_init, object_init = Win.Sync_ops_init, Win.Sync_object_init
+
+    def Sync_ops_init(self, target_rank, sync_mode, sync_counter, info=None):
+        request = ops_init(self, target_rank, sync_mode, sync_counter, info)
+        check = _check_of(self)
+        if check is not None:
+            request._race_signal = (check, target_rank, request._mode,
+                                    _counter_key(sync_counter))
+        return request
+
+    def Sync_object_init(self, sync_counter, count, info=None):
+        request = object_init(self, sync_counter, count, info)
+        check = _check_of(self)
+        if check is not None:
+            request._race_counter = (check, _counter_key(sync_counter))
+        return request
+
+    Win.Sync_ops_init = functools.wraps(ops_init)(Sync_ops_init)
+    Win.Sync_object_init = functools.wraps(object_init)(Sync_object_init)
+
+    def signalling(request):
+        signal = getattr(request, "_race_signal", None)
+        if signal is not None and request._active:
+            check, target, mode, key = signal
+            check.complete([target], mode)     # the signal completes the covered RMA (A15)
+            clock().publish(key)
+
+    def signalled(request):
+        waited = getattr(request, "_race_counter", None)
+        if waited is not None:
+            check, key = waited
+            c = clock()
+            for rank in check.world:
+                if rank != c.me:
+                    c.join_cell(rank, key)
+
+    cls = counters.SyncOpsRequest
+    wait, test = cls.Wait, cls.Test
+
+    def Wait(self, status=None):
+        signalling(self)
+        return wait(self, status)
+
+    def Test(self, status=None):
+        signalling(self)
+        return test(self, status)
+    cls.Wait, cls.Test = Wait, Test
+
+    cls = counters.SyncObjectRequest
+    object_wait, object_test = cls.Wait, cls.Test
+
+    def ObjectWait(self, status=None):
+        result = object_wait(self, status)
+        signalled(self)
+        return result
+
+    def ObjectTest(self, status=None):
+        done = object_test(self, status)
+        if done:
+            signalled(self)
+        return done
+    cls.Wait, cls.Test = ObjectWait, ObjectTest
+
+
+# --- messages and collectives ---------------------------------------------------------
+
+class _Counts(dict):
+    def take(self, key):
+        seq = self.get(key, 0)
+        self[key] = seq + 1
+        return seq
+
+
+_sent, _received = _Counts(), _Counts()
+_collective_seqs = {}       # context -> collectives called on it (the same on every rank)
+
+
+def _install_messages(Comm):
+    """A message is a release by its sender and an acquire by its receiver, keyed by
+    (context, source, destination, tag, n): MPI's non-overtaking rule makes the n-th
+    message of a source with a tag the n-th receive of that source and tag."""
+    from .. import comm as comm_module
+    comm_module._fast_send = comm_module._fast_recv = comm_module._fast_irecv = mailbox._miss
+    comm_module._fast_sendobj = comm_module._fast_recvobj = mailbox._miss_object
+    send = Comm._isend_bytes
+
+    def _isend_bytes(self, data, dest, tag, pickled, kind=comm_module.P2P, *args, **kwargs):
+        state = self._s
+        if not 0 <= dest < len(state.ranks):     # PROC_NULL, or the real call's error
+            return send(self, data, dest, tag, pickled, kind, *args, **kwargs)
+        c = clock()
+        route = (state.subcontext(kind), c.me, state.ranks[dest], tag)
+        c.release(key_of(MESSAGE, *route, _sent.get(route, 0)))
+        request = send(self, data, dest, tag, pickled, kind, *args, **kwargs)
+        _sent.take(route)
+        return request
+    Comm._isend_bytes = functools.wraps(send)(_isend_bytes)
+
+    complete = comm_module.Receive._complete
+
+    def _complete(self):
+        complete(self)
+        core = self.core
+        if core.error or core.source < 0:
+            return
+        c = clock()
+        route = (core.context, core.source, c.me, core.tag)
+        c.acquire(core.source, key_of(MESSAGE, *route, _received.take(route)))
+    comm_module.Receive._complete = _complete
+
+
+ALL, FROM_ROOT, TO_ROOT, SCAN, EXSCAN = range(5)
+_FLOWS = {
+    ALL: "Barrier barrier allgather alltoall allreduce Allgather Allgatherv Alltoall "
+         "Alltoallv Alltoallw Allreduce Reduce_scatter_block Reduce_scatter Ibarrier "
+         "Iallgather Iallgatherv Ialltoall Ialltoallv Ialltoallw Iallreduce "
+         "Ireduce_scatter_block Ireduce_scatter",
+    FROM_ROOT: "bcast scatter Bcast Scatter Scatterv Ibcast Iscatter Iscatterv",
+    TO_ROOT: "gather reduce Gather Gatherv Reduce Igather Igatherv Ireduce",
+    SCAN: "scan Scan Iscan", EXSCAN: "exscan Exscan Iexscan"}
+
+
+def _sources(flow, rank, size, root):
+    """The ranks whose contributions reach ``rank`` in a collective of this flow."""
+    if flow == ALL:
+        return range(size)
+    if flow == FROM_ROOT:
+        return (root,)
+    if flow == TO_ROOT:
+        return range(size) if rank == root else ()
+    return range(rank + 1) if flow == SCAN else range(rank)
+
+
+def _collective(function, flow):
+    signature = inspect.signature(function)
+    rooted = "root" in signature.parameters
+
+    @functools.wraps(function)
+    def checked(self, *args, **kwargs):
+        state = self._s
+        root = (signature.bind(self, *args, **kwargs).arguments.get("root", 0)
+                if rooted else 0)
+        seq = _collective_seqs.get(state.context, 0)
+        c = clock()
+        key = key_of(COLLECTIVE, state.context, seq)
+        c.release(key)
+        result = function(self, *args, **kwargs)
+        _collective_seqs[state.context] = seq + 1
+        sources = [state.ranks[r] for r in _sources(flow, state.rank, len(state.ranks), root)]
+
+        def acquire():
+            for rank in sources:
+                c.acquire(rank, key)
+        if function.__name__.startswith("I"):
+            _on_completion(result, acquire)
+        else:
+            acquire()
+        return result
+    return checked
+
+
+def _install_collectives(classes):
+    for flow, names in _FLOWS.items():
+        for name in names.split():
+            for cls in classes:
+                if name in vars(cls):
+                    setattr(cls, name, _collective(vars(cls)[name], flow))
+
+
+# --- installing ---------------------------------------------------------------------
+
+_installed = []
+
+
+def install():
+    """Put the checker on every class it watches (once per process)."""
+    if _installed:
+        return
+    _installed.append(True)
+    from .. import collective, comm, nonblocking, request, winbarrier, window
+    from .. import counters
+    Win = window.Win
+    _install_rma(Win)
+    _install_window_sync(Win)
+    _install_creation(Win)
+    _install_counters(Win)
+    _install_messages(comm.Comm)
+    _install_collectives([collective.Collectives, nonblocking.NonblockingCollectives,
+                          comm.Comm])
+    classes = [request.Request, winbarrier.BarrierRequest]
+    fast = getattr(nonblocking, "_FastCollective", None)
+    classes += [fast] if fast is not None else []
+    _install_requests(classes)
+    del counters
+
+
+def install_if_requested():
+    from . import requested
+    if requested():
+        install()

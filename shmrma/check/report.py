@@ -1,0 +1,78 @@
+"""What the race checker prints: one block per race, once per pair of code sites."""
+import os
+import sys
+
+from . import accesses
+from .accesses import (BARRIER, COUNTER, FENCE, LOCK_ALL, LOCK_EXCLUSIVE, LOCK_SHARED,
+                       NO_EPOCH, PSCW)
+
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+EPOCH_TEXT = {NO_EPOCH: "outside any epoch", FENCE: "in a fence epoch",
+              PSCW: "in a Start/Complete access epoch",
+              LOCK_EXCLUSIVE: "under an exclusive lock", LOCK_SHARED: "under a shared lock",
+              LOCK_ALL: "under Lock_all", COUNTER: "in a counter epoch",
+              BARRIER: "between window barriers"}
+
+
+def call_site():
+    """'file:line' of the user's code that made the current call."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(PACKAGE_DIR):
+        frame = frame.f_back
+    if frame is None:
+        return "<unknown>"
+    path = frame.f_code.co_filename
+    shown = _shown_paths.get(path)
+    if shown is None:
+        relative = os.path.relpath(path) if not path.startswith("<") else path
+        shown = _shown_paths[path] = path if relative.startswith("..") else relative
+    return "%s:%d" % (shown, frame.f_lineno)
+
+
+_shown_paths = {}       # a file's path as reports show it (relative below the cwd)
+
+
+def _describe(call, rank, site, epoch):
+    return "%s by rank %d at %s, %s" % (call, rank, site, EPOCH_TEXT.get(epoch, "in an epoch"))
+
+
+def _remedy(first_call, first_rank, pending, second_rank, epochs):
+    if epochs == (FENCE, FENCE) and first_rank != second_rank:
+        return "a Fence between the two calls orders them (every rank of the window calls it)"
+    if first_rank == second_rank:
+        return ("rank %d must complete its %s at the target (Flush, Unlock, Complete or "
+                "Fence) before the second call" % (first_rank, first_call))
+    end = ("rank %d's %s is not complete at the target yet: complete it (Flush, Unlock, "
+           "Complete or Fence), then " % (first_rank, first_call) if pending else
+           "rank %d's %s is complete, but nothing tells rank %d: "
+           % (first_rank, first_call, second_rank))
+    return end + ("order it before rank %d's access with a Fence, Complete/Wait and "
+                  "Post/Start, an exclusive lock hand-over, a Barrier, a message or a "
+                  "synchronization counter" % second_rank)
+
+
+def race(window, target, row, row_site, me, access, site):
+    """The text of one race between a recorded access ``row`` and the new ``access``."""
+    first, second = accesses.CALL_NAMES[int(row["kind"])], accesses.CALL_NAMES[access.kind]
+    low = max(int(row["low"]), int(access.lows[0]))
+    high = min(int(row["high"]), int(access.highs[-1]))
+    origin = int(row["origin"])
+    epochs = (int(row["epoch"]), access.epoch)
+    return ("shmrma-check: data race on %s, bytes %d..%d of rank %d's memory\n"
+            "  %s\n  %s\n  %s\n" % (
+                window, low, high - 1, target,
+                _describe(first, origin, row_site, epochs[0]),
+                _describe(second, me, site, epochs[1]),
+                _remedy(first, origin, int(row["stamp"]) == accesses.PENDING, me, epochs)))
+
+
+def summary(session):
+    """(the end-of-job line, whether a race was found)."""
+    from .clock import OFF_ACCESSES, OFF_RACES
+    races, checked = session.count(OFF_RACES), session.count(OFF_ACCESSES)
+    if races:
+        return ("shmrma-check: %d data race%s found in %d RMA accesses checked (each pair of "
+                "code sites reported once, above)\n" % (races, "" if races == 1 else "s",
+                                                         checked), True)
+    return "shmrma-check: no data race found in %d RMA accesses checked\n" % checked, False

@@ -1,0 +1,121 @@
+"""``shmrma-run --check``: the data-race checker (shmrma/check/).
+
+Rules: MPI-3.1 §11.7 (R126-R130 conflicting accesses, R135/R136/R140 concurrent
+atomics, R141 same-origin accumulate ordering), the synchronization that orders
+accesses (Fence R65-R70, PSCW R84-R91, locks and flushes R96-R111, the window
+barrier R166-R168, synchronization counters R152-R160), and messages and
+collectives between epochs. The case programs in tests/programs/check mark each
+line that takes part in a race with ``# race NAME`` (``(3)``: only at 3 ranks or
+more); the checker must report exactly the marked pairs, each once, and end the
+job with status 66; every program under scripts/ must run clean.
+"""
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+HERE = pathlib.Path(__file__).resolve().parent
+CASES = HERE / "programs" / "check"
+ROOT = HERE.parent
+SCRIPTS = sorted((ROOT / "scripts").rglob("*.py"))
+ONLY_AT = {"ex11_fig05_pscw_groups.py": 4}
+REPORT = re.compile(r"^  \w+ by rank \d+ at (?P<path>.+):(?P<line>\d+), ", re.M)
+MARK = re.compile(r"# race (?P<name>\w+)(?P<more> \(3\))?")
+
+
+def check_run(program, nranks, *extra, env=None):
+    environment = dict(os.environ, **(env or {}))
+    return subprocess.run([sys.executable, "-m", "shmrma.run", *extra, "-n", str(nranks),
+                           str(program)], capture_output=True, text=True, timeout=120,
+                          cwd=str(program.parent), env=environment)
+
+
+def marks(program, nranks):
+    """line number -> race name, for the races expected at ``nranks``."""
+    found = {}
+    for number, text in enumerate(program.read_text().splitlines(), 1):
+        match = MARK.search(text)
+        if match and (not match.group("more") or nranks >= 3):
+            found[number] = match.group("name")
+    return found
+
+
+def reported_pairs(stderr):
+    lines = [int(m.group("line")) for m in REPORT.finditer(stderr)]
+    assert len(lines) % 2 == 0, stderr
+    return [tuple(lines[i:i + 2]) for i in range(0, len(lines), 2)]
+
+
+@pytest.mark.parametrize("nranks", [2, 3])
+@pytest.mark.parametrize("program", ["fence_cases.py", "passive_cases.py", "active_cases.py"])
+def test_reports_exactly_the_marked_races(program, nranks):
+    path = CASES / program
+    expected = marks(path, nranks)
+    result = check_run(path, nranks, "--check")
+    pairs = reported_pairs(result.stderr)
+    names = []
+    for first, second in pairs:
+        assert first in expected and second in expected, (first, second, result.stderr)
+        assert expected[first] == expected[second], (first, second, result.stderr)
+        names.append(expected[first])
+    assert sorted(names) == sorted(set(expected.values())), result.stderr  # each once
+    assert result.returncode == 66, result.stderr
+    assert "%d data race%s found" % (len(names), "" if len(names) == 1 else "s") \
+        in result.stderr
+
+
+def test_report_names_both_accesses_and_what_would_order_them():
+    result = check_run(CASES / "fence_cases.py", 2, "--check")
+    block = next(text for text in result.stderr.split("shmrma-check: data race on ")
+                 if "bytes 0..7 " in text)
+    assert block.startswith("the window created at fence_cases.py:11, bytes 0..7 of "
+                            "rank 0's memory"), block
+    first, second = sorted(line for line, name in marks(CASES / "fence_cases.py", 2).items()
+                           if name == "PP")
+    assert "Put by rank 1 at fence_cases.py:%d, in a fence epoch" % first in block
+    assert "Put by rank 0 at fence_cases.py:%d, in a fence epoch" % second in block
+    assert "a Fence between the two calls orders them" in block
+
+
+@pytest.mark.parametrize("script", [pytest.param(s, id=str(s.relative_to(ROOT / "scripts")))
+                                    for s in SCRIPTS])
+def test_no_false_alarm_on_the_scripts(script):
+    """The chapter's examples, the proposal's halos and pipeline are race-free."""
+    result = check_run(script, ONLY_AT.get(script.name, 2), "--check")
+    assert result.returncode == 0, result.stderr
+    assert "shmrma-check: no data race found" in result.stderr, result.stderr
+    assert "warning" not in result.stderr
+
+
+def test_without_check_nothing_is_checked():
+    result = check_run(CASES / "fence_cases.py", 2)
+    assert result.returncode == 0, result.stderr
+    assert "shmrma-check" not in result.stderr
+
+
+def test_singleton_under_the_environment_variable(tmp_path):
+    program = tmp_path / "racy.py"
+    program.write_text("import numpy as np\nfrom shmrma import MPI\n"
+                       "win = MPI.Win.Allocate(8, 8)\nwin.Lock_all()\n"
+                       "win.Put(np.ones(1), 0, 0)\nwin.Get(np.ones(1), 0, 0)\n"
+                       "win.Unlock_all()\nwin.Free()\n")
+    result = subprocess.run([sys.executable, str(program)], capture_output=True, text=True,
+                            timeout=60, env=dict(os.environ, SHMRMA_CHECK="1"))
+    assert result.returncode == 0, result.stderr
+    assert reported_pairs(result.stderr) == [(5, 6)], result.stderr
+    assert "rank 0 must complete its Put" in result.stderr
+
+
+def test_check_is_refused_on_the_mpi_backend():
+    result = check_run(CASES / "fence_cases.py", 2, "--check", "--backend", "mpi")
+    assert result.returncode == 2
+    assert "--check works on the shm backend only" in result.stderr
+
+
+def test_help_documents_check_and_its_exit_status():
+    result = subprocess.run([sys.executable, "-m", "shmrma.run", "--help"],
+                            capture_output=True, text=True, timeout=60)
+    assert "--check" in result.stdout and "66" in result.stdout
