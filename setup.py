@@ -33,6 +33,8 @@ setup(
                             "shmrma/csrc/nbc.c", "shmrma/csrc/counters.c",
                             "shmrma/csrc/winbarrier.c"],
         depends=["shmrma/csrc/native.h"],
-        extra_compile_args=["-O2", "-std=c11"])],
+        extra_compile_args=["-O2", "-std=c11"]),
+        Extension("shmrma._racecheck", ["shmrma/csrc/racecheck.c"],
+                  extra_compile_args=["-O2", "-std=c11"])],
     cmdclass={"build_ext": OptionalBuildExt},
 )

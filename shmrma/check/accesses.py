@@ -19,6 +19,11 @@ concurrent accesses the second always sees the first.
 from .. import atomic, job
 from ..lazy import numpy
 
+try:        # the scan, add and complete in C (csrc/racecheck.c); numpy below otherwise
+    from .. import _racecheck
+except ImportError:
+    _racecheck = None
+
 PENDING = 2**62
 # the epoch an access was made in (Access.epoch; report.py names each)
 NO_EPOCH, FENCE, PSCW, LOCK_EXCLUSIVE, LOCK_SHARED, LOCK_ALL, COUNTER, BARRIER = range(8)
@@ -93,6 +98,9 @@ class WindowLog:
     def _count_cell(self, target):
         return self.segment.address + target * self.stride + 8
 
+    def _records_address(self, target):
+        return self.segment.address + target * self.stride + CACHE_LINE
+
     def locked(self, target):
         return _TargetLock(self._lock_cell(target), self.world_ranks)
 
@@ -101,6 +109,15 @@ class WindowLog:
 
     def conflicts(self, target, me, vc, access):
         """The records that race with ``access`` by world rank ``me`` (lock held)."""
+        if _native is None:
+            return self.conflicts_numpy(target, me, vc, access)
+        count = atomic.load64(self._count_cell(target))
+        found = _native.scan(self._records_address(target), count, access.lows,
+                             access.highs, access.kind, access.op, access.basic, access.site,
+                             access.epoch, me, vc.ctypes.data)
+        return self.records[target][found]
+
+    def conflicts_numpy(self, target, me, vc, access):
         rows = self.rows(target)
         if not len(rows):
             return rows
@@ -159,6 +176,22 @@ class WindowLog:
             numpy.maximum(vc, cell[1:], out=vc)
 
     def add(self, target, me, access, prune):
+        """Record the access (lock held); False when the log has no room even pruned."""
+        if _native is None:
+            return self.add_numpy(target, me, access, prune)
+        for attempt in range(2):
+            count = _native.add(self._records_address(target),
+                                atomic.load64(self._count_cell(target)), access.lows,
+                                access.highs, access.kind, access.op, access.basic,
+                                access.site, access.epoch, me, CAPACITY)
+            if count >= 0:
+                atomic.store64(self._count_cell(target), count)
+                return True
+            if not attempt:
+                prune(target, self.rows(target))
+        return False
+
+    def add_numpy(self, target, me, access, prune):
         """Append the access's runs as pending records (lock held). A repeat of a
         recorded access (a polling loop) renews that record instead: a later access
         races with whatever the earlier one raced with, and reports the same sites."""
@@ -193,17 +226,39 @@ class WindowLog:
         atomic.store64(self._count_cell(target), len(kept))
         return len(kept)
 
-    def complete(self, target, me, epoch, modes=7):
-        """Stamp this rank's pending records at ``target`` of the kinds in ``modes``."""
+    def complete(self, target, me, epoch, modes=7, only=None):
+        """Stamp this rank's pending records at ``target`` of the kinds in ``modes``;
+        with ``only`` (low, high, kind), just those of one request's access."""
         with self.locked(target):
+            if _native is not None:
+                _native.complete(self._records_address(target),
+                                 atomic.load64(self._count_cell(target)), me, epoch, modes,
+                                 *(only or ()))
+                return
             rows = self.rows(target)
             if not len(rows):
                 return
             kinds = rows["kind"]
             covered = numpy.where(kinds == PUT, modes & 1, numpy.where(kinds == GET, modes & 2,
                                                                        modes & 4)) != 0
+            if only is not None:
+                low, high, kind = only
+                covered &= (kinds == kind) & (rows["low"] >= low) & (rows["high"] <= high)
             due = (rows["origin"] == me) & (rows["stamp"] == PENDING) & covered
             rows["stamp"][due] = epoch
+
+
+def use_native(enabled):
+    """Choose the C access log (when built) or the numpy one; tests compare both."""
+    global _native
+    _native = _racecheck if enabled else None
+
+
+_native = None
+if _racecheck is not None and atomic.BACKEND == "c":
+    _racecheck.setup(PENDING, PUT, GET, ACCUMULATE, GET_ACCUMULATE, FETCH_AND_OP, NO_OP_CODE,
+                     LOCK_EXCLUSIVE, LOCK_ALL)
+    _native = _racecheck
 
 
 class _TargetLock:

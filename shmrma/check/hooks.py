@@ -107,10 +107,10 @@ class WindowCheck:
         seen = numpy.min([session.block(w)[0] for w in self.world], axis=0)
         return self.log.keep(target, rows, seen[rows["origin"]] < rows["stamp"])
 
-    def complete(self, targets, modes=7):
+    def complete(self, targets, modes=7, only=None):
         c = clock()
         for target in targets:
-            self.log.complete(target, c.me, c.epoch, modes)
+            self.log.complete(target, c.me, c.epoch, modes, only)
 
     def everyone(self):
         return range(len(self.world))
@@ -224,22 +224,27 @@ def _install_rma(Win):
 
     def Rget(self, origin, target_rank, target=None):
         request = real["Rget"](self, origin, target_rank, target)
-        return _completing_reads(self, request, target_rank)
+        return _completing_read(self, request, target_rank, target, origin, GET)
 
     def Rget_accumulate(self, origin, result, target_rank, target=None, op=rma.ops.SUM):
         request = real["Rget_accumulate"](self, origin, result, target_rank, target, op)
-        return _completing_reads(self, request, target_rank)
+        return _completing_read(self, request, target_rank, target,
+                                result if _no_origin(origin) else origin, GET_ACCUMULATE)
 
     for function in (Put, Get, Accumulate, Get_accumulate, Fetch_and_op, Compare_and_swap,
                      Rget, Rget_accumulate):
         setattr(Win, function.__name__, functools.wraps(real[function.__name__])(function))
 
 
-def _completing_reads(win, request, target_rank):
-    """An Rget's Wait completes the read at the target (an Rput's only locally)."""
+def _completing_read(win, request, target_rank, target, defaults, kind):
+    """An Rget's Wait completes its access at the target (an Rput's only locally)."""
     check = _check_of(win)
-    if check is not None and target_rank != constants.PROC_NULL:
-        _on_completion(request, lambda: check.complete([target_rank], modes=2 | 4))
+    if check is None or target_rank == constants.PROC_NULL:
+        return request
+    runs, _ = _runs(check.state, target_rank, target, defaults)
+    if runs is not None:
+        only = (int(runs[0][0]), int(runs[1][-1]), kind)
+        _on_completion(request, lambda: check.complete([target_rank], only=only))
     return request
 
 

@@ -1,0 +1,267 @@
+"""Precision and recall of ``shmrma-run --check`` on a generated corpus of RMA races.
+
+Every case is a pair of accesses to one window word of rank 0: the first by
+rank A (1), the second by rank B (2 at 3 ranks, 0 at 2), one of seven kinds each
+(Put, Get, Accumulate SUM, Accumulate MAX, Get_accumulate SUM, Fetch_and_op SUM,
+Compare_and_swap), ordered or not by one of nine synchronization forms:
+
+  fence, winbarrier     A's access, then (or not) a Fence / window Barrier, then B's
+  lock                  exclusive locks around each (ordered by exclusion), or shared
+  lockall_barrier       Lock_all; A flushes (or not) before a comm.Barrier
+  lockall_message       Lock_all; A flushes (or only after) before sending B a message
+  requests              A's request-based calls and Wait, then (or not) a Flush; an
+                        Rget's or Rget_accumulate's Wait completes it at the target
+  pscw                  two access epochs of rank 0 (or one for both; 3 ranks only)
+  counters              A signals rank 0's counter after (or before) its accesses;
+                        rank 0 is B and waits on the counter first
+  flag                  the MPI-3 notification: data, Flush, Fetch_and_op on a flag,
+                        Flush; B polls the flag (racy: no Flush before the flag)
+
+A case is a race when the form leaves the pair unordered and the pair conflicts:
+one writes, and they are not both atomic with the same op (or among
+Get_accumulate, Fetch_and_op and Compare_and_swap), MPI-3.1 §11.7 (R126-R141).
+Each (form, variant, ranks) is one program holding all 49 ordered pairs at
+separate words; the checker's reports (line pairs) are matched to the cases.
+
+    python tools/race_corpus.py [--ranks 2,3] [--keep DIR]
+
+prints the confusion counts per form and overall precision and recall, and the
+cases it got wrong.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+KINDS = {
+    "put": "win.Put(buf, 0, %d)",
+    "get": "win.Get(res, 0, %d)",
+    "acc": "win.Accumulate(buf, 0, %d, MPI.SUM)",
+    "accmax": "win.Accumulate(buf, 0, %d, MPI.MAX)",
+    "gacc": "win.Get_accumulate(buf, res, 0, %d, MPI.SUM)",
+    "fop": "win.Fetch_and_op(buf, res, 0, %d, MPI.SUM)",
+    "cas": "win.Compare_and_swap(buf, cmp, res, 0, %d)",
+}
+REQUEST_FORM = {"put": "win.Rput(buf, 0, %d).Wait()", "get": "win.Rget(res, 0, %d).Wait()",
+                "acc": "win.Raccumulate(buf, 0, %d, MPI.SUM).Wait()",
+                "accmax": "win.Raccumulate(buf, 0, %d, MPI.MAX).Wait()",
+                "gacc": "win.Rget_accumulate(buf, res, 0, %d, MPI.SUM).Wait()"}
+COMPLETE_AT_WAIT = {"get", "gacc"}          # an Rget's Wait completes it at the target
+OPS = {"acc": "SUM", "accmax": "MAX", "gacc": "SUM", "fop": "SUM", "cas": "CAS"}
+FETCHING = {"gacc", "fop", "cas"}
+FORMS = ("fence", "winbarrier", "lock", "lockall_barrier", "lockall_message", "requests",
+         "pscw", "counters", "flag")
+PAIRS = [(x, y) for x in KINDS for y in KINDS]
+FLAG = len(PAIRS) + 8
+REPORT = re.compile(r"^  \w+ by rank \d+ at .+:(\d+), ", re.M)
+
+
+def conflict(x, y):
+    if x == "get" and y == "get":
+        return False
+    if x in OPS and y in OPS and (OPS[x] == OPS[y] or (x in FETCHING and y in FETCHING)):
+        return False
+    return True
+
+
+def racy(form, variant, x, y):
+    if variant == "ordered" or not conflict(x, y):
+        return False
+    if form == "requests":
+        return x not in COMPLETE_AT_WAIT
+    return True
+
+
+class Program:
+    """The source of one (form, variant) program, and the line of each case's access."""
+
+    def __init__(self, form, variant):
+        self.form, self.variant, self.lines = form, variant, []
+        self.first_line, self.second_line = {}, {}
+        racy_form = variant == "racy"
+        self.add("import numpy as np", "from shmrma import MPI",
+                 "comm = MPI.COMM_WORLD", "rank, size = comm.rank, comm.size",
+                 "A, B = 1, (2 if size > 2 and %r != 'counters' else 0)" % form,
+                 "win = MPI.Win.Allocate(%d * 8 if rank == 0 else 0, 8, comm=comm)"
+                 % (FLAG + 1),
+                 "buf, res, cmp = np.ones(1, 'i8'), np.zeros(1, 'i8'), np.zeros(1, 'i8')",
+                 "group = comm.Get_group()")
+        getattr(self, form)(racy_form)
+
+    def add(self, *lines, indent=0):
+        self.lines += [" " * indent + line for line in lines]
+
+    def accesses(self, which, indent, template=None):
+        table = self.first_line if which == 0 else self.second_line
+        for number, pair in enumerate(PAIRS):
+            kind = pair[which]
+            code = (template or KINDS).get(kind, KINDS[kind]) % number
+            self.add(code, indent=indent)
+            table[pair] = len(self.lines)
+
+    def fence(self, racy_form, sync="win.Fence()"):
+        self.add(sync, "if rank == A:")
+        self.accesses(0, 4)
+        if not racy_form:
+            self.add(sync)
+        self.add("if rank == B:")
+        self.accesses(1, 4)
+        self.add(sync, "win.Free()")
+
+    def winbarrier(self, racy_form):
+        self.fence(racy_form, "win.Barrier()")
+
+    def lock(self, racy_form):
+        lock = "MPI.LOCK_SHARED" if racy_form else "MPI.LOCK_EXCLUSIVE"
+        for which, who in ((0, "A"), (1, "B")):
+            self.add("if rank == %s:" % who, "    win.Lock(0, %s)" % lock)
+            self.accesses(which, 4)
+            self.add("    win.Unlock(0)")
+        self.add("comm.Barrier()", "win.Free()")
+
+    def lockall_barrier(self, racy_form):
+        self.add("win.Lock_all()", "if rank == A:")
+        self.accesses(0, 4)
+        self.add(*(["comm.Barrier()", "win.Flush(0)"] if racy_form else
+                   ["    win.Flush(0)", "comm.Barrier()"]))
+        self.add("if rank == B:")
+        self.accesses(1, 4)
+        self.add("    win.Flush(0)", "win.Unlock_all()", "win.Free()")
+
+    def lockall_message(self, racy_form):
+        self.add("win.Lock_all()", "if rank == A:")
+        self.accesses(0, 4)
+        self.add(*(["    comm.send(None, B, 5)", "    win.Flush(0)"] if racy_form else
+                   ["    win.Flush(0)", "    comm.send(None, B, 5)"]))
+        self.add("if rank == B:", "    comm.recv(source=A, tag=5)")
+        self.accesses(1, 4)
+        self.add("    win.Flush(0)", "win.Unlock_all()", "win.Free()")
+
+    def requests(self, racy_form):
+        self.add("win.Lock_all()", "if rank == A:")
+        self.accesses(0, 4, REQUEST_FORM)
+        if not racy_form:
+            self.add("    win.Flush(0)")
+        self.add("comm.Barrier()", "if rank == B:")
+        self.accesses(1, 4)
+        self.add("win.Flush_all()", "win.Unlock_all()", "win.Free()")
+
+    def pscw(self, racy_form):
+        self.add("origins, target = group.Excl([0]), group.Incl([0])",
+                 "if rank == 0:", "    win.Post(origins)", "    win.Wait()",
+                 "    win.Post(origins)", "    win.Wait()",
+                 "else:", "    win.Start(target)", "    if rank == A:")
+        self.accesses(0, 8)
+        if not racy_form:
+            self.add("    win.Complete()", "    win.Start(target)")
+        self.add("    if rank == B:")
+        self.accesses(1, 8)
+        self.add("    win.Complete()")
+        if racy_form:
+            self.add("    win.Start(target)", "    win.Complete()")
+        self.add("win.Free()")
+
+    def counters(self, racy_form):
+        self.add("syncs = win.Alloc_sync_objects(1) if rank == 0 else None",
+                 "handle = comm.bcast(syncs[0] if rank == 0 else None, root=0)",
+                 "if rank == 0:", "    waiting = win.Sync_object_init(handle, 1)",
+                 "    waiting.Start()", "comm.Barrier()", "if rank == A:",
+                 "    signal = win.Sync_ops_init(0, 7, handle)", "    win.Lock_all()",
+                 "    signal.Start()")
+        if racy_form:
+            self.add("    signal.Wait()")
+        self.accesses(0, 4)
+        if not racy_form:
+            self.add("    signal.Wait()")
+        self.add("    win.Flush(0)", "    win.Unlock_all()", "    signal.Free()",
+                 "if rank == 0:", "    waiting.Wait()", "    win.Lock_all()")
+        self.accesses(1, 4)
+        self.add("    win.Unlock_all()", "    waiting.Free()",
+                 "    win.Free_sync_objects(syncs)", "win.Free()")
+
+    def flag(self, racy_form):
+        self.add("win.Lock_all()", "one = np.ones(1, 'i8')", "if rank == A:")
+        self.accesses(0, 4)
+        if not racy_form:
+            self.add("    win.Flush(0)")
+        self.add("    win.Fetch_and_op(one, res, 0, %d, MPI.SUM)" % FLAG, "    win.Flush(0)",
+                 "if rank == B:", "    res[0] = 0", "    while res[0] == 0:",
+                 "        win.Fetch_and_op(one, res, 0, %d, MPI.NO_OP)" % FLAG,
+                 "        win.Flush(0)")
+        self.accesses(1, 4)
+        self.add("    win.Flush(0)", "win.Unlock_all()", "win.Free()")
+
+    def source(self):
+        return "\n".join(self.lines) + "\n"
+
+
+def run(program, nranks, directory):
+    path = os.path.join(directory, "%s_%s.py" % (program.form, program.variant))
+    with open(path, "w") as out:
+        out.write(program.source())
+    result = subprocess.run([sys.executable, "-m", "shmrma.run", "--check", "-n",
+                             str(nranks), "--timeout", "120", path],
+                            capture_output=True, text=True)
+    if result.returncode not in (0, 66):
+        raise SystemExit("%s at %d ranks failed:\n%s" % (path, nranks, result.stderr[-3000:]))
+    lines = [int(n) for n in REPORT.findall(result.stderr)]
+    return {frozenset(lines[i:i + 2]) for i in range(0, len(lines), 2)}
+
+
+def score(program, nranks, reported):
+    counts, wrong = {"tp": 0, "fp": 0, "fn": 0, "tn": 0}, []
+    found_pairs = set()
+    for pair in PAIRS:
+        lines = frozenset((program.first_line[pair], program.second_line[pair]))
+        found = lines in reported
+        found_pairs.add(lines) if found else None
+        expected = racy(program.form, program.variant, *pair)
+        counts[{(True, True): "tp", (False, True): "fp", (True, False): "fn",
+                (False, False): "tn"}[(expected, found)]] += 1
+        if expected != found:
+            wrong.append("%s %s n=%d %s/%s: %s" % (program.form, program.variant, nranks,
+                                                   pair[0], pair[1],
+                                                   "missed" if expected else "false alarm"))
+    stray = reported - found_pairs
+    counts["fp"] += len(stray)
+    wrong += ["%s %s n=%d: report on lines %s that no case expects" % (
+        program.form, program.variant, nranks, sorted(lines)) for lines in stray]
+    return counts, wrong
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ranks", default="2,3")
+    ap.add_argument("--keep", metavar="DIR", help="write the programs here and keep them")
+    opts = ap.parse_args(argv)
+    directory = opts.keep or tempfile.mkdtemp(prefix="race_corpus.")
+    os.makedirs(directory, exist_ok=True)
+    total, mistakes = {"tp": 0, "fp": 0, "fn": 0, "tn": 0}, []
+    print("%-16s %-8s %5s %4s %4s %4s %4s" % ("form", "variant", "ranks", "tp", "fp", "fn",
+                                            "tn"))
+    for nranks in [int(n) for n in opts.ranks.split(",")]:
+        for form in FORMS:
+            if form == "pscw" and nranks < 3:
+                continue
+            for variant in ("ordered", "racy"):
+                program = Program(form, variant)
+                counts, wrong = score(program, nranks, run(program, nranks, directory))
+                print("%-16s %-8s %5d %4d %4d %4d %4d" % (form, variant, nranks, *[
+                    counts[k] for k in ("tp", "fp", "fn", "tn")]), flush=True)
+                for key in total:
+                    total[key] += counts[key]
+                mistakes += wrong
+    tp, fp, fn = total["tp"], total["fp"], total["fn"]
+    precision = tp / (tp + fp) if tp + fp else 1.0
+    recall = tp / (tp + fn) if tp + fn else 1.0
+    print("\n%d cases: %d races, %d race-free; precision %.3f, recall %.3f"
+          % (sum(total.values()), tp + fn, total["tn"] + fp, precision, recall))
+    for line in mistakes:
+        print("  " + line)
+    return 0 if not mistakes else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
