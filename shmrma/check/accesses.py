@@ -107,15 +107,16 @@ class WindowLog:
     def rows(self, target):
         return self.records[target][:atomic.load64(self._count_cell(target))]
 
-    def conflicts(self, target, me, vc, access):
-        """The records that race with ``access`` by world rank ``me`` (lock held)."""
+    def conflicts(self, target, me, vc, access, vc_address=None):
+        """The records that race with ``access`` by world rank ``me`` whose clock is
+        ``vc`` (at ``vc_address`` when known), the log's lock held."""
         if _native is None:
             return self.conflicts_numpy(target, me, vc, access)
         count = atomic.load64(self._count_cell(target))
         found = _native.scan(self._records_address(target), count, access.lows,
                              access.highs, access.kind, access.op, access.basic, access.site,
-                             access.epoch, me, vc.ctypes.data)
-        return self.records[target][found]
+                             access.epoch, me, vc_address or vc.ctypes.data)
+        return self.records[target][found] if found else self.records[target][:0]
 
     def conflicts_numpy(self, target, me, vc, access):
         rows = self.rows(target)
@@ -163,6 +164,8 @@ class WindowLog:
 
     def release_word(self, target, lows, highs, kind, vc):
         """Merge ``vc`` into the word's clock; True when the word synchronizes."""
+        if kind < ACCUMULATE or highs[-1] - lows[0] > ATOMIC_BYTES:
+            return False
         with self.locked(target):
             cell = self._word_cell(target, lows, highs, kind)
             if cell is not None:

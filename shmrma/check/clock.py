@@ -110,6 +110,7 @@ class Clock:
         self.vc, self.ring_index, self.ring, self.cells, self.sites = session.block(rank)
         self.vc[:] = 0
         self.vc[rank] = 1
+        self.vc_address = self.vc.ctypes.data
         self._site_numbers = {}
 
     @property

@@ -10,6 +10,7 @@ not report the message they matched); the RMA calls keep theirs.
 """
 import functools
 import inspect
+import operator
 import zlib
 
 from .. import constants, mailbox, rma
@@ -79,7 +80,7 @@ class WindowCheck:
         me = c.me
         with self.log.locked(target):
             self.log.acquire_word(target, access, c.vc)
-            races = self.log.conflicts(target, me, c.vc, access)
+            races = self.log.conflicts(target, me, c.vc, access, c.vc_address)
             if not self.log.add(target, me, access, self._prune):
                 c.warn_once("a window's access log is full; older accesses are forgotten")
                 self.log.keep(target, self.log.rows(target), slice(CAPACITY_HALF, None))
@@ -145,21 +146,38 @@ def _check_of(win):
 
 
 def _runs(state, rank, target, defaults):
-    """(lows, highs) of the target bytes a call touches, or None for none."""
+    """((lows, highs) of the target bytes a call touches, or None for none; the code
+    of the basic type). A contiguous numpy origin at an int displacement, the common
+    case, skips the buffer parser."""
+    if (type(defaults) is numpy.ndarray and defaults.flags.c_contiguous
+            and (target is None or type(target) is int)):
+        basic = _basic_codes.get(defaults.dtype)
+        if basic is not None:
+            if not defaults.nbytes:
+                return None, basic
+            low = (target or 0) * state.units[rank]
+            return (numpy.array([low]), numpy.array([low + defaults.nbytes])), basic
     message = buffers.message(defaults, writable=False, sparse=True)
     disp, count, datatype = rma._target_spec(target, message.count, message.datatype)
+    basic = datatype.basic
+    basic = _code(basic.Get_name()) if basic is not None else 0
+    if type(defaults) is numpy.ndarray and message.datatype is datatype:
+        _basic_codes[defaults.dtype] = basic
     side = rma.Side(datatype, count)
     if not side.nbytes:
-        return None, datatype
+        return None, basic
     offset = disp * state.units[rank]
     if side.dense:
         low = offset + side.low
-        return (numpy.array([low]), numpy.array([low + side.nbytes])), datatype
+        return (numpy.array([low]), numpy.array([low + side.nbytes])), basic
     where = numpy.unique(side.index) + offset
     breaks = numpy.flatnonzero(numpy.diff(where) != 1) + 1
     lows = where[numpy.concatenate(([0], breaks))]
     highs = where[numpy.concatenate((breaks - 1, [len(where) - 1]))] + 1
-    return (lows, highs), datatype
+    return (lows, highs), basic
+
+
+_basic_codes = {}       # numpy dtype -> the code of the basic type its arrays travel as
 
 
 def _note(win, kind, target_rank, target, defaults, op=None, perform=None):
@@ -169,7 +187,8 @@ def _note(win, kind, target_rank, target, defaults, op=None, perform=None):
     if check is None or target_rank == constants.PROC_NULL:
         return perform()
     try:
-        runs, datatype = _runs(check.state, target_rank, target, defaults)
+        target_rank = operator.index(target_rank)       # numpy ints, as mpi4py takes
+        runs, basic = _runs(check.state, target_rank, target, defaults)
     except Exception:       # noqa: BLE001 - the real call raises the right error
         runs = None
     if runs is None:
@@ -178,12 +197,11 @@ def _note(win, kind, target_rank, target, defaults, op=None, perform=None):
     if check.log.release_word(target_rank, runs[0], runs[1], kind, c.vc):
         c.end_epoch()
     result = perform()
-    basic = datatype.basic
     op_code = (CAS_CODE if kind == COMPARE_AND_SWAP else 0 if op is None
                else accesses.NO_OP_CODE if op == rma.ops.NO_OP else _code(repr(op)))
-    check.access(target_rank, runs[0], runs[1], kind, op_code,
-                 _code(basic.Get_name()) if basic is not None else 0)
+    check.access(target_rank, runs[0], runs[1], kind, op_code, basic)
     return result
+
 
 
 def _no_origin(origin):
@@ -241,6 +259,7 @@ def _completing_read(win, request, target_rank, target, defaults, kind):
     check = _check_of(win)
     if check is None or target_rank == constants.PROC_NULL:
         return request
+    target_rank = operator.index(target_rank)
     runs, _ = _runs(check.state, target_rank, target, defaults)
     if runs is not None:
         only = (int(runs[0][0]), int(runs[1][-1]), kind)
@@ -387,6 +406,7 @@ def _install_window_sync(Win):
         check = _check_of(self)
         if check is None or rank == constants.PROC_NULL:
             return
+        rank = operator.index(rank)
         from ..assertions import MODE_NOCHECK
         # exclusive epochs are compared by exclusion, not by the order the lock
         # happened to give them (accesses.py): no clock moves here
@@ -398,6 +418,7 @@ def _install_window_sync(Win):
         check = _check_of(self)
         if check is None or rank == constants.PROC_NULL or rank not in check.locks:
             return real["Unlock"](self, rank)
+        rank = operator.index(rank)
         check.complete([rank])
         real["Unlock"](self, rank)
         del check.locks[rank]
@@ -421,7 +442,7 @@ def _install_window_sync(Win):
         real["Flush"](self, rank)
         check = _check_of(self)
         if check is not None and rank != constants.PROC_NULL:
-            check.complete([rank])
+            check.complete([operator.index(rank)])
 
     def Flush_all(self):
         real["Flush_all"](self)
@@ -562,10 +583,14 @@ def _install_messages(Comm):
 
     def _isend_bytes(self, data, dest, tag, pickled, kind=comm_module.P2P, *args, **kwargs):
         state = self._s
-        if not 0 <= dest < len(state.ranks):     # PROC_NULL, or the real call's error
+        try:
+            peer = self._peer(dest, "destination")
+        except Exception:       # noqa: BLE001 - the real call raises the right error
+            peer = constants.PROC_NULL
+        if peer == constants.PROC_NULL:
             return send(self, data, dest, tag, pickled, kind, *args, **kwargs)
         c = clock()
-        route = (state.subcontext(kind), c.me, state.ranks[dest], tag)
+        route = (state.subcontext(kind), c.me, state.ranks[peer], tag)
         c.release(key_of(MESSAGE, *route, _sent.get(route, 0)))
         request = send(self, data, dest, tag, pickled, kind, *args, **kwargs)
         _sent.take(route)
