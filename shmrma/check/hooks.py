@@ -273,10 +273,11 @@ def _on_completion(request, action):
     request._race_done = action
 
 
-def _completed(request):
-    action = request.__dict__.pop("_race_done", None) if hasattr(request, "__dict__") else None
-    if action is not None:
-        action()
+def _completed(*requests):
+    for request in requests:
+        action = getattr(request, "__dict__", {}).pop("_race_done", None)
+        if action is not None:
+            action()
 
 
 def _install_requests(classes):
@@ -284,14 +285,16 @@ def _install_requests(classes):
         wait, test = getattr(cls, "Wait"), getattr(cls, "Test")
 
         def Wait(self, status=None, _wait=wait):
+            inner = getattr(self, "_inner", None)   # a persistent request's operation
             result = _wait(self, status)
-            _completed(self)
+            _completed(self, inner)
             return result
 
         def Test(self, status=None, _test=test):
+            inner = getattr(self, "_inner", None)
             done = _test(self, status)
             if done:
-                _completed(self)
+                _completed(self, inner)
             return done
 
         cls.Wait, cls.Test = Wait, Test
@@ -610,7 +613,7 @@ def _install_messages(Comm):
     comm_module.Receive._complete = _complete
 
 
-ALL, FROM_ROOT, TO_ROOT, SCAN, EXSCAN = range(5)
+ALL, FROM_ROOT, TO_ROOT, SCAN, EXSCAN, NEIGHBORS = range(6)
 _FLOWS = {
     ALL: "Barrier barrier allgather alltoall allreduce Allgather Allgatherv Alltoall "
          "Alltoallv Alltoallw Allreduce Reduce_scatter_block Reduce_scatter Ibarrier "
@@ -618,11 +621,18 @@ _FLOWS = {
          "Ireduce_scatter_block Ireduce_scatter",
     FROM_ROOT: "bcast scatter Bcast Scatter Scatterv Ibcast Iscatter Iscatterv",
     TO_ROOT: "gather reduce Gather Gatherv Reduce Igather Igatherv Ireduce",
-    SCAN: "scan Scan Iscan", EXSCAN: "exscan Exscan Iexscan"}
+    SCAN: "scan Scan Iscan", EXSCAN: "exscan Exscan Iexscan",
+    NEIGHBORS: " ".join(prefix + name for prefix in ("Neighbor_", "Ineighbor_")
+                        for name in ("allgather", "allgatherv", "alltoall", "alltoallv",
+                                     "alltoallw")) + " neighbor_allgather neighbor_alltoall"}
 
 
-def _sources(flow, rank, size, root):
-    """The ranks whose contributions reach ``rank`` in a collective of this flow."""
+def _sources(flow, state, root):
+    """The ranks whose contributions reach this rank in a collective of this flow."""
+    rank, size = state.rank, len(state.ranks)
+    if flow == NEIGHBORS:
+        inedges, _ = state.topology.edges(rank)
+        return [source for source in inedges if source != constants.PROC_NULL]
     if flow == ALL:
         return range(size)
     if flow == FROM_ROOT:
@@ -647,7 +657,7 @@ def _collective(function, flow):
         c.release(key)
         result = function(self, *args, **kwargs)
         _collective_seqs[state.context] = seq + 1
-        sources = [state.ranks[r] for r in _sources(flow, state.rank, len(state.ranks), root)]
+        sources = [state.ranks[r] for r in _sources(flow, state, root)]
 
         def acquire():
             for rank in sources:
@@ -678,7 +688,7 @@ def install():
     if _installed:
         return
     _installed.append(True)
-    from .. import collective, comm, nonblocking, request, winbarrier, window
+    from .. import collective, comm, neighbor, nonblocking, request, winbarrier, window
     from .. import counters
     Win = window.Win
     _install_rma(Win)
@@ -687,7 +697,7 @@ def install():
     _install_counters(Win)
     _install_messages(comm.Comm)
     _install_collectives([collective.Collectives, nonblocking.NonblockingCollectives,
-                          comm.Comm])
+                          neighbor.NeighborCollectives, comm.Comm])
     classes = [request.Request, winbarrier.BarrierRequest]
     fast = getattr(nonblocking, "_FastCollective", None)
     classes += [fast] if fast is not None else []

@@ -78,6 +78,28 @@ if rank == B:
     win.Flush(0)
 comm.Barrier()
 
+# a neighborhood collective and a persistent Barrier order as their blocking kin do
+ring = comm.Create_cart([size], periods=[True])
+if rank == A:
+    win.Put(one, 0, 30)
+    win.Flush(0)
+ring.Neighbor_allgather(np.zeros(1), np.zeros(2))
+if rank == B:
+    win.Get(out, 0, 30)
+    win.Flush(0)
+barrier = comm.Barrier_init()
+if rank == A:
+    win.Put(one, 0, 31)
+    win.Flush(0)
+barrier.Start()
+barrier.Wait()
+if rank == B:
+    win.Get(out, 0, 31)
+    win.Flush(0)
+barrier.Free()
+ring.Free()
+comm.Barrier()
+
 # request-based RMA: an Rput's Wait completes it only at the origin, an Rget's fully
 if rank == A:
     win.Rput(one, 0, 20).Wait()                         # race RP
