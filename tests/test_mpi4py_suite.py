@@ -59,6 +59,19 @@ def test_util_sync_passes_at_2_and_5_ranks(source):
         assert (passed, total) == (EXPECTED[name], EXPECTED[name]), (name, n, note)
 
 
+@pytest.mark.timeout(300)
+def test_util_sync_runs_clean_under_the_race_checker(source):
+    """mpi4py.util.sync (Counter, Mutex, Condition, Semaphore on RMA atomics, spin
+    loops on local loads after Win.Sync) is race-free: shmrma-run --check reports
+    nothing (issue 16: no false alarms), and its tests still pass."""
+    stderrs = {}
+    results = mpi4py_suite.run([2, 3], ["test_util_sync"], source, 120, ["--check"],
+                               stderrs)
+    for (name, n), (passed, total, note) in results.items():
+        assert (passed, total) == (EXPECTED[name], EXPECTED[name]), (name, n, note)
+        assert "shmrma-check: no data race found" in stderrs[name, n], stderrs[name, n]
+
+
 @pytest.mark.timeout(900)
 def test_the_rest_of_the_api_passes_no_fewer_tests_at_2_ranks(source):
     results = mpi4py_suite.run([2], sorted(FLOORS), source, 240)

@@ -212,9 +212,10 @@ def count_tests(test_dir, name):
         return 0
 
 
-def run(ranks, modules, source, timeout):
+def run(ranks, modules, source, timeout, flags=(), stderrs=None):
     """{(module, ranks): (passed, total, note)}: each module in a job of its own, so
-    one that hangs or crashes costs only its own tests."""
+    one that hangs or crashes costs only its own tests. ``flags`` go to shmrma-run
+    (``--check``); ``stderrs``, a dict, gets each job's stderr."""
     test_dir = os.path.join(source, "test")
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -223,12 +224,14 @@ def run(ranks, modules, source, timeout):
             for name in modules:
                 out_dir = os.path.join(tmp, "%s-%d" % (name, n))
                 os.makedirs(out_dir)
-                launcher = [sys.executable, "-m", "shmrma.run", "-n", str(n),
+                launcher = [sys.executable, "-m", "shmrma.run", "-n", str(n), *flags,
                             "--timeout", str(timeout), os.path.abspath(__file__),
                             "--worker", "--shim", shim, "--source", source, "--out",
                             out_dir, "--modules", name]
                 proc = subprocess.run(launcher, cwd=test_dir, capture_output=True,
                                       text=True, timeout=timeout + 60)
+                if stderrs is not None:
+                    stderrs[name, n] = proc.stderr
                 reports = []
                 for rank in range(n):
                     path = os.path.join(out_dir, "rank%d.json" % rank)

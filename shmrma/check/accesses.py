@@ -162,21 +162,40 @@ class WindowLog:
                 return cell
         return None
 
+    @staticmethod
+    def synchronizes(lows, highs, kind):
+        """Whether an access is an atomic on one word, which orders as a release and
+        an acquire of that word."""
+        return kind >= ACCUMULATE and highs[-1] - lows[0] <= ATOMIC_BYTES
+
     def release_word(self, target, lows, highs, kind, vc):
-        """Merge ``vc`` into the word's clock; True when the word synchronizes."""
-        if kind < ACCUMULATE or highs[-1] - lows[0] > ATOMIC_BYTES:
-            return False
+        """Merge ``vc`` into the word's clock (before the atomic is performed)."""
         with self.locked(target):
             cell = self._word_cell(target, lows, highs, kind)
             if cell is not None:
                 numpy.maximum(cell[1:], vc, out=cell[1:])
-        return cell is not None
 
     def acquire_word(self, target, access, vc):
-        """Join the word's clock into ``vc`` (lock held)."""
+        """Join the word's clock into ``vc`` (lock held): an atomic read of a flag."""
         cell = self._word_cell(target, access.lows, access.highs, access.kind)
         if cell is not None:
             numpy.maximum(vc, cell[1:], out=vc)
+
+    def acquire_words(self, target, vc, me):
+        """The target's own loads after Win.Sync (R131), which the checker cannot
+        see, as mpi4py.util.sync's spin loops make them: join the clock of every word
+        of its memory an atomic reached, and take those atomics as seen, so its own
+        atomics on the word come after them, whatever their op (R140)."""
+        with self.locked(target):
+            table = self.atomics[target]
+            for cell in table[numpy.flatnonzero(table[:, 0])]:
+                numpy.maximum(vc, cell[1:], out=vc)
+                rows = self.rows(target)
+                seen = ((rows["low"] == cell[0] - 1) & (rows["kind"] >= ACCUMULATE)
+                        & (rows["origin"] != me))
+                if seen.any():
+                    rows["stamp"][seen] = numpy.minimum(rows["stamp"][seen],
+                                                        cell[1:][rows["origin"][seen]])
 
     def add(self, target, me, access, prune):
         """Record the access (lock held); False when the log has no room even pruned."""

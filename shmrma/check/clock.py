@@ -112,6 +112,7 @@ class Clock:
         self.vc[rank] = 1
         self.vc_address = self.vc.ctypes.data
         self._site_numbers = {}
+        self._watched = []      # windows whose local loads may observe atomics (Win.Sync)
 
     @property
     def epoch(self):
@@ -120,8 +121,25 @@ class Clock:
     def end_epoch(self):
         self.vc[self.me] += 1
 
+    # --- local loads the checker cannot see ---
+    def watch(self, observe):
+        """Call ``observe`` (it joins what this rank's loads may have seen) now, before
+        every release and at every access, until ``unwatch``."""
+        if observe not in self._watched:
+            self._watched.append(observe)
+        observe()
+
+    def unwatch(self, observe):
+        if observe in self._watched:
+            self._watched.remove(observe)
+
+    def observe_local(self):
+        for observe in self._watched:
+            observe()
+
     # --- keyed releases ---
     def release(self, key):
+        self.observe_local()
         index = atomic.load64(self.ring_index)
         entry = self.ring[index % RING]
         entry[0] = 0                # readers skip the entry while it changes
@@ -163,6 +181,7 @@ class Clock:
     # --- cells ---
     def publish(self, key):
         """Overwrite this rank's cell for ``key`` with its clock, and end the epoch."""
+        self.observe_local()
         for probe in range(CELLS):
             cell = self.cells[(key + probe) % CELLS]
             if cell[0] in (0, key):

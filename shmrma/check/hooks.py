@@ -75,6 +75,7 @@ class WindowCheck:
     # --- accesses ---
     def access(self, target, lows, highs, kind, op, basic):
         c = clock()
+        c.observe_local()
         access = Access(lows, highs, kind, op, basic, c.site(report.call_site()),
                         self.epoch_kind(target))
         me = c.me
@@ -112,6 +113,10 @@ class WindowCheck:
         c = clock()
         for target in targets:
             self.log.complete(target, c.me, c.epoch, modes, only)
+
+    def observe_local(self):
+        c = clock()
+        self.log.acquire_words(self.me, c.vc, c.me)
 
     def everyone(self):
         return range(len(self.world))
@@ -194,9 +199,13 @@ def _note(win, kind, target_rank, target, defaults, op=None, perform=None):
     if runs is None:
         return perform()
     c = clock()
-    if check.log.release_word(target_rank, runs[0], runs[1], kind, c.vc):
+    word = check.log.synchronizes(runs[0], runs[1], kind)
+    if word:        # the atomic gets an epoch of its own, the one its release publishes
         c.end_epoch()
+        check.log.release_word(target_rank, runs[0], runs[1], kind, c.vc)
     result = perform()
+    if word:
+        c.end_epoch()
     op_code = (CAS_CODE if kind == COMPARE_AND_SWAP else 0 if op is None
                else accesses.NO_OP_CODE if op == rma.ops.NO_OP else _code(repr(op)))
     check.access(target_rank, runs[0], runs[1], kind, op_code, basic)
@@ -306,7 +315,7 @@ def _install_window_sync(Win):
     from ..passive import HELD_EXCLUSIVE, HELD_SHARED, LOCK_EXCLUSIVE
     real = {name: getattr(Win, name) for name in (
         "Fence", "Barrier", "Ibarrier", "Start", "Complete", "Post", "Wait", "Test", "Lock",
-        "Unlock", "Lock_all", "Unlock_all", "Flush", "Flush_all")}
+        "Unlock", "Lock_all", "Unlock_all", "Flush", "Flush_all", "Sync")}
 
     def Fence(self, assertion=0):
         check = _check_of(self)
@@ -453,8 +462,14 @@ def _install_window_sync(Win):
         if check is not None:
             check.complete(check.everyone())
 
+    def Sync(self):
+        real["Sync"](self)
+        check = _check_of(self)
+        if check is not None:   # from now on its loads may see any atomic on its words
+            clock().watch(check.observe_local)
+
     for function in (Fence, Barrier, Ibarrier, Post, Start, Complete, Wait, Test, Lock, Unlock,
-                     Lock_all, Unlock_all, Flush, Flush_all):
+                     Lock_all, Unlock_all, Flush, Flush_all, Sync):
         setattr(Win, function.__name__, functools.wraps(real[function.__name__])(function))
 
 
@@ -474,6 +489,7 @@ def _install_creation(Win):
         free(self)
         if check is not None:
             self._race_check = None
+            clock().unwatch(check.observe_local)
             check.segment.close()
     Win.Free = functools.wraps(free)(Free)
     change = Win.Change_comm
