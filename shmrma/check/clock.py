@@ -17,6 +17,8 @@ the other:
 The segment is made before the ranks fork (or by a singleton) and unlinked at
 once, so it never outlives the job; the launcher reads the race count from it.
 """
+import time
+
 from .. import atomic, job, segments
 from ..lazy import numpy
 
@@ -28,6 +30,7 @@ DEDUP = 8192            # distinct races remembered for reporting each once
 HEADER = 64             # races (int64), accesses checked (int64), warnings (int64)
 OFF_RACES, OFF_ACCESSES, OFF_WARNED = 0, 8, 16
 KEY_MASK = 2**63 - 1
+POLL_S = 50e-6          # between looks for a release not published yet (rare)
 
 
 def key_of(*numbers):
@@ -112,6 +115,7 @@ class Clock:
         self.vc[rank] = 1
         self.vc_address = self.vc.ctypes.data
         self._site_numbers = {}
+        self._cells_found = {}  # (rank, key) -> that rank's cell for the key
         self._watched = []      # windows whose local loads may observe atomics (Win.Sync)
 
     @property
@@ -177,30 +181,41 @@ class Clock:
             if problem is not None:
                 raise problem
             job.run_idle_hooks()
+            time.sleep(POLL_S)
 
     # --- cells ---
     def publish(self, key):
         """Overwrite this rank's cell for ``key`` with its clock, and end the epoch."""
         self.observe_local()
-        for probe in range(CELLS):
-            cell = self.cells[(key + probe) % CELLS]
-            if cell[0] in (0, key):
-                cell[1:] = self.vc      # every entry only grows: a torn read is still safe
-                atomic.fence()
-                cell[0] = key
-                self.end_epoch()
-                return
-        self.warn_once("too many counters to follow; some signals are not checked")
+        cell = self._cell_of(self.me, key, claim=True)
+        if cell is None:
+            self.warn_once("too many counters to follow; some signals are not checked")
+            return
+        cell[1:] = self.vc      # every entry only grows: a torn read is still safe
+        atomic.fence()
+        cell[0] = key
+        self.end_epoch()
 
     def join_cell(self, rank, key):
-        _, _, _, cells, _ = self.session.block(rank)
+        cell = self._cell_of(rank, key)
+        if cell is not None:
+            numpy.maximum(self.vc, cell[1:], out=self.vc)
+
+    def _cell_of(self, rank, key, claim=False):
+        """``rank``'s cell for ``key`` (a cell keeps its key for good, so where it was
+        found is remembered); with ``claim``, a free one for this rank to fill."""
+        cell = self._cells_found.get((rank, key))
+        if cell is not None:
+            return cell
+        cells = self.session.block(rank)[3]
         for probe in range(CELLS):
             cell = cells[(key + probe) % CELLS]
-            if cell[0] == key:
-                numpy.maximum(self.vc, cell[1:], out=self.vc)
-                return
+            if cell[0] == key or (claim and cell[0] == 0):
+                self._cells_found[rank, key] = cell
+                return cell
             if cell[0] == 0:
-                return
+                return None
+        return None
 
     def join(self, clock):
         numpy.maximum(self.vc, clock, out=self.vc)
