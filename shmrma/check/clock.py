@@ -161,16 +161,16 @@ class Clock:
             return True
         _, ring_index, ring, _, _ = self.session.block(rank)
         newest = atomic.load64(ring_index)
-        for index in range(newest - 1, max(newest - RING, 0) - 1, -1):
-            entry = ring[index % RING]
-            if entry[0] != key:
-                continue
-            clock = entry[1:].copy()
-            atomic.fence()
-            if entry[0] == key:
-                numpy.maximum(self.vc, clock, out=self.vc)
-                return True
-        return False
+        found = numpy.flatnonzero(ring[:, 0] == key)
+        if not len(found):
+            return False
+        entry = ring[found[numpy.argmin((newest - 1 - found) % RING)]]  # the latest
+        clock = entry[1:].copy()
+        atomic.fence()
+        if entry[0] != key:     # reused while we copied: so long ago it cannot matter
+            return False
+        numpy.maximum(self.vc, clock, out=self.vc)
+        return True
 
     def acquire_waiting(self, rank, key, what):
         """Join the clock ``rank`` releases under ``key``, waiting for it (a Start that
