@@ -6,9 +6,11 @@
  * (point-to-point messages), collectives.c (collectives on shared memory),
  * nbc.c (nonblocking collectives), counters.c (the requests of the
  * synchronization counters) and pickles.c (the pickles of objects in messages).
- * This header holds the primitives they all use: seq_cst atomics on shared
+ * This header declares first the structures they share (the window table and
+ * its targets, the synchronization objects of the control blocks, the core of
+ * communicators), then the primitives they all use: seq_cst atomics on shared
  * words, the futex wake-up, the one wait policy, argument parsing, buffer
- * operands, the element-wise reduction kernels and the window table.
+ * operands, the element-wise reduction kernels and the window table's calls.
  */
 #ifndef SHMRMA_NATIVE_H
 #define SHMRMA_NATIVE_H
@@ -32,6 +34,87 @@
 #include <unistd.h>
 
 #define SC __ATOMIC_SEQ_CST
+
+/* --- the window table (_native.c) ------------------------------------------------ */
+
+/* The kinds of RMA call, as the proposal's MODE_WIN_PUT/GET/ACCUMULATE bits. */
+enum { KIND_PUT = 1, KIND_GET = 2, KIND_ACCUMULATE = 4 };
+
+/* What a Lock epoch to a target holds (FastTarget.locked). */
+enum { HELD_NONE, HELD_NOCHECK, HELD_SHARED, HELD_EXCLUSIVE };
+
+typedef struct {
+    char *base;                 /* NULL: not mapped here, every call misses */
+    Py_ssize_t size;
+    Py_ssize_t unit;            /* disp_unit */
+    int32_t *acc_lock;          /* wait cell: 0 free, 1 held */
+    int locked;                 /* HELD_*: the Lock epoch open to this rank */
+    int started;                /* the open Start epoch's group holds this rank */
+    char *control;              /* the rank's control block; NULL: not set */
+    int32_t *doorbell;          /* the rank's doorbell (job.py); NULL: not set */
+    uint32_t posts_used;        /* Posts of this rank that our Starts matched */
+    int counter_kinds;          /* KIND_* an active Sync_ops request to the rank covers */
+    int counter_modes[3];       /* active Sync_ops requests to the rank, per KIND_* bit */
+} FastTarget;
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t n;
+    FastTarget *targets;
+    int open;                   /* 0 once the window is freed */
+    int fence_open;
+    int rma_since_fence;
+    int lock_all;
+    int nlocked;
+    int start_open;             /* a Start epoch is open, maybe with an empty group */
+    Py_ssize_t me;              /* this rank in the window; -1: sync not set up */
+    char *posts;                /* the post matrix: n x n wait cells, origin-major */
+    int32_t *holds;             /* this rank's row of the hold matrix (control.py) */
+    uint32_t completes_due;     /* Completes our Posts so far await (mod 2**32) */
+    PyObject *post_group;       /* the open Post's origins (a tuple), or None */
+    PyObject *groups;           /* group handle -> window ranks (window.window_ranks) */
+    int ncounter;               /* targets with an active Sync_ops request (counter epochs) */
+    int sync_active;            /* started, uncompleted synchronization requests */
+    uint32_t barrier_seq;       /* window barriers (Ibarrier) this rank entered */
+    int barrier_pending;        /* some member may not have entered barrier_seq yet */
+} WinTable;
+
+extern PyTypeObject WinTableType;
+
+/* The assertions of the synchronization calls (shmrma/assertions.py). */
+#define MODE_NOCHECK 1024
+#define MODE_NOPRECEDE 8192
+#define MODE_NOSUCCEED 16384
+#define ALL_MODES (1024 | 2048 | 4096 | 8192 | 16384)
+
+/* --- the synchronization objects (shmrma/control.py) ----------------------------- */
+
+/* The offset of the window barriers a rank entered in its control block. */
+extern Py_ssize_t g_off_entered;
+
+/* --- communicators (transport.c) ------------------------------------------------ */
+
+/* A collective area as this rank maps it (collarea.py); base NULL: not yet. */
+typedef struct {
+    char *base;
+    Py_ssize_t slot;            /* data bytes of each slot */
+    uint32_t seq;               /* steps taken on it so far (mod 2**32) */
+} AreaCore;
+
+/* What the fast paths need of a communicator: its context, members and
+ * collective areas.  comm.CommState derives from it. */
+typedef struct {
+    PyObject_HEAD
+    int32_t context;            /* the communicator's context (sub-contexts derive) */
+    int32_t size, world_size;
+    int32_t world_rank;         /* this process's */
+    int32_t *ranks;             /* world rank of each member; NULL until bound */
+    int32_t *to_rank;           /* member rank of each world rank, or -1 */
+    int freed;
+    AreaCore areas[2];          /* the small and the large collective area */
+} CommCore;
+
+extern PyTypeObject CommCoreType;
 
 /* --- CPU and futex --------------------------------------------------------- */
 
@@ -201,90 +284,14 @@ void fold_all(int etype, int op, const char *fold, const char *part, char *into,
  * this kind of call, -1 otherwise. */
 int op_code(PyObject *op, int etype, int fetches);
 
-/* --- the window table (_native.c) ------------------------------------------------ */
-
-/* The kinds of RMA call, as the proposal's MODE_WIN_PUT/GET/ACCUMULATE bits. */
-enum { KIND_PUT = 1, KIND_GET = 2, KIND_ACCUMULATE = 4 };
-
-/* What a Lock epoch to a target holds (FastTarget.locked). */
-enum { HELD_NONE, HELD_NOCHECK, HELD_SHARED, HELD_EXCLUSIVE };
-
-typedef struct {
-    char *base;                 /* NULL: not mapped here, every call misses */
-    Py_ssize_t size;
-    Py_ssize_t unit;            /* disp_unit */
-    int32_t *acc_lock;          /* wait cell: 0 free, 1 held */
-    int locked;                 /* HELD_*: the Lock epoch open to this rank */
-    int started;                /* the open Start epoch's group holds this rank */
-    char *control;              /* the rank's control block; NULL: not set */
-    int32_t *doorbell;          /* the rank's doorbell (job.py); NULL: not set */
-    uint32_t posts_used;        /* Posts of this rank that our Starts matched */
-    int counter_kinds;          /* KIND_* an active Sync_ops request to the rank covers */
-    int counter_modes[3];       /* active Sync_ops requests to the rank, per KIND_* bit */
-} FastTarget;
-
-typedef struct {
-    PyObject_HEAD
-    Py_ssize_t n;
-    FastTarget *targets;
-    int open;                   /* 0 once the window is freed */
-    int fence_open;
-    int rma_since_fence;
-    int lock_all;
-    int nlocked;
-    int start_open;             /* a Start epoch is open, maybe with an empty group */
-    Py_ssize_t me;              /* this rank in the window; -1: sync not set up */
-    char *posts;                /* the post matrix: n x n wait cells, origin-major */
-    int32_t *holds;             /* this rank's row of the hold matrix (control.py) */
-    uint32_t completes_due;     /* Completes our Posts so far await (mod 2**32) */
-    PyObject *post_group;       /* the open Post's origins (a tuple), or None */
-    PyObject *groups;           /* group handle -> window ranks (window.window_ranks) */
-    int ncounter;               /* targets with an active Sync_ops request (counter epochs) */
-    int sync_active;            /* started, uncompleted synchronization requests */
-    uint32_t barrier_seq;       /* window barriers (Ibarrier) this rank entered */
-    int barrier_pending;        /* some member may not have entered barrier_seq yet */
-} WinTable;
-
-extern PyTypeObject WinTableType;
-
-/* The assertions of the synchronization calls (shmrma/assertions.py). */
-#define MODE_NOCHECK 1024
-#define MODE_NOPRECEDE 8192
-#define MODE_NOSUCCEED 16384
-#define ALL_MODES (1024 | 2048 | 4096 | 8192 | 16384)
+/* --- the window table's calls (_native.c) ---------------------------------------- */
 
 /* The table when sync calls may run on it here, else NULL. */
 WinTable *sync_table(PyObject *table);
 /* Open (delta 1) or close (-1) a counter epoch of `mode` (KIND_* bits) to rank. */
 void counter_epoch_change(WinTable *t, Py_ssize_t rank, int mode, int delta);
-/* The offset of the window barriers a rank entered in its control block. */
-extern Py_ssize_t g_off_entered;
 /* Has rank entered the window barrier this rank entered last (Ibarrier, A3)? */
 int barrier_entered(WinTable *t, Py_ssize_t rank);
-
-/* --- communicators (transport.c) ------------------------------------------------ */
-
-/* A collective area as this rank maps it (collarea.py); base NULL: not yet. */
-typedef struct {
-    char *base;
-    Py_ssize_t slot;            /* data bytes of each slot */
-    uint32_t seq;               /* steps taken on it so far (mod 2**32) */
-} AreaCore;
-
-/* What the fast paths need of a communicator: its context, members and
- * collective areas.  comm.CommState derives from it. */
-typedef struct {
-    PyObject_HEAD
-    int32_t context;            /* the communicator's context (sub-contexts derive) */
-    int32_t size, world_size;
-    int32_t world_rank;         /* this process's */
-    int32_t *ranks;             /* world rank of each member; NULL until bound */
-    int32_t *to_rank;           /* member rank of each world rank, or -1 */
-    int freed;
-    AreaCore areas[2];          /* the small and the large collective area */
-} CommCore;
-
-extern PyTypeObject CommCoreType;
 
 /* --- pickles of objects in messages (pickles.c) ---------------------------------- */
 
