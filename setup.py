@@ -28,7 +28,8 @@ class OptionalBuildExt(build_ext):
 
 setup(
     ext_modules=[Extension(
-        "shmrma._native", ["shmrma/_native.c", "shmrma/csrc/transport.c",
+        "shmrma._native", ["shmrma/_native.c", "shmrma/csrc/atomic.c",
+                            "shmrma/csrc/transport.c",
                             "shmrma/csrc/collectives.c", "shmrma/csrc/pickles.c",
                             "shmrma/csrc/nbc.c", "shmrma/csrc/counters.c",
                             "shmrma/csrc/winbarrier.c"],

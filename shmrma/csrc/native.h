@@ -2,7 +2,8 @@
  * shmrma._native: what its C files share.
  *
  * The extension is one module built from several files, one per concept:
- * shmrma/_native.c (atomics, wait cells, the RMA fast path), transport.c
+ * shmrma/_native.c (the module, the RMA fast path), atomic.c (atomics, wait
+ * cells, the wait policy, argument parsing), transport.c
  * (point-to-point messages), collectives.c (collectives on shared memory),
  * nbc.c (nonblocking collectives), counters.c (the requests of the
  * synchronization counters) and pickles.c (the pickles of objects in messages).
@@ -164,7 +165,7 @@ now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* --- the wait policy (_native.c) -------------------------------------------- */
+/* --- the wait policy (atomic.c) --------------------------------------------- */
 
 extern long g_spin, g_yields;
 #define SYNC_SPIN_NS (g_spin * 1000)   /* the wait policy's spin, in nanoseconds */
@@ -181,7 +182,10 @@ int wait_changed(int32_t *cell, int32_t old, double timeout, int32_t *out);
  * then waits on with the job's abort checks), -1 on a signal's exception. */
 int wait_bell(int32_t *bell, int (*poll)(void *), void *arg, double slice);
 
-/* --- arguments -------------------------------------------------------------- */
+/* --- arguments (atomic.c) ----------------------------------------------------- */
+
+/* The entry of the method table for the METH_FASTCALL function n_<name>. */
+#define FC(name, doc) {#name, (PyCFunction)(void (*)(void))n_##name, METH_FASTCALL, doc}
 
 int check_nargs(const char *fname, Py_ssize_t nargs, Py_ssize_t want);
 void *get_addr(PyObject *obj, uintptr_t align, const char *fname);
@@ -310,6 +314,7 @@ PyObject *pickle_loads(PyObject *data);
 
 /* --- the other files' parts of the module ---------------------------------------- */
 
+int atomic_init(PyObject *module);
 int transport_init(PyObject *module);
 int collectives_init(PyObject *module);
 int pickles_init(PyObject *module);
