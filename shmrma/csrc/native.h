@@ -3,7 +3,8 @@
  *
  * The extension is one module built from several files, one per concept:
  * shmrma/_native.c (the module, the RMA fast path), atomic.c (atomics, wait
- * cells, the wait policy, argument parsing), transport.c
+ * cells, the wait policy, argument parsing), buffers.c (buffer operands and
+ * vector messages), op.c (the predefined ops' kernels), transport.c
  * (point-to-point messages), collectives.c (collectives on shared memory),
  * nbc.c (nonblocking collectives), counters.c (the requests of the
  * synchronization counters) and pickles.c (the pickles of objects in messages).
@@ -203,7 +204,7 @@ PyObject *request_python_path(PyObject *method, PyObject *self, PyObject *const 
                               Py_ssize_t nargs, PyObject *kwnames);
 extern long g_proc_null;
 
-/* --- buffer operands and reduction kernels ------------------------------------ */
+/* --- buffer operands (buffers.c) and reduction kernels (op.c) ------------------ */
 
 static inline int
 overlap(const void *a, Py_ssize_t na, const void *b, Py_ssize_t nb)
@@ -248,7 +249,7 @@ int set_vector_datatypes(PyObject *pairs);
  * list or tuple of an int per rank, each >= 0.  -1 (no error set): a miss. */
 int per_rank(PyObject *obj, int n, Span *spans, int displs);
 /* A vector collective's message (buffers.vector_message) in the forms C takes
- * (see _native.c): the buffer into *op, each of the n ranks' parts into spans.
+ * (see buffers.c): the buffer into *op, each of the n ranks' parts into spans.
  * -1 (no error set): a miss, nothing held. */
 int vector_get(PyObject *msg, int writable, int n, Operand *op, Span *spans);
 
@@ -315,6 +316,8 @@ PyObject *pickle_loads(PyObject *data);
 /* --- the other files' parts of the module ---------------------------------------- */
 
 int atomic_init(PyObject *module);
+int buffers_init(PyObject *module);
+int op_init(PyObject *module);
 int transport_init(PyObject *module);
 int collectives_init(PyObject *module);
 int pickles_init(PyObject *module);
