@@ -4,7 +4,8 @@
  * The extension is one module built from several files, one per concept:
  * shmrma/_native.c (the module, the RMA fast path), atomic.c (atomics, wait
  * cells, the wait policy, argument parsing), buffers.c (buffer operands and
- * vector messages), op.c (the predefined ops' kernels), transport.c
+ * vector messages), op.c (the predefined ops' kernels), handle.c (the C bases
+ * of handle classes and constants), transport.c
  * (point-to-point messages), collectives.c (collectives on shared memory),
  * nbc.c (nonblocking collectives), counters.c (the requests of the
  * synchronization counters) and pickles.c (the pickles of objects in messages).
@@ -318,6 +319,7 @@ PyObject *pickle_loads(PyObject *data);
 int atomic_init(PyObject *module);
 int buffers_init(PyObject *module);
 int op_init(PyObject *module);
+int handle_init(PyObject *module);
 int transport_init(PyObject *module);
 int collectives_init(PyObject *module);
 int pickles_init(PyObject *module);
