@@ -5,7 +5,8 @@
  * shmrma/_native.c (the module, the RMA fast path), atomic.c (atomics, wait
  * cells, the wait policy, argument parsing), buffers.c (buffer operands and
  * vector messages), op.c (the predefined ops' kernels), handle.c (the C bases
- * of handle classes and constants), transport.c
+ * of handle classes and constants), table.c (the window table and the
+ * synchronization objects), transport.c
  * (point-to-point messages), collectives.c (collectives on shared memory),
  * nbc.c (nonblocking collectives), counters.c (the requests of the
  * synchronization counters) and pickles.c (the pickles of objects in messages).
@@ -38,7 +39,7 @@
 
 #define SC __ATOMIC_SEQ_CST
 
-/* --- the window table (_native.c) ------------------------------------------------ */
+/* --- the window table (table.c) ------------------------------------------------- */
 
 /* The kinds of RMA call, as the proposal's MODE_WIN_PUT/GET/ACCUMULATE bits. */
 enum { KIND_PUT = 1, KIND_GET = 2, KIND_ACCUMULATE = 4 };
@@ -90,9 +91,12 @@ extern PyTypeObject WinTableType;
 #define MODE_NOSUCCEED 16384
 #define ALL_MODES (1024 | 2048 | 4096 | 8192 | 16384)
 
-/* --- the synchronization objects (shmrma/control.py) ----------------------------- */
+/* --- the synchronization objects (shmrma/control.py; table.c) ------------------- */
 
-/* The offset of the window barriers a rank entered in its control block. */
+/* The offsets of the words of a rank's control block, given by rma_sync_setup():
+ * the lock's ticket, read and write counts, the Completes its Posts received,
+ * whether it is exposed (a Post epoch is open) and the window barriers it entered. */
+extern Py_ssize_t g_off_ticket, g_off_read, g_off_write, g_off_completes, g_off_exposed;
 extern Py_ssize_t g_off_entered;
 
 /* --- communicators (transport.c) ------------------------------------------------ */
@@ -290,13 +294,14 @@ void fold_all(int etype, int op, const char *fold, const char *part, char *into,
  * this kind of call, -1 otherwise. */
 int op_code(PyObject *op, int etype, int fetches);
 
-/* --- the window table's calls (_native.c) ---------------------------------------- */
+/* --- the window table's calls (table.c) ----------------------------------------- */
 
 /* The table when sync calls may run on it here, else NULL. */
 WinTable *sync_table(PyObject *table);
 /* Open (delta 1) or close (-1) a counter epoch of `mode` (KIND_* bits) to rank. */
 void counter_epoch_change(WinTable *t, Py_ssize_t rank, int mode, int delta);
-/* Has rank entered the window barrier this rank entered last (Ibarrier, A3)? */
+/* Has rank entered the window barrier this rank entered last (Ibarrier, A3)?
+ * (winbarrier.c) */
 int barrier_entered(WinTable *t, Py_ssize_t rank);
 
 /* --- pickles of objects in messages (pickles.c) ---------------------------------- */
@@ -320,6 +325,7 @@ int atomic_init(PyObject *module);
 int buffers_init(PyObject *module);
 int op_init(PyObject *module);
 int handle_init(PyObject *module);
+int table_init(PyObject *module);
 int transport_init(PyObject *module);
 int collectives_init(PyObject *module);
 int pickles_init(PyObject *module);
