@@ -31,6 +31,7 @@ setup(
         "shmrma._native", ["shmrma/_native.c", "shmrma/csrc/atomic.c",
                             "shmrma/csrc/buffers.c", "shmrma/csrc/op.c",
                             "shmrma/csrc/handle.c", "shmrma/csrc/table.c",
+                            "shmrma/csrc/rma.c",
                             "shmrma/csrc/transport.c",
                             "shmrma/csrc/collectives.c", "shmrma/csrc/pickles.c",
                             "shmrma/csrc/nbc.c", "shmrma/csrc/counters.c",

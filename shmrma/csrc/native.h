@@ -6,7 +6,8 @@
  * cells, the wait policy, argument parsing), buffers.c (buffer operands and
  * vector messages), op.c (the predefined ops' kernels), handle.c (the C bases
  * of handle classes and constants), table.c (the window table and the
- * synchronization objects), transport.c
+ * synchronization objects), rma.c (the communication calls and flushes),
+ * transport.c
  * (point-to-point messages), collectives.c (collectives on shared memory),
  * nbc.c (nonblocking collectives), counters.c (the requests of the
  * synchronization counters) and pickles.c (the pickles of objects in messages).
@@ -199,15 +200,12 @@ int get_u64(PyObject *obj, uint64_t *out);
 int get_timeout(PyObject *obj, const char *fname, double *out);
 long plain_int(PyObject *obj);          /* an exact int >= 0, else -1 */
 
-extern int g_fast_enabled;              /* rma_enable(): False makes fast paths miss */
-
 /* A request's Wait or Test in C takes no status: does the call pass none? */
 int no_status(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 /* method(self, *args, **kwnames): the Python path of a request's Wait or Test
  * (at most the status argument). */
 PyObject *request_python_path(PyObject *method, PyObject *self, PyObject *const *args,
                               Py_ssize_t nargs, PyObject *kwnames);
-extern long g_proc_null;
 
 /* --- buffer operands (buffers.c) and reduction kernels (op.c) ------------------ */
 
@@ -304,6 +302,16 @@ void counter_epoch_change(WinTable *t, Py_ssize_t rank, int mode, int delta);
  * (winbarrier.c) */
 int barrier_entered(WinTable *t, Py_ssize_t rank);
 
+/* --- the fast paths (rma.c) ----------------------------------------------------- */
+
+extern int g_fast_enabled;              /* rma_enable(): False makes fast paths miss */
+extern long g_proc_null;                /* PROC_NULL's value (rma_setup) */
+
+/* A fast path's answers: the call is done, or missed (nothing touched: the
+ * Python path runs). */
+#define MISS Py_RETURN_FALSE
+#define DONE Py_RETURN_TRUE
+
 /* --- pickles of objects in messages (pickles.c) ---------------------------------- */
 
 #define QUICK_PICKLE_MAX 288    /* the longest pickle quick_dumps writes */
@@ -326,6 +334,7 @@ int buffers_init(PyObject *module);
 int op_init(PyObject *module);
 int handle_init(PyObject *module);
 int table_init(PyObject *module);
+int rma_init(PyObject *module);
 int transport_init(PyObject *module);
 int collectives_init(PyObject *module);
 int pickles_init(PyObject *module);
