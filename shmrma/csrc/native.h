@@ -94,6 +94,20 @@ extern PyTypeObject WinTableType;
 
 /* --- the synchronization objects (shmrma/control.py; table.c) ------------------- */
 
+/* Lock, Unlock, Lock_all, Unlock_all (passive.c), Fence (winbarrier.c), Start,
+ * Complete, Post, Wait and Test (active.c) run in C in their common case: the
+ * arguments plain ints, no assertion beyond what the call takes here, the epoch
+ * rules satisfied, and whatever they wait for already there or arriving within
+ * a short spin.  They use the words shmrma/control.py lays out and the same
+ * ticket lock, barrier and counts as the Python paths (passive.py, active.py),
+ * so the two mix freely.  A miss (False) changes nothing; the Python path then
+ * does the call, waiting with the job's abort and dead-peer checks, or raises
+ * its error.  Lock and Lock_all may instead return the ticket they drew when it
+ * is not admitted yet, and Fence the barrier generation it arrived at: the
+ * Python path then waits for that and finishes the call. */
+
+#define WORD(control, off) ((int32_t *)((control) + (off)))
+
 /* The offsets of the words of a rank's control block, given by rma_sync_setup():
  * the lock's ticket, read and write counts, the Completes its Posts received,
  * whether it is exposed (a Post epoch is open) and the window barriers it entered. */
@@ -189,6 +203,25 @@ int wait_changed(int32_t *cell, int32_t old, double timeout, int32_t *out);
  * then waits on with the job's abort checks), -1 on a signal's exception. */
 int wait_bell(int32_t *bell, int (*poll)(void *), void *arg, double slice);
 
+/* Spin (the wait policy's first phase) until *cell == want (equal) or while
+ * it holds it (!equal); 0 when the wait ended, -1 when the spin ran out.  The
+ * synchronization calls wait so before they hand the wait to Python (which
+ * spins again, yields and sleeps, with its checks): long enough for a peer
+ * that is running, a few microseconds. */
+static inline int
+spin_on(int32_t *cell, int32_t value, int equal)
+{
+    int64_t end = now_ns() + SYNC_SPIN_NS;
+    long i;
+    for (i = 1;; i++) {
+        if ((__atomic_load_n(cell, SC) == value) == equal)
+            return 0;
+        cpu_relax();
+        if ((i & 31) == 0 && now_ns() >= end)
+            return -1;
+    }
+}
+
 /* --- arguments (atomic.c) ----------------------------------------------------- */
 
 /* The entry of the method table for the METH_FASTCALL function n_<name>. */
@@ -199,6 +232,8 @@ void *get_addr(PyObject *obj, uintptr_t align, const char *fname);
 int get_u64(PyObject *obj, uint64_t *out);
 int get_timeout(PyObject *obj, const char *fname, double *out);
 long plain_int(PyObject *obj);          /* an exact int >= 0, else -1 */
+
+/* --- requests (request.c) ------------------------------------------------------- */
 
 /* A request's Wait or Test in C takes no status: does the call pass none? */
 int no_status(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
@@ -302,6 +337,13 @@ void counter_epoch_change(WinTable *t, Py_ssize_t rank, int mode, int delta);
  * (winbarrier.c) */
 int barrier_entered(WinTable *t, Py_ssize_t rank);
 
+/* May a new access epoch open (R66; a fence epoch with RMA must be fenced)? */
+static inline int
+access_may_open(WinTable *t)
+{
+    return !t->lock_all && !t->start_open && !(t->fence_open && t->rma_since_fence);
+}
+
 /* --- the fast paths (rma.c) ----------------------------------------------------- */
 
 extern int g_fast_enabled;              /* rma_enable(): False makes fast paths miss */
@@ -335,6 +377,8 @@ int op_init(PyObject *module);
 int handle_init(PyObject *module);
 int table_init(PyObject *module);
 int rma_init(PyObject *module);
+int passive_init(PyObject *module);
+int active_init(PyObject *module);
 int transport_init(PyObject *module);
 int collectives_init(PyObject *module);
 int pickles_init(PyObject *module);
