@@ -1,21 +1,33 @@
 /*
  * shmrma._native: what its C files share.
  *
- * The extension is one module built from several files, one per concept:
- * shmrma/_native.c (the module, the RMA fast path), atomic.c (atomics, wait
- * cells, the wait policy, argument parsing), buffers.c (buffer operands and
- * vector messages), op.c (the predefined ops' kernels), handle.c (the C bases
- * of handle classes and constants), table.c (the window table and the
- * synchronization objects), rma.c (the communication calls and flushes),
- * transport.c
- * (point-to-point messages), collectives.c (collectives on shared memory),
- * nbc.c (nonblocking collectives), counters.c (the requests of the
- * synchronization counters) and pickles.c (the pickles of objects in messages).
+ * The extension is one module built from several files, one per concept, each
+ * named after the Python module it serves (the layout of Open MPI's osc/sm):
+ *
+ *   shmrma/_native.c   the module: makes it and calls every file's init
+ *   atomic.c       atomics, wait cells, the wait policy, argument parsing
+ *   request.c      the Wait/Test helpers of the requests completed in C
+ *   buffers.c      buffer operands and vector messages
+ *   op.c           the predefined ops' element-wise kernels (RMA_OPS)
+ *   handle.c       the C bases of handle classes and buffer constants
+ *   table.c        the window table and the synchronization objects
+ *   rma.c          the communication calls and flushes (the RMA fast path)
+ *   passive.c      Lock, Unlock, Lock_all, Unlock_all
+ *   active.c       Start, Complete, Post, Wait, Test
+ *   winbarrier.c   the window barrier: Fence, Barrier, Ibarrier
+ *   counters.c     the requests of the synchronization counters
+ *   transport.c    point-to-point messages
+ *   collectives.c  collectives on shared memory
+ *   nbc.c          nonblocking collectives
+ *   pickles.c      the pickles of objects in messages
+ *
  * This header declares first the structures they share (the window table and
  * its targets, the synchronization objects of the control blocks, the core of
  * communicators), then the primitives they all use: seq_cst atomics on shared
  * words, the futex wake-up, the one wait policy, argument parsing, buffer
  * operands, the element-wise reduction kernels and the window table's calls.
+ * A helper of a hot path that several files share is static inline here, so
+ * the compiler inlines it in each file as it did when they were one.
  */
 #ifndef SHMRMA_NATIVE_H
 #define SHMRMA_NATIVE_H
