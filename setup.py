@@ -28,10 +28,11 @@ class OptionalBuildExt(build_ext):
 
 setup(
     ext_modules=[Extension(
-        "shmrma._native", ["shmrma/_native.c", "shmrma/csrc/transport.c",
-                            "shmrma/csrc/collectives.c", "shmrma/csrc/pickles.c",
-                            "shmrma/csrc/nbc.c", "shmrma/csrc/counters.c",
-                            "shmrma/csrc/winbarrier.c"],
+        "shmrma._native",
+        ["shmrma/_native.c"] + ["shmrma/csrc/%s.c" % name for name in (
+            "atomic", "request", "buffers", "op", "handle", "table", "rma", "passive",
+            "active", "winbarrier", "counters", "transport", "collectives", "nbc",
+            "pickles")],
         depends=["shmrma/csrc/native.h"],
         extra_compile_args=["-O2", "-std=c11"]),
         Extension("shmrma._racecheck", ["shmrma/csrc/racecheck.c"],

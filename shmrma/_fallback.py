@@ -1,6 +1,6 @@
 """Portable fallback of shmrma._native, built on the `atomics` package.
 
-Same functions, same semantics as the C extension (see shmrma/_native.c):
+Same functions, same semantics as the C extension (see shmrma/csrc/atomic.c):
 sequentially consistent atomics on 4/8-byte words given by address, futex
 wait cells shared between processes, memcpy.  Used when the extension could
 not be compiled, or when SHMRMA_NATIVE=0.  It is 300-550 times slower per
@@ -37,7 +37,7 @@ __all__ = [
 # wait tuning (same environment variables as the C extension)
 # ---------------------------------------------------------------------------
 
-# The wait policy of _native.c (spin, yield, sleep), with its settings: the
+# The wait policy of csrc/atomic.c (spin, yield, sleep), with its settings: the
 # microseconds cell_wait spins before it yields.  One load here goes through
 # `atomics` (several microseconds), so the spin re-reads the word a few times
 # at most.  Measured (2-vCPU VM, one-way ping-pong latency, 4 pairs = 8

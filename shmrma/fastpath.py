@@ -1,5 +1,5 @@
 """The fast path of the communication calls and flushes, in the C extension
-(ARCHITECTURE.md "Performance rules"; shmrma/_native.c "RMA fast path").
+(ARCHITECTURE.md "Performance rules"; shmrma/csrc/rma.c, the table in csrc/table.c).
 
 Each window's Epoch owns a table (``Table(nranks)``): per target rank the
 mapped window memory, its size and disp_unit and the accumulate lock cell,
@@ -167,7 +167,7 @@ def bind(state):
     return table
 
 
-FLUSH_YIELD = 16   # with more ranks than CPUs, yield at every 16th Flush (_native.c)
+FLUSH_YIELD = 16   # with more ranks than CPUs, yield at every 16th Flush (csrc/rma.c)
 
 
 def bind_sync(state):

@@ -1,14 +1,33 @@
 /*
  * shmrma._native: what its C files share.
  *
- * The extension is one module built from several files, one per concept:
- * shmrma/_native.c (atomics, wait cells, the RMA fast path), transport.c
- * (point-to-point messages), collectives.c (collectives on shared memory),
- * nbc.c (nonblocking collectives), counters.c (the requests of the
- * synchronization counters) and pickles.c (the pickles of objects in messages).
- * This header holds the primitives they all use: seq_cst atomics on shared
+ * The extension is one module built from several files, one per concept, each
+ * named after the Python module it serves (the layout of Open MPI's osc/sm):
+ *
+ *   shmrma/_native.c   the module: makes it and calls every file's init
+ *   atomic.c       atomics, wait cells, the wait policy, argument parsing
+ *   request.c      the Wait/Test helpers of the requests completed in C
+ *   buffers.c      buffer operands and vector messages
+ *   op.c           the predefined ops' element-wise kernels (RMA_OPS)
+ *   handle.c       the C bases of handle classes and buffer constants
+ *   table.c        the window table and the synchronization objects
+ *   rma.c          the communication calls and flushes (the RMA fast path)
+ *   passive.c      Lock, Unlock, Lock_all, Unlock_all
+ *   active.c       Start, Complete, Post, Wait, Test
+ *   winbarrier.c   the window barrier: Fence, Barrier, Ibarrier
+ *   counters.c     the requests of the synchronization counters
+ *   transport.c    point-to-point messages
+ *   collectives.c  collectives on shared memory
+ *   nbc.c          nonblocking collectives
+ *   pickles.c      the pickles of objects in messages
+ *
+ * This header declares first the structures they share (the window table and
+ * its targets, the synchronization objects of the control blocks, the core of
+ * communicators), then the primitives they all use: seq_cst atomics on shared
  * words, the futex wake-up, the one wait policy, argument parsing, buffer
- * operands, the element-wise reduction kernels and the window table.
+ * operands, the element-wise reduction kernels and the window table's calls.
+ * A helper of a hot path that several files share is static inline here, so
+ * the compiler inlines it in each file as it did when they were one.
  */
 #ifndef SHMRMA_NATIVE_H
 #define SHMRMA_NATIVE_H
@@ -33,175 +52,7 @@
 
 #define SC __ATOMIC_SEQ_CST
 
-/* --- CPU and futex --------------------------------------------------------- */
-
-static inline void
-cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield" ::: "memory");
-#else
-    __asm__ __volatile__("" ::: "memory");
-#endif
-}
-
-static inline long
-futex(void *uaddr, int op, uint32_t val, const struct timespec *ts)
-{
-    /* FUTEX_WAIT / FUTEX_WAKE without FUTEX_PRIVATE_FLAG: the word is shared
-     * between processes. */
-    return syscall(SYS_futex, uaddr, op, val, ts, NULL, 0);
-}
-
-/* A wait cell is 8 bytes: the int32 value, then the uint32 count of sleepers.
- * A writer that changed the value wakes them only when there are any, so a
- * waiter that is still spinning costs it no system call. */
-static inline void
-wake_if_sleepers(int32_t *cell)
-{
-    uint32_t *sleepers = (uint32_t *)(cell + 1);
-    if (__atomic_load_n(sleepers, SC) != 0)
-        futex(cell, FUTEX_WAKE, INT_MAX, NULL);
-}
-
-static inline void
-cell_bump(int32_t *cell)
-{
-    __atomic_fetch_add((uint32_t *)cell, 1u, SC);
-    wake_if_sleepers(cell);
-}
-
-static inline int64_t
-now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-/* --- the wait policy (_native.c) -------------------------------------------- */
-
-extern long g_spin, g_yields;
-#define SYNC_SPIN_NS (g_spin * 1000)   /* the wait policy's spin, in nanoseconds */
-
-/* Wait (GIL released, signals handled) until *cell != old or timeout seconds
- * pass: spin g_spin times, yield g_yields times, then sleep on the futex.
- * Stores the last value read in *out; -1 with an exception when a signal
- * handler raised. */
-int wait_changed(int32_t *cell, int32_t old, double timeout, int32_t *out);
-
-/* Wait on a doorbell (a wait cell every event that may complete a request of
- * this rank rings) until poll(arg) says done (> 0) or fails (< 0), for at most
- * `slice` seconds: poll's result, 0 when the slice passed (the Python path
- * then waits on with the job's abort checks), -1 on a signal's exception. */
-int wait_bell(int32_t *bell, int (*poll)(void *), void *arg, double slice);
-
-/* --- arguments -------------------------------------------------------------- */
-
-int check_nargs(const char *fname, Py_ssize_t nargs, Py_ssize_t want);
-void *get_addr(PyObject *obj, uintptr_t align, const char *fname);
-int get_u64(PyObject *obj, uint64_t *out);
-int get_timeout(PyObject *obj, const char *fname, double *out);
-long plain_int(PyObject *obj);          /* an exact int >= 0, else -1 */
-
-extern int g_fast_enabled;              /* rma_enable(): False makes fast paths miss */
-
-/* A request's Wait or Test in C takes no status: does the call pass none? */
-int no_status(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
-/* method(self, *args, **kwnames): the Python path of a request's Wait or Test
- * (at most the status argument). */
-PyObject *request_python_path(PyObject *method, PyObject *self, PyObject *const *args,
-                              Py_ssize_t nargs, PyObject *kwnames);
-extern long g_proc_null;
-
-/* --- buffer operands and reduction kernels ------------------------------------ */
-
-static inline int
-overlap(const void *a, Py_ssize_t na, const void *b, Py_ssize_t nb)
-{
-    return (const char *)a < (const char *)b + nb && (const char *)b < (const char *)a + na;
-}
-
-/* The ops the kernels know, in the order rma_setup() receives them. */
-enum { OP_SUM, OP_PROD, OP_MAX, OP_MIN, OP_BAND, OP_BOR, OP_BXOR,
-       OP_LAND, OP_LOR, OP_LXOR, OP_REPLACE, OP_NO_OP, N_OPS };
-extern PyObject *g_ops[N_OPS];
-
-/* Element types.  E_RAW is any other known format: copied, never combined. */
-enum { E_RAW, E_I8, E_U8, E_I16, E_U16, E_I32, E_I64, E_U32, E_U64, E_F32, E_F64 };
-
-#define IS_INT(e) ((e) >= E_I8 && (e) <= E_U64)
-#define IS_FLOAT(e) ((e) == E_F32 || (e) == E_F64)
-
-/* A buffer argument and its element type. */
-typedef struct {
-    Py_buffer view;
-    char code;                  /* the format's typecode; 0 for exactly "B" (MPI BYTE) */
-    int etype;
-    Py_ssize_t count;
-} Operand;
-
-/* A C-contiguous buffer with a known format whose item size agrees; -1 (no
- * error set) otherwise. */
-int operand_get(PyObject *obj, int writable, Operand *o);
-void operand_release(Operand *o);
-
-/* A rank's part of a buffer, in bytes. */
-typedef struct {
-    Py_ssize_t at, len;
-} Span;
-
-/* The predefined datatypes a vector message may name: a sequence of
- * (datatype, extent > 0) (nonblocking._vector_datatypes).  -1 with an error set. */
-int set_vector_datatypes(PyObject *pairs);
-/* A vector message's counts (or, `displs`, its displacements) into each span's
- * len (at), in items: an int for every rank (the displacements' stride) or a
- * list or tuple of an int per rank, each >= 0.  -1 (no error set): a miss. */
-int per_rank(PyObject *obj, int n, Span *spans, int displs);
-/* A vector collective's message (buffers.vector_message) in the forms C takes
- * (see _native.c): the buffer into *op, each of the n ranks' parts into spans.
- * -1 (no error set): a miss, nothing held. */
-int vector_get(PyObject *msg, int writable, int n, Operand *op, Span *spans);
-
-/* A call's send and receive buffers, each there or not. */
-typedef struct {
-    Operand send, recv;
-    int has_send, has_recv;
-} Pair;
-
-static inline void
-pair_release(Pair *p)
-{
-    if (p->has_send)
-        operand_release(&p->send);
-    if (p->has_recv)
-        operand_release(&p->recv);
-    p->has_send = p->has_recv = 0;
-}
-
-/* Do the two buffers share bytes? */
-static inline int
-pair_overlaps(Pair *p)
-{
-    return overlap(p->send.view.buf, p->send.view.len, p->recv.view.buf, p->recv.view.len);
-}
-
-/* target[i] = incoming[i] op target[i] over nbytes, the old target bytes to
- * result first when not NULL. */
-void combine_all(int etype, int op, const char *incoming, char *target, char *result,
-                 Py_ssize_t nbytes);
-/* into = fold op part over nbytes: a reduction folding one rank's part into the
- * fold of the ranks before it (op.apply(fold, part)'s order, bit for bit); into
- * may be fold itself. */
-void fold_all(int etype, int op, const char *fold, const char *part, char *into,
-              Py_ssize_t nbytes);
-/* The op's index when it is a registered predefined op defined on etype for
- * this kind of call, -1 otherwise. */
-int op_code(PyObject *op, int etype, int fetches);
-
-/* --- the window table (_native.c) ------------------------------------------------ */
+/* --- the window table (table.c) ------------------------------------------------- */
 
 /* The kinds of RMA call, as the proposal's MODE_WIN_PUT/GET/ACCUMULATE bits. */
 enum { KIND_PUT = 1, KIND_GET = 2, KIND_ACCUMULATE = 4 };
@@ -253,14 +104,30 @@ extern PyTypeObject WinTableType;
 #define MODE_NOSUCCEED 16384
 #define ALL_MODES (1024 | 2048 | 4096 | 8192 | 16384)
 
-/* The table when sync calls may run on it here, else NULL. */
-WinTable *sync_table(PyObject *table);
-/* Open (delta 1) or close (-1) a counter epoch of `mode` (KIND_* bits) to rank. */
-void counter_epoch_change(WinTable *t, Py_ssize_t rank, int mode, int delta);
-/* The offset of the window barriers a rank entered in its control block. */
+/* --- the synchronization objects (shmrma/control.py; table.c) ------------------- */
+
+/* Lock, Unlock, Lock_all, Unlock_all (passive.c), Fence (winbarrier.c), Start,
+ * Complete, Post, Wait and Test (active.c) run in C in their common case: the
+ * arguments plain ints, no assertion beyond what the call takes here, the epoch
+ * rules satisfied, and whatever they wait for already there or arriving within
+ * a short spin.  They use the words shmrma/control.py lays out and the same
+ * ticket lock, barrier and counts as the Python paths (passive.py, active.py),
+ * so the two mix freely.  A miss (False) changes nothing; the Python path then
+ * does the call, waiting with the job's abort and dead-peer checks, or raises
+ * its error.  Lock and Lock_all may instead return the ticket they drew when it
+ * is not admitted yet, and Fence the barrier generation it arrived at: the
+ * Python path then waits for that and finishes the call. */
+
+#define WORD(control, off) ((int32_t *)((control) + (off)))
+
+/* The offsets of the words of a rank's control block, given by rma_sync_setup():
+ * the lock's ticket, read and write counts, the Completes its Posts received,
+ * whether it is exposed (a Post epoch is open) and the window barriers it entered. */
 extern Py_ssize_t g_off_entered;
-/* Has rank entered the window barrier this rank entered last (Ibarrier, A3)? */
-int barrier_entered(WinTable *t, Py_ssize_t rank);
+/* Hidden: the synchronization calls read these as one PC-relative load each, as
+ * they did when the offsets were static in _native.c (not through the GOT). */
+extern __attribute__((visibility("hidden"))) Py_ssize_t g_off_ticket, g_off_read,
+    g_off_write, g_off_completes, g_off_exposed;
 
 /* --- communicators (transport.c) ------------------------------------------------ */
 
@@ -286,6 +153,222 @@ typedef struct {
 
 extern PyTypeObject CommCoreType;
 
+/* --- CPU and futex --------------------------------------------------------- */
+
+static inline void
+cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#else
+    __asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+static inline long
+futex(void *uaddr, int op, uint32_t val, const struct timespec *ts)
+{
+    /* FUTEX_WAIT / FUTEX_WAKE without FUTEX_PRIVATE_FLAG: the word is shared
+     * between processes. */
+    return syscall(SYS_futex, uaddr, op, val, ts, NULL, 0);
+}
+
+/* A wait cell is 8 bytes: the int32 value, then the uint32 count of sleepers.
+ * A writer that changed the value wakes them only when there are any, so a
+ * waiter that is still spinning costs it no system call. */
+static inline void
+wake_if_sleepers(int32_t *cell)
+{
+    uint32_t *sleepers = (uint32_t *)(cell + 1);
+    if (__atomic_load_n(sleepers, SC) != 0)
+        futex(cell, FUTEX_WAKE, INT_MAX, NULL);
+}
+
+static inline void
+cell_bump(int32_t *cell)
+{
+    __atomic_fetch_add((uint32_t *)cell, 1u, SC);
+    wake_if_sleepers(cell);
+}
+
+static inline int64_t
+now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* --- the wait policy (atomic.c) --------------------------------------------- */
+
+extern long g_spin, g_yields;
+#define SYNC_SPIN_NS (g_spin * 1000)   /* the wait policy's spin, in nanoseconds */
+
+/* Wait (GIL released, signals handled) until *cell != old or timeout seconds
+ * pass: spin g_spin times, yield g_yields times, then sleep on the futex.
+ * Stores the last value read in *out; -1 with an exception when a signal
+ * handler raised. */
+int wait_changed(int32_t *cell, int32_t old, double timeout, int32_t *out);
+
+/* Wait on a doorbell (a wait cell every event that may complete a request of
+ * this rank rings) until poll(arg) says done (> 0) or fails (< 0), for at most
+ * `slice` seconds: poll's result, 0 when the slice passed (the Python path
+ * then waits on with the job's abort checks), -1 on a signal's exception. */
+int wait_bell(int32_t *bell, int (*poll)(void *), void *arg, double slice);
+
+/* Spin (the wait policy's first phase) until *cell == want (equal) or while
+ * it holds it (!equal); 0 when the wait ended, -1 when the spin ran out.  The
+ * synchronization calls wait so before they hand the wait to Python (which
+ * spins again, yields and sleeps, with its checks): long enough for a peer
+ * that is running, a few microseconds. */
+static inline int
+spin_on(int32_t *cell, int32_t value, int equal)
+{
+    int64_t end = now_ns() + SYNC_SPIN_NS;
+    long i;
+    for (i = 1;; i++) {
+        if ((__atomic_load_n(cell, SC) == value) == equal)
+            return 0;
+        cpu_relax();
+        if ((i & 31) == 0 && now_ns() >= end)
+            return -1;
+    }
+}
+
+/* --- arguments (atomic.c) ----------------------------------------------------- */
+
+/* The entry of the method table for the METH_FASTCALL function n_<name>. */
+#define FC(name, doc) {#name, (PyCFunction)(void (*)(void))n_##name, METH_FASTCALL, doc}
+
+int check_nargs(const char *fname, Py_ssize_t nargs, Py_ssize_t want);
+void *get_addr(PyObject *obj, uintptr_t align, const char *fname);
+int get_u64(PyObject *obj, uint64_t *out);
+int get_timeout(PyObject *obj, const char *fname, double *out);
+long plain_int(PyObject *obj);          /* an exact int >= 0, else -1 */
+
+/* --- requests (request.c) ------------------------------------------------------- */
+
+/* A request's Wait or Test in C takes no status: does the call pass none? */
+int no_status(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+/* method(self, *args, **kwnames): the Python path of a request's Wait or Test
+ * (at most the status argument). */
+PyObject *request_python_path(PyObject *method, PyObject *self, PyObject *const *args,
+                              Py_ssize_t nargs, PyObject *kwnames);
+
+/* --- buffer operands (buffers.c) and reduction kernels (op.c) ------------------ */
+
+static inline int
+overlap(const void *a, Py_ssize_t na, const void *b, Py_ssize_t nb)
+{
+    return (const char *)a < (const char *)b + nb && (const char *)b < (const char *)a + na;
+}
+
+/* The ops the kernels know, in the order rma_setup() receives them. */
+enum { OP_SUM, OP_PROD, OP_MAX, OP_MIN, OP_BAND, OP_BOR, OP_BXOR,
+       OP_LAND, OP_LOR, OP_LXOR, OP_REPLACE, OP_NO_OP, N_OPS };
+extern PyObject *g_ops[N_OPS];
+
+/* Element types.  E_RAW is any other known format: copied, never combined. */
+enum { E_RAW, E_I8, E_U8, E_I16, E_U16, E_I32, E_I64, E_U32, E_U64, E_F32, E_F64 };
+
+#define IS_INT(e) ((e) >= E_I8 && (e) <= E_U64)
+#define IS_FLOAT(e) ((e) == E_F32 || (e) == E_F64)
+
+/* A buffer argument and its element type. */
+typedef struct {
+    Py_buffer view;
+    char code;                  /* the format's typecode; 0 for exactly "B" (MPI BYTE) */
+    int etype;
+    Py_ssize_t count;
+} Operand;
+
+/* A C-contiguous buffer with a known format whose item size agrees; -1 (no
+ * error set) otherwise. */
+int operand_get(PyObject *obj, int writable, Operand *o);
+void operand_release(Operand *o);
+
+/* A rank's part of a buffer, in bytes. */
+typedef struct {
+    Py_ssize_t at, len;
+} Span;
+
+/* The predefined datatypes a vector message may name: a sequence of
+ * (datatype, extent > 0) (nonblocking._vector_datatypes).  -1 with an error set. */
+int set_vector_datatypes(PyObject *pairs);
+/* A vector message's counts (or, `displs`, its displacements) into each span's
+ * len (at), in items: an int for every rank (the displacements' stride) or a
+ * list or tuple of an int per rank, each >= 0.  -1 (no error set): a miss. */
+int per_rank(PyObject *obj, int n, Span *spans, int displs);
+/* A vector collective's message (buffers.vector_message) in the forms C takes
+ * (see buffers.c): the buffer into *op, each of the n ranks' parts into spans.
+ * -1 (no error set): a miss, nothing held. */
+int vector_get(PyObject *msg, int writable, int n, Operand *op, Span *spans);
+
+/* A call's send and receive buffers, each there or not. */
+typedef struct {
+    Operand send, recv;
+    int has_send, has_recv;
+} Pair;
+
+static inline void
+pair_release(Pair *p)
+{
+    if (p->has_send)
+        operand_release(&p->send);
+    if (p->has_recv)
+        operand_release(&p->recv);
+    p->has_send = p->has_recv = 0;
+}
+
+/* Do the two buffers share bytes? */
+static inline int
+pair_overlaps(Pair *p)
+{
+    return overlap(p->send.view.buf, p->send.view.len, p->recv.view.buf, p->recv.view.len);
+}
+
+/* target[i] = incoming[i] op target[i] over nbytes, the old target bytes to
+ * result first when not NULL. */
+void combine_all(int etype, int op, const char *incoming, char *target, char *result,
+                 Py_ssize_t nbytes);
+/* into = fold op part over nbytes: a reduction folding one rank's part into the
+ * fold of the ranks before it (op.apply(fold, part)'s order, bit for bit); into
+ * may be fold itself. */
+void fold_all(int etype, int op, const char *fold, const char *part, char *into,
+              Py_ssize_t nbytes);
+/* The op's index when it is a registered predefined op defined on etype for
+ * this kind of call, -1 otherwise. */
+int op_code(PyObject *op, int etype, int fetches);
+
+/* --- the window table's calls (table.c) ----------------------------------------- */
+
+/* The table when sync calls may run on it here, else NULL. */
+WinTable *sync_table(PyObject *table);
+/* Open (delta 1) or close (-1) a counter epoch of `mode` (KIND_* bits) to rank. */
+void counter_epoch_change(WinTable *t, Py_ssize_t rank, int mode, int delta);
+/* Has rank entered the window barrier this rank entered last (Ibarrier, A3)?
+ * (winbarrier.c) */
+int barrier_entered(WinTable *t, Py_ssize_t rank);
+
+/* May a new access epoch open (R66; a fence epoch with RMA must be fenced)? */
+static inline int
+access_may_open(WinTable *t)
+{
+    return !t->lock_all && !t->start_open && !(t->fence_open && t->rma_since_fence);
+}
+
+/* --- the fast paths (rma.c) ----------------------------------------------------- */
+
+extern int g_fast_enabled;              /* rma_enable(): False makes fast paths miss */
+extern long g_proc_null;                /* PROC_NULL's value (rma_setup) */
+
+/* A fast path's answers: the call is done, or missed (nothing touched: the
+ * Python path runs). */
+#define MISS Py_RETURN_FALSE
+#define DONE Py_RETURN_TRUE
+
 /* --- pickles of objects in messages (pickles.c) ---------------------------------- */
 
 #define QUICK_PICKLE_MAX 288    /* the longest pickle quick_dumps writes */
@@ -303,6 +386,14 @@ PyObject *pickle_loads(PyObject *data);
 
 /* --- the other files' parts of the module ---------------------------------------- */
 
+int atomic_init(PyObject *module);
+int buffers_init(PyObject *module);
+int op_init(PyObject *module);
+int handle_init(PyObject *module);
+int table_init(PyObject *module);
+int rma_init(PyObject *module);
+int passive_init(PyObject *module);
+int active_init(PyObject *module);
 int transport_init(PyObject *module);
 int collectives_init(PyObject *module);
 int pickles_init(PyObject *module);

@@ -28,6 +28,18 @@ typedef struct {
     char done, null_;
 } BarrierCore;
 
+/* Has rank entered the window barrier this rank entered last (Ibarrier, A3)? */
+int
+barrier_entered(WinTable *t, Py_ssize_t rank)
+{
+    char *control = t->targets[rank].control;
+    uint32_t entered;
+    if (control == NULL)
+        return 0;
+    entered = (uint32_t)__atomic_load_n((int32_t *)(control + g_off_entered), SC);
+    return (int32_t)(entered - t->barrier_seq) >= 0;
+}
+
 /* Has every member entered this request's barrier?  On the first yes, the
  * members' RMA before the barrier is visible here and RMA no longer waits. */
 /* Has every member entered this rank's latest barrier?  The first yes makes

@@ -1,0 +1,598 @@
+/*
+ * The native atomic layer (shmrma/atomic.py).
+ *
+ * Sequentially consistent atomic operations on 4- and 8-byte words given by
+ * their address (a Python int), futex-based wait cells shared between
+ * processes, and a GIL-releasing memcpy.  shmrma/_fallback.py implements the
+ * same functions with the `atomics` package; shmrma/atomic.py picks one.
+ *
+ * Every function takes positional arguments only (METH_FASTCALL) and parses
+ * them with the cheapest C-API calls, so a call costs roughly what a call to
+ * a builtin costs (~0.1 us).
+ *
+ * Wait cell: 8 bytes at an 8-byte-aligned address,
+ *     int32  value     at addr
+ *     uint32 sleepers  at addr + 4
+ * A waiter increments `sleepers` (seq_cst) before it re-reads `value` and
+ * sleeps with FUTEX_WAIT; a writer updates `value` (seq_cst) before it reads
+ * `sleepers` and calls FUTEX_WAKE when it is non-zero.  In the single total
+ * order of seq_cst operations either the writer sees the increment (and
+ * wakes) or the waiter sees the new value (and FUTEX_WAIT returns EAGAIN), so
+ * no wake-up is lost.  The futex is the shared (non-private) variant because
+ * the cell lives in memory mapped by several processes.
+ */
+#include "native.h"
+
+
+/* ------------------------------------------------------------------ */
+/* wait tuning                                                          */
+/* ------------------------------------------------------------------ */
+
+/* The one wait policy of every blocking call (see README "Settings" and
+ * job.py's become_rank, which picks the defaults for the job's size):
+ *
+ *   spin   for g_spin microseconds, re-reading the word (a reply from a rank
+ *          running on another core arrives within a few: an 8-byte message
+ *          round trip is under 1 us, a reply through Python a few us);
+ *   yield  the CPU g_yields times (with more ranks than CPUs, the rank we wait
+ *          for is often runnable on our core: each yield lets it run);
+ *   sleep  on the futex, in slices, until a writer's wake-up.  A writer issues
+ *          the wake-up only when the cell counts a sleeper.
+ *
+ * Measured on the 2-vCPU EPYC dev VM, 8-byte Send/Recv round trip at 2 ranks:
+ * spin 1.5 us (the old 64 iterations) 7.4 us, since the receiver was asleep
+ * when the reply came and a futex wake-up across vCPUs costs tens of us; spin
+ * 25 us and more: 0.8 us.  With more ranks than CPUs spinning only delays the
+ * rank waited for (lessons 24): there the job spins 0 us and yields 16 times.
+ * Override with SHMRMA_SPIN (microseconds) and SHMRMA_YIELDS. */
+#define DEFAULT_SPIN 50
+#define DEFAULT_YIELDS 16
+
+long g_spin = DEFAULT_SPIN;
+long g_yields = DEFAULT_YIELDS;
+
+static long
+env_count(const char *name, long dflt)
+{
+    const char *s = getenv(name);
+    char *end;
+    long v;
+    if (s == NULL || *s == '\0')
+        return dflt;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    while (*end == ' ' || *end == '\t' || *end == '\n')
+        end++;
+    if (errno != 0 || *end != '\0' || v < 0)
+        return dflt;            /* garbage: keep the default (as _fallback) */
+    return v;
+}
+
+/* ------------------------------------------------------------------ */
+/* argument parsing                                                     */
+/* ------------------------------------------------------------------ */
+
+int
+check_nargs(const char *fname, Py_ssize_t nargs, Py_ssize_t want)
+{
+    if (nargs == want)
+        return 0;
+    PyErr_Format(PyExc_TypeError, "%s() takes exactly %zd argument%s (%zd given)",
+                 fname, want, want == 1 ? "" : "s", nargs);
+    return -1;
+}
+
+/* Address argument: a Python int, non-zero, multiple of `align`. */
+void *
+get_addr(PyObject *obj, uintptr_t align, const char *fname)
+{
+    void *p = PyLong_AsVoidPtr(obj);
+    if (p == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_ValueError, "%s(): address 0 (NULL) is not valid", fname);
+        return NULL;
+    }
+    if (((uintptr_t)p & (align - 1)) != 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s(): address %p is not %d-byte aligned", fname,
+                     p, (int)align);
+        return NULL;
+    }
+    return p;
+}
+
+/* Integer argument taken modulo 2**64 (accepts signed and unsigned). */
+int
+get_u64(PyObject *obj, uint64_t *out)
+{
+    unsigned long long v = PyLong_AsUnsignedLongLongMask(obj);
+    if (v == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+/* An exact int argument, or -1 (the arguments taken here are all >= 0). */
+long
+plain_int(PyObject *obj)
+{
+    long v;
+    if (!PyLong_CheckExact(obj))
+        return -1;
+    v = PyLong_AsLong(obj);
+    if (v == -1 && PyErr_Occurred())
+        PyErr_Clear();
+    return v;
+}
+
+#define I32(u) ((int32_t)(uint32_t)(u))
+
+/* ------------------------------------------------------------------ */
+/* plain atomics                                                        */
+/* ------------------------------------------------------------------ */
+
+/* Each word operation is defined once and instantiated for 4- and 8-byte
+ * words.  Values are taken modulo 2**BITS and returned signed; additions are
+ * done on the unsigned type so wrapping is explicit. */
+#define WORD_OPERATIONS(BITS, UTYPE, STYPE, TO_PY)                              \
+static PyObject *                                                               \
+n_load##BITS(PyObject *m, PyObject *const *args, Py_ssize_t nargs)             \
+{                                                                               \
+    UTYPE *p;                                                                   \
+    if (check_nargs("load" #BITS, nargs, 1) < 0) return NULL;                  \
+    if (!(p = get_addr(args[0], sizeof(UTYPE), "load" #BITS))) return NULL;    \
+    return TO_PY((STYPE)__atomic_load_n(p, SC));                               \
+}                                                                               \
+                                                                                \
+static UTYPE *                                                                  \
+word_and_value##BITS(PyObject *const *args, Py_ssize_t nargs, const char *name, \
+                     UTYPE *value)                                              \
+{                                                                               \
+    UTYPE *p;                                                                   \
+    uint64_t v;                                                                 \
+    if (check_nargs(name, nargs, 2) < 0) return NULL;                          \
+    if (!(p = get_addr(args[0], sizeof(UTYPE), name))) return NULL;            \
+    if (get_u64(args[1], &v) < 0) return NULL;                                 \
+    *value = (UTYPE)v;                                                          \
+    return p;                                                                   \
+}                                                                               \
+                                                                                \
+static PyObject *                                                               \
+n_store##BITS(PyObject *m, PyObject *const *args, Py_ssize_t nargs)            \
+{                                                                               \
+    UTYPE v, *p = word_and_value##BITS(args, nargs, "store" #BITS, &v);        \
+    if (!p) return NULL;                                                        \
+    __atomic_store_n(p, v, SC);                                                 \
+    Py_RETURN_NONE;                                                             \
+}                                                                               \
+                                                                                \
+static PyObject *                                                               \
+n_fetch_add##BITS(PyObject *m, PyObject *const *args, Py_ssize_t nargs)        \
+{                                                                               \
+    UTYPE v, *p = word_and_value##BITS(args, nargs, "fetch_add" #BITS, &v);    \
+    if (!p) return NULL;                                                        \
+    return TO_PY((STYPE)__atomic_fetch_add(p, v, SC));                         \
+}                                                                               \
+                                                                                \
+static PyObject *                                                               \
+n_exchange##BITS(PyObject *m, PyObject *const *args, Py_ssize_t nargs)         \
+{                                                                               \
+    UTYPE v, *p = word_and_value##BITS(args, nargs, "exchange" #BITS, &v);     \
+    if (!p) return NULL;                                                        \
+    return TO_PY((STYPE)__atomic_exchange_n(p, v, SC));                        \
+}                                                                               \
+                                                                                \
+static PyObject *                                                               \
+n_cas##BITS(PyObject *m, PyObject *const *args, Py_ssize_t nargs)              \
+{                                                                               \
+    UTYPE *p, expected;                                                         \
+    uint64_t e, d;                                                              \
+    if (check_nargs("cas" #BITS, nargs, 3) < 0) return NULL;                   \
+    if (!(p = get_addr(args[0], sizeof(UTYPE), "cas" #BITS))) return NULL;     \
+    if (get_u64(args[1], &e) < 0 || get_u64(args[2], &d) < 0) return NULL;     \
+    expected = (UTYPE)e;                                                        \
+    /* on failure `expected` receives the current value; on success the old */ \
+    __atomic_compare_exchange_n(p, &expected, (UTYPE)d, 0, SC, SC);            \
+    return TO_PY((STYPE)expected);                                              \
+}
+
+WORD_OPERATIONS(32, uint32_t, int32_t, PyLong_FromLong)
+WORD_OPERATIONS(64, uint64_t, int64_t, PyLong_FromLongLong)
+
+static PyObject *
+n_fence(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs("fence", nargs, 0) < 0) return NULL;
+    __atomic_thread_fence(SC);
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ */
+/* wait cells                                                           */
+/* ------------------------------------------------------------------ */
+
+#define WAIT_DONE 0
+#define WAIT_CHECK 1
+
+/* Longest single futex sleep.  A signal that lands after the spin started
+ * but before FUTEX_WAIT is entered does not interrupt the sleep, so the wait
+ * surfaces at least this often to run Python signal handlers (Ctrl-C,
+ * pytest-timeout's SIGALRM). */
+#define SLEEP_SLICE_NS 200000000LL
+
+/* Runs without the GIL.  deadline < 0 means no deadline.  Stores the
+ * current value in *out; returns WAIT_CHECK when a signal interrupted the
+ * futex sleep or a sleep slice ended (the caller then runs Python signal
+ * handlers and calls again with spin = yields = 0). */
+int
+cell_wait_nogil(int32_t *cell, int32_t old, int64_t deadline, long spin,
+                long yields, int32_t *out)
+{
+    uint32_t *sleepers = (uint32_t *)(cell + 1);
+    int32_t v;
+    long i;
+
+    if (spin > 0) {
+        int64_t spin_end = now_ns() + spin * 1000;
+        if (deadline >= 0 && deadline < spin_end)
+            spin_end = deadline;
+        for (i = 1;; i++) {
+            v = __atomic_load_n(cell, SC);
+            if (v != old) goto done;
+            cpu_relax();
+            if ((i & 31) == 0 && now_ns() >= spin_end)
+                break;
+        }
+    }
+    for (i = 0; i < yields; i++) {
+        v = __atomic_load_n(cell, SC);
+        if (v != old) goto done;
+        if (deadline >= 0 && now_ns() >= deadline) goto done;
+        sched_yield();
+    }
+    for (;;) {
+        struct timespec ts;
+        int64_t rem = SLEEP_SLICE_NS;
+        long r;
+        int err;
+
+        __atomic_fetch_add(sleepers, 1, SC);
+        v = __atomic_load_n(cell, SC);
+        if (v != old) {
+            __atomic_fetch_sub(sleepers, 1, SC);
+            goto done;
+        }
+        if (deadline >= 0) {
+            rem = deadline - now_ns();
+            if (rem <= 0) {
+                __atomic_fetch_sub(sleepers, 1, SC);
+                goto done;
+            }
+            if (rem > SLEEP_SLICE_NS)
+                rem = SLEEP_SLICE_NS;
+        }
+        ts.tv_sec = (time_t)(rem / 1000000000LL);
+        ts.tv_nsec = (long)(rem % 1000000000LL);
+        r = futex(cell, FUTEX_WAIT, (uint32_t)old, &ts);
+        err = errno;
+        __atomic_fetch_sub(sleepers, 1, SC);
+        v = __atomic_load_n(cell, SC);
+        if (v != old) goto done;
+        if (r == -1 && (err == EINTR || err == ETIMEDOUT)) {
+            /* a signal, or the end of a slice (or of the whole timeout:
+             * the caller's next round returns at its deadline check) */
+            *out = v;
+            return WAIT_CHECK;
+        }
+        /* woken spuriously, or EAGAIN after an ABA change: go on */
+    }
+done:
+    *out = v;
+    return WAIT_DONE;
+}
+
+/* Wait (GIL released, signals handled) until *cell != old or timeout
+ * seconds pass; stores the last value read in *out.  -1 with an exception
+ * set when a signal handler raised. */
+int
+wait_changed(int32_t *cell, int32_t old, double timeout, int32_t *out)
+{
+    long spin = g_spin, yields = g_yields;
+    int64_t deadline;
+    int32_t v = __atomic_load_n(cell, SC);
+    int r;
+
+    if (v != old || timeout <= 0.0) {
+        *out = v;
+        return 0;
+    }
+    /* > ~31 years (or inf) means: no deadline */
+    deadline = timeout >= 1e9 ? -1 : now_ns() + (int64_t)(timeout * 1e9);
+    for (;;) {
+        Py_BEGIN_ALLOW_THREADS
+        r = cell_wait_nogil(cell, old, deadline, spin, yields, &v);
+        Py_END_ALLOW_THREADS
+        if (r != WAIT_CHECK)
+            break;
+        if (PyErr_CheckSignals() < 0)
+            return -1;
+        spin = yields = 0;      /* already spun: go straight back to sleep */
+    }
+    *out = v;
+    return 0;
+}
+
+int
+wait_bell(int32_t *bell, int (*poll)(void *), void *arg, double slice)
+{
+    int64_t deadline = now_ns() + (int64_t)(slice * 1e9);
+    for (;;) {
+        int32_t seen, rung = __atomic_load_n(bell, SC);
+        int64_t left;
+        int rc = poll(arg);
+        if (rc != 0)
+            return rc;
+        if ((left = deadline - now_ns()) <= 0)
+            return 0;
+        if (wait_changed(bell, rung, left * 1e-9, &seen) < 0)
+            return -1;
+    }
+}
+
+int
+get_timeout(PyObject *obj, const char *fname, double *out)
+{
+    double timeout = PyFloat_AsDouble(obj);
+    if (timeout == -1.0 && PyErr_Occurred()) return -1;
+    if (isnan(timeout)) {
+        PyErr_Format(PyExc_ValueError, "%s(): timeout is NaN", fname);
+        return -1;
+    }
+    *out = timeout;
+    return 0;
+}
+
+static PyObject *
+n_cell_wait(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    int32_t *cell, v;
+    uint64_t o;
+    double timeout;
+
+    if (check_nargs("cell_wait", nargs, 3) < 0) return NULL;
+    if (!(cell = get_addr(args[0], 8, "cell_wait"))) return NULL;
+    if (get_u64(args[1], &o) < 0) return NULL;
+    if (get_timeout(args[2], "cell_wait", &timeout) < 0) return NULL;
+    if (wait_changed(cell, I32(o), timeout, &v) < 0) return NULL;
+    return PyLong_FromLong(v);
+}
+
+/* Arrive at a counting barrier: the last of `size` arrivals resets the
+ * counter and bumps the generation cell; the others wait for that bump.
+ * Returns None once released, or the generation still awaited when the
+ * timeout passed (the caller goes on waiting with its own checks). */
+static PyObject *
+n_barrier_arrive(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    int32_t *count, *cell, generation, v;
+    uint64_t size;
+    double timeout;
+
+    if (check_nargs("barrier_arrive", nargs, 4) < 0) return NULL;
+    if (!(count = get_addr(args[0], 4, "barrier_arrive"))) return NULL;
+    if (!(cell = get_addr(args[1], 8, "barrier_arrive"))) return NULL;
+    if (get_u64(args[2], &size) < 0) return NULL;
+    if (get_timeout(args[3], "barrier_arrive", &timeout) < 0) return NULL;
+
+    generation = __atomic_load_n(cell, SC);
+    if ((uint64_t)__atomic_fetch_add(count, 1, SC) + 1 >= size) {
+        __atomic_store_n(count, 0, SC);
+        __atomic_fetch_add((uint32_t *)cell, 1u, SC);
+        wake_if_sleepers(cell);
+        Py_RETURN_NONE;
+    }
+    if (wait_changed(cell, generation, timeout, &v) < 0) return NULL;
+    if (v != generation)
+        Py_RETURN_NONE;
+    return PyLong_FromLong(generation);
+}
+
+static PyObject *
+n_cell_add(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    int32_t *cell;
+    uint32_t old;
+    uint64_t d;
+    if (check_nargs("cell_add", nargs, 2) < 0) return NULL;
+    if (!(cell = get_addr(args[0], 8, "cell_add"))) return NULL;
+    if (get_u64(args[1], &d) < 0) return NULL;
+    old = __atomic_fetch_add((uint32_t *)cell, (uint32_t)d, SC);
+    wake_if_sleepers(cell);
+    return PyLong_FromLong(I32(old));
+}
+
+static PyObject *
+n_cell_store(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    int32_t *cell;
+    uint64_t v;
+    if (check_nargs("cell_store", nargs, 2) < 0) return NULL;
+    if (!(cell = get_addr(args[0], 8, "cell_store"))) return NULL;
+    if (get_u64(args[1], &v) < 0) return NULL;
+    __atomic_store_n(cell, I32(v), SC);
+    wake_if_sleepers(cell);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+n_cell_wake(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    int32_t *cell;
+    if (check_nargs("cell_wake", nargs, 1) < 0) return NULL;
+    if (!(cell = get_addr(args[0], 8, "cell_wake"))) return NULL;
+    futex(cell, FUTEX_WAKE, INT_MAX, NULL);
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ */
+/* memcpy                                                               */
+/* ------------------------------------------------------------------ */
+
+#define MEMCPY_NOGIL_MIN (64 * 1024)
+
+static PyObject *
+n_memcpy(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    void *dst, *src;
+    Py_ssize_t n;
+    if (check_nargs("memcpy", nargs, 3) < 0) return NULL;
+    n = PyLong_AsSsize_t(args[2]);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n < 0) {
+        PyErr_Format(PyExc_ValueError, "memcpy(): negative byte count %zd", n);
+        return NULL;
+    }
+    if (n == 0)
+        Py_RETURN_NONE;
+    if (!(dst = get_addr(args[0], 1, "memcpy"))) return NULL;
+    if (!(src = get_addr(args[1], 1, "memcpy"))) return NULL;
+    if (n >= MEMCPY_NOGIL_MIN) {
+        Py_BEGIN_ALLOW_THREADS
+        memmove(dst, src, (size_t)n);
+        Py_END_ALLOW_THREADS
+    }
+    else {
+        memmove(dst, src, (size_t)n);
+    }
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ */
+/* cross-process copies (windows over private memory)                  */
+/* ------------------------------------------------------------------ */
+
+/* Copy n bytes between this process's local_addr and another process's
+ * remote_addr with process_vm_writev (write=1) or process_vm_readv; loops
+ * over partial transfers; OSError on failure (EPERM when the system
+ * forbids it, EFAULT when the remote range is not mapped). */
+static PyObject *
+vm_copy(PyObject *const *args, Py_ssize_t nargs, int write, const char *fname)
+{
+    long pid;
+    void *remote, *local;
+    Py_ssize_t n, done = 0;
+    int err = 0;
+    if (check_nargs(fname, nargs, 4) < 0) return NULL;
+    pid = PyLong_AsLong(args[0]);
+    if (pid == -1 && PyErr_Occurred()) return NULL;
+    n = PyLong_AsSsize_t(args[3]);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n <= 0)
+        Py_RETURN_NONE;
+    if (!(remote = get_addr(args[1], 1, fname))) return NULL;
+    if (!(local = get_addr(args[2], 1, fname))) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    while (done < n) {
+        struct iovec here = {(char *)local + done, (size_t)(n - done)};
+        struct iovec there = {(char *)remote + done, (size_t)(n - done)};
+        ssize_t moved = write ? process_vm_writev((pid_t)pid, &here, 1, &there, 1, 0)
+                              : process_vm_readv((pid_t)pid, &here, 1, &there, 1, 0);
+        if (moved <= 0) {
+            err = moved < 0 ? errno : EFAULT;
+            break;
+        }
+        done += moved;
+    }
+    Py_END_ALLOW_THREADS
+    if (err) {
+        errno = err;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+n_vm_write(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    return vm_copy(args, nargs, 1, "vm_write");
+}
+
+static PyObject *
+n_vm_read(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    return vm_copy(args, nargs, 0, "vm_read");
+}
+
+/* ------------------------------------------------------------------ */
+/* tuning accessors                                                     */
+/* ------------------------------------------------------------------ */
+
+static PyObject *
+n_get_wait_params(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_nargs("get_wait_params", nargs, 0) < 0) return NULL;
+    return Py_BuildValue("(ll)", g_spin, g_yields);
+}
+
+static PyObject *
+n_set_wait_params(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    long s, y;
+    if (check_nargs("set_wait_params", nargs, 2) < 0) return NULL;
+    s = PyLong_AsLong(args[0]);
+    if (s == -1 && PyErr_Occurred()) return NULL;
+    y = PyLong_AsLong(args[1]);
+    if (y == -1 && PyErr_Occurred()) return NULL;
+    if (s < 0 || y < 0) {
+        PyErr_SetString(PyExc_ValueError,
+                        "set_wait_params(): spin and yields must be >= 0");
+        return NULL;
+    }
+    g_spin = s;
+    g_yields = y;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef atomic_functions[] = {
+    FC(load32, "load32(addr) -> int: seq_cst load of the int32 at addr."),
+    FC(load64, "load64(addr) -> int: seq_cst load of the int64 at addr."),
+    FC(store32, "store32(addr, v): seq_cst store of v mod 2**32."),
+    FC(store64, "store64(addr, v): seq_cst store of v mod 2**64."),
+    FC(fetch_add32, "fetch_add32(addr, v) -> old (signed, wraps)."),
+    FC(fetch_add64, "fetch_add64(addr, v) -> old (signed, wraps)."),
+    FC(exchange32, "exchange32(addr, v) -> old."),
+    FC(exchange64, "exchange64(addr, v) -> old."),
+    FC(cas32, "cas32(addr, expected, desired) -> old; swapped iff old == expected mod 2**32."),
+    FC(cas64, "cas64(addr, expected, desired) -> old; swapped iff old == expected mod 2**64."),
+    FC(fence, "fence(): full (seq_cst) memory barrier."),
+    FC(cell_wait, "cell_wait(addr, old, timeout) -> value: wait (GIL released) until the "
+                  "cell's value != old or timeout seconds have passed."),
+    FC(cell_add, "cell_add(addr, delta) -> old: fetch_add on the cell, wake sleepers."),
+    FC(cell_store, "cell_store(addr, v): store into the cell, wake sleepers."),
+    FC(cell_wake, "cell_wake(addr): wake every process sleeping on the cell."),
+    FC(barrier_arrive, "barrier_arrive(count_addr, cell_addr, size, timeout) -> None once "
+                       "the barrier opened, else the generation still awaited."),
+    FC(memcpy, "memcpy(dst_addr, src_addr, nbytes): copy (overlap allowed); "
+               "releases the GIL from 64 KiB."),
+    FC(vm_write, "vm_write(pid, remote_addr, local_addr, nbytes): copy local bytes into "
+                 "another process (process_vm_writev)."),
+    FC(vm_read, "vm_read(pid, remote_addr, local_addr, nbytes): copy another process's bytes "
+                "here (process_vm_readv)."),
+    FC(get_wait_params, "get_wait_params() -> (spin microseconds, yields) of the wait "
+                        "policy."),
+    FC(set_wait_params, "set_wait_params(spin, yields): the wait policy's spin "
+                        "(microseconds) and sched_yield count."),
+    {NULL, NULL, 0, NULL}
+};
+
+int
+atomic_init(PyObject *module)
+{
+    g_spin = env_count("SHMRMA_SPIN", DEFAULT_SPIN);
+    g_yields = env_count("SHMRMA_YIELDS", DEFAULT_YIELDS);
+    if (PyModule_AddIntConstant(module, "DEFAULT_SPIN", DEFAULT_SPIN) < 0 ||
+            PyModule_AddIntConstant(module, "DEFAULT_YIELDS", DEFAULT_YIELDS) < 0 ||
+            PyModule_AddIntConstant(module, "MEMCPY_NOGIL_MIN", MEMCPY_NOGIL_MIN) < 0)
+        return -1;
+    return PyModule_AddFunctions(module, atomic_functions);
+}
