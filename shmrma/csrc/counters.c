@@ -111,8 +111,13 @@ signal_target(SyncCore *s, WinTable *t)
     __atomic_thread_fence(SC);      /* the covered RMA reach the target first (A15) */
     if (__atomic_load_n((int32_t *)((char *)counter + g_off_generation), SC) != s->generation)
         return 0;
-    __atomic_fetch_add(counter, -1, SC);
-    wake_if_sleepers(counter);
+    /* Only the owner's Sync_object request sleeps on the counter, and it completes
+     * at 0 or below: a decrement that leaves the counter positive cannot end its
+     * wait, so it wakes no one (a sleeper woken by each of a count of 2 signals
+     * would be scheduled once for nothing).  The doorbell still rings at every
+     * signal, for waits on several requests at once. */
+    if (__atomic_fetch_add(counter, -1, SC) <= 1)
+        wake_if_sleepers(counter);
     cell_bump(CELL(s->doorbell));
     if (!s->restart)
         deactivate(s, t);
