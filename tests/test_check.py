@@ -107,6 +107,7 @@ def test_singleton_under_the_environment_variable(tmp_path):
     assert result.returncode == 0, result.stderr
     assert reported_pairs(result.stderr) == [(5, 6)], result.stderr
     assert "rank 0 must complete its Put" in result.stderr
+    assert "shmrma-check: 1 data race found in 2 RMA accesses checked" in result.stderr
 
 
 def test_check_is_refused_on_the_mpi_backend():

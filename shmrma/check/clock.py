@@ -263,8 +263,16 @@ def clock():
         world = job.current()
         if _session is None or _session.nranks != world.size:
             _session = Session.create(world.job_id, world.size)
+            import atexit       # no launcher to sum up: this singleton does
+            atexit.register(_singleton_summary, _session)
         _clock = Clock(_session, world.rank)
     return _clock
+
+
+def _singleton_summary(session):
+    import sys
+    from .report import summary
+    sys.stderr.write(summary(session)[0])
 
 
 @job.on_new_rank
