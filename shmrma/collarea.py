@@ -2,15 +2,25 @@
 blocking collective runs on them.
 
 A communicator's first collective that moves data maps a *small* area that all
-its members share: a counter, then per member two slots (the parities of
-consecutive steps), each a header and SMALL_SLOT bytes of data. A collective is
+its members share: a counter, then per member a read cell (below) and two slots
+(the parities of consecutive steps), each a header and SMALL_SLOT bytes of data. A collective is
 a sequence of *steps*; in a step every member deposits a header (its error
 class, the length of what it brings, its element size) and up to a slot of
 data, adds one to the counter, and waits until every member has arrived at this
-step; then it reads whatever it needs from the others' slots. Steps alternate
-parities, and a member cannot start step s + 2 before every member arrived at
-step s + 1, which each does only after it finished reading step s: so a slot is
-never overwritten while read.
+step; then it reads whatever it needs from the others' slots. A broadcast's
+step is lighter: only its root deposits (and adds one to the counter), and the
+others wait for that deposit alone, read it, and say so in their *read cell* (a
+wait cell on a line of its own before their slots: the last step they finished
+reading); nobody waits for them. Steps alternate parities, so a member about to
+deposit step s must know that every other finished reading step s - 2, the last
+that used its slot of that parity: after a full step s - 1 it knows (they all
+arrived at s - 1), after a broadcast it reads their read cells. Every member
+knows the counter's value once all arrivals of a step are in (each step adds
+the size, or one for a broadcast), and that every member finished reading step
+s - 3 when it starts step s (the deposits of step s - 1 followed that), so no
+wait ever looks further back: a slot is never overwritten while read, and the
+root of back-to-back broadcasts waits only for the readers of the one before
+last.
 
 Every collective's first step is in the small area, so every member learns what
 every other brings; a collective whose data all fit there is done in that one
@@ -42,6 +52,7 @@ AREA_HEADER = 64                # the step counter, a wait cell, alone on its li
 SLOT_HEADER = 64
 HEADER = struct.Struct("<iiqq")  # error class, ready, length of the stream, element size
 READY_OFFSET = 4                # the step a slot holds, written after its header and data
+READ_LINE = 64                  # a member's read cell, alone on its line before its slots
 SMALL_SLOT = 8 * 1024           # holds a table of 16 bytes per rank up to 512 ranks
 NAME_OFFSET = 8                 # in the communicator's barrier slot (job.SLOT_BYTES)
 NAME_BYTES = 48
@@ -58,29 +69,36 @@ def large_slot_bytes(nranks):
 
 
 class Area:
-    """An area as this member maps it; ``sequence`` names the communicator's
-    counter of steps taken in it (CommCore.coll_seq or .large_seq)."""
+    """An area as this member maps it; ``prefix`` names the communicator's fields
+    for it: its steps taken so far (CommCore.coll_seq or .large_seq), the counter's
+    value once the last step's arrivals are in (_target) and the last step every
+    member finished reading, as far as this member knows (_clear)."""
 
-    def __init__(self, state, region, slot, sequence):
+    def __init__(self, state, region, slot, prefix):
         self.region = region
         self.mem = region.buffer
         self.address = region.address
         self.nranks = len(state.ranks)
         self.me = state.rank
         self.slot = slot
-        self.sequence = sequence
-        self.block = 2 * (SLOT_HEADER + slot)
+        self.sequence, self.target, self.clear = (prefix + "_seq", prefix + "_target",
+                                                  prefix + "_clear")
+        self.block = READ_LINE + 2 * (SLOT_HEADER + slot)
         self.counter = self.address
         self.peers = state.ranks
         self.label = state.name or "a communicator"
 
     @staticmethod
     def nbytes(nranks, slot):
-        return AREA_HEADER + nranks * 2 * (SLOT_HEADER + slot)
+        return AREA_HEADER + nranks * (READ_LINE + 2 * (SLOT_HEADER + slot))
 
     def offset(self, rank, parity):
         """Where rank's slot of this parity starts in the area (its header)."""
-        return AREA_HEADER + rank * self.block + parity * (SLOT_HEADER + self.slot)
+        return (AREA_HEADER + rank * self.block + READ_LINE +
+                parity * (SLOT_HEADER + self.slot))
+
+    def read_cell(self, rank):
+        return self.address + AREA_HEADER + rank * self.block
 
     def header(self, rank, parity):
         return HEADER.unpack_from(self.mem, self.offset(rank, parity))
@@ -99,7 +117,7 @@ class Area:
 def area_of(state):
     """The communicator's small area, mapped at its first use (collectively)."""
     if state.area is None:
-        state.area = Area(state, _map(state, SMALL_SLOT), SMALL_SLOT, "coll_seq")
+        state.area = Area(state, _map(state, SMALL_SLOT), SMALL_SLOT, "coll")
         state._bind_area(False, state.area.address, SMALL_SLOT)
     return state.area
 
@@ -109,7 +127,7 @@ def large_area_of(state):
     members know from the first step that it does)."""
     if state.large_area is None:
         slot = large_slot_bytes(len(state.ranks))
-        state.large_area = Area(state, _map(state, slot), slot, "large_seq")
+        state.large_area = Area(state, _map(state, slot), slot, "large")
         state._bind_area(True, state.large_area.address, slot)
     return state.large_area
 
@@ -180,41 +198,89 @@ def _map(state, slot):
 
 def step(state, area, error, length, chunk, unit=0, only=None):
     """Deposit this member's header and ``chunk`` (bytes-like, at most a slot), arrive,
-    and wait until every member arrived, or with ``only`` (a broadcast's root) until
-    that member deposited this step (the root waits for nobody): the parity the
-    others' slots hold.
-
-    A member deposits into a parity only once every member arrived at the step
-    before, and members arrive only after they read what they needed of the step
-    before that: so no slot is overwritten while read, whoever waits for whom."""
-    sequence = (getattr(state, area.sequence) + 1) & MASK32
-    setattr(state, area.sequence, sequence)
+    and wait until every member arrived: the parity the others' slots hold. With
+    ``only`` (a broadcast's root) the root deposits and waits for nobody, and the
+    others deposit nothing and wait for the root's deposit; they call ``read_done``
+    once they read it."""
+    sequence = _next_step(state, area)
     parity = sequence & 1
+    if only is not None and only != area.me:
+        _advance(state, area.target, 1)
+        if area.nranks > 1:
+            ready = area.address + area.offset(only, parity) + READY_OFFSET
+            _await(area, sequence, area.counter,
+                   lambda value: atomic.load32(ready) & MASK32 == sequence)
+        return parity
     offset = area.offset(area.me, parity)
     if area.nranks > 1:
-        _await(area, sequence - 1, None)
+        _await_clear(state, area, (sequence - 2) & MASK32)
     HEADER.pack_into(area.mem, offset, error, 0, length, unit)
     if chunk is not None and len(chunk):
         start = offset + SLOT_HEADER
         area.mem[start:start + len(chunk)] = chunk
+    # the read cell before the deposit: whoever sees the deposit sees it, so nobody
+    # waits for it. A root reads nothing of its own broadcast; a full step's reads
+    # of the step before are done.
+    atomic.store32(area.read_cell(area.me), (sequence if only is not None else sequence - 1)
+                   & MASK32)
     atomic.store32(area.address + offset + READY_OFFSET, sequence)
     if area.nranks > 1:
+        target = _advance(state, area.target, 1 if only is not None else area.nranks)
         atomic.cell_add(area.counter, 1)
-        if only != area.me:
-            _await(area, sequence, only)
+        if only is None:
+            _await(area, sequence, area.counter,
+                   lambda value: (value - target) & MASK32 < 1 << 31)
+            setattr(state, area.clear, (sequence - 1) & MASK32)
     return parity
 
 
-def _await(area, sequence, rank):
-    """Wait until every member arrived at step ``sequence`` (rank None), or ``rank``
-    deposited it: on the counter, which every arrival bumps."""
-    if rank is None:
-        target = (sequence * area.nranks) & MASK32
-        condition = lambda value: (value - target) & MASK32 < 1 << 31  # noqa: E731
-    else:
-        ready = area.address + area.offset(rank, sequence & 1) + READY_OFFSET
-        condition = lambda value: atomic.load32(ready) & MASK32 == sequence  # noqa: E731
-    job.wait_until(area.counter, condition, lambda: _describe(area, sequence), area.peers)
+def read_done(state, area, only):
+    """A broadcast's receiver (not ``only``, its root) finished reading the step: its
+    read cell, and whoever waits for it (the root, to reuse its slot)."""
+    if only is not None and only != area.me and area.nranks > 1:
+        atomic.cell_store(area.read_cell(area.me), getattr(state, area.sequence))
+
+
+def _next_step(state, area):
+    """Count the step; at its start every member finished reading the steps up to
+    three before (see the module's docstring)."""
+    sequence = _advance(state, area.sequence, 1)
+    if _before(getattr(state, area.clear), sequence - 3):
+        setattr(state, area.clear, (sequence - 3) & MASK32)
+    return sequence
+
+
+def _advance(state, name, by):
+    value = (getattr(state, name) + by) & MASK32
+    setattr(state, name, value)
+    return value
+
+
+def _before(a, b):
+    """Is step a before step b (mod 2**32)?"""
+    return (a - b) & MASK32 >= 1 << 31
+
+
+def _await_clear(state, area, sequence):
+    """Wait until every other member finished reading step ``sequence``; learn the
+    last step they all did."""
+    if not _before(getattr(state, area.clear), sequence):
+        return
+    least = getattr(state, area.sequence)
+    for rank in range(area.nranks):
+        if rank != area.me:
+            cell = area.read_cell(rank)
+            _await(area, sequence, cell, lambda value: not _before(value & MASK32, sequence),
+                   rank)
+            read = atomic.load32(cell) & MASK32
+            least = read if _before(read, least) else least
+    setattr(state, area.clear, least)
+
+
+def _await(area, sequence, cell, condition, reader=None):
+    """Wait on ``cell`` (the counter, which every deposit bumps, or a read cell) until
+    ``condition(value)`` holds."""
+    job.wait_until(cell, condition, lambda: _describe(area, sequence, reader), area.peers)
 
 
 def error_class(exc):
@@ -223,14 +289,18 @@ def error_class(exc):
     return exc.Get_error_class() if isinstance(exc, errors.Exception) else errors.ERR_ARG
 
 
-def _describe(area, sequence):
-    return "step %d of a collective on %s (%d ranks)" % (sequence, area.label, area.nranks)
+def _describe(area, sequence, reader=None):
+    text = "step %d of a collective on %s (%d ranks)" % (sequence, area.label, area.nranks)
+    if reader is None:
+        return text
+    return "%s: rank %d to finish reading it" % (text, reader)
 
 
-def wait_check(state, sequence, first):
-    """Between the slices of a step's wait in C: say what this rank waits for, and
-    raise the job's problem (an abort, a dead peer) if there is one."""
-    text = _describe(area_of(state), sequence)
+def wait_check(state, sequence, first, reader):
+    """Between the slices of a step's wait in C: say what this rank waits for
+    (``reader`` >= 0: that member's reading of the step), and raise the job's
+    problem (an abort, a dead peer) if there is one."""
+    text = _describe(area_of(state), sequence, reader if reader >= 0 else None)
     world = job.current()
     if first:
         world.note_waiting(text)
@@ -295,6 +365,7 @@ class Call:
         for rank in seen:
             error, _, lengths[rank], units[rank] = area.header(rank, parity)
             if error:
+                read_done(self.state, area, only)
                 raise errors.Exception(
                     error, "%s: rank %d failed in this call (%s) and could not take part; "
                     "its own error says what to fix"
@@ -331,13 +402,15 @@ def exchange(call, stream, plan, only=None):
         rank, parity, 0, min(small.slot, lengths[rank]))) or ()
     if max(lengths) <= small.slot:
         _take(small, parity, 0, small.slot, wants)
-    else:
+    read_done(call.state, small, only)
+    if max(lengths) > small.slot:
         area = large_area_of(call.state)
         size = area.slot
         for index in range(-(-max(lengths) // size)):
             parity = step(call.state, area, 0, len(stream),
                           stream[index * size:(index + 1) * size], 0, only)
             _take(area, parity, index * size, size, wants)
+            read_done(call.state, area, only)
     call.done()
 
 
@@ -456,7 +529,8 @@ if atomic.BACKEND == "c":
     from . import _native
     _native.vector_setup(_vector_datatypes())
     _native.collectives_setup(area_header=AREA_HEADER, slot_header=SLOT_HEADER,
-                              wait_slice=job.WAIT_SLICE, check=wait_check, over=wait_over,
+                              read_line=READ_LINE, wait_slice=job.WAIT_SLICE, check=wait_check,
+                              over=wait_over,
                               in_place=constants.IN_PLACE, sliced_above=SLICED_ABOVE)
     fast_bcast, fast_reduce = _native.coll_bcast, _native.coll_reduce
     fast_allreduce = _native.coll_allreduce

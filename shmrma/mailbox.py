@@ -388,10 +388,13 @@ def _miss_object(*args):
 class _PythonCommCore:
     """What a communicator carries for the fast paths; nothing on the fallback."""
 
-    __slots__ = ("freed", "coll_seq", "large_seq")
+    __slots__ = ("freed", "coll_seq", "large_seq", "coll_target", "large_target",
+                 "coll_clear", "large_clear")
 
     def _bind(self, context, ranks, world_size, world_rank):
         self.coll_seq = self.large_seq = 0   # steps taken on the collective areas
+        self.coll_target = self.large_target = 0     # (collarea.py)
+        self.coll_clear = self.large_clear = 0
 
     def _bind_area(self, large, address, slot):
         pass

@@ -16,10 +16,10 @@
  */
 #include "native.h"
 
-static Py_ssize_t AREA_HEADER, SLOT_HEADER;
+static Py_ssize_t AREA_HEADER, SLOT_HEADER, READ_LINE;
 static int SLICED_ABOVE;        /* from more ranks on, large folds are sliced */
 static double WAIT_SLICE;
-static PyObject *g_check;       /* collarea.wait_check(state, sequence, first) */
+static PyObject *g_check;       /* collarea.wait_check(state, sequence, first, reader) */
 static PyObject *g_over;        /* collarea.wait_over() */
 static PyObject *g_in_place;    /* MPI.IN_PLACE */
 static int g_setup_done = 0;
@@ -33,13 +33,19 @@ typedef struct {
 
 enum { SMALL, LARGE };
 
+/* A member's block of the area: its read line, then its two slots. */
+static inline char *
+block_at(CommCore *c, int which, int rank)
+{
+    AreaCore *a = &c->areas[which];
+    return a->base + AREA_HEADER + rank * (READ_LINE + 2 * (SLOT_HEADER + a->slot));
+}
+
 static inline SlotHeader *
 slot_at(CommCore *c, int which, int rank, int parity)
 {
-    AreaCore *a = &c->areas[which];
-    Py_ssize_t block = 2 * (SLOT_HEADER + a->slot);
-    return (SlotHeader *)(a->base + AREA_HEADER + rank * block +
-                          parity * (SLOT_HEADER + a->slot));
+    return (SlotHeader *)(block_at(c, which, rank) + READ_LINE +
+                          parity * (SLOT_HEADER + c->areas[which].slot));
 }
 
 static inline char *
@@ -48,45 +54,62 @@ data_at(CommCore *c, int which, int rank, int parity)
     return (char *)slot_at(c, which, rank, parity) + SLOT_HEADER;
 }
 
-/* Is every member's arrival at step `sequence` counted?  (The counter holds the
+/* rank's read cell: a wait cell alone on its line, holding the last step it
+ * finished reading (collarea.py). */
+static inline int32_t *
+read_cell(CommCore *c, int which, int rank)
+{
+    return (int32_t *)block_at(c, which, rank);
+}
+
+/* Is every member's arrival at the current step counted?  (The counter holds the
  * arrivals of all steps taken on the area.) */
 static int
-all_arrived(CommCore *c, int which, uint32_t sequence)
+all_arrived(CommCore *c, int which, uint32_t sequence, int rank)
 {
-    int32_t *counter = (int32_t *)c->areas[which].base;
-    uint32_t target = sequence * (uint32_t)c->size;
-    return (int32_t)((uint32_t)__atomic_load_n(counter, SC) - target) >= 0;
+    AreaCore *a = &c->areas[which];
+    return (int32_t)((uint32_t)__atomic_load_n((int32_t *)a->base, SC) - a->target) >= 0;
 }
 
 /* Has rank deposited step `sequence`? */
 static int
-deposited_by(CommCore *c, int which, int rank, uint32_t sequence)
+deposited_by(CommCore *c, int which, uint32_t sequence, int rank)
 {
     int parity = (int)(sequence & 1);
     return (uint32_t)__atomic_load_n(&slot_at(c, which, rank, parity)->ready, SC) == sequence;
 }
 
-/* Wait until all members arrived at step `sequence` (rank < 0) or rank deposited
- * it: the wait policy on the area's counter, which every arrival bumps, and
- * between its slices the job's checks (a dead peer, an abort), which also tell
- * the launcher what this rank waits for.  -1 with an exception set. */
+/* Has rank finished reading step `sequence`? */
 static int
-await_step(CommCore *c, PyObject *state, int which, uint32_t sequence, int rank)
+read_by(CommCore *c, int which, uint32_t sequence, int rank)
 {
-    int32_t *counter = (int32_t *)c->areas[which].base;
+    return (int32_t)((uint32_t)__atomic_load_n(read_cell(c, which, rank), SC) - sequence) >= 0;
+}
+
+typedef int (*StepCondition)(CommCore *c, int which, uint32_t sequence, int rank);
+
+/* Wait until done(c, which, sequence, rank) holds: the wait policy on `cell`,
+ * which whoever can make it hold changes, and between its slices the job's
+ * checks (a dead peer, an abort), which also tell the launcher what this rank
+ * waits for (`reader`: the member whose reading of `sequence`, else -1).  -1
+ * with an exception set. */
+static int
+await_cell(CommCore *c, PyObject *state, int which, uint32_t sequence, int rank,
+           int32_t *cell, StepCondition done, int reader)
+{
     int noted = 0, rc = 0;
     for (;;) {
-        int32_t value = __atomic_load_n(counter, SC), seen;
+        int32_t value = __atomic_load_n(cell, SC), seen;
         PyObject *result;
-        if (rank < 0 ? all_arrived(c, which, sequence) : deposited_by(c, which, rank, sequence))
+        if (done(c, which, sequence, rank))
             break;
-        if (wait_changed(counter, value, WAIT_SLICE, &seen) < 0) {
+        if (wait_changed(cell, value, WAIT_SLICE, &seen) < 0) {
             rc = -1;
             break;
         }
         if (seen != value)
             continue;
-        result = PyObject_CallFunction(g_check, "OIi", state, sequence, !noted);
+        result = PyObject_CallFunction(g_check, "OIii", state, sequence, !noted, reader);
         noted = 1;
         if (result == NULL) {
             rc = -1;
@@ -103,28 +126,81 @@ await_step(CommCore *c, PyObject *state, int which, uint32_t sequence, int rank)
     return rc;
 }
 
-/* The first half of a step: wait until every member arrived at the step before,
- * so that this member's slot of the step's parity is free.  The slot's data,
- * to write the chunk into, or NULL with an exception set. */
+/* Wait on the area's counter, which every deposit bumps, until every member
+ * arrived at the current step (rank < 0) or rank deposited it. */
+static int
+await_step(CommCore *c, PyObject *state, int which, int rank)
+{
+    return await_cell(c, state, which, c->areas[which].seq, rank, (int32_t *)c->areas[which].base,
+                      rank < 0 ? all_arrived : deposited_by, -1);
+}
+
+/* A broadcast's receiver finished reading the current step: its read cell, and
+ * whoever waits for it (the root, to reuse its slot). */
+static void
+read_done(CommCore *c, int which)
+{
+    int32_t *cell;
+    if (c->size == 1)
+        return;
+    cell = read_cell(c, which, c->to_rank[c->world_rank]);
+    __atomic_store_n(cell, (int32_t)c->areas[which].seq, SC);
+    wake_if_sleepers(cell);
+}
+
+/* The next step on the area.  At its start every member finished reading the
+ * steps up to three before (collarea.py): `clear` knows that much at least. */
+static uint32_t
+next_step(AreaCore *a)
+{
+    uint32_t sequence = ++a->seq;
+    if ((int32_t)(a->clear - (sequence - 3)) < 0)
+        a->clear = sequence - 3;
+    return sequence;
+}
+
+/* Wait until every member finished reading step `sequence` (the last that used
+ * this member's slot of the parity it is about to write), and learn how far
+ * they all are. */
+static int
+await_clear(CommCore *c, PyObject *state, int which, uint32_t sequence)
+{
+    AreaCore *a = &c->areas[which];
+    int me = c->to_rank[c->world_rank], r;
+    uint32_t least = a->seq;
+    if ((int32_t)(a->clear - sequence) >= 0)
+        return 0;
+    for (r = 0; r < c->size; r++) {
+        uint32_t read;
+        if (r == me)
+            continue;
+        if (!read_by(c, which, sequence, r) &&
+                await_cell(c, state, which, sequence, r, read_cell(c, which, r), read_by, r) < 0)
+            return -1;
+        read = (uint32_t)__atomic_load_n(read_cell(c, which, r), SC);
+        if ((int32_t)(read - least) < 0)
+            least = read;
+    }
+    a->clear = least;
+    return 0;
+}
+
+/* The first half of a step that deposits (every member's, or a broadcast
+ * root's): wait until this member's slot of the step's parity is free.  The
+ * slot's data, to write the chunk into, or NULL with an exception set. */
 static char *
 begin_step(CommCore *c, PyObject *state, int which)
 {
-    AreaCore *a = &c->areas[which];
-    uint32_t sequence = ++a->seq;
-    if (c->size > 1 && !all_arrived(c, which, sequence - 1) &&
-            await_step(c, state, which, sequence - 1, -1) < 0)
+    uint32_t sequence = next_step(&c->areas[which]);
+    if (c->size > 1 && await_clear(c, state, which, sequence - 2) < 0)
         return NULL;
     return data_at(c, which, c->to_rank[c->world_rank], (int)(sequence & 1));
 }
 
-/* The second half: this member's header, its arrival, then the wait: for every
- * member's arrival, or with `from` >= 0 (a broadcast's root) for that member's
- * deposit only (the root waits for nobody).  The parity of the slots the step
- * used, or -1 with an exception set.
- *
- * A member deposits into a parity only once every member arrived at the step
- * before, and members arrive only after they read what they needed of the step
- * before that: so no slot is overwritten while read, whoever waits for whom. */
+/* The second half: this member's header, its read cell and arrival, then with
+ * `from` < 0 the wait for every member's arrival; a broadcast's root (`from`
+ * is this member) waits for nobody.  The parity of the slots the step used, or
+ * -1 with an exception set. */
 static int
 end_step(CommCore *c, PyObject *state, int which, int64_t length, int64_t unit, int from)
 {
@@ -136,30 +212,53 @@ end_step(CommCore *c, PyObject *state, int which, int64_t length, int64_t unit, 
     h->error = 0;
     h->length = length;
     h->unit = unit;
+    /* This member's read cell, before its deposit: whoever sees the deposit sees
+     * it, so nobody ever waits for it (no wake-up).  A root reads nothing of its
+     * own broadcast; a full step's reads of the step before are done. */
+    __atomic_store_n(read_cell(c, which, me), (int32_t)(from < 0 ? sequence - 1 : sequence),
+                     __ATOMIC_RELEASE);
     __atomic_store_n(&h->ready, (int32_t)sequence, SC);
     if (c->size == 1)
         return parity;
+    a->target += from < 0 ? (uint32_t)c->size : 1;
     cell_bump((int32_t *)a->base);
-    if (from == me)
+    if (from >= 0)
         return parity;
-    if (await_step(c, state, which, sequence, from) < 0)
+    if (await_step(c, state, which, -1) < 0)
         return -1;
+    a->clear = sequence - 1;
     return parity;
 }
 
-/* One step whose chunk is chunk[:len] (see end_step). */
+/* A broadcast's step at a member other than the root: wait for the root's
+ * deposit; the caller reads it, then calls read_done.  The parity, or -1 with
+ * an exception set. */
+static int
+receive_step(CommCore *c, PyObject *state, int which, int root)
+{
+    AreaCore *a = &c->areas[which];
+    uint32_t sequence = next_step(a);
+    a->target += 1;
+    if (!deposited_by(c, which, sequence, root) && await_step(c, state, which, root) < 0)
+        return -1;
+    return (int)(sequence & 1);
+}
+
+/* One step whose chunk is chunk[:len] (see end_step); with `from` >= 0, a
+ * broadcast's from that member, and the others bring nothing (receive_step). */
 static int
 step(CommCore *c, PyObject *state, int which, int64_t length, int64_t unit,
      const char *chunk, Py_ssize_t len, int from)
 {
-    char *slot = begin_step(c, state, which);
-    if (slot == NULL)
+    char *slot;
+    if (from >= 0 && from != c->to_rank[c->world_rank])
+        return receive_step(c, state, which, from);
+    if ((slot = begin_step(c, state, which)) == NULL)
         return -1;
     if (len)
         memcpy(slot, chunk, (size_t)len);
     return end_step(c, state, which, length, unit, from);
 }
-
 /* Does every member's first step agree with this one's (no error, the same
  * length and unit)? */
 static int
@@ -466,12 +565,11 @@ n_coll_bcast(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     me = c->to_rank[c->world_rank];
     if (operand_get(args[1], me != root, &o) < 0)
         Py_RETURN_FALSE;
+    /* the receivers read the root's slots, and say so once they did (read_done);
+     * handed over, Python reads on and says so */
     slot = c->areas[SMALL].slot;
-    if (me == root)
-        parity = step(c, args[0], SMALL, o.view.len, 0, o.view.buf,
-                      o.view.len < slot ? o.view.len : slot, (int)root);
-    else
-        parity = step(c, args[0], SMALL, 0, 0, NULL, 0, (int)root);
+    parity = step(c, args[0], SMALL, o.view.len, 0, o.view.buf,
+                  o.view.len < slot ? o.view.len : slot, (int)root);
     if (parity < 0)
         result = NULL;
     else if ((me != root && !root_agrees(c, parity, (int)root, o.view.len)) ||
@@ -480,15 +578,15 @@ n_coll_bcast(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     else if (o.view.len <= slot) {
         if (me != root)
             memcpy(o.view.buf, data_at(c, SMALL, (int)root, parity), (size_t)o.view.len);
+        read_done(c, SMALL);
     }
     else {
+        read_done(c, SMALL);
         slot = c->areas[LARGE].slot;
         for (start = 0; start < o.view.len; start += slot) {
             Py_ssize_t len = o.view.len - start < slot ? o.view.len - start : slot;
-            parity = me == root ?
-                step(c, args[0], LARGE, o.view.len, 0, (char *)o.view.buf + start, len,
-                     (int)root) :
-                step(c, args[0], LARGE, 0, 0, NULL, 0, (int)root);
+            parity = step(c, args[0], LARGE, o.view.len, 0, (char *)o.view.buf + start, len,
+                          (int)root);
             if (parity < 0) {
                 result = NULL;
                 break;
@@ -496,6 +594,7 @@ n_coll_bcast(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
             if (me != root)
                 memcpy((char *)o.view.buf + start, data_at(c, LARGE, (int)root, parity),
                        (size_t)len);
+            read_done(c, LARGE);
         }
     }
     operand_release(&o);
@@ -585,12 +684,14 @@ n_coll_bcast_bytes(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     if (parity < 0)
         return NULL;
     if (me != root && !all_small(c, parity, (int)root))
-        return hand_over(c, parity);
+        return hand_over(c, parity);    /* Python reads on, and says when it is done */
     if (me == root) {
         Py_INCREF(data);
         return data;
     }
-    return deposited(c, (int)root, parity);
+    data = deposited(c, (int)root, parity);
+    read_done(c, SMALL);
+    return data;
 }
 
 /* --- Gather, Allgather, Scatter, Alltoall of plain buffers ------------------------
@@ -1031,15 +1132,16 @@ n_coll_alltoallv(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *
 n_collectives_setup(PyObject *m, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"area_header", "slot_header", "wait_slice", "check", "over",
-                             "in_place", "sliced_above", NULL};
+    static char *kwlist[] = {"area_header", "slot_header", "read_line", "wait_slice",
+                             "check", "over", "in_place", "sliced_above", NULL};
     PyObject *check, *over, *in_place;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "$nndOOOi:collectives_setup", kwlist,
-                                     &AREA_HEADER, &SLOT_HEADER, &WAIT_SLICE, &check, &over,
-                                     &in_place, &SLICED_ABOVE))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "$nnndOOOi:collectives_setup", kwlist,
+                                     &AREA_HEADER, &SLOT_HEADER, &READ_LINE, &WAIT_SLICE,
+                                     &check, &over, &in_place, &SLICED_ABOVE))
         return NULL;
-    if (SLOT_HEADER < (Py_ssize_t)sizeof(SlotHeader)) {
-        PyErr_SetString(PyExc_ValueError, "collectives_setup(): the slot header is too small");
+    if (SLOT_HEADER < (Py_ssize_t)sizeof(SlotHeader) || READ_LINE < 8 || READ_LINE % 8) {
+        PyErr_SetString(PyExc_ValueError, "collectives_setup(): the slot header or the "
+                        "read line is too small");
         return NULL;
     }
     Py_INCREF(check);

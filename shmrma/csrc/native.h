@@ -136,6 +136,8 @@ typedef struct {
     char *base;
     Py_ssize_t slot;            /* data bytes of each slot */
     uint32_t seq;               /* steps taken on it so far (mod 2**32) */
+    uint32_t target;            /* the area's counter once every arrival of step seq is in */
+    uint32_t clear;             /* every member finished reading the steps up to this one */
 } AreaCore;
 
 /* What the fast paths need of a communicator: its context, members and

@@ -1560,10 +1560,15 @@ static PyMethodDef commcore_methods[] = {
 
 static PyMemberDef commcore_members[] = {
     {"freed", T_INT, offsetof(CommCore, freed), 0, "the communicator was freed"},
-    {"coll_seq", T_UINT, offsetof(CommCore, areas[0].seq), 0,
-     "steps taken on the small collective area so far (mod 2**32)"},
-    {"large_seq", T_UINT, offsetof(CommCore, areas[1].seq), 0,
-     "steps taken on the large collective area so far (mod 2**32)"},
+    /* per collective area (collarea.py): its steps taken so far, the counter's
+     * value once the last step's arrivals are in, and the last step every member
+     * finished reading as far as this one knows (all mod 2**32) */
+#define AREA_FIELD(name, which, field) \
+    {name, T_UINT, offsetof(CommCore, areas[which].field), 0, "see collarea.Area"}
+    AREA_FIELD("coll_seq", 0, seq), AREA_FIELD("large_seq", 1, seq),
+    AREA_FIELD("coll_target", 0, target), AREA_FIELD("large_target", 1, target),
+    AREA_FIELD("coll_clear", 0, clear), AREA_FIELD("large_clear", 1, clear),
+#undef AREA_FIELD
     {NULL}
 };
 
