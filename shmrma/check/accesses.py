@@ -78,9 +78,9 @@ def _writes(kind, op):
 class WindowLog:
     """The access records of one window, in its checking segment."""
 
-    def __init__(self, segment, world_ranks, world_size, describe):
+    def __init__(self, segment, world_ranks, world_size, on_full=lambda: None):
         self.segment, self.world_ranks = segment, world_ranks
-        self.describe = describe        # the window's name in reports
+        self.on_full = on_full          # told when the oldest records had to go
         n = len(world_ranks)
         self.stride = _target_bytes(n, world_size)
         self.records, self.atomics = [], []
@@ -196,6 +196,28 @@ class WindowLog:
                 if seen.any():
                     rows["stamp"][seen] = numpy.minimum(rows["stamp"][seen],
                                                         cell[1:][rows["origin"][seen]])
+
+    def record(self, target, me, access, vc, vc_address, prune):
+        """Check and record an access by world rank ``me`` whose clock is ``vc``: the
+        records it races with. In C when it can (not an atomic on one word, whose
+        clock is joined first; the lock free within a few tries; room in the log),
+        else here, waiting for the lock and pruning a full log."""
+        if _native is not None and not self.synchronizes(access.lows, access.highs,
+                                                         access.kind):
+            found = _native.record(self._records_address(target), self._count_cell(target),
+                                   access.lows, access.highs, access.kind, access.op,
+                                   access.basic, access.site, access.epoch, me,
+                                   self._lock_cell(target), vc_address, CAPACITY)
+            if found is not None:
+                return self.records[target][found] if found else self.records[target][:0]
+        with self.locked(target):
+            self.acquire_word(target, access, vc)
+            races = self.conflicts(target, me, vc, access, vc_address)
+            if not self.add(target, me, access, prune):
+                self.on_full()
+                self.keep(target, self.rows(target), slice(CAPACITY // 2, None))
+                self.add(target, me, access, prune)
+        return races
 
     def add(self, target, me, access, prune):
         """Record the access (lock held); False when the log has no room even pruned."""

@@ -23,12 +23,13 @@ from .. import atomic, job, segments
 from ..lazy import numpy
 
 RING = 1024             # keyed releases a rank keeps (an acquirer lags far fewer behind)
+RECENT = 4              # of them, the latest ones an acquire looks at one by one first
 CELLS = 1024            # cells a rank can publish (locks use window segments, not these)
 SITES = 2048            # code sites a rank can name in reports
 SITE_BYTES = 240
 DEDUP = 8192            # distinct races remembered for reporting each once
 HEADER = 64             # races (int64), accesses checked (int64), warnings (int64)
-OFF_RACES, OFF_ACCESSES, OFF_WARNED = 0, 8, 16
+OFF_RACES, OFF_WARNED = 0, 16
 KEY_MASK = 2**63 - 1
 POLL_S = 50e-6          # between looks for a release not published yet (rare)
 
@@ -87,6 +88,10 @@ class Session:
     def count(self, offset):
         return atomic.load64(self.header_address(offset))
 
+    def accesses(self):
+        """RMA accesses checked by every rank."""
+        return sum(atomic.load64(self.block(rank)[1] + 8) for rank in range(self.nranks))
+
     def add(self, offset, n=1):
         return atomic.fetch_add64(self.header_address(offset), n)
 
@@ -111,12 +116,22 @@ class Clock:
     def __init__(self, session, rank):
         self.session, self.me = session, rank
         self.vc, self.ring_index, self.ring, self.cells, self.sites = session.block(rank)
+        self._accesses = self.ring_index + 8    # beside the ring index, on this rank's line
         self.vc[:] = 0
         self.vc[rank] = 1
         self.vc_address = self.vc.ctypes.data
         self._site_numbers = {}
         self._cells_found = {}  # (rank, key) -> that rank's cell for the key
         self._watched = []      # windows whose local loads may observe atomics (Win.Sync)
+
+    @property
+    def accesses(self):
+        """RMA accesses this rank had checked (the summary adds every rank's)."""
+        return atomic.load64(self._accesses)
+
+    @accesses.setter
+    def accesses(self, n):
+        atomic.store64(self._accesses, n)
 
     @property
     def epoch(self):
@@ -161,10 +176,15 @@ class Clock:
             return True
         _, ring_index, ring, _, _ = self.session.block(rank)
         newest = atomic.load64(ring_index)
-        found = numpy.flatnonzero(ring[:, 0] == key)
-        if not len(found):
-            return False
-        entry = ring[found[numpy.argmin((newest - 1 - found) % RING)]]  # the latest
+        for back in range(1, RECENT + 1):   # usually among its latest releases
+            if ring[(newest - back) % RING, 0] == key:
+                entry = ring[(newest - back) % RING]
+                break
+        else:
+            found = numpy.flatnonzero(ring[:, 0] == key)
+            if not len(found):
+                return False
+            entry = ring[found[numpy.argmin((newest - 1 - found) % RING)]]  # the latest
         clock = entry[1:].copy()
         atomic.fence()
         if entry[0] != key:     # reused while we copied: so long ago it cannot matter

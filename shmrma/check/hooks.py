@@ -15,11 +15,12 @@ import zlib
 
 from .. import constants, mailbox, rma
 from .. import buffers
+from ..epoch import HELD_EXCLUSIVE
 from ..window import share_segment
 from . import accesses, report
 from .accesses import (ACCUMULATE, COMPARE_AND_SWAP, FETCH_AND_OP, GET, GET_ACCUMULATE,
                        PUT, Access)
-from .clock import OFF_ACCESSES, OFF_RACES, clock, key_of
+from .clock import OFF_RACES, clock, key_of
 from ..lazy import numpy
 
 FENCE, BARRIER, POST, COMPLETE, MESSAGE, COLLECTIVE, COUNTER = range(1, 8)
@@ -44,7 +45,9 @@ class WindowCheck:
                                      "race checking")
         self.id = key_of(zlib.crc32(self.segment.name.encode()))
         self.me = state.rank
-        self.log = accesses.WindowLog(self.segment, self.world, job.world_size(), None)
+        self.log = accesses.WindowLog(
+            self.segment, self.world, job.world_size(), lambda: clock().warn_once(
+                "a window's access log is full; older accesses are forgotten"))
         self.site, self.win = site, win
         self.fences = self.barriers = 0
         self.barrier_epoch = False      # the last of Fence and window barrier was a barrier
@@ -52,6 +55,7 @@ class WindowCheck:
         self.completes, self.waits = [0] * n, [0] * n
         self.start_group, self.post_group = [], []
         self.locks = {}             # target -> passive.HELD_* (or NOCHECK)
+        self.pending = set()        # targets where this rank may have pending accesses
         self.lock_all = None
 
     def name(self):
@@ -59,7 +63,6 @@ class WindowCheck:
         return ('window "%s"' % given) if given else "the window created at %s" % self.site
 
     def epoch_kind(self, target):
-        from ..passive import HELD_EXCLUSIVE
         held = self.locks.get(target)
         if held is not None:
             return accesses.LOCK_EXCLUSIVE if held == HELD_EXCLUSIVE else accesses.LOCK_SHARED
@@ -78,15 +81,9 @@ class WindowCheck:
         c.observe_local()
         access = Access(lows, highs, kind, op, basic, c.site(report.call_site()),
                         self.epoch_kind(target))
-        me = c.me
-        with self.log.locked(target):
-            self.log.acquire_word(target, access, c.vc)
-            races = self.log.conflicts(target, me, c.vc, access, c.vc_address)
-            if not self.log.add(target, me, access, self._prune):
-                c.warn_once("a window's access log is full; older accesses are forgotten")
-                self.log.keep(target, self.log.rows(target), slice(CAPACITY_HALF, None))
-                self.log.add(target, me, access, self._prune)
-        c.session.add(OFF_ACCESSES)
+        self.pending.add(target)
+        races = self.log.record(target, c.me, access, c.vc, c.vc_address, self._prune)
+        c.accesses += 1
         for row in _distinct(races):
             self._report(c, target, row, access)
 
@@ -110,9 +107,13 @@ class WindowCheck:
         return self.log.keep(target, rows, seen[rows["origin"]] < rows["stamp"])
 
     def complete(self, targets, modes=7, only=None):
+        """Stamp this rank's pending accesses at ``targets`` (of the kinds in ``modes``,
+        or just one request's: ``only``); only targets it has accessed are looked at."""
         c = clock()
-        for target in targets:
+        for target in self.pending.intersection(targets):
             self.log.complete(target, c.me, c.epoch, modes, only)
+            if modes == 7 and only is None:
+                self.pending.discard(target)
 
     def observe_local(self):
         c = clock()
@@ -129,12 +130,11 @@ class WindowCheck:
         clock().release(self.key(kind, seq))
 
     def acquire_all(self, kind, seq):
-        c = clock()
+        c, key = clock(), self.key(kind, seq)
         for rank in self.world:
-            c.acquire(rank, self.key(kind, seq))
+            c.acquire(rank, key)
 
 
-CAPACITY_HALF = accesses.CAPACITY // 2
 
 
 def _distinct(rows):
@@ -312,7 +312,7 @@ def _install_requests(classes):
 # --- window synchronization ----------------------------------------------------------
 
 def _install_window_sync(Win):
-    from ..passive import HELD_EXCLUSIVE, HELD_SHARED, LOCK_EXCLUSIVE
+    from ..passive import HELD_SHARED, LOCK_EXCLUSIVE
     real = {name: getattr(Win, name) for name in (
         "Fence", "Barrier", "Ibarrier", "Start", "Complete", "Post", "Wait", "Test", "Lock",
         "Unlock", "Lock_all", "Unlock_all", "Flush", "Flush_all", "Sync")}

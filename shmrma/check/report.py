@@ -69,8 +69,8 @@ def race(window, target, row, row_site, me, access, site):
 
 def summary(session):
     """(the end-of-job line, whether a race was found)."""
-    from .clock import OFF_ACCESSES, OFF_RACES
-    races, checked = session.count(OFF_RACES), session.count(OFF_ACCESSES)
+    from .clock import OFF_RACES
+    races, checked = session.count(OFF_RACES), session.accesses()
     if races:
         return ("shmrma-check: %d data race%s found in %d RMA accesses checked (each pair of "
                 "code sites reported once, above)\n" % (races, "" if races == 1 else "s",

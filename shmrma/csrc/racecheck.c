@@ -8,8 +8,7 @@
  * come from accesses.py through setup(), their one definition.
  */
 #define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
+#include "native.h"     /* the wait cell's wake (wake_if_sleepers) */
 
 struct record {
     int64_t low, high, stamp;
@@ -90,17 +89,9 @@ static int conflicts(const struct access *a, const struct record *r, const int64
     return r->stamp == codes.pending && !both_atomic;
 }
 
-static int parse_access(PyObject *args, struct access *a, Py_ssize_t *address,
-                        Py_ssize_t *count, Py_ssize_t *extra)
+/* The access's runs from two int64 arrays of one length >= 1 (sorted, disjoint). */
+static int take_runs(struct access *a, PyObject *lows, PyObject *highs)
 {
-    PyObject *lows, *highs;
-    if (!codes.ready) {
-        PyErr_SetString(PyExc_RuntimeError, "_racecheck.setup() was not called");
-        return -1;
-    }
-    if (!PyArg_ParseTuple(args, "nnOOiiiiiin", address, count, &lows, &highs, &a->kind,
-                          &a->op, &a->basic, &a->site, &a->epoch, &a->me, extra))
-        return -1;
     if (PyObject_GetBuffer(lows, &a->lows, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return -1;
     if (PyObject_GetBuffer(highs, &a->highs, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
@@ -117,10 +108,78 @@ static int parse_access(PyObject *args, struct access *a, Py_ssize_t *address,
     return 0;
 }
 
+static int ready(void)
+{
+    if (!codes.ready)
+        PyErr_SetString(PyExc_RuntimeError, "_racecheck.setup() was not called");
+    return codes.ready;
+}
+
+static int parse_access(PyObject *args, struct access *a, Py_ssize_t *address,
+                        Py_ssize_t *count, Py_ssize_t *extra)
+{
+    PyObject *lows, *highs;
+    if (!ready() || !PyArg_ParseTuple(args, "nnOOiiiiiin", address, count, &lows, &highs,
+                                      &a->kind, &a->op, &a->basic, &a->site, &a->epoch,
+                                      &a->me, extra))
+        return -1;
+    return take_runs(a, lows, highs);
+}
+
 static void release_access(struct access *a)
 {
     PyBuffer_Release(&a->lows);
     PyBuffer_Release(&a->highs);
+}
+
+/* The indices of the records racing with the access, as a list (NULL on error). */
+static PyObject *scan_rows(const struct access *a, const struct record *rows,
+                           Py_ssize_t count, const int64_t *vc)
+{
+    PyObject *found = PyList_New(0);
+    for (Py_ssize_t i = 0; found && i < count; i++) {
+        if (!conflicts(a, &rows[i], vc))
+            continue;
+        PyObject *index = PyLong_FromSsize_t(i);
+        if (!index || PyList_Append(found, index) < 0)
+            Py_CLEAR(found);
+        Py_XDECREF(index);
+    }
+    return found;
+}
+
+/* Renew the record of an identical single-run access, or append one pending record
+ * per run; the new count, or -1 when they do not fit. */
+static Py_ssize_t add_rows(const struct access *a, struct record *rows, Py_ssize_t count,
+                           Py_ssize_t capacity)
+{
+    const int64_t *lows = a->lows.buf, *highs = a->highs.buf;
+    if (a->runs == 1) {
+        for (Py_ssize_t i = 0; i < count; i++) {
+            struct record *r = &rows[i];
+            if (r->low == lows[0] && r->high == highs[0] && r->origin == a->me
+                    && r->site == a->site && r->kind == a->kind && r->op == a->op
+                    && r->epoch == a->epoch) {
+                r->stamp = codes.pending;
+                return count;
+            }
+        }
+    }
+    if (count + a->runs > capacity)
+        return -1;
+    for (Py_ssize_t j = 0; j < a->runs; j++) {
+        struct record *r = &rows[count + j];
+        r->low = lows[j];
+        r->high = highs[j];
+        r->stamp = codes.pending;
+        r->origin = a->me;
+        r->kind = a->kind;
+        r->op = a->op;
+        r->basic = a->basic;
+        r->site = a->site;
+        r->epoch = a->epoch;
+    }
+    return count + a->runs;
 }
 
 /* scan(records, count, lows, highs, kind, op, basic, site, epoch, me, vc):
@@ -131,62 +190,69 @@ static PyObject *scan(PyObject *self, PyObject *args)
     Py_ssize_t address, count, vc;
     if (parse_access(args, &a, &address, &count, &vc) < 0)
         return NULL;
-    const struct record *rows = (const struct record *)address;
-    PyObject *found = PyList_New(0);
-    for (Py_ssize_t i = 0; found && i < count; i++) {
-        if (!conflicts(&a, &rows[i], (const int64_t *)vc))
-            continue;
-        PyObject *index = PyLong_FromSsize_t(i);
-        if (!index || PyList_Append(found, index) < 0)
-            Py_CLEAR(found);
-        Py_XDECREF(index);
-    }
+    PyObject *found = scan_rows(&a, (const struct record *)address, count,
+                                (const int64_t *)vc);
     release_access(&a);
     return found;
 }
 
 /* add(records, count, lows, highs, kind, op, basic, site, epoch, me, capacity):
- * renew the record of an identical single-run access, or append one pending
- * record per run; the new count, or -1 when they do not fit. */
+ * renew or append (add_rows); the new count, or -1 when the runs do not fit. */
 static PyObject *add(PyObject *self, PyObject *args)
 {
     struct access a;
     Py_ssize_t address, count, capacity;
     if (parse_access(args, &a, &address, &count, &capacity) < 0)
         return NULL;
-    struct record *rows = (struct record *)address;
-    const int64_t *lows = a.lows.buf, *highs = a.highs.buf;
-    if (a.runs == 1) {
-        for (Py_ssize_t i = 0; i < count; i++) {
-            struct record *r = &rows[i];
-            if (r->low == lows[0] && r->high == highs[0] && r->origin == a.me
-                    && r->site == a.site && r->kind == a.kind && r->op == a.op
-                    && r->epoch == a.epoch) {
-                r->stamp = codes.pending;
-                release_access(&a);
-                return PyLong_FromSsize_t(count);
-            }
-        }
-    }
-    if (count + a.runs > capacity) {
-        release_access(&a);
-        return PyLong_FromLong(-1);
-    }
-    for (Py_ssize_t j = 0; j < a.runs; j++) {
-        struct record *r = &rows[count + j];
-        r->low = lows[j];
-        r->high = highs[j];
-        r->stamp = codes.pending;
-        r->origin = a.me;
-        r->kind = a.kind;
-        r->op = a.op;
-        r->basic = a.basic;
-        r->site = a.site;
-        r->epoch = a.epoch;
-    }
-    count += a.runs;
+    count = add_rows(&a, (struct record *)address, count, capacity);
     release_access(&a);
     return PyLong_FromSsize_t(count);
+}
+
+#define LOCK_TRIES 64       /* then the Python path waits, with the job's checks */
+
+/* record(records, count_cell, lows, highs, kind, op, basic, site, epoch, me,
+ *        lock_cell, vc, capacity): under the target's checking lock (a wait cell,
+ * taken with a few tries, never sleeping), scan and then append or renew; the
+ * indices of the racing records, or None when the lock stayed busy or the log is
+ * full: the Python path then does it all, waiting and pruning. */
+static PyObject *record(PyObject *self, PyObject *args)
+{
+    struct access a;
+    Py_ssize_t address, count_cell, lock_cell, vc, capacity;
+    PyObject *lows, *highs;
+    if (!ready() || !PyArg_ParseTuple(args, "nnOOiiiiiinnn", &address, &count_cell, &lows,
+                                      &highs, &a.kind, &a.op, &a.basic, &a.site, &a.epoch,
+                                      &a.me, &lock_cell, &vc, &capacity)
+            || take_runs(&a, lows, highs) < 0)
+        return NULL;
+    int32_t *lock = (int32_t *)lock_cell;
+    int held = 0;
+    for (int i = 0; i < LOCK_TRIES && !held; i++) {
+        int32_t expected = 0;
+        held = __atomic_compare_exchange_n(lock, &expected, 1, 0, SC, SC);
+        if (!held)
+            sched_yield();
+    }
+    if (!held) {
+        release_access(&a);
+        Py_RETURN_NONE;
+    }
+    int64_t *count = (int64_t *)count_cell;
+    struct record *rows = (struct record *)address;
+    Py_ssize_t before = (Py_ssize_t)__atomic_load_n(count, SC);
+    PyObject *found = scan_rows(&a, rows, before, (const int64_t *)vc);
+    Py_ssize_t after = found ? add_rows(&a, rows, before, capacity) : before;
+    if (after >= 0)
+        __atomic_store_n(count, (int64_t)after, SC);
+    __atomic_store_n(lock, 0, SC);
+    wake_if_sleepers(lock);
+    release_access(&a);
+    if (found && after < 0) {   /* full: the Python path prunes, then records */
+        Py_DECREF(found);
+        Py_RETURN_NONE;
+    }
+    return found;
 }
 
 /* complete(records, count, me, epoch, modes[, low, high, kind]): stamp ``me``'s
@@ -216,6 +282,7 @@ static PyMethodDef methods[] = {
      "fetch_and_op, no_op, lock_exclusive, lock_all): the codes of accesses.py"},
     {"scan", scan, METH_VARARGS, "the indices of the records racing with an access"},
     {"add", add, METH_VARARGS, "record an access; the new count, -1 when full"},
+    {"record", record, METH_VARARGS, "lock, scan, record, unlock; None: do it in Python"},
     {"complete", complete, METH_VARARGS, "stamp this rank's pending records"},
     {NULL, NULL, 0, NULL},
 };
