@@ -390,6 +390,11 @@ MEMORY_SUITE = tuple(MemoryCase("Job PSS, n=%d x 16 MiB window, MiB" % n, n, "16
 SWEEP_SUITE = tuple(SweepCase(name) for name in
                     ("osu_put_latency", "osu_get_latency", "osu_put_bw", "osu_get_bw"))
 
+WHEN_MISSED["Send/Recv bandwidth 4 MiB (osu_bw), MB/s"] = (
+    "bimodal from run to run on the development machine (16 to 46 GB/s in alternating "
+    "runs of one build, MPICH about 23): a large message crosses the pair's staging "
+    "ring in two copies, and the one-copy rendezvous is not built yet (issue 13)")
+
 SUITES = {"windows": WINDOWS_SUITE, "sync": SYNC_SUITE, "counters": COUNTERS_SUITE,
           "scaling": SCALING_SUITE, "memory": MEMORY_SUITE, "sweep": SWEEP_SUITE,
           "messages": MESSAGES_SUITE + MESSAGES_SWEEP, "check": CHECK_SUITE,
