@@ -68,5 +68,7 @@ else:
 
 
 # Under SHMRMA_CHECK=1 (shmrma-run --check) the race checker wraps the calls it watches.
-from .check.hooks import install_if_requested as _install_race_checker  # noqa: E402
-_install_race_checker()
+from . import check as _check  # noqa: E402
+if _check.requested():
+    from .check.hooks import install as _install_race_checker
+    _install_race_checker()

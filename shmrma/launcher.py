@@ -19,7 +19,6 @@ import time
 import traceback
 
 from . import check, errors, job, segments
-from .check import clock as race_clock, report as race_report
 
 GRACE_SECONDS = 1.0
 DIAGNOSTIC_SECONDS = 1.0
@@ -68,8 +67,10 @@ class Job:
         self.tag_output = tag_output
         self.job_id = job.new_job_id()
         self.world = job.World.create(self.job_id, nranks)
-        self.race_check = race_clock.start_session(self.job_id, nranks) if \
-            check.requested() else None
+        self.race_check = None
+        if check.requested():
+            from .check import clock
+            self.race_check = clock.start_session(self.job_id, nranks)
         self.sweeper_fd = _start_sweeper(self.job_id)
         self.pids = {}
         self.diagnostics = {}
@@ -80,7 +81,8 @@ class Job:
         """The job's exit status, after the race checker's summary when it ran."""
         if self.race_check is None:
             return status
-        text, found = race_report.summary(self.race_check)
+        from .check import report
+        text, found = report.summary(self.race_check)
         sys.stderr.write(text)
         return status or (check.RACE_STATUS if found else 0)
 

@@ -197,3 +197,15 @@ def test_generated_corpus_precision_and_recall():
                              "--ranks", "2"], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "precision 1.000, recall 1.000" in result.stdout, result.stdout
+
+
+@pytest.mark.parametrize("checking", ["0", "1"])
+def test_the_runtime_imports_without_numpy_with_or_without_the_checker(checking):
+    """The launcher forks its ranks after importing the runtime, before any thread
+    exists: numpy (whose BLAS starts threads) must not load then, checker or not."""
+    code = ("import sys; from shmrma import MPI, launcher; "
+            "print('numpy' in sys.modules, 'shmrma.check.hooks' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=60, env=dict(os.environ, SHMRMA_CHECK=checking))
+    assert result.stdout.split() == ["False", "True" if checking == "1" else "False"], \
+        result.stdout + result.stderr

@@ -36,9 +36,18 @@ NO_OP_CODE = -1          # the op code of NO_OP (a read)
 CAPACITY = 4096          # records per target before pruning
 ATOMICS = 256            # words per target used as flags or locks through atomics
 ATOMIC_BYTES = 16        # an accumulate-class access of at most one element synchronizes
-RECORD = numpy.dtype([("low", "<i8"), ("high", "<i8"), ("stamp", "<i8"), ("origin", "<i4"),
-                      ("kind", "<i4"), ("op", "<i4"), ("basic", "<i4"), ("site", "<i4"),
-                      ("epoch", "<i4")])
+# a record, as csrc/racecheck.c's struct record: every 8-byte field first, no padding
+RECORD_FIELDS = [("low", "<i8"), ("high", "<i8"), ("stamp", "<i8"), ("origin", "<i4"),
+                 ("kind", "<i4"), ("op", "<i4"), ("basic", "<i4"), ("site", "<i4"),
+                 ("epoch", "<i4")]
+RECORD_BYTES = 48
+
+
+def record_dtype():
+    """The numpy dtype of a record (made on first use: numpy loads only when needed)."""
+    return numpy.dtype(RECORD_FIELDS)
+
+
 # the MODE_WIN_* bit of each kind, for the RMA a counter's signal completes
 MODE_BIT = {PUT: 1, GET: 2}
 
@@ -53,7 +62,7 @@ def segment_bytes(nranks, world_size):
 
 def _target_bytes(nranks, world_size):
     cells = ATOMICS * (1 + world_size) * 8
-    return -(-(CACHE_LINE + CAPACITY * RECORD.itemsize + cells) // CACHE_LINE) * CACHE_LINE
+    return -(-(CACHE_LINE + CAPACITY * RECORD_BYTES + cells) // CACHE_LINE) * CACHE_LINE
 
 
 class Access:
@@ -86,11 +95,11 @@ class WindowLog:
         self.records, self.atomics = [], []
         for target in range(n):
             start = target * self.stride
-            self.records.append(numpy.ndarray((CAPACITY,), RECORD, segment.buffer,
+            self.records.append(numpy.ndarray((CAPACITY,), record_dtype(), segment.buffer,
                                               start + CACHE_LINE))
             self.atomics.append(numpy.ndarray((ATOMICS, 1 + world_size), numpy.int64,
                                               segment.buffer,
-                                              start + CACHE_LINE + CAPACITY * RECORD.itemsize))
+                                              start + CACHE_LINE + CAPACITY * RECORD_BYTES))
 
     def _lock_cell(self, target):
         return self.segment.address + target * self.stride

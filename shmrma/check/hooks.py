@@ -720,8 +720,3 @@ def install():
     _install_requests(classes)
     del counters
 
-
-def install_if_requested():
-    from . import requested
-    if requested():
-        install()
