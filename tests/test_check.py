@@ -159,8 +159,14 @@ def test_access_log_in_c_matches_numpy(seed):
     (c_log, numpy_log), rng = _random_log(seed)
     keep_all = (lambda target, rows: len(rows))
     try:
+        previous = None
         for step in range(300):
             me, access = int(rng.integers(0, 3)), _random_access(rng)
+            if previous is not None and step % 4 == 0:     # a loop over elements
+                me, access = previous[0], accesses.Access(
+                    previous[1].highs[-1:], previous[1].highs[-1:] + 4, previous[1].kind,
+                    previous[1].op, previous[1].basic, previous[1].site, previous[1].epoch)
+            previous = (me, access)
             vc = rng.integers(0, 6, 3).astype(np.int64)
             if step % 2:        # the separate calls, then record (lock, scan, add)
                 accesses.use_native(True)

@@ -247,7 +247,8 @@ class WindowLog:
     def add_numpy(self, target, me, access, prune):
         """Append the access's runs as pending records (lock held). A repeat of a
         recorded access (a polling loop) renews that record instead: a later access
-        races with whatever the earlier one raced with, and reports the same sites."""
+        races with whatever the earlier one raced with, and reports the same sites;
+        one that continues the last record (a loop over elements) extends it."""
         count = atomic.load64(self._count_cell(target))
         runs = len(access.lows)
         if runs == 1 and count:
@@ -259,6 +260,13 @@ class WindowLog:
                 & (rows["epoch"] == access.epoch))
             if len(same):
                 rows["stamp"][same[0]] = PENDING
+                return True
+            last = rows[-1]     # a loop over consecutive elements: one record
+            if (last["high"] == access.lows[0] and last["origin"] == me
+                    and last["stamp"] == PENDING and last["site"] == access.site
+                    and last["kind"] == access.kind and last["op"] == access.op
+                    and last["basic"] == access.basic and last["epoch"] == access.epoch):
+                last["high"] = access.highs[0]
                 return True
         if count + runs > CAPACITY:
             count = prune(target, self.rows(target))

@@ -148,8 +148,9 @@ static PyObject *scan_rows(const struct access *a, const struct record *rows,
     return found;
 }
 
-/* Renew the record of an identical single-run access, or append one pending record
- * per run; the new count, or -1 when they do not fit. */
+/* Renew the record of an identical single-run access, extend the last record when the
+ * access continues it, or append one pending record per run; the new count, or -1
+ * when they do not fit. */
 static Py_ssize_t add_rows(const struct access *a, struct record *rows, Py_ssize_t count,
                            Py_ssize_t capacity)
 {
@@ -163,6 +164,15 @@ static Py_ssize_t add_rows(const struct access *a, struct record *rows, Py_ssize
                 r->stamp = codes.pending;
                 return count;
             }
+        }
+    }
+    if (a->runs == 1 && count > 0) {   /* a loop over consecutive elements: one record */
+        struct record *last = &rows[count - 1];
+        if (last->high == lows[0] && last->origin == a->me && last->stamp == codes.pending
+                && last->site == a->site && last->kind == a->kind && last->op == a->op
+                && last->basic == a->basic && last->epoch == a->epoch) {
+            last->high = highs[0];
+            return count;
         }
     }
     if (count + a->runs > capacity)
