@@ -22,12 +22,13 @@ that is waited for by a deposit rings everyone once it finishes a step.
 A rank whose arguments are wrong deposits its error class instead of a stream
 and raises at once; the members that need its stream raise at Wait, naming it.
 
-A large Iallreduce is *sliced* (a SlicedFold), as the blocking one is
+A large Iallreduce or Ireduce is *sliced* (a SlicedFold), as the blocking one is
 (collarea.fold): once every member deposited, each folds one slice of all the
 vectors, writes it over that slice of its own stream (which only it reads) and
 says so in its slot's *folded* cell (the step, after the error class its fold
-raised, if any); each then takes the others' folded slices from their streams
-as their cells say they are there, and finishes the step. A stream is given
+raised, if any); each that receives the result then takes the others' folded
+slices from their streams as their cells say they are there, and finishes the
+step (Ireduce's other members finish once their slice is out). A stream is given
 back only once every member finished its step, so the slices are read in place.
 
 The *outbox* holds the streams too long for a slot: one segment per rank,
@@ -245,7 +246,8 @@ class Channel(_CHANNEL_BASE):
         atomic.store32(folded, operation.step & MASK32)
         for rank in operation.sources:
             atomic.cell_add(self.world.doorbell(self.state.ranks[rank]), 1)
-        operation.pending = [] if error else list(operation.sources)
+        operation.pending = list(operation.sources) if operation.fold.takes and not error \
+            else []
 
     def _take_folded(self, operation):
         """Take each other member's folded slice that is published; complete once all are."""
@@ -347,8 +349,9 @@ class SlicedFold(Operation):
     """A whole reduction that the members split (see the module docstring): ``fold``
     has ``cut`` (each member's (start, stop) slice of the vector's bytes),
     ``fold_slice(views, own)`` (fold this member's slice of the sources' streams and
-    its own stream ``own`` over that slice of ``own``), ``take(start, data)`` (a
-    folded slice into the result) and ``finish()``."""
+    its own stream ``own`` over that slice of ``own``), ``takes`` (does this member
+    take the others' folded slices), ``take(start, data)`` (a folded slice into the
+    result) and ``finish()``."""
 
     def __init__(self, name, stream, readers, sources, fold):
         super().__init__(name, stream, readers, sources, lambda views: fold.finish())

@@ -115,15 +115,20 @@ def _fold_into(name, op, send, receive, views, folded, me, block=None):
 
 class _SlicedFold:
     """A whole fold that every member splits (nbcarea.SlicedFold runs it): this
-    member folds its slice of every vector into the receive buffer and over that
-    slice of its own stream, and takes the others' folded slices; the slices are
-    the blocking fold's (collarea.slices)."""
+    member folds its slice of every vector into the receive buffer (a scratch one
+    at a member that receives nothing: Ireduce's others) and over that slice of
+    its own stream, and takes the others' folded slices if it receives; the
+    slices are the blocking fold's (collarea.slices)."""
 
     def __init__(self, name, op, send, receive, me, nranks):
         self.name, self.op, self.send, self.me = name, op, send, me
-        self.receive = receive
-        self.result = memoryview(receive.data).cast("B")
-        self.cut = slices(len(self.result), nranks, buffers.item_bytes(send.datatype))
+        self.receive, self.takes = receive, receive is not None
+        mine = memoryview(send.data).cast("B")
+        self.cut = slices(len(mine), nranks, buffers.item_bytes(send.datatype))
+        low, high = self.cut[me]
+        self.result = memoryview(receive.data).cast("B") if self.takes else \
+            memoryview(bytearray(high - low))
+        self.start = 0 if self.takes else low     # where result lies in the vector
 
     @staticmethod
     def wanted(nranks, send):
@@ -136,7 +141,7 @@ class _SlicedFold:
         low, high = self.cut[self.me]
         parts = [(own if rank == self.me else views[rank])[low:high]
                  for rank in range(len(self.cut))]
-        into = self.result[low:high]
+        into = self.result[low - self.start:high - self.start]
         _fold_parts_into(parts, self.op, self.send.datatype, into)
         own[low:high] = into
 
@@ -144,7 +149,8 @@ class _SlicedFold:
         self.result[start:start + len(data)] = data
 
     def finish(self):
-        self.receive.finish()
+        if self.takes:
+            self.receive.finish()
 
 
 class NonblockingCollectives:
@@ -284,18 +290,17 @@ class NonblockingCollectives:
             return request
         root = self._root(root)
         if self._s.rank != root:
-            return _start(self, "Ireduce", lambda: (_reduce_send(sendbuf, op).data, [root], [],
-                                                    None))
-        every = list(range(self.size))
-        return _start(self, "Ireduce", lambda: self._fold_plan(
-            "Ireduce", op, _reduce_buffers(sendbuf, recvbuf, op), [], self._others(), every))
+            return _start(self, "Ireduce", lambda: self._whole_fold_plan(
+                "Ireduce", op, (_reduce_send(sendbuf, op), None), root))
+        return _start(self, "Ireduce", lambda: self._whole_fold_plan(
+            "Ireduce", op, _reduce_buffers(sendbuf, recvbuf, op), root))
 
     def Iallreduce(self, sendbuf, recvbuf, op=ops.SUM):
         request = _fast_start(self._s.nbc, _KIND["Iallreduce"], sendbuf, recvbuf, op, 0)
         if request is not False:
             return request
         return _start(self, "Iallreduce", lambda: self._whole_fold_plan(
-            "Iallreduce", op, _reduce_buffers(sendbuf, recvbuf, op)))
+            "Iallreduce", op, _reduce_buffers(sendbuf, recvbuf, op), None))
 
     def Iscan(self, sendbuf, recvbuf, op=ops.SUM):
         request = _fast_start(self._s.nbc, _KIND["Iscan"], sendbuf, recvbuf, op, 0)
@@ -326,15 +331,21 @@ class NonblockingCollectives:
         return send.data, readers, sources, lambda views: _fold_into(
             name, op, send, receive, views, folded, me, block)
 
-    def _whole_fold_plan(self, name, op, buffers):
-        """Every rank's vector to every other, all of them folded everywhere: sliced
-        among the ranks when large (_SlicedFold)."""
-        others, every = self._others(), list(range(self.size))
+    def _whole_fold_plan(self, name, op, buffers, root):
+        """Every rank's whole vector folded at ``root`` (None: everywhere; receive is
+        None off the root): sliced among the ranks when large (_SlicedFold), every
+        rank then reading every other's vector; else each receiving rank reads the
+        others' and folds them all."""
+        others, every, me = self._others(), list(range(self.size)), self._s.rank
         send, receive = buffers
-        if not _SlicedFold.wanted(self.size, send):
+        if _SlicedFold.wanted(self.size, send):
+            return send.data, others, others, _SlicedFold(name, op, send, receive, me,
+                                                          self.size)
+        if root is None:
             return self._fold_plan(name, op, buffers, others, others, every)
-        return send.data, others, others, _SlicedFold(name, op, send, receive, self._s.rank,
-                                                      self.size)
+        if me != root:
+            return send.data, [root], [], None
+        return self._fold_plan(name, op, buffers, [], others, every)
 
     def Ireduce_scatter_block(self, sendbuf, recvbuf, op=ops.SUM):
         request = _fast_start(self._s.nbc, _KIND["Ireduce_scatter_block"], sendbuf, recvbuf,

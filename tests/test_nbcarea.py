@@ -170,11 +170,12 @@ def test_a_communicator_freed_before_its_streams_were_read():
 
 
 def _sliced_folds():
-    """Large Iallreduces, which the ranks split as the blocking fold does: each folds
-    one slice of the vectors and takes the others' folded slices. Each result is
-    checked against numpy; two run overlapped and are waited for in reverse; a
-    non-commutative user op must still fold in rank order, MINLOC pairs and a
-    derived datatype must be cut at whole elements, IN_PLACE must work."""
+    """Large Iallreduces and Ireduces, which the ranks split as the blocking fold
+    does: each folds one slice of the vectors, and each rank that receives takes
+    the others' folded slices. Each result is checked against numpy; two run
+    overlapped and are waited for in reverse; a non-commutative user op must
+    still fold in rank order, MINLOC pairs and a derived datatype must be cut at
+    whole elements, IN_PLACE must work; Ireduce leaves the others' buffers be."""
     from shmrma import nonblocking
     comm = MPI.COMM_WORLD
     rank, size = comm.rank, comm.size
@@ -220,8 +221,25 @@ def _sliced_folds():
     both = np.arange(n, dtype="f4") * (rank + 1)
     comm.Iallreduce(MPI.IN_PLACE, both).Wait()
     checks["IN_PLACE"] = bool((both == np.arange(n, dtype="f4") * sum(range(1, size + 1))).all())
+    for root in (size - 1, 1):
+        send = np.arange(n, dtype="f8") * (rank + 1) + rank
+        got = np.full(n, -1.0)
+        comm.Ireduce(send, got if rank == root else None, MPI.SUM, root).Wait()
+        expected = np.arange(n) * sum(range(1, size + 1)) + sum(range(size))
+        checks["Ireduce to %d" % root] = bool((got == expected).all() if rank == root
+                                              else (got == -1).all())
+    digits = MPI.Op.Create(lambda a, b, datatype: _shift_in(a, b), commute=False)
+    got = np.zeros(n, "i8")
+    first = comm.Ireduce(np.full(n, rank + 1, "i8"), got, digits, 0)
+    second = comm.Ireduce(MPI.IN_PLACE if rank == 1 else np.full(n, rank + 1, "i8"),
+                          np.full(n, 2, "i8") if rank == 1 else None, digits, 1)
+    second.Wait()
+    first.Wait()
+    digits.Free()
+    checks["Ireduce in rank order"] = bool(
+        (got == int("".join(str(r + 1) for r in range(size)))).all() if rank == 0 else True)
     nonblocking._SlicedFold.__init__ = made
-    checks["sliced"] = sliced == ["Iallreduce"] * 10
+    checks["sliced"] = sliced == ["Iallreduce"] * 10 + ["Ireduce"] * 4
     nothing_left_behind(comm)
     return checks
 
@@ -234,7 +252,7 @@ def _shift_in(incoming, inout):
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("nranks", [3, 4])
-def test_large_iallreduce_is_split_among_the_ranks(nranks):
+def test_large_iallreduce_and_ireduce_are_split_among_the_ranks(nranks):
     for checks in shmrma.launch(_sliced_folds, nranks, timeout=100):
         assert all(checks.values()), checks
 
