@@ -250,22 +250,22 @@ class Channel(_CHANNEL_BASE):
             else []
 
     def _take_folded(self, operation):
-        """Take each other member's folded slice that is published; complete once all are."""
+        """Take each other member's folded slice that is published (in any order: a
+        late member holds up no other's); complete once all are taken."""
         step = operation.step
-        while operation.pending and not operation.read:
-            rank = operation.pending[0]
+        for rank in list(operation.pending):
             folded = self._slot(rank, step) + OFF_FOLDED
             if atomic.load32(self.base + folded) != step & MASK32:
                 operation.waiting_for = rank
-                return
+                continue
             error = FOLDED.unpack_from(self.mem, folded)[1]
             if error:
                 operation.complete(None, failed(operation.name, rank, error))
                 return
             low, high = operation.fold.cut[rank]
             operation.fold.take(low, self._stream_view(rank, step)[low:high])
-            operation.pending.pop(0)
-        if not operation.read:
+            operation.pending.remove(rank)
+        if not operation.pending and not operation.read:
             operation.complete({})
 
     def _stream_view(self, rank, step):
