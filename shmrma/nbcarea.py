@@ -22,6 +22,15 @@ that is waited for by a deposit rings everyone once it finishes a step.
 A rank whose arguments are wrong deposits its error class instead of a stream
 and raises at once; the members that need its stream raise at Wait, naming it.
 
+A large Iallreduce or Ireduce is *sliced* (a SlicedFold), as the blocking one is
+(collarea.fold): once every member deposited, each folds one slice of all the
+vectors, writes it over that slice of its own stream (which only it reads) and
+says so in its slot's *folded* cell (the step, after the error class its fold
+raised, if any); each that receives the result then takes the others' folded
+slices from their streams as their cells say they are there, and finishes the
+step (Ireduce's other members finish once their slice is out). A stream is given
+back only once every member finished its step, so the slices are read in place.
+
 The *outbox* holds the streams too long for a slot: one segment per rank,
 shared by its communicators, used as a ring; a stream's bytes are given back
 once every member of its communicator finished its step. A stream larger than
@@ -37,6 +46,7 @@ import collections
 import struct
 
 from . import atomic, errors, job, segments
+from .collarea import error_class
 
 if atomic.BACKEND == "c":
     from ._native import ChannelCore as _CHANNEL_BASE
@@ -50,6 +60,10 @@ SLOT_HEADER = 64
 # ready (the step, written last), error class, stream length, and where a long
 # stream lies: outbox generation (0: inline), offset, outbox size
 HEADER = struct.Struct("<iiqqqq")
+# after HEADER in a slot's header: the step whose slice this member folded (written
+# last) and the error class its fold raised (SlicedFold)
+FOLDED = struct.Struct("<ii")
+OFF_FOLDED = HEADER.size
 OFF_MAPPED = 0          # members that mapped the channel area
 OFF_GATED = 4           # members whose deposit waits for a slot to be finished
 OUTBOX_MIN = 1 << 20
@@ -187,24 +201,80 @@ class Channel(_CHANNEL_BASE):
 
     def _read(self, operation):
         """Complete ``operation`` if every source deposited its step."""
+        views = self._source_views(operation)
+        if views is not None:
+            operation.complete(views)
+
+    def _source_views(self, operation):
+        """Each source's stream once every source deposited its step, else None
+        (``operation`` completed with the error a source deposited, if any)."""
         step = operation.step & MASK32
         for rank in operation.sources:
             if atomic.load32(self.base + self._slot(rank, operation.step)) != step:
                 operation.waiting_for = rank
-                return
+                return None
         views = {}
         for rank in operation.sources:
             error = HEADER.unpack_from(self.mem, self._slot(rank, operation.step))[1]
             if error:
                 operation.complete(None, failed(operation.name, rank, error))
-                return
+                return None
             views[rank] = self._stream_view(rank, operation.step)
-        operation.complete(views)
+        return views
+
+    def _read_sliced(self, operation):
+        """A SlicedFold: fold this member's slice once every source deposited, then
+        take the others' as they publish them."""
+        if operation.pending is None:
+            views = self._source_views(operation)
+            if views is None:
+                return
+            self._fold_own(operation, views)
+        self._take_folded(operation)
+
+    def _fold_own(self, operation, views):
+        """Fold this member's slice into its own stream, then publish it (or the
+        error the fold raised, completing with it)."""
+        error = 0
+        try:
+            operation.fold.fold_slice(views, self._stream_view(self.me, operation.step))
+        except Exception as exc:    # a mismatch, a user op's own error
+            error = error_class(exc)
+            operation.complete(None, exc)
+        folded = self.base + self._slot(self.me, operation.step) + OFF_FOLDED
+        FOLDED.pack_into(self.mem, folded - self.base, 0, error)
+        atomic.store32(folded, operation.step & MASK32)
+        for rank in operation.sources:
+            atomic.cell_add(self.world.doorbell(self.state.ranks[rank]), 1)
+        operation.pending = list(operation.sources) if operation.fold.takes and not error \
+            else []
+
+    def _take_folded(self, operation):
+        """Take each other member's folded slice that is published (in any order: a
+        late member holds up no other's); complete once all are taken."""
+        step = operation.step
+        for rank in list(operation.pending):
+            folded = self._slot(rank, step) + OFF_FOLDED
+            if atomic.load32(self.base + folded) != step & MASK32:
+                operation.waiting_for = rank
+                continue
+            error = FOLDED.unpack_from(self.mem, folded)[1]
+            if error:
+                operation.complete(None, failed(operation.name, rank, error))
+                return
+            low, high = operation.fold.cut[rank]
+            operation.fold.take(low, self._stream_view(rank, step)[low:high])
+            operation.pending.remove(rank)
+        if not operation.pending and not operation.read:
+            operation.complete({})
 
     def _stream_view(self, rank, step):
-        """Rank's stream for ``step``: in its slot, or in its outbox."""
+        """Rank's stream for ``step``: in its slot, or in its outbox (this member's own
+        outbox when its own)."""
         offset = self._slot(rank, step)
         _, _, length, generation, start, size = HEADER.unpack_from(self.mem, offset)
+        if generation and rank == self.me:
+            return _outbox().buffer_of(generation)[start:start + length]
         if generation:
             return _outbox_of(self.state.ranks[rank], generation, size)[start:start + length]
         return self.mem[offset + SLOT_HEADER:offset + SLOT_HEADER + length]
@@ -275,6 +345,23 @@ class Operation:
         return self.deposited and self.read
 
 
+class SlicedFold(Operation):
+    """A whole reduction that the members split (see the module docstring): ``fold``
+    has ``cut`` (each member's (start, stop) slice of the vector's bytes),
+    ``fold_slice(views, own)`` (fold this member's slice of the sources' streams and
+    its own stream ``own`` over that slice of ``own``), ``takes`` (does this member
+    take the others' folded slices), ``take(start, data)`` (a folded slice into the
+    result) and ``finish()``."""
+
+    def __init__(self, name, stream, readers, sources, fold):
+        super().__init__(name, stream, readers, sources, lambda views: fold.finish())
+        self.fold = fold
+        self.pending = None     # members whose folded slice is awaited, once ours is out
+
+    def try_read(self, channel):
+        channel._read_sliced(self)
+
+
 # --- the outbox ---------------------------------------------------------------
 
 class Outbox:
@@ -300,6 +387,11 @@ class Outbox:
         self.head = start + length
         self.streams.append((start, start + length, self.generation, channel, step))
         return self.generation, start, self.size
+
+    def buffer_of(self, generation):
+        """The buffer of this outbox's ``generation`` (the current or a retired one)."""
+        region = self.region if generation == self.generation else self.retired[generation]
+        return region.buffer
 
     def _room(self, length):
         """Where ``length`` bytes fit in the current generation, or None."""

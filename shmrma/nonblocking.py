@@ -15,13 +15,14 @@ instead of hanging. Sync handles do not travel here (ERR_TYPE).
 """
 import collections
 
-from . import atomic, constants, errors, job
+from . import atomic, buffers, constants, errors, job
 from . import op as ops
+from .collarea import SLICED_ABOVE, SMALL_SLOT, slices
 from .collective import (TABLE, _count_or_none, _entry, _Parts, _parts_stream,
                          _plain, _plain_message, _reduce_buffers, _reduce_send)
 from .collective import _fold_into as _fold_parts_into
 from .collective import _in_place, own_allgather
-from .nbcarea import Operation, channel_of, mismatch
+from .nbcarea import Operation, SlicedFold, channel_of, mismatch
 from .request import Request
 
 
@@ -51,6 +52,9 @@ class _Collective(Request):
             return ("%s on %s: its turn to deposit (a rank has not finished a collective "
                     "%d steps back)" % (operation.name, self._channel.label,
                                         self._channel.started - operation.step))
+        if getattr(operation, "pending", None) is not None:     # a SlicedFold's second half
+            return "%s on %s: rank %s has not folded its slice yet" % (
+                operation.name, self._channel.label, operation.waiting_for)
         return "%s on %s: nothing yet from rank %s" % (operation.name, self._channel.label,
                                                        operation.waiting_for)
 
@@ -69,7 +73,8 @@ def _start(comm, name, plan):
                        else errors.ERR_ARG)
         channel.start(Operation(name, None, comm._others(), [], None, error_class))
         raise
-    operation = Operation(name, stream, readers, sources, finish)
+    kind = SlicedFold if isinstance(finish, _SlicedFold) else Operation
+    operation = kind(name, stream, readers, sources, finish)
     channel.start(operation)
     return _Collective(comm, operation)
 
@@ -87,20 +92,65 @@ def _table_part(view, index):
     return view[offset:offset + length]
 
 
+def _same_lengths(name, mine, views):
+    """Raise the mismatch of the first stream not as long as ``mine``."""
+    for rank, view in views.items():
+        if len(view) != len(mine):
+            _take(name, rank, view, mine)   # raises the mismatch
+
+
 def _fold_into(name, op, send, receive, views, folded, me, block=None):
     """``receive`` = the vectors of the ranks ``folded`` (their streams, ``send`` for
     this rank) folded in rank order, over the byte range ``block`` (all when None);
     every stream must be as long as ``send``."""
     mine = memoryview(send.data).cast("B")
-    for rank, view in views.items():
-        if len(view) != len(mine):
-            _take(name, rank, view, mine)   # raises the mismatch
+    _same_lengths(name, mine, views)
     if not folded:
         return      # Iexscan at rank 0: nothing to fold
     low, high = block or (0, len(mine))
     parts = [(mine if rank == me else views[rank])[low:high] for rank in folded]
     _fold_parts_into(parts, op, send.datatype, memoryview(receive.data).cast("B"))
     receive.finish()
+
+
+class _SlicedFold:
+    """A whole fold that every member splits (nbcarea.SlicedFold runs it): this
+    member folds its slice of every vector into the receive buffer (a scratch one
+    at a member that receives nothing: Ireduce's others) and over that slice of
+    its own stream, and takes the others' folded slices if it receives; the
+    slices are the blocking fold's (collarea.slices)."""
+
+    def __init__(self, name, op, send, receive, me, nranks):
+        self.name, self.op, self.send, self.me = name, op, send, me
+        self.receive, self.takes = receive, receive is not None
+        mine = memoryview(send.data).cast("B")
+        self.cut = slices(len(mine), nranks, buffers.item_bytes(send.datatype))
+        low, high = self.cut[me]
+        self.result = memoryview(receive.data).cast("B") if self.takes else \
+            memoryview(bytearray(high - low))
+        self.start = 0 if self.takes else low     # where result lies in the vector
+
+    @staticmethod
+    def wanted(nranks, send):
+        """Is a whole fold of ``send`` at ``nranks`` members sliced (as collarea.fold
+        slices one that the small area does not carry)?"""
+        return nranks > SLICED_ABOVE and len(memoryview(send.data).cast("B")) > SMALL_SLOT
+
+    def fold_slice(self, views, own):
+        _same_lengths(self.name, own, views)
+        low, high = self.cut[self.me]
+        parts = [(own if rank == self.me else views[rank])[low:high]
+                 for rank in range(len(self.cut))]
+        into = self.result[low - self.start:high - self.start]
+        _fold_parts_into(parts, self.op, self.send.datatype, into)
+        own[low:high] = into
+
+    def take(self, start, data):
+        self.result[start:start + len(data)] = data
+
+    def finish(self):
+        if self.takes:
+            self.receive.finish()
 
 
 class NonblockingCollectives:
@@ -240,19 +290,17 @@ class NonblockingCollectives:
             return request
         root = self._root(root)
         if self._s.rank != root:
-            return _start(self, "Ireduce", lambda: (_reduce_send(sendbuf, op).data, [root], [],
-                                                    None))
-        every = list(range(self.size))
-        return _start(self, "Ireduce", lambda: self._fold_plan(
-            "Ireduce", op, _reduce_buffers(sendbuf, recvbuf, op), [], self._others(), every))
+            return _start(self, "Ireduce", lambda: self._whole_fold_plan(
+                "Ireduce", op, (_reduce_send(sendbuf, op), None), root))
+        return _start(self, "Ireduce", lambda: self._whole_fold_plan(
+            "Ireduce", op, _reduce_buffers(sendbuf, recvbuf, op), root))
 
     def Iallreduce(self, sendbuf, recvbuf, op=ops.SUM):
         request = _fast_start(self._s.nbc, _KIND["Iallreduce"], sendbuf, recvbuf, op, 0)
         if request is not False:
             return request
-        others, every = self._others(), list(range(self.size))
-        return _start(self, "Iallreduce", lambda: self._fold_plan(
-            "Iallreduce", op, _reduce_buffers(sendbuf, recvbuf, op), others, others, every))
+        return _start(self, "Iallreduce", lambda: self._whole_fold_plan(
+            "Iallreduce", op, _reduce_buffers(sendbuf, recvbuf, op), None))
 
     def Iscan(self, sendbuf, recvbuf, op=ops.SUM):
         request = _fast_start(self._s.nbc, _KIND["Iscan"], sendbuf, recvbuf, op, 0)
@@ -282,6 +330,22 @@ class NonblockingCollectives:
         me = self._s.rank
         return send.data, readers, sources, lambda views: _fold_into(
             name, op, send, receive, views, folded, me, block)
+
+    def _whole_fold_plan(self, name, op, buffers, root):
+        """Every rank's whole vector folded at ``root`` (None: everywhere; receive is
+        None off the root): sliced among the ranks when large (_SlicedFold), every
+        rank then reading every other's vector; else each receiving rank reads the
+        others' and folds them all."""
+        others, every, me = self._others(), list(range(self.size)), self._s.rank
+        send, receive = buffers
+        if _SlicedFold.wanted(self.size, send):
+            return send.data, others, others, _SlicedFold(name, op, send, receive, me,
+                                                          self.size)
+        if root is None:
+            return self._fold_plan(name, op, buffers, others, others, every)
+        if me != root:
+            return send.data, [root], [], None
+        return self._fold_plan(name, op, buffers, [], others, every)
 
     def Ireduce_scatter_block(self, sendbuf, recvbuf, op=ops.SUM):
         request = _fast_start(self._s.nbc, _KIND["Ireduce_scatter_block"], sendbuf, recvbuf,

@@ -10,6 +10,7 @@ up, even while it blocks in a point-to-point call; every segment is unlinked
 once nobody needs its name.
 """
 import os
+import time
 
 import numpy as np
 import pytest
@@ -166,3 +167,153 @@ def _freed_while_read():
 def test_a_communicator_freed_before_its_streams_were_read():
     results = shmrma.launch(_freed_while_read, 3, timeout=50)
     assert results[0] == [0.5, 1.5, 2.5]
+
+
+def _sliced_folds():
+    """Large Iallreduces and Ireduces, which the ranks split as the blocking fold
+    does: each folds one slice of the vectors, and each rank that receives takes
+    the others' folded slices. Each result is checked against numpy; two run
+    overlapped and are waited for in reverse; a non-commutative user op must
+    still fold in rank order, MINLOC pairs and a derived datatype must be cut at
+    whole elements, IN_PLACE must work; Ireduce leaves the others' buffers be."""
+    from shmrma import nonblocking
+    comm = MPI.COMM_WORLD
+    rank, size = comm.rank, comm.size
+    n = 1 << 18 | 3         # 1 MiB of float32, not a multiple of the ranks
+    checks = {}
+    sliced = []
+    made = nonblocking._SlicedFold.__init__
+
+    def spy(self, *args):
+        sliced.append(args[0])
+        made(self, *args)
+    nonblocking._SlicedFold.__init__ = spy
+    for dtype in ("f4", "f8", "i4", "i8"):
+        send = ((np.arange(n) % 1000) * (rank + 1) + rank).astype(dtype)
+        got = np.zeros(n, dtype)
+        comm.Iallreduce(send, got).Wait()
+        expected = sum(((np.arange(n) % 1000) * (r + 1) + r).astype(dtype) for r in range(size))
+        checks["SUM " + dtype] = bool((got == expected).all())
+    a, b = np.arange(n, dtype="f8") + rank, np.arange(n, dtype="i8") * (rank + 1)
+    max_a, sum_b = np.zeros(n), np.zeros(n, "i8")
+    first = comm.Iallreduce(a, max_a, MPI.MAX)
+    second = comm.Iallreduce(b, sum_b)
+    second.Wait()
+    first.Wait()
+    checks["overlapped"] = bool((max_a == np.arange(n) + size - 1).all() and
+                                (sum_b == np.arange(n) * sum(range(1, size + 1))).all())
+    digits = MPI.Op.Create(lambda a, b, datatype: _shift_in(a, b), commute=False)
+    got = np.zeros(n, "i8")
+    comm.Iallreduce(np.full(n, rank + 1, "i8"), got, digits).Wait()
+    digits.Free()
+    checks["rank order"] = bool((got == int("".join(str(r + 1) for r in range(size)))).all())
+    pairs = np.zeros(n, dtype=np.dtype([("v", "f8"), ("i", "i4")], align=True))
+    pairs["v"], pairs["i"] = (np.arange(n) + rank) % size, rank
+    least = np.zeros_like(pairs)
+    comm.Iallreduce([pairs, MPI.DOUBLE_INT], [least, MPI.DOUBLE_INT], MPI.MINLOC).Wait()
+    checks["MINLOC"] = bool((least["v"] == 0).all() and
+                            (least["i"] == (-np.arange(n)) % size).all())
+    triple = MPI.INT64_T.Create_contiguous(3).Commit()
+    mine, total = np.arange(3 * n, dtype="i8") + rank, np.zeros(3 * n, "i8")
+    comm.Iallreduce([mine, n, triple], [total, n, triple], MPI.SUM).Wait()
+    triple.Free()
+    checks["derived"] = bool((total == np.arange(3 * n) * size + sum(range(size))).all())
+    both = np.arange(n, dtype="f4") * (rank + 1)
+    comm.Iallreduce(MPI.IN_PLACE, both).Wait()
+    checks["IN_PLACE"] = bool((both == np.arange(n, dtype="f4") * sum(range(1, size + 1))).all())
+    for root in (size - 1, 1):
+        send = np.arange(n, dtype="f8") * (rank + 1) + rank
+        got = np.full(n, -1.0)
+        comm.Ireduce(send, got if rank == root else None, MPI.SUM, root).Wait()
+        expected = np.arange(n) * sum(range(1, size + 1)) + sum(range(size))
+        checks["Ireduce to %d" % root] = bool((got == expected).all() if rank == root
+                                              else (got == -1).all())
+    digits = MPI.Op.Create(lambda a, b, datatype: _shift_in(a, b), commute=False)
+    got = np.zeros(n, "i8")
+    first = comm.Ireduce(np.full(n, rank + 1, "i8"), got, digits, 0)
+    second = comm.Ireduce(MPI.IN_PLACE if rank == 1 else np.full(n, rank + 1, "i8"),
+                          np.full(n, 2, "i8") if rank == 1 else None, digits, 1)
+    second.Wait()
+    first.Wait()
+    digits.Free()
+    checks["Ireduce in rank order"] = bool(
+        (got == int("".join(str(r + 1) for r in range(size)))).all() if rank == 0 else True)
+    nonblocking._SlicedFold.__init__ = made
+    checks["sliced"] = sliced == ["Iallreduce"] * 10 + ["Ireduce"] * 4
+    nothing_left_behind(comm)
+    return checks
+
+
+def _shift_in(incoming, inout):
+    """inout = incoming's digits, then inout's: rank order shows in the result."""
+    a, b = np.frombuffer(incoming, "i8"), np.frombuffer(inout, "i8")
+    b[:] = a * 10 ** (np.floor(np.log10(b)) + 1).astype("i8") + b
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("nranks", [3, 4])
+def test_large_iallreduce_and_ireduce_are_split_among_the_ranks(nranks):
+    for checks in shmrma.launch(_sliced_folds, nranks, timeout=100):
+        assert all(checks.values()), checks
+
+
+def _sliced_fold_errors():
+    """A sliced Iallreduce whose user op raises at one rank only (in its slice):
+    that rank raises the op's error, the others raise naming it, nobody hangs; one
+    whose vectors differ in length raises everywhere; the channel goes on."""
+    comm = MPI.COMM_WORLD
+    rank, size = comm.rank, comm.size
+    n = 1 << 16
+    out = []
+
+    def picky(a, b, datatype):
+        if rank == 1:
+            raise ZeroDivisionError("rank 1's op")
+        np.frombuffer(b, "f8")[:] += np.frombuffer(a, "f8")
+    op = MPI.Op.Create(picky, commute=True)
+    got = np.zeros(n)
+    request = comm.Iallreduce(np.ones(n), got, op)
+    try:
+        request.Wait()
+        out.append("ok")
+    except MPI.Exception as exc:
+        out.append("mpi %s" % exc.Get_error_class())
+    except ZeroDivisionError:
+        out.append("own")
+    op.Free()
+    longer = np.ones(n + rank % 2)
+    try:
+        comm.Iallreduce(longer, np.zeros_like(longer)).Wait()
+        out.append("ok")
+    except MPI.Exception as exc:
+        out.append("mismatch %s" % exc.Get_error_class())
+    got = np.zeros(n)
+    comm.Iallreduce(np.full(n, 1.0), got).Wait()
+    out.append(bool((got == size).all()))
+    nothing_left_behind(comm)
+    return out
+
+
+@pytest.mark.timeout(60)
+def test_a_sliced_fold_that_fails_somewhere_ends_everywhere():
+    results = shmrma.launch(_sliced_fold_errors, 3, timeout=50)
+    assert results[1][0] == "own"
+    assert results[0][0] == results[2][0] == "mpi %d" % MPI.ERR_ARG
+    for out in results:
+        assert out[1].startswith("mismatch") and out[2] is True, out
+
+
+@pytest.mark.timeout(60)
+def test_a_sliced_fold_notices_a_dead_rank(run_shmrma, tmp_path):
+    """Rank 2 deposits its vector, then dies before folding its slice: the others,
+    waiting for that slice (or, should the abort reach them sooner, for a deposit),
+    end the job with its status within seconds."""
+    program = tmp_path / "dead_folder.py"
+    program.write_text("import os\nimport numpy as np\nfrom shmrma import MPI\n"
+                       "comm = MPI.COMM_WORLD\n"
+                       "request = comm.Iallreduce(np.ones(1 << 18), np.zeros(1 << 18))\n"
+                       "if comm.rank == 2:\n    os._exit(4)\nrequest.Wait()\n")
+    started = time.monotonic()
+    result = run_shmrma(["-n", 3, "--timeout", 30, program], timeout=50)
+    assert result.returncode == 4, result.stderr
+    assert time.monotonic() - started < 20
