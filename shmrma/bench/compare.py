@@ -391,9 +391,11 @@ SWEEP_SUITE = tuple(SweepCase(name) for name in
                     ("osu_put_latency", "osu_get_latency", "osu_put_bw", "osu_get_bw"))
 
 WHEN_MISSED["Send/Recv bandwidth 4 MiB (osu_bw), MB/s"] = (
-    "bimodal from run to run on the development machine (16 to 46 GB/s in alternating "
-    "runs of one build, MPICH about 23): a large message crosses the pair's staging "
-    "ring in two copies, and the one-copy rendezvous is not built yet (issue 13)")
+    "bimodal from run to run on the development machine (5 to 46 GB/s in alternating "
+    "runs of one build, following the machine's load; MPICH about 23, as spread under "
+    "load): a large message crosses the pair's staging ring in two pipelined copies; "
+    "the one-copy read from the sender's memory (SHMRMA_DIRECT_MIN) is slower there, "
+    "process_vm_readv moving about 13 GB/s on that KVM guest")
 
 SUITES = {"windows": WINDOWS_SUITE, "sync": SYNC_SUITE, "counters": COUNTERS_SUITE,
           "scaling": SCALING_SUITE, "memory": MEMORY_SUITE, "sweep": SWEEP_SUITE,

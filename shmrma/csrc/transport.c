@@ -8,6 +8,9 @@
  * payload larger than a quarter of the ring travels in a segment of its own,
  * which Python creates and reads (the callables `stage`, `fetch`, `discard`
  * given at construction): segments are shmrma/segments.py's business.
+ * With the C engine a large payload streams through the pair's staging ring
+ * instead, or, from SHMRMA_DIRECT_MIN bytes (off by default), the receiver
+ * reads it from the sender's memory (see Direct).
  *
  * This file owns this process's matching state: the messages that arrived
  * before a receive wanted them (per source, in arrival order), the receives
@@ -21,7 +24,7 @@
  * from their one Python definition (job.py, mailbox.py, constants.py). */
 static Py_ssize_t CHANNEL_HEADER, OFF_HEAD, OFF_TAIL, OFF_BLOCKED;
 static int32_t FLAG_PICKLED, FLAG_IN_SEGMENT, FLAG_SYNC, SYNC_SHIFT, PAD_FLAG;
-static int32_t FLAG_STAGED, FLAG_STAGING;
+static int32_t FLAG_STAGED, FLAG_STAGING, FLAG_DIRECT;
 static Py_ssize_t STAGING_HEADER;
 static int32_t SUBCONTEXTS, SYNC_ACK, ANY_SOURCE, ANY_TAG, ERR_TRUNCATE;
 static int32_t P2P, TAG_UB;
@@ -47,6 +50,9 @@ typedef struct Msg {
     Py_ssize_t len;             /* bytes in data: the payload, or a segment's name */
     int staged;                 /* a send whose payload waits for room in the staging ring */
     int64_t pushed;             /* the bytes of it in the staging ring so far */
+    int direct;                 /* a send the receiver reads from this process: 1 its
+                                 * record waits for room, 2 it waits for the reader */
+    uint64_t read_at;           /* the staging head that says the receiver read it */
     Py_buffer view;             /* that payload when it is held rather than copied */
     int held;
     char data[];
@@ -61,6 +67,23 @@ typedef struct {
     uint64_t offset;            /* where it goes in the message */
     uint64_t length;
 } Staged;
+
+/* A message the receiver copies straight from the sender's memory with
+ * process_vm_readv (a staged record with FLAG_DIRECT): one copy.  It takes an
+ * empty `span` of the staging ring's positions, so the receiver's head moving
+ * past it tells the sender the buffer was read (or refused: see
+ * STAGING_REFUSED) and the send can complete. */
+typedef struct {
+    Staged where;
+    uint64_t address;           /* the payload in the sender's memory */
+    int64_t pid;                /* the sender's */
+} Direct;
+
+/* The staging header's word, after the receiver's head, that the receiver sets
+ * when it cannot read the sender's memory (EPERM, or SHMRMA_VM_READV=0): the
+ * sender then streams that message through the staging ring, and every later
+ * one to that receiver (detected once per pair). */
+#define STAGING_REFUSED 8
 
 /* A staged message whose chunks are still arriving, and where they go. */
 typedef struct {
@@ -125,6 +148,8 @@ typedef struct {
     Partial *partial;           /* per source */
     uint64_t staging_bytes;     /* the capacity of a staging ring */
     uint64_t chunk_bytes;       /* the most a chunk of a staged message holds */
+    Py_ssize_t direct_min;      /* the smallest held send a receiver reads directly */
+    int read_peers;             /* this rank may read its senders' memory (SHMRMA_VM_READV) */
     PyObject *new_staging, *attach_staging;
 } Transport;
 
@@ -235,8 +260,9 @@ new_msg(int32_t peer, int32_t flags, int32_t context, int32_t tag, int64_t nbyte
     m->tag = tag;
     m->nbytes = nbytes;
     m->len = len;
-    m->staged = m->held = 0;
+    m->staged = m->held = m->direct = 0;
     m->pushed = 0;
+    m->read_at = 0;
     memcpy(m->data, data, (size_t)len);
     return m;
 }
@@ -325,10 +351,63 @@ push_chunks(Transport *t, int dest, int32_t flags, int32_t context, int32_t tag,
     return 1;
 }
 
-/* Push a queued send: its record, or its staged payload and record. */
+static inline uint64_t *
+staging_refused(Staging *s)
+{
+    return (uint64_t *)(s->base + STAGING_REFUSED);
+}
+
+/* The empty span of the staging ring's positions a direct record takes. */
+#define DIRECT_SPAN 64
+
+/* Push m's direct record to dest (its payload stays here, held), then answer
+ * whether the receiver has read it.  A receiver that cannot read this process's
+ * memory gives the span back with its refusal: the message, already matched
+ * there, then streams through the staging ring. */
+static int
+push_direct(Transport *t, int dest, Msg *m)
+{
+    Staging *s = &t->staging_out[dest];
+    if (m->direct == 1) {
+        Direct d;
+        if (s->tail + DIRECT_SPAN - s->head > s->size) {
+            s->head = __atomic_load_n(staging_head(s), SC);
+            if (s->tail + DIRECT_SPAN - s->head > s->size)
+                return 0;
+        }
+        if (!ring_fits(t, dest, sizeof(Direct)))
+            return 0;
+        d.where.start = s->tail;    /* spans are multiples of 64: no skip */
+        d.where.span = DIRECT_SPAN;
+        d.where.offset = 0;
+        d.where.length = (uint64_t)m->nbytes;
+        d.address = (uint64_t)(uintptr_t)m->view.buf;
+        d.pid = (int64_t)getpid();
+        push(t, dest, m->flags | FLAG_STAGED | FLAG_DIRECT, m->context, m->tag, m->nbytes,
+             (const char *)&d, sizeof(d));
+        s->tail += DIRECT_SPAN;
+        m->read_at = s->tail;
+        m->direct = 2;
+    }
+    s->head = __atomic_load_n(staging_head(s), SC);
+    if (s->head < m->read_at)
+        return 0;
+    if (!__atomic_load_n(staging_refused(s), SC))
+        return 1;
+    m->direct = 0;
+    m->staged = 1;
+    m->pushed = 0;
+    return push_chunks(t, dest, m->flags, m->context, m->tag, m->view.buf, m->nbytes,
+                       &m->pushed);
+}
+
+/* Push a queued send: its record, its direct record (and wait for its reader),
+ * or its staged payload and records. */
 static int
 push_queued(Transport *t, int dest, Msg *m)
 {
+    if (m->direct)
+        return push_direct(t, dest, m);
     if (m->staged)
         return push_chunks(t, dest, m->flags, m->context, m->tag,
                            m->held ? m->view.buf : m->data, m->nbytes, &m->pushed);
@@ -449,13 +528,16 @@ send_staged(Transport *t, int dest, int32_t flags, int32_t context, int32_t tag,
 {
     Msg *m;
     int64_t pushed = 0;
-    if (t->queues[dest].head == NULL &&
+    int direct = hold && view->len >= t->direct_min &&
+        !__atomic_load_n(staging_refused(&t->staging_out[dest]), SC);
+    if (!direct && t->queues[dest].head == NULL &&
             push_chunks(t, dest, flags, context, tag, view->buf, view->len, &pushed))
         return 0;
     if ((m = new_msg(dest, flags, context, tag, view->len, view->buf,
                      hold ? 0 : view->len)) == NULL)
         return -1;
-    m->staged = 1;
+    m->staged = !direct;
+    m->direct = direct;
     m->pushed = pushed;     /* the chunks pushed already */
     if (hold) {
         if (PyObject_GetBuffer(data, &m->view, PyBUF_C_CONTIGUOUS) < 0) {
@@ -628,7 +710,7 @@ start_staged(Transport *t, int source, Record *r, Partial *p)
 {
     Core *c;
     int64_t nbytes = (int64_t)r->nbytes;
-    int32_t flags = r->flags & ~FLAG_STAGED;
+    int32_t flags = r->flags & ~(FLAG_STAGED | FLAG_DIRECT);
     memset(p, 0, sizeof(*p));
     for (c = t->posted_head; c; c = c->next)
         if (matches(r->context, source, r->tag, c->context, c->want_source, c->want_tag))
@@ -666,31 +748,28 @@ start_staged(Transport *t, int source, Record *r, Partial *p)
     return 0;
 }
 
-/* A chunk of a message staged by source: copied where the message goes, its
- * room in the staging ring given back; the last completes the receive or
- * queues the unexpected message. */
-static int
-arrived_staged(Transport *t, int source, Record *r)
+/* Give a staged record's room back in source's staging ring (up to `position`);
+ * a sender waiting for room, or for its direct record to be read, goes on at
+ * once: it copies the next chunk in while this rank copies the following ones out. */
+static void
+give_back(Transport *t, int source, uint64_t position)
 {
-    Staging *s = &t->staging_in[source];
-    Partial *p = &t->partial[source];
-    Staged where;
-    int rc = 0;
-    memcpy(&where, r + 1, sizeof(where));
-    if (where.offset == 0)
-        rc = start_staged(t, source, r, p);
-    if (rc == 0 && p->into != NULL)
-        copy_large(p->into + where.offset, staging_data(s, where.start), (size_t)where.length);
-    __atomic_store_n(staging_head(s), where.start + where.span, SC);
-    /* a sender waiting for room goes on at once: it copies the next chunk in while
-     * this rank copies the following ones out */
-    if (__atomic_load_n(word(channel(t, source, t->me), OFF_BLOCKED), SC) &&
-            __atomic_exchange_n(word(channel(t, source, t->me), OFF_BLOCKED), 0u, SC))
+    char *ch = channel(t, source, t->me);
+    __atomic_store_n(staging_head(&t->staging_in[source]), position, SC);
+    if (__atomic_load_n(word(ch, OFF_BLOCKED), SC) &&
+            __atomic_exchange_n(word(ch, OFF_BLOCKED), 0u, SC))
         cell_bump(doorbell_of(t, source));
-    if (rc < 0)
-        return rc;
-    p->received += (int64_t)where.length;
-    if (p->received < (int64_t)r->nbytes)
+}
+
+/* `length` more bytes of source's partial message are in: the last completes
+ * the receive or queues the unexpected message. */
+static int
+received_part(Transport *t, int source, int64_t length, int64_t nbytes)
+{
+    Partial *p = &t->partial[source];
+    int rc = 0;
+    p->received += length;
+    if (p->received < nbytes)
         return 0;
     if (p->core != NULL) {
         p->core->done = 1;
@@ -700,6 +779,80 @@ arrived_staged(Transport *t, int source, Record *r)
         rc = settle(t, source, p->msg);
     memset(p, 0, sizeof(*p));
     return rc;
+}
+
+/* A chunk of a message staged by source: copied where the message goes, its
+ * room in the staging ring given back.  (The first chunk starts the message,
+ * unless a direct record the receiver could not read did.) */
+static int
+arrived_staged(Transport *t, int source, Record *r)
+{
+    Staging *s = &t->staging_in[source];
+    Partial *p = &t->partial[source];
+    Staged where;
+    int rc = 0;
+    memcpy(&where, r + 1, sizeof(where));
+    if (p->core == NULL && p->msg == NULL)
+        rc = start_staged(t, source, r, p);
+    if (rc == 0 && p->into != NULL)
+        copy_large(p->into + where.offset, staging_data(s, where.start), (size_t)where.length);
+    give_back(t, source, where.start + where.span);
+    if (rc < 0)
+        return rc;
+    return received_part(t, source, (int64_t)where.length, (int64_t)r->nbytes);
+}
+
+/* Copy n bytes at `address` in process pid to `into`: 0, else the errno. */
+static int
+read_peer(char *into, int64_t pid, uint64_t address, size_t n)
+{
+    int error = 0;
+    Py_BEGIN_ALLOW_THREADS
+    while (n > 0) {
+        struct iovec here = {into, n}, there = {(void *)(uintptr_t)address, n};
+        ssize_t moved = process_vm_readv((pid_t)pid, &here, 1, &there, 1, 0);
+        if (moved <= 0) {
+            error = moved < 0 ? errno : EIO;
+            break;
+        }
+        into += moved;
+        address += (uint64_t)moved;
+        n -= (size_t)moved;
+    }
+    Py_END_ALLOW_THREADS
+    return error;
+}
+
+/* A direct record from source: the message is matched (or made unexpected), then
+ * copied straight from the sender's memory and the sender told it was read.
+ * Refused (EPERM, or SHMRMA_VM_READV=0), the refusal is published with the
+ * span given back and the matched message waits for its staged chunks.  Any
+ * other failure (the sender died) leaves the record unacknowledged: the job's
+ * abort checks end the waits. */
+static int
+arrived_direct(Transport *t, int source, Record *r)
+{
+    Staging *s = &t->staging_in[source];
+    Partial *p = &t->partial[source];
+    Direct d;
+    int rc, error = 0;
+    memcpy(&d, r + 1, sizeof(d));
+    if ((rc = start_staged(t, source, r, p)) < 0) {
+        give_back(t, source, d.where.start + d.where.span);
+        return rc;
+    }
+    if (p->into != NULL)
+        error = t->read_peers ? read_peer(p->into, d.pid, d.address, (size_t)d.where.length)
+                              : EPERM;
+    if (error == EPERM || error == EACCES) {
+        __atomic_store_n(staging_refused(s), 1, SC);
+        give_back(t, source, d.where.start + d.where.span);
+        return 0;
+    }
+    if (error)
+        return 0;
+    give_back(t, source, d.where.start + d.where.span);
+    return received_part(t, source, (int64_t)d.where.length, (int64_t)r->nbytes);
 }
 
 /* Take every record source has put into our ring. */
@@ -726,6 +879,8 @@ drain(Transport *t, int source)
             continue;
         if (r->flags & FLAG_STAGING)
             rc = attach_staging(t, source, (const char *)(r + 1), (Py_ssize_t)r->nbytes);
+        else if (r->flags & FLAG_DIRECT)
+            rc = arrived_direct(t, source, r);
         else if (r->flags & FLAG_STAGED)
             rc = arrived_staged(t, source, r);
         else {
@@ -968,22 +1123,25 @@ transport_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     static char *kwlist[] = {"base", "me", "nranks", "channels", "channel_bytes",
                              "ring_bytes", "ranks", "rank_block", "doorbell_offset",
                              "stage", "fetch", "discard", "staging_bytes", "chunk_bytes",
-                             "new_staging", "attach_staging", NULL};
+                             "new_staging", "attach_staging", "direct_min", "read_peers", NULL};
     Transport *t;
     PyObject *base_obj, *stage, *fetch, *discard, *new_staging, *attach_staging;
     void *base;
     int me, n;
     Py_ssize_t channels, channel_bytes, ring_bytes, ranks, rank_block, doorbell_offset;
     unsigned long long staging_bytes, chunk_bytes;
+    Py_ssize_t direct_min;
+    int read_peers;
     if (!g_setup_done) {
         PyErr_SetString(PyExc_RuntimeError, "Transport(): call transport_setup() first");
         return NULL;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "Oiinnnnnn$OOOKKOO:Transport", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "Oiinnnnnn$OOOKKOOnp:Transport", kwlist,
                                      &base_obj, &me, &n, &channels, &channel_bytes,
                                      &ring_bytes, &ranks, &rank_block, &doorbell_offset,
                                      &stage, &fetch, &discard, &staging_bytes, &chunk_bytes,
-                                     &new_staging, &attach_staging))
+                                     &new_staging, &attach_staging, &direct_min,
+                                     &read_peers))
         return NULL;
     if (!(base = get_addr(base_obj, 64, "Transport")))
         return NULL;
@@ -1001,6 +1159,8 @@ transport_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     t->channel_bytes = channel_bytes;
     t->ring_bytes = ring_bytes;
     t->inline_max = ring_bytes / 4;
+    t->direct_min = direct_min;
+    t->read_peers = read_peers;
     t->ranks = ranks;
     t->rank_block = rank_block;
     t->doorbell_offset = doorbell_offset;
@@ -1905,17 +2065,17 @@ n_transport_setup(PyObject *m, PyObject *args, PyObject *kwds)
                              "flag_pickled", "flag_in_segment", "flag_sync", "sync_shift",
                              "pad_flag", "subcontexts", "sync_ack", "any_source", "any_tag",
                              "err_truncate", "p2p", "tag_ub", "wait_slice",
-                             "miss", "flag_staged", "flag_staging",
+                             "miss", "flag_staged", "flag_staging", "flag_direct",
                              "staging_header", "status_type", NULL};
     PyObject *miss, *status_type;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "$nnnniiiiiiiiiiiidOiinO!:transport_setup",
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "$nnnniiiiiiiiiiiidOiiinO!:transport_setup",
                                      kwlist,
                                      &CHANNEL_HEADER, &OFF_HEAD, &OFF_TAIL, &OFF_BLOCKED,
                                      &FLAG_PICKLED, &FLAG_IN_SEGMENT, &FLAG_SYNC, &SYNC_SHIFT,
                                      &PAD_FLAG, &SUBCONTEXTS, &SYNC_ACK, &ANY_SOURCE,
                                      &ANY_TAG, &ERR_TRUNCATE, &P2P, &TAG_UB, &WAIT_SLICE,
                                      &miss, &FLAG_STAGED,
-                                     &FLAG_STAGING, &STAGING_HEADER,
+                                     &FLAG_STAGING, &FLAG_DIRECT, &STAGING_HEADER,
                                      &PyType_Type, &status_type))
         return NULL;
     Py_INCREF(miss);
