@@ -705,7 +705,6 @@ def install():
         return
     _installed.append(True)
     from .. import collective, comm, neighbor, nonblocking, request, winbarrier, window
-    from .. import counters
     Win = window.Win
     _install_rma(Win)
     _install_window_sync(Win)
@@ -718,5 +717,4 @@ def install():
     fast = getattr(nonblocking, "_FastCollective", None)
     classes += [fast] if fast is not None else []
     _install_requests(classes)
-    del counters
 
