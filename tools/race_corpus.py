@@ -3,9 +3,10 @@
 Every case is a pair of accesses to one window word of rank 0: the first by
 rank A (1), the second by rank B (2 at 3 ranks, 0 at 2), one of seven kinds each
 (Put, Get, Accumulate SUM, Accumulate MAX, Get_accumulate SUM, Fetch_and_op SUM,
-Compare_and_swap), ordered or not by one of nine synchronization forms:
+Compare_and_swap), ordered or not by one of ten synchronization forms:
 
   fence, winbarrier     A's access, then (or not) a Fence / window Barrier, then B's
+  ibarrier              A's access, an Ibarrier, B's after its Wait (or before it)
   lock                  exclusive locks around each (ordered by exclusion), or shared
   lockall_barrier       Lock_all; A flushes (or not) before a comm.Barrier
   lockall_message       Lock_all; A flushes (or only after) before sending B a message
@@ -51,8 +52,8 @@ REQUEST_FORM = {"put": "win.Rput(buf, 0, %d).Wait()", "get": "win.Rget(res, 0, %
 COMPLETE_AT_WAIT = {"get", "gacc"}          # an Rget's Wait completes it at the target
 OPS = {"acc": "SUM", "accmax": "MAX", "gacc": "SUM", "fop": "SUM", "cas": "CAS"}
 FETCHING = {"gacc", "fop", "cas"}
-FORMS = ("fence", "winbarrier", "lock", "lockall_barrier", "lockall_message", "requests",
-         "pscw", "counters", "flag")
+FORMS = ("fence", "winbarrier", "ibarrier", "lock", "lockall_barrier", "lockall_message",
+         "requests", "pscw", "counters", "flag")
 PAIRS = [(x, y) for x in KINDS for y in KINDS]
 FLAG = len(PAIRS) + 8
 REPORT = re.compile(r"^  \w+ by rank \d+ at .+:(\d+), ", re.M)
@@ -112,6 +113,18 @@ class Program:
 
     def winbarrier(self, racy_form):
         self.fence(racy_form, "win.Barrier()")
+
+    def ibarrier(self, racy_form):
+        self.add("win.Barrier()", "if rank == A:")
+        self.accesses(0, 4)
+        self.add("request = win.Ibarrier()")
+        if not racy_form:
+            self.add("request.Wait()")
+        self.add("if rank == B:")
+        self.accesses(1, 4)
+        if racy_form:   # between the Ibarrier and its Wait: after rank 0 entered (R169)
+            self.add("request.Wait()")
+        self.add("win.Barrier()", "win.Free()")
 
     def lock(self, racy_form):
         lock = "MPI.LOCK_SHARED" if racy_form else "MPI.LOCK_EXCLUSIVE"

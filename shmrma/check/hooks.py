@@ -51,6 +51,7 @@ class WindowCheck:
         self.site, self.win = site, win
         self.fences = self.barriers = 0
         self.barrier_epoch = False      # the last of Fence and window barrier was a barrier
+        self.entered = None     # (seq, targets known entered) while an Ibarrier is pending
         self.posts, self.starts = [0] * n, [0] * n
         self.completes, self.waits = [0] * n, [0] * n
         self.start_group, self.post_group = [], []
@@ -199,6 +200,13 @@ def _note(win, kind, target_rank, target, defaults, op=None, perform=None):
     if runs is None:
         return perform()
     c = clock()
+    if check.entered is not None and target_rank not in check.entered[1]:
+        # RMA between Ibarrier and its Wait waits for the target's entry (R169, A3):
+        # it comes after what the target did before its Ibarrier
+        seq, known = check.entered
+        c.acquire_waiting(check.world[target_rank], check.key(BARRIER, seq),
+                          "the race checker's record of rank %d's Ibarrier" % target_rank)
+        known.add(target_rank)
     word = check.log.synchronizes(runs[0], runs[1], kind)
     if word:        # the atomic gets an epoch of its own, the one its release publishes
         c.end_epoch()
@@ -344,12 +352,17 @@ def _install_window_sync(Win):
         if check is None:
             return real["Ibarrier"](self, assertion)
         seq = check.barriers
+        check.complete(check.everyone())       # at the request's completion, R168
+        check.release_all(BARRIER, seq)        # before the window is posted
         request = real["Ibarrier"](self, assertion)
         check.barriers += 1
-        check.complete(check.everyone())       # at the request's completion, R168
         check.barrier_epoch = True
-        check.release_all(BARRIER, seq)
-        _on_completion(request, lambda: check.acquire_all(BARRIER, seq))
+        check.entered = (seq, set())
+
+        def completed():
+            check.entered = None
+            check.acquire_all(BARRIER, seq)
+        _on_completion(request, completed)
         return request
 
     def Post(self, group, assertion=0):

@@ -46,6 +46,15 @@ if rank == B:
     win.Put(one, 0, 6)                                  # race WB
 win.Barrier()
 
+# RMA between Ibarrier and its Wait comes after the target entered (R169)
+if rank == 0:
+    win.Put(one, 0, 7)
+request = win.Ibarrier()
+if rank == A:
+    win.Put(one, 0, 7)
+request.Wait()
+win.Barrier()
+
 # counters: A's signal orders its Put before rank 0's wait; rank 0 then reads
 syncs = win.Alloc_sync_objects(1) if rank == 0 else None
 handle = comm.bcast(syncs[0] if rank == 0 else None, root=0)
