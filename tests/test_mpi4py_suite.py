@@ -63,11 +63,10 @@ def test_util_sync_passes_at_2_and_5_ranks(source):
 def test_util_sync_runs_clean_under_the_race_checker(source):
     """mpi4py.util.sync (Counter, Mutex, Condition, Semaphore on RMA atomics, spin
     loops on local loads after Win.Sync) is race-free: shmrma-run --check reports
-    nothing at 2 ranks (issue 16: no false alarms), and its tests still pass. At 3
-    ranks about one run in ten still reports the recursive Mutex's count against the
-    hand-over of the lock (README, "Finding data races"), so it is not run here."""
+    nothing (issue 16: no false alarms), and its tests still pass."""
     stderrs = {}
-    results = mpi4py_suite.run([2], ["test_util_sync"], source, 120, ["--check"], stderrs)
+    results = mpi4py_suite.run([2, 3], ["test_util_sync"], source, 120, ["--check"],
+                               stderrs)
     for (name, n), (passed, total, note) in results.items():
         assert (passed, total) == (EXPECTED[name], EXPECTED[name]), (name, n, note)
         assert "shmrma-check: no data race found" in stderrs[name, n], stderrs[name, n]

@@ -16,6 +16,8 @@ Accumulate-class accesses of one origin are ordered among themselves (R141).
 Each target's records are changed under that target's checking lock, so of two
 concurrent accesses the second always sees the first.
 """
+import contextlib
+
 from .. import atomic, job
 from ..lazy import numpy
 
@@ -178,11 +180,11 @@ class WindowLog:
         return kind >= ACCUMULATE and highs[-1] - lows[0] <= ATOMIC_BYTES
 
     def release_word(self, target, lows, highs, kind, vc):
-        """Merge ``vc`` into the word's clock (before the atomic is performed)."""
-        with self.locked(target):
-            cell = self._word_cell(target, lows, highs, kind)
-            if cell is not None:
-                numpy.maximum(cell[1:], vc, out=cell[1:])
+        """Merge ``vc`` into the word's clock, before the atomic is performed (the
+        target's lock held)."""
+        cell = self._word_cell(target, lows, highs, kind)
+        if cell is not None:
+            numpy.maximum(cell[1:], vc, out=cell[1:])
 
     def acquire_word(self, target, access, vc):
         """Join the word's clock into ``vc`` (lock held): an atomic read of a flag."""
@@ -206,11 +208,12 @@ class WindowLog:
                     rows["stamp"][seen] = numpy.minimum(rows["stamp"][seen],
                                                         cell[1:][rows["origin"][seen]])
 
-    def record(self, target, me, access, vc, vc_address, prune):
+    def record(self, target, me, access, vc, vc_address, prune, locked=False):
         """Check and record an access by world rank ``me`` whose clock is ``vc``: the
         records it races with. In C when it can (not an atomic on one word, whose
         clock is joined first; the lock free within a few tries; room in the log),
-        else here, waiting for the lock and pruning a full log."""
+        else here, waiting for the lock (``locked``: held already) and pruning a full
+        log."""
         if _native is not None and not self.synchronizes(access.lows, access.highs,
                                                          access.kind):
             found = _native.record(self._records_address(target), self._count_cell(target),
@@ -219,7 +222,7 @@ class WindowLog:
                                    self._lock_cell(target), vc_address, CAPACITY)
             if found is not None:
                 return self.records[target][found] if found else self.records[target][:0]
-        with self.locked(target):
+        with contextlib.nullcontext() if locked else self.locked(target):
             self.acquire_word(target, access, vc)
             races = self.conflicts(target, me, vc, access, vc_address)
             if not self.add(target, me, access, prune):

@@ -77,13 +77,16 @@ class WindowCheck:
         return accesses.BARRIER if self.barrier_epoch else accesses.FENCE
 
     # --- accesses ---
-    def access(self, target, lows, highs, kind, op, basic):
+    def access(self, target, lows, highs, kind, op, basic, locked=False):
+        """Check and record an access (``locked``: the target's lock is held)."""
         c = clock()
-        c.observe_local()
+        if not locked:
+            c.observe_local()
         access = Access(lows, highs, kind, op, basic, c.site(report.call_site()),
                         self.epoch_kind(target))
         self.pending.add(target)
-        races = self.log.record(target, c.me, access, c.vc, c.vc_address, self._prune)
+        races = self.log.record(target, c.me, access, c.vc, c.vc_address, self._prune,
+                                locked)
         c.accesses += 1
         for row in _distinct(races):
             self._report(c, target, row, access)
@@ -207,16 +210,23 @@ def _note(win, kind, target_rank, target, defaults, op=None, perform=None):
         c.acquire_waiting(check.world[target_rank], check.key(BARRIER, seq),
                           "the race checker's record of rank %d's Ibarrier" % target_rank)
         known.add(target_rank)
-    word = check.log.synchronizes(runs[0], runs[1], kind)
-    if word:        # the atomic gets an epoch of its own, the one its release publishes
-        c.end_epoch()
-        check.log.release_word(target_rank, runs[0], runs[1], kind, c.vc)
-    result = perform()
-    if word:
-        c.end_epoch()
     op_code = (CAS_CODE if kind == COMPARE_AND_SWAP else 0 if op is None
                else accesses.NO_OP_CODE if op == rma.ops.NO_OP else _code(repr(op)))
-    check.access(target_rank, runs[0], runs[1], kind, op_code, basic)
+    if not check.log.synchronizes(runs[0], runs[1], kind):
+        result = perform()
+        check.access(target_rank, runs[0], runs[1], kind, op_code, basic)
+        return result
+    # An atomic on one word: its release, its value and its record appear to the
+    # others at once, under the target's checking lock, so whoever sees the value
+    # (an atomic, or a load after Win.Sync) finds the record too. It gets an epoch of
+    # its own, the one its release publishes.
+    c.observe_local()       # takes the lock of this rank's memory: not inside this one
+    c.end_epoch()
+    with check.log.locked(target_rank):
+        check.log.release_word(target_rank, runs[0], runs[1], kind, c.vc)
+        result = perform()
+        c.end_epoch()
+        check.access(target_rank, runs[0], runs[1], kind, op_code, basic, locked=True)
     return result
 
 
