@@ -50,14 +50,6 @@ def record_dtype():
     return numpy.dtype(RECORD_FIELDS)
 
 
-# the MODE_WIN_* bit of each kind, for the RMA a counter's signal completes
-MODE_BIT = {PUT: 1, GET: 2}
-
-
-def mode_bit(kind):
-    return MODE_BIT.get(kind, 4)
-
-
 def segment_bytes(nranks, world_size):
     return nranks * _target_bytes(nranks, world_size)
 

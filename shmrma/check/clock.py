@@ -237,9 +237,6 @@ class Clock:
                 return None
         return None
 
-    def join(self, clock):
-        numpy.maximum(self.vc, clock, out=self.vc)
-
     # --- code sites ---
     def site(self, text):
         number = self._site_numbers.get(text)
