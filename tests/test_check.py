@@ -3,8 +3,9 @@
 Rules: MPI-3.1 §11.7 (R126-R130 conflicting accesses, R135/R136/R140 concurrent
 atomics, R141 same-origin accumulate ordering), the synchronization that orders
 accesses (Fence R65-R70, PSCW R84-R91, locks and flushes R96-R111, the window
-barrier R166-R168, synchronization counters R152-R160), and messages and
-collectives between epochs. The case programs in tests/programs/check mark each
+barrier R166-R168, synchronization counters R152-R160), messages and
+collectives between epochs, and the origin's buffers until local completion (R35,
+R109, R116). The case programs in tests/programs/check mark each
 line that takes part in a race with ``# race NAME`` (``(3)``: only at 3 ranks or
 more); the checker must report exactly the marked pairs, each once, and end the
 job with status 66; every program under scripts/ must run clean.
@@ -50,7 +51,8 @@ def reported_pairs(stderr):
 
 
 @pytest.mark.parametrize("nranks", [2, 3])
-@pytest.mark.parametrize("program", ["fence_cases.py", "passive_cases.py", "active_cases.py"])
+@pytest.mark.parametrize("program", ["fence_cases.py", "passive_cases.py", "active_cases.py",
+                                     "buffer_cases.py"])
 def test_reports_exactly_the_marked_races(program, nranks):
     path = CASES / program
     expected = marks(path, nranks)
@@ -78,6 +80,47 @@ def test_report_names_both_accesses_and_what_would_order_them():
     assert "Put by rank 1 at fence_cases.py:%d, in a fence epoch" % first in block
     assert "Put by rank 0 at fence_cases.py:%d, in a fence epoch" % second in block
     assert "a Fence between the two calls orders them" in block
+
+
+def test_buffer_report_names_the_call_its_completion_and_the_changed_elements():
+    """R35: a column Put's origin buffer changed in the column (not beside it) before
+    the Fence completed the Put: the report gives the changed element's bytes."""
+    result = check_run(CASES / "buffer_cases.py", 2, "--check")
+    first, second = sorted(line for line, name in marks(CASES / "buffer_cases.py", 2).items()
+                           if name == "DT")
+    block = next(text for text in result.stderr.split("shmrma-check: data race on ")
+                 if "buffer_cases.py:%d," % first in text)
+    assert block.startswith("the origin buffer of Put (to rank 0 on the window created at "
+                            "buffer_cases.py:12), bytes 64..71 of the buffer"), block
+    assert "Put by rank 1 at buffer_cases.py:%d, which reads that buffer" % first in block
+    assert "completed by rank 1 at buffer_cases.py:%d, which found" % second in block
+    assert "leave the buffer unchanged until the Put completes at the origin" in block
+
+
+def test_buffers_a_call_covers():
+    """What the checker compares for each kind of buffer argument (origin.watched)."""
+    import numpy as np
+    from shmrma import MPI
+    from shmrma.check import origin
+    array = np.arange(16.0).reshape(4, 4)
+    assert origin.watched(array)[1:] == (None, 8)
+    assert origin.watched(b"immutable") is None
+    assert origin.watched(np.zeros(0)) is None
+    assert origin.watched([None, MPI.INT]) is None
+    data, where, unit = origin.watched([bytearray(16), 2, MPI.INT])
+    assert (where, unit) == (slice(0, 8), 4)
+    column = MPI.DOUBLE.Create_vector(4, 1, 4).Commit()
+    try:
+        data, where, unit = origin.watched([array, 1, column])
+        assert unit == 8 and sorted(set(where // 8)) == [0, 4, 8, 12]
+        held = origin.Held(0, 1, origin.READ, 0, data, where, unit)
+        array[1, 1] = -1.0          # beside the column
+        assert held.changed() is None
+        array[3, 0] = -1.0          # in it
+        assert held.changed() == (96, 103)
+    finally:
+        column.Free()
+    assert origin.watched([array, 1, MPI.DATATYPE_NULL]) is None     # the call raises
 
 
 @pytest.mark.parametrize("script", [pytest.param(s, id=str(s.relative_to(ROOT / "scripts")))

@@ -38,17 +38,18 @@ import tempfile
 
 KINDS = {
     "put": "win.Put(buf, 0, %d)",
-    "get": "win.Get(res, 0, %d)",
+    "get": "win.Get(np.zeros(1, 'i8'), 0, %d)",
     "acc": "win.Accumulate(buf, 0, %d, MPI.SUM)",
     "accmax": "win.Accumulate(buf, 0, %d, MPI.MAX)",
-    "gacc": "win.Get_accumulate(buf, res, 0, %d, MPI.SUM)",
-    "fop": "win.Fetch_and_op(buf, res, 0, %d, MPI.SUM)",
-    "cas": "win.Compare_and_swap(buf, cmp, res, 0, %d)",
+    "gacc": "win.Get_accumulate(buf, np.zeros(1, 'i8'), 0, %d, MPI.SUM)",
+    "fop": "win.Fetch_and_op(buf, np.zeros(1, 'i8'), 0, %d, MPI.SUM)",
+    "cas": "win.Compare_and_swap(buf, cmp, np.zeros(1, 'i8'), 0, %d)",
 }
-REQUEST_FORM = {"put": "win.Rput(buf, 0, %d).Wait()", "get": "win.Rget(res, 0, %d).Wait()",
+REQUEST_FORM = {"put": "win.Rput(buf, 0, %d).Wait()",
+                "get": "win.Rget(np.zeros(1, 'i8'), 0, %d).Wait()",
                 "acc": "win.Raccumulate(buf, 0, %d, MPI.SUM).Wait()",
                 "accmax": "win.Raccumulate(buf, 0, %d, MPI.MAX).Wait()",
-                "gacc": "win.Rget_accumulate(buf, res, 0, %d, MPI.SUM).Wait()"}
+                "gacc": "win.Rget_accumulate(buf, np.zeros(1, 'i8'), 0, %d, MPI.SUM).Wait()"}
 COMPLETE_AT_WAIT = {"get", "gacc"}          # an Rget's Wait completes it at the target
 OPS = {"acc": "SUM", "accmax": "MAX", "gacc": "SUM", "fop": "SUM", "cas": "CAS"}
 FETCHING = {"gacc", "fop", "cas"}
@@ -87,7 +88,7 @@ class Program:
                  "A, B = 1, (2 if size > 2 and %r != 'counters' else 0)" % form,
                  "win = MPI.Win.Allocate(%d * 8 if rank == 0 else 0, 8, comm=comm)"
                  % (FLAG + 1),
-                 "buf, res, cmp = np.ones(1, 'i8'), np.zeros(1, 'i8'), np.zeros(1, 'i8')",
+                 "buf, cmp = np.ones(1, 'i8'), np.zeros(1, 'i8')   # results: a fresh array each",
                  "group = comm.Get_group()")
         getattr(self, form)(racy_form)
 
@@ -195,7 +196,8 @@ class Program:
                  "    win.Free_sync_objects(syncs)", "win.Free()")
 
     def flag(self, racy_form):
-        self.add("win.Lock_all()", "one = np.ones(1, 'i8')", "if rank == A:")
+        self.add("win.Lock_all()", "one, res = np.ones(1, 'i8'), np.zeros(1, 'i8')",
+                 "if rank == A:")
         self.accesses(0, 4)
         if not racy_form:
             self.add("    win.Flush(0)")

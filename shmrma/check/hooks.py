@@ -17,9 +17,10 @@ from .. import constants, mailbox, rma
 from .. import buffers
 from ..epoch import HELD_EXCLUSIVE
 from ..window import share_segment
-from . import accesses, report
+from . import accesses, origin, report
 from .accesses import (ACCUMULATE, COMPARE_AND_SWAP, FETCH_AND_OP, GET, GET_ACCUMULATE,
                        PUT, Access)
+from .origin import READ, WRITTEN
 from .clock import OFF_RACES, clock, key_of
 from ..lazy import numpy
 
@@ -58,6 +59,9 @@ class WindowCheck:
         self.locks = {}             # target -> passive.HELD_* (or NOCHECK)
         self.pending = set()        # targets where this rank may have pending accesses
         self.lock_all = None
+        self.buffers = origin.Buffers(lambda text: clock().warn_once(text))
+        self.last_site = 0          # of the latest access
+        self.last_held = []         # the buffers the latest call holds (for its request)
 
     def name(self):
         given = self.win.Get_name() if self.win else ""
@@ -85,6 +89,7 @@ class WindowCheck:
         access = Access(lows, highs, kind, op, basic, c.site(report.call_site()),
                         self.epoch_kind(target))
         self.pending.add(target)
+        self.last_site = access.site
         races = self.log.record(target, c.me, access, c.vc, c.vc_address, self._prune,
                                 locked)
         c.accesses += 1
@@ -118,6 +123,25 @@ class WindowCheck:
             self.log.complete(target, c.me, c.epoch, modes, only)
             if modes == 7 and only is None:
                 self.pending.discard(target)
+
+    def complete_locally(self, targets=None, modes=7, only=None):
+        """The origin's buffers of the calls now complete locally (R35): report those
+        the program changed since (at ``targets``, None for all; see origin.Buffers)."""
+        changed = self.buffers.complete(targets, modes, only)
+        if not changed:
+            return
+        c = clock()
+        here = report.call_site()
+        for held, (first, last) in changed:
+            made = c.site_text(c.me, held.site)
+            if not c.session.first_report(key_of(zlib.crc32(
+                    ("%s|%s|%d" % (made, here, held.role)).encode()))):
+                continue
+            c.session.add(OFF_RACES)
+            import sys
+            sys.stderr.write(report.buffer_race(self.name(), held, first, last, c.me, made,
+                                                here))
+            sys.stderr.flush()
 
     def observe_local(self):
         c = clock()
@@ -189,9 +213,11 @@ def _runs(state, rank, target, defaults):
 _basic_codes = {}       # numpy dtype -> the code of the basic type its arrays travel as
 
 
-def _note(win, kind, target_rank, target, defaults, op=None, perform=None):
-    """Run ``perform`` (the real call) and record the access it made. An atomic
-    releases its word's clock before the call and acquires it after (WindowLog)."""
+def _note(win, kind, target_rank, target, defaults, op=None, perform=None, held=()):
+    """Run ``perform`` (the real call), record the access it made and hold its
+    buffers (``held``: (spec, READ or WRITTEN)) until it completes locally. An
+    atomic releases its word's clock before the call and acquires it after
+    (WindowLog)."""
     check = _check_of(win)
     if check is None or target_rank == constants.PROC_NULL:
         return perform()
@@ -215,6 +241,7 @@ def _note(win, kind, target_rank, target, defaults, op=None, perform=None):
     if not check.log.synchronizes(runs[0], runs[1], kind):
         result = perform()
         check.access(target_rank, runs[0], runs[1], kind, op_code, basic)
+        check.last_held = check.buffers.hold(target_rank, kind, check.last_site, held)
         return result
     # An atomic on one word: its release, its value and its record appear to the
     # others at once, under the target's checking lock, so whoever sees the value
@@ -227,6 +254,7 @@ def _note(win, kind, target_rank, target, defaults, op=None, perform=None):
         result = perform()
         c.end_epoch()
         check.access(target_rank, runs[0], runs[1], kind, op_code, basic, locked=True)
+    check.last_held = check.buffers.hold(target_rank, kind, check.last_site, held)
     return result
 
 
@@ -238,66 +266,93 @@ def _no_origin(origin):
 def _install_rma(Win):
     real = {name: getattr(Win, name) for name in (
         "Put", "Get", "Accumulate", "Get_accumulate", "Fetch_and_op", "Compare_and_swap",
-        "Rget", "Rget_accumulate")}
+        "Rput", "Rget", "Raccumulate", "Rget_accumulate")}
 
     def Put(self, origin, target_rank, target=None):
         _note(self, PUT, target_rank, target, origin,
-              perform=lambda: real["Put"](self, origin, target_rank, target))
+              perform=lambda: real["Put"](self, origin, target_rank, target),
+              held=((origin, READ),))
 
     def Get(self, origin, target_rank, target=None):
         _note(self, GET, target_rank, target, origin,
-              perform=lambda: real["Get"](self, origin, target_rank, target))
+              perform=lambda: real["Get"](self, origin, target_rank, target),
+              held=((origin, WRITTEN),))
 
     def Accumulate(self, origin, target_rank, target=None, op=rma.ops.SUM):
         _note(self, ACCUMULATE, target_rank, target, origin, op,
-              lambda: real["Accumulate"](self, origin, target_rank, target, op))
+              lambda: real["Accumulate"](self, origin, target_rank, target, op),
+              ((origin, READ),))
 
     def Get_accumulate(self, origin, result, target_rank, target=None, op=rma.ops.SUM):
-        _note(self, GET_ACCUMULATE, target_rank, target,
-              result if _no_origin(origin) else origin, op,
-              lambda: real["Get_accumulate"](self, origin, result, target_rank, target, op))
+        none = _no_origin(origin)
+        _note(self, GET_ACCUMULATE, target_rank, target, result if none else origin, op,
+              lambda: real["Get_accumulate"](self, origin, result, target_rank, target, op),
+              ((result, WRITTEN),) if none else ((origin, READ), (result, WRITTEN)))
 
     def Fetch_and_op(self, origin, result, target_rank, target_disp=0, op=rma.ops.SUM):
         _note(self, FETCH_AND_OP, target_rank, (target_disp, 1), result, op,
               lambda: real["Fetch_and_op"](self, origin, result, target_rank, target_disp,
-                                           op))
+                                           op),
+              ((origin, READ), (result, WRITTEN)))
 
     def Compare_and_swap(self, origin, compare, result, target_rank, target_disp=0):
         _note(self, COMPARE_AND_SWAP, target_rank, (target_disp, 1), result, None,
               lambda: real["Compare_and_swap"](self, origin, compare, result, target_rank,
-                                               target_disp))
+                                               target_disp),
+              ((origin, READ), (compare, READ), (result, WRITTEN)))
+
+    def requested(name, win, target_rank, target, defaults, *args):
+        """An R-call: its request's completion completes it locally (R116) and, for
+        a read (``defaults`` given), at the target too."""
+        check = _check_of(win)
+        if check is not None:
+            check.last_held = []
+        request = real[name](win, *args)
+        if check is None or target_rank == constants.PROC_NULL:
+            return request
+        if defaults is not None:
+            _completing_read(check, request, target_rank, target, *defaults)
+        held = check.last_held
+        if held:
+            _on_completion(request, lambda: check.complete_locally(only=held))
+        return request
+
+    def Rput(self, origin, target_rank, target=None):
+        return requested("Rput", self, target_rank, target, None, origin, target_rank, target)
 
     def Rget(self, origin, target_rank, target=None):
-        request = real["Rget"](self, origin, target_rank, target)
-        return _completing_read(self, request, target_rank, target, origin, GET)
+        return requested("Rget", self, target_rank, target, (origin, GET), origin,
+                         target_rank, target)
+
+    def Raccumulate(self, origin, target_rank, target=None, op=rma.ops.SUM):
+        return requested("Raccumulate", self, target_rank, target, None, origin,
+                         target_rank, target, op)
 
     def Rget_accumulate(self, origin, result, target_rank, target=None, op=rma.ops.SUM):
-        request = real["Rget_accumulate"](self, origin, result, target_rank, target, op)
-        return _completing_read(self, request, target_rank, target,
-                                result if _no_origin(origin) else origin, GET_ACCUMULATE)
+        return requested("Rget_accumulate", self, target_rank, target,
+                         (result if _no_origin(origin) else origin, GET_ACCUMULATE),
+                         origin, result, target_rank, target, op)
 
     for function in (Put, Get, Accumulate, Get_accumulate, Fetch_and_op, Compare_and_swap,
-                     Rget, Rget_accumulate):
+                     Rput, Rget, Raccumulate, Rget_accumulate):
         setattr(Win, function.__name__, functools.wraps(real[function.__name__])(function))
 
 
-def _completing_read(win, request, target_rank, target, defaults, kind):
+def _completing_read(check, request, target_rank, target, defaults, kind):
     """An Rget's Wait completes its access at the target (an Rput's only locally)."""
-    check = _check_of(win)
-    if check is None or target_rank == constants.PROC_NULL:
-        return request
     target_rank = operator.index(target_rank)
     runs, _ = _runs(check.state, target_rank, target, defaults)
     if runs is not None:
         only = (int(runs[0][0]), int(runs[1][-1]), kind)
         _on_completion(request, lambda: check.complete([target_rank], only=only))
-    return request
 
 
 # --- requests ------------------------------------------------------------------------
 
 def _on_completion(request, action):
-    request._race_done = action
+    """Run ``action`` when the request completes (after any action set before)."""
+    earlier = getattr(request, "__dict__", {}).get("_race_done")
+    request._race_done = action if earlier is None else lambda: (earlier(), action())
 
 
 def _completed(*requests):
@@ -333,12 +388,14 @@ def _install_window_sync(Win):
     from ..passive import HELD_SHARED, LOCK_EXCLUSIVE
     real = {name: getattr(Win, name) for name in (
         "Fence", "Barrier", "Ibarrier", "Start", "Complete", "Post", "Wait", "Test", "Lock",
-        "Unlock", "Lock_all", "Unlock_all", "Flush", "Flush_all", "Sync")}
+        "Unlock", "Lock_all", "Unlock_all", "Flush", "Flush_all", "Flush_local",
+        "Flush_local_all", "Sync")}
 
     def Fence(self, assertion=0):
         check = _check_of(self)
         if check is None:
             return real["Fence"](self, assertion)
+        check.complete_locally()
         check.complete(check.everyone())       # a Fence completes every RMA of the epoch
         check.barrier_epoch = False
         seq, check.fences = check.fences, check.fences + 1
@@ -351,6 +408,7 @@ def _install_window_sync(Win):
         if check is None:
             return real["Barrier"](self, assertion)
         seq, check.barriers = check.barriers, check.barriers + 1
+        check.complete_locally()
         check.complete(check.everyone())       # earlier RMA are complete at their targets
         check.barrier_epoch = True
         check.release_all(BARRIER, seq)
@@ -362,6 +420,7 @@ def _install_window_sync(Win):
         if check is None:
             return real["Ibarrier"](self, assertion)
         seq = check.barriers
+        check.complete_locally()               # at the call (F45)
         check.complete(check.everyone())       # at the request's completion, R168
         check.release_all(BARRIER, seq)        # before the window is posted
         request = real["Ibarrier"](self, assertion)
@@ -406,6 +465,7 @@ def _install_window_sync(Win):
         if check is None:
             return real["Complete"](self)
         targets = check.start_group
+        check.complete_locally(targets)
         check.complete(targets)
         c = clock()
         for target in targets:
@@ -454,6 +514,7 @@ def _install_window_sync(Win):
         if check is None or rank == constants.PROC_NULL or rank not in check.locks:
             return real["Unlock"](self, rank)
         rank = operator.index(rank)
+        check.complete_locally([rank])
         check.complete([rank])
         real["Unlock"](self, rank)
         del check.locks[rank]
@@ -469,21 +530,28 @@ def _install_window_sync(Win):
         check = _check_of(self)
         if check is None:
             return real["Unlock_all"](self)
+        check.complete_locally()
         check.complete(check.everyone())
         real["Unlock_all"](self)
         check.lock_all = None
 
-    def Flush(self, rank):
-        real["Flush"](self, rank)
-        check = _check_of(self)
-        if check is not None and rank != constants.PROC_NULL:
-            check.complete([operator.index(rank)])
+    def flush(name, at_target):
+        """A Flush call: it completes the caller's RMA locally, and at the target too
+        unless it is a Flush_local (R109)."""
+        def flush_call(self, *rank):
+            real[name](self, *rank)
+            check = _check_of(self)
+            if check is None or rank and rank[0] == constants.PROC_NULL:
+                return
+            targets = [operator.index(rank[0])] if rank else None
+            check.complete_locally(targets)
+            if at_target:
+                check.complete(targets or check.everyone())
+        flush_call.__name__ = name
+        return flush_call
 
-    def Flush_all(self):
-        real["Flush_all"](self)
-        check = _check_of(self)
-        if check is not None:
-            check.complete(check.everyone())
+    Flush, Flush_all = flush("Flush", True), flush("Flush_all", True)
+    Flush_local, Flush_local_all = flush("Flush_local", False), flush("Flush_local_all", False)
 
     def Sync(self):
         real["Sync"](self)
@@ -492,7 +560,8 @@ def _install_window_sync(Win):
             clock().watch(check.observe_local)
 
     for function in (Fence, Barrier, Ibarrier, Post, Start, Complete, Wait, Test, Lock, Unlock,
-                     Lock_all, Unlock_all, Flush, Flush_all, Sync):
+                     Lock_all, Unlock_all, Flush, Flush_all, Flush_local, Flush_local_all,
+                     Sync):
         setattr(Win, function.__name__, functools.wraps(real[function.__name__])(function))
 
 
@@ -561,6 +630,7 @@ def _install_counters(Win):
         signal = getattr(request, "_race_signal", None)
         if signal is not None and request._active:
             check, target, mode, key = signal
+            check.complete_locally([target], mode)
             check.complete([target], mode)     # the signal completes the covered RMA (A15)
             clock().publish(key)
 

@@ -67,6 +67,25 @@ def race(window, target, row, row_site, me, access, site):
                 _remedy(first, origin, int(row["stamp"]) == accesses.PENDING, me, epochs)))
 
 
+def buffer_race(window, held, first, last, me, made, here):
+    """The text of a call's origin or result buffer changed before the call completed
+    at the origin (origin.py): ``made`` is the call's site, ``here`` the completion's."""
+    from .origin import READ
+    call = accesses.CALL_NAMES[held.kind]
+    role, rule, does = (("origin", "leave the buffer unchanged", "reads")
+                        if held.role == READ else
+                        ("result", "do not write (nor read) the buffer", "fills"))
+    return ("shmrma-check: data race on the %s buffer of %s (to rank %d on %s), bytes "
+            "%d..%d of the buffer\n"
+            "  %s by rank %d at %s, which %s that buffer until it completes at the origin\n"
+            "  completed by rank %d at %s, which found those bytes changed since the %s (by a store, or "
+            "by another call filling that buffer)\n"
+            "  %s until the %s completes at the origin: Flush_local, Flush, Unlock, "
+            "Complete, Fence, the window barrier or its request's Wait (R35)\n" % (
+                role, call, held.target, window, first, last, call, me, made, does, me,
+                here, call, rule, call))
+
+
 def summary(session):
     """(the end-of-job line, whether a race was found)."""
     from .clock import OFF_RACES

@@ -8,7 +8,7 @@ comm = MPI.COMM_WORLD
 rank, size = comm.rank, comm.size
 A, B = 1, size - 1
 win = MPI.Win.Allocate(64 * 8 if rank == 0 else 0, 8, comm=comm)
-one, out = np.ones(1), np.zeros(1)
+one = np.ones(1)
 group = comm.Get_group()
 origins = group.Excl([0])
 target = group.Incl([0])
@@ -29,7 +29,7 @@ else:
     win.Complete()
     win.Start(target)
     if rank == B:
-        win.Get(out, 0, 0)
+        win.Get(np.zeros(1), 0, 0)
     win.Complete()
 
 # the window barrier ends the RMA of everyone before it
@@ -38,7 +38,7 @@ if rank == A:
     win.Put(one, 0, 2)
 win.Barrier()
 if rank == B:
-    win.Get(out, 0, 2)
+    win.Get(np.zeros(1), 0, 2)
 win.Barrier()
 if rank == A:
     win.Put(one, 0, 6)                                  # race WB
@@ -74,8 +74,8 @@ if rank == A:
 if rank == 0:
     waiting.Wait()
     win.Lock(0, MPI.LOCK_SHARED)
-    win.Get(out, 0, 3)
-    win.Get(out, 0, 4)                                  # race CN
+    win.Get(np.zeros(1), 0, 3)
+    win.Get(np.zeros(1), 0, 4)                          # race CN
     win.Unlock(0)
     waiting.Free()
     win.Free_sync_objects(syncs)

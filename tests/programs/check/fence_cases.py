@@ -9,22 +9,21 @@ comm = MPI.COMM_WORLD
 rank, size = comm.rank, comm.size
 A, B = 1, (2 if size > 2 else 0)
 win = MPI.Win.Allocate(64 * 8 if rank == 0 else 0, 8, comm=comm)
-one, out = np.ones(1), np.zeros(1)
-ints, iout = np.ones(1, "i8"), np.zeros(1, "i8")
+one, ints = np.ones(1), np.ones(1, "i8")                # results go to a fresh array each
 win.Fence()
 if rank == A:
     win.Put(one, 0, 0)                                  # race PP
     win.Put(one, 0, 1)                                  # race PG
-    win.Get(out, 0, 2)
+    win.Get(np.zeros(1), 0, 2)
     win.Accumulate(ints, 0, 3, MPI.SUM)
     win.Accumulate(ints, 0, 4, MPI.SUM)                 # race AOP
     win.Accumulate(ints, 0, 5, MPI.SUM)                 # race AP
-    win.Fetch_and_op(ints, iout, 0, 6, MPI.SUM)
-    win.Fetch_and_op(ints, iout, 0, 7, MPI.SUM)         # race FG
-    win.Compare_and_swap(ints, ints, iout, 0, 8)        # race CP
+    win.Fetch_and_op(ints, np.zeros(1, "i8"), 0, 6, MPI.SUM)
+    win.Fetch_and_op(ints, np.zeros(1, "i8"), 0, 7, MPI.SUM)  # race FG
+    win.Compare_and_swap(ints, ints, np.zeros(1, "i8"), 0, 8)  # race CP
     win.Put(one, 0, 9)
     win.Put(one, 0, 10)                                 # race SO
-    win.Get(out, 0, 10)                                 # race SO
+    win.Get(np.zeros(1), 0, 10)                         # race SO
     win.Accumulate(ints, 0, 11, MPI.SUM)
     win.Accumulate(ints, 0, 11, MPI.MAX)
     column = MPI.DOUBLE.Create_vector(4, 1, 4).Commit()
@@ -33,13 +32,13 @@ if rank == A:
     column.Free()
 if rank == B:
     win.Put(one, 0, 0)                                  # race PP
-    win.Get(out, 0, 1)                                  # race PG
-    win.Get(out, 0, 2)
+    win.Get(np.zeros(1), 0, 1)                          # race PG
+    win.Get(np.zeros(1), 0, 2)
     win.Accumulate(ints, 0, 3, MPI.SUM)
     win.Accumulate(ints, 0, 4, MPI.MAX)                 # race AOP
     win.Put(ints, 0, 5)                                 # race AP
-    win.Compare_and_swap(ints, ints, iout, 0, 6)
-    win.Get(iout, 0, 7)                                 # race FG
+    win.Compare_and_swap(ints, ints, np.zeros(1, "i8"), 0, 6)
+    win.Get(np.zeros(1, "i8"), 0, 7)                    # race FG
     win.Put(ints, 0, 8)                                 # race CP
     column = MPI.DOUBLE.Create_vector(4, 1, 4).Commit()
     win.Put(np.ones(4), 0, (16, 1, column))             # race VEC
@@ -47,6 +46,6 @@ if rank == B:
     column.Free()
 win.Fence()
 if rank == B:
-    win.Get(out, 0, 9)                                  # the Put of the last epoch is done
+    win.Get(np.zeros(1), 0, 9)                          # the Put of the last epoch is done
 win.Fence()
 win.Free()

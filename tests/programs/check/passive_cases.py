@@ -24,7 +24,7 @@ def shared(action):
     win.Unlock(0)
 
 
-if rank in (A, B):                      # exclusive epochs exclude each other
+if rank in (A, B):                                      # exclusive epochs exclude each other
     exclusive(lambda: win.Put(one, 0, 0))
 if rank == A:
     shared(lambda: win.Put(one, 0, 1))                  # race SH
@@ -39,8 +39,8 @@ if rank == A:
     win.Put(one, 0, 3)                                  # race NF
 comm.Barrier()
 if rank == B:
-    win.Get(out, 0, 2)                                  # flushed, then the Barrier
-    win.Get(out, 0, 3)                                  # race NF
+    win.Get(np.zeros(1), 0, 2)                          # flushed, then the Barrier
+    win.Get(np.zeros(1), 0, 3)                          # race NF
     win.Flush(0)
 comm.Barrier()
 if rank == A:
@@ -50,14 +50,14 @@ if rank == A:
     comm.send(None, B, 7)
 if rank == B:
     comm.recv(source=A, tag=7)
-    win.Get(out, 0, 4)                                  # flushed, then a message
+    win.Get(np.zeros(1), 0, 4)                          # flushed, then a message
     win.Flush(0)
 comm.Barrier()
 if rank == A:
     win.Put(one, 0, 5)                                  # race NS
     win.Flush(0)
 if rank == B:
-    win.Get(out, 0, 5)                                  # race NS
+    win.Get(np.zeros(1), 0, 5)                          # race NS
     win.Flush(0)
 comm.Barrier()
 
@@ -73,8 +73,8 @@ if rank == B:
     while iout[0] == 0:
         win.Fetch_and_op(ints, iout, 0, 12, MPI.NO_OP)
         win.Flush(0)
-    win.Get(out, 0, 10)
-    win.Get(out, 0, 11)                                 # race UF
+    win.Get(np.zeros(1), 0, 10)
+    win.Get(np.zeros(1), 0, 11)                         # race UF
     win.Flush(0)
 comm.Barrier()
 
@@ -85,7 +85,7 @@ if rank == A:
     win.Flush(0)
 ring.Neighbor_allgather(np.zeros(1), np.zeros(2))
 if rank == B:
-    win.Get(out, 0, 30)
+    win.Get(np.zeros(1), 0, 30)
     win.Flush(0)
 barrier = comm.Barrier_init()
 if rank == A:
@@ -94,7 +94,7 @@ if rank == A:
 barrier.Start()
 barrier.Wait()
 if rank == B:
-    win.Get(out, 0, 31)
+    win.Get(np.zeros(1), 0, 31)
     win.Flush(0)
 barrier.Free()
 ring.Free()
@@ -103,10 +103,10 @@ comm.Barrier()
 # request-based RMA: an Rput's Wait completes it only at the origin, an Rget's fully
 if rank == A:
     win.Rput(one, 0, 20).Wait()                         # race RP
-    win.Rget(out, 0, 21).Wait()
+    win.Rget(np.zeros(1), 0, 21).Wait()
 comm.Barrier()
 if rank == B:
-    win.Get(out, 0, 20)                                 # race RP
+    win.Get(np.zeros(1), 0, 20)                         # race RP
     win.Put(one, 0, 21)
     win.Flush(0)
 win.Unlock_all()
