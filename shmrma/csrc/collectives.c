@@ -117,11 +117,17 @@ await_cell(CommCore *c, PyObject *state, int which, uint32_t sequence, int rank,
         }
         Py_DECREF(result);
     }
-    if (noted) {
+    if (noted) {    /* the wait's own error, if any, is the one raised */
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
         PyObject *result = PyObject_CallNoArgs(g_over);
         if (result == NULL && rc == 0)
             rc = -1;
         Py_XDECREF(result);
+        if (type != NULL) {
+            PyErr_Clear();
+            PyErr_Restore(type, value, traceback);
+        }
     }
     return rc;
 }
