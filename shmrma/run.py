@@ -20,11 +20,14 @@ options:
   --timeout SEC      end the job after SEC seconds, printing every rank's Python
                      stack and what it waits for; exit status 124
   -l, --tag-output   prefix every output line with the rank: [0] ...
-  --check            report data races: RMA accesses to the same window bytes,
-                     one writing, that no synchronization orders (MPI-3.1
-                     §11.7); one report per race on stderr, a summary at the
-                     end, exit status 66 when a race was found (shm backend only;
+  --check            report data races: RMA accesses and a rank's own stores
+                     to the same window bytes, one writing, that no
+                     synchronization orders (MPI-3.1 §11.7), and origin
+                     buffers changed before their call completed; one
+                     report per race on stderr, a summary at the end, exit
+                     status 66 when a race was found (shm backend only;
                      SHMRMA_CHECK=1 does the same for a singleton or shmrma.launch)
+  --check=no-stores  the same without watching the ranks' own stores (faster)
   --backend NAME     shm (default: processes sharing memory) or mpi (the
                      installed MPI's mpiexec with mpi4py; see "Running on a
                      cluster" in the README); SHMRMA_BACKEND sets the default
@@ -50,7 +53,7 @@ class Options:
         self.target = None
         self.args = []
         self.backend = None   # "shm" or "mpi"; None: SHMRMA_BACKEND's
-        self.check = False    # --check: run under the race checker
+        self.check = None     # --check: SHMRMA_CHECK's value for the race checker
 
 
 def parse(argv):
@@ -66,8 +69,8 @@ def parse(argv):
             sys.exit(0)
         if item in ("-l", "--tag-output"):
             options.tag_output = True
-        elif item == "--check":
-            options.check = True
+        elif item == "--check" or item.startswith("--check="):
+            options.check = _check_mode(item.partition("=")[2])
         elif item in ("-n", "-np", "--np") or item.startswith(("-n=", "--timeout=")):
             name, _, value = item.partition("=")
             options_value = value or _next(items, name)
@@ -90,6 +93,13 @@ def parse(argv):
             options.mode, options.target, options.args = "script", item, items
             return options
     raise UsageError("no program given: name a script, -m module or -c code")
+
+
+def _check_mode(value):
+    from .check import NO_STORES
+    if value in ("", NO_STORES):
+        return value or "1"
+    raise UsageError("--check=%s: expected --check or --check=%s" % (value, NO_STORES))
 
 
 def _next(items, name):
@@ -170,7 +180,7 @@ def main(argv=None):
         return mpi_launch.run(options)
     if options.check:
         from . import check
-        os.environ[check.CHECK_VARIABLE] = "1"
+        os.environ[check.CHECK_VARIABLE] = options.check
     # Import the runtime once here, before the fork, so no rank pays for it again;
     # it loads no numpy and starts no thread (forking after a thread is unsafe).
     from . import MPI, launcher  # noqa: F401

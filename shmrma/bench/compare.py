@@ -146,7 +146,9 @@ class HaloCase(NotifyCase):
 
 class CheckCase(Case):
     """What ``shmrma-run --check`` costs: ``inner`` run with the race checker
-    ("shmrma-check") and without, the ratio checked / unchecked against ``target``."""
+    ("shmrma-check"), with it but not watching the ranks' own stores
+    ("shmrma-check-no-stores") and without, the ratios checked / unchecked against
+    ``target``."""
 
     def __init__(self, title, inner, target=None):
         self.title, self.inner, self.target = title, inner, target
@@ -154,7 +156,7 @@ class CheckCase(Case):
         self.against_mpi4py = None
 
     def impls(self, have_reference):
-        return ["shmrma", "shmrma-check"]
+        return ["shmrma", "shmrma-check", "shmrma-check-no-stores"]
 
     def argv(self, impl, quick):
         return self.inner.argv(impl, quick)
@@ -536,6 +538,10 @@ def case_rows(case, runs):
                         higher_is_better=True))
     if "shmrma-check" in got:
         rows.append(row(case.title, got["shmrma-check"], mine, "shmrma without --check",
+                        case.target))
+    if "shmrma-check-no-stores" in got:
+        rows.append(row(case.title.replace("--check:", "--check=no-stores:"),
+                        got["shmrma-check-no-stores"], mine, "shmrma without --check",
                         case.target))
     return rows
 

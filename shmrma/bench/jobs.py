@@ -22,7 +22,9 @@ KILL_GRACE_S = 5
 IMPL_VARIABLE = "SHMRMA_BENCH_IMPL"
 BACKEND_VARIABLE = "SHMRMA_BACKEND"     # shmrma/backend.py's
 # shmrma's backend under each implementation that runs shmrma's code path
-BACKEND_OF = {"shmrma": "shm", "shmrma-mpi": "mpi", "shmrma-check": "shm"}
+BACKEND_OF = {"shmrma": "shm", "shmrma-mpi": "mpi", "shmrma-check": "shm",
+              "shmrma-check-no-stores": "shm"}
+CHECK_FLAGS = {"shmrma-check": ["--check"], "shmrma-check-no-stores": ["--check=no-stores"]}
 
 
 class RunFailed(RuntimeError):
@@ -125,7 +127,8 @@ def launcher_argv(impl, nranks, program):
     """The command running ``program`` (argv after ``python``) on ``nranks`` ranks.
 
     ``impl`` "shmrma" uses shmrma-run, "shmrma-check" ``shmrma-run --check`` (the
-    race checker on), "shmrma-mpi" ``shmrma-run --backend mpi``
+    race checker on; "shmrma-check-no-stores" without watching the ranks' own
+    stores), "shmrma-mpi" ``shmrma-run --backend mpi``
     (which runs MPICH's mpiexec with ``python -m mpi4py``), "mpi4py" MPICH's
     mpiexec; "numpy" (a single-process reference) runs the program once with
     plain Python.
@@ -134,7 +137,7 @@ def launcher_argv(impl, nranks, program):
     if impl in BACKEND_OF:
         run = find_tool("shmrma-run")
         head = [run] if run else [sys.executable, "-m", "shmrma.run"]
-        backend = {"shmrma-mpi": ["--backend", "mpi"], "shmrma-check": ["--check"]}.get(impl, [])
+        backend = dict(CHECK_FLAGS, **{"shmrma-mpi": ["--backend", "mpi"]}).get(impl, [])
         return head + backend + ["-n", str(nranks)] + program
     if impl == "mpi4py":
         return [find_tool("mpiexec"), "-n", str(nranks), sys.executable] + program

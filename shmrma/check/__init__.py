@@ -14,15 +14,24 @@ every synchronization call of the job and decides that with vector clocks:
   when ``SHMRMA_CHECK=1`` (``shmrma-run --check`` sets it); nothing of it runs, and
   the fast paths keep their cost, when checking is off.
 
-Not yet checked: the target's own loads and stores of its window memory, and the
-origin's accesses to an origin buffer before local completion (see README).
+- origin.py: the origin's buffers until the call completes there (R35).
+- stores.py: the ranks' own stores to their window memory, found by comparing it
+  with a shadow copy RMA keeps up to date (off with ``SHMRMA_CHECK=no-stores``).
+
+Not checked: loads of window memory (see README).
 """
 import os
 
 CHECK_VARIABLE = "SHMRMA_CHECK"
+NO_STORES = "no-stores"     # SHMRMA_CHECK's value (--check=no-stores) without stores.py
 RACE_STATUS = 66        # the exit status of a job that reported a race (ThreadSanitizer's)
 
 
 def requested():
     """Whether this process runs under the checker."""
     return os.environ.get(CHECK_VARIABLE, "") not in ("", "0")
+
+
+def stores_watched():
+    """Whether the ranks' own stores to their window memory are checked too."""
+    return os.environ.get(CHECK_VARIABLE, "") != NO_STORES

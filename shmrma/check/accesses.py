@@ -30,8 +30,9 @@ PENDING = 2**62
 # the epoch an access was made in (Access.epoch; report.py names each)
 NO_EPOCH, FENCE, PSCW, LOCK_EXCLUSIVE, LOCK_SHARED, LOCK_ALL, COUNTER, BARRIER = range(8)
 CACHE_LINE = 64           # the target's lock cell and record count
-PUT, GET, ACCUMULATE, GET_ACCUMULATE, FETCH_AND_OP, COMPARE_AND_SWAP = range(1, 7)
-CALL_NAMES = {PUT: "Put", GET: "Get", ACCUMULATE: "Accumulate",
+# STORE: a target's own store to its window memory (stores.py), complete when made
+STORE, PUT, GET, ACCUMULATE, GET_ACCUMULATE, FETCH_AND_OP, COMPARE_AND_SWAP = range(7)
+CALL_NAMES = {STORE: "Store", PUT: "Put", GET: "Get", ACCUMULATE: "Accumulate",
               GET_ACCUMULATE: "Get_accumulate", FETCH_AND_OP: "Fetch_and_op",
               COMPARE_AND_SWAP: "Compare_and_swap"}
 NO_OP_CODE = -1          # the op code of NO_OP (a read)
@@ -73,9 +74,18 @@ class Access:
         return _writes(self.kind, self.op)
 
 
+def writes(kind, op):
+    """Whether an access of ``kind`` with op code ``op`` writes the target."""
+    return kind in _WRITING or (kind in _WRITING_UNLESS_NO_OP and op != NO_OP_CODE)
+
+
+_WRITING = frozenset((STORE, PUT, ACCUMULATE, COMPARE_AND_SWAP))
+_WRITING_UNLESS_NO_OP = frozenset((GET_ACCUMULATE, FETCH_AND_OP))
+
+
 def _writes(kind, op):
-    return (kind == PUT) | (kind == ACCUMULATE) | (kind == COMPARE_AND_SWAP) | (
-        ((kind == GET_ACCUMULATE) | (kind == FETCH_AND_OP)) & (op != NO_OP_CODE))
+    return ((kind == PUT) | (kind == ACCUMULATE) | (kind == COMPARE_AND_SWAP) | (kind == STORE)
+            | (((kind == GET_ACCUMULATE) | (kind == FETCH_AND_OP)) & (op != NO_OP_CODE)))
 
 
 class WindowLog:
@@ -94,6 +104,9 @@ class WindowLog:
             self.atomics.append(numpy.ndarray((ATOMICS, 1 + world_size), numpy.int64,
                                               segment.buffer,
                                               start + CACHE_LINE + CAPACITY * RECORD_BYTES))
+
+    def lock_cell(self, target):
+        return self._lock_cell(target)
 
     def _lock_cell(self, target):
         return self.segment.address + target * self.stride
@@ -206,8 +219,8 @@ class WindowLog:
         clock is joined first; the lock free within a few tries; room in the log),
         else here, waiting for the lock (``locked``: held already) and pruning a full
         log."""
-        if _native is not None and not self.synchronizes(access.lows, access.highs,
-                                                         access.kind):
+        if _native is not None and not locked and not self.synchronizes(
+                access.lows, access.highs, access.kind):
             found = _native.record(self._records_address(target), self._count_cell(target),
                                    access.lows, access.highs, access.kind, access.op,
                                    access.basic, access.site, access.epoch, me,
@@ -223,15 +236,35 @@ class WindowLog:
                 self.add(target, me, access, prune)
         return races
 
-    def add(self, target, me, access, prune):
-        """Record the access (lock held); False when the log has no room even pruned."""
+    def shadowed(self, target, me, access, vc_address, addresses, unseen, writes, perform):
+        """record() in C with the call inside the target's lock, keeping its shadow
+        (csrc/racecheck.c's shadowed): None when C declines, having done nothing,
+        else (the call's result, the racing records or None when the log is full,
+        the run of a store the target had not looked at, or None)."""
+        if _native is None or self.synchronizes(access.lows, access.highs, access.kind):
+            return None
+        done = _native.shadowed(self._records_address(target), self._count_cell(target),
+                                access.lows, access.highs, access.kind, access.op,
+                                access.basic, access.site, access.epoch, me,
+                                self._lock_cell(target), vc_address, CAPACITY, *addresses,
+                                unseen, writes, perform)
+        if done is None:
+            return None
+        result, found, run = done
+        if found is not None:
+            found = self.records[target][found] if found else self.records[target][:0]
+        return result, found, run
+
+    def add(self, target, me, access, prune, stamp=PENDING):
+        """Record the access (lock held), pending or (a store) complete with ``stamp``;
+        False when the log has no room even pruned."""
         if _native is None:
-            return self.add_numpy(target, me, access, prune)
+            return self.add_numpy(target, me, access, prune, stamp)
         for attempt in range(2):
             count = _native.add(self._records_address(target),
                                 atomic.load64(self._count_cell(target)), access.lows,
                                 access.highs, access.kind, access.op, access.basic,
-                                access.site, access.epoch, me, CAPACITY)
+                                access.site, access.epoch, me, CAPACITY, stamp)
             if count >= 0:
                 atomic.store64(self._count_cell(target), count)
                 return True
@@ -239,7 +272,30 @@ class WindowLog:
                 prune(target, self.rows(target))
         return False
 
-    def add_numpy(self, target, me, access, prune):
+    def add_stores(self, target, me, store, vc, vc_address, stamp, seen, prune):
+        """Record the stores of rank ``me`` to its memory (``target``), made in epoch
+        ``stamp``, after forgetting its store records stamped ``seen`` or earlier
+        (every rank is ordered after them); the records they race with."""
+        if _native is not None:
+            found = _native.stores(self._records_address(target), self._count_cell(target),
+                                   store.lows, store.highs, STORE, store.epoch, store.site,
+                                   me, self._lock_cell(target), vc_address, CAPACITY, stamp,
+                                   seen)
+            if found is not None:
+                return self.records[target][found] if found else self.records[target][:0]
+        with self.locked(target):
+            rows = self.rows(target)
+            gone = (rows["kind"] == STORE) & (rows["origin"] == me) & (rows["stamp"] <= seen)
+            if gone.any():
+                self.keep(target, rows, ~gone)
+            races = self.conflicts(target, me, vc, store, vc_address)
+            if not self.add(target, me, store, prune, stamp):
+                self.on_full()
+                self.keep(target, self.rows(target), slice(CAPACITY // 2, None))
+                self.add(target, me, store, prune, stamp)
+            return races.copy()
+
+    def add_numpy(self, target, me, access, prune, stamp=PENDING):
         """Append the access's runs as pending records (lock held). A repeat of a
         recorded access (a polling loop) renews that record instead: a later access
         races with whatever the earlier one raced with, and reports the same sites;
@@ -254,11 +310,11 @@ class WindowLog:
                 & (rows["kind"] == access.kind) & (rows["op"] == access.op)
                 & (rows["epoch"] == access.epoch))
             if len(same):
-                rows["stamp"][same[0]] = PENDING
+                rows["stamp"][same[0]] = stamp
                 return True
             last = rows[-1]     # a loop over consecutive elements: one record
             if (last["high"] == access.lows[0] and last["origin"] == me
-                    and last["stamp"] == PENDING and last["site"] == access.site
+                    and last["stamp"] == stamp and last["site"] == access.site
                     and last["kind"] == access.kind and last["op"] == access.op
                     and last["basic"] == access.basic and last["epoch"] == access.epoch):
                 last["high"] = access.highs[0]
@@ -269,7 +325,7 @@ class WindowLog:
                 return False
         new = self.records[target][count:count + runs]
         new["low"], new["high"] = access.lows, access.highs
-        new["stamp"], new["origin"], new["kind"] = PENDING, me, access.kind
+        new["stamp"], new["origin"], new["kind"] = stamp, me, access.kind
         new["op"], new["basic"], new["site"], new["epoch"] = (access.op, access.basic,
                                                               access.site, access.epoch)
         atomic.store64(self._count_cell(target), count + runs)
@@ -302,6 +358,41 @@ class WindowLog:
                 covered &= (kinds == kind) & (rows["low"] >= low) & (rows["high"] <= high)
             due = (rows["origin"] == me) & (rows["stamp"] == PENDING) & covered
             rows["stamp"][due] = epoch
+
+
+def diff_native(memory, shadow, nbytes, grain, max_runs, lock_cell):
+    """diff() in C under the lock at ``lock_cell``; None when the lock stayed busy or
+    C is not there."""
+    if _native is None:
+        return None
+    return _native.diff(memory, shadow, nbytes, grain, max_runs, lock_cell)
+
+
+def diff(memory, shadow, nbytes, grain, max_runs, lock=None):
+    """(lows, highs) of the runs of ``grain``-byte words where memory differs from its
+    shadow, the shadow updated on them (csrc/racecheck.c's diff; numpy when it is not
+    built, without merging), under ``lock`` (a _TargetLock) when given."""
+    if _native is not None:
+        found = _native.diff(memory, shadow, nbytes, grain, max_runs,
+                             lock.cell if lock is not None else 0)
+        if found is not None:
+            return found
+    if lock is not None:
+        with lock:
+            return diff(memory, shadow, nbytes, grain, max_runs)
+    import ctypes
+    words = nbytes // grain * grain
+    now = numpy.frombuffer((ctypes.c_char * nbytes).from_address(memory), numpy.uint8)
+    copy = numpy.frombuffer((ctypes.c_char * nbytes).from_address(shadow), numpy.uint8)
+    differ = now != copy
+    changed = numpy.flatnonzero(numpy.concatenate((
+        differ[:words].reshape(-1, grain).any(axis=1).repeat(grain), differ[words:])))
+    copy[changed] = now[changed]
+    if not len(changed):
+        return [], []
+    breaks = numpy.flatnonzero(numpy.diff(changed) != 1) + 1
+    return (changed[numpy.concatenate(([0], breaks))].tolist(),
+            (changed[numpy.concatenate((breaks - 1, [len(changed) - 1]))] + 1).tolist())
 
 
 def use_native(enabled):

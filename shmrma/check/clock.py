@@ -123,6 +123,7 @@ class Clock:
         self._site_numbers = {}
         self._cells_found = {}  # (rank, key) -> that rank's cell for the key
         self._watched = []      # windows whose local loads may observe atomics (Win.Sync)
+        self._looks = []        # windows whose stores are found before each release
 
     @property
     def accesses(self):
@@ -156,9 +157,23 @@ class Clock:
         for observe in self._watched:
             observe()
 
+    # --- local stores the checker cannot see (stores.py) ---
+    def look_before_releases(self, look, on=True):
+        """Call ``look`` (it records this rank's stores) before every release."""
+        if on:
+            self._looks.append(look)
+        elif look in self._looks:
+            self._looks.remove(look)
+
+    def prepare_release(self):
+        """What a release needs first: what this rank's loads saw, and its stores."""
+        self.observe_local()
+        for look in self._looks:
+            look()
+
     # --- keyed releases ---
     def release(self, key):
-        self.observe_local()
+        self.prepare_release()
         index = atomic.load64(self.ring_index)
         entry = self.ring[index % RING]
         entry[0] = 0                # readers skip the entry while it changes
@@ -206,7 +221,7 @@ class Clock:
     # --- cells ---
     def publish(self, key):
         """Overwrite this rank's cell for ``key`` with its clock, and end the epoch."""
-        self.observe_local()
+        self.prepare_release()
         cell = self._cell_of(self.me, key, claim=True)
         if cell is None:
             self.warn_once("too many counters to follow; some signals are not checked")

@@ -17,7 +17,7 @@ from .. import constants, mailbox, rma
 from .. import buffers
 from ..epoch import HELD_EXCLUSIVE
 from ..window import share_segment
-from . import accesses, origin, report
+from . import accesses, origin, report, stores
 from .accesses import (ACCUMULATE, COMPARE_AND_SWAP, FETCH_AND_OP, GET, GET_ACCUMULATE,
                        PUT, Access)
 from .origin import READ, WRITTEN
@@ -62,6 +62,19 @@ class WindowCheck:
         self.buffers = origin.Buffers(lambda text: clock().warn_once(text))
         self.last_site = 0          # of the latest access
         self.last_held = []         # the buffers the latest call holds (for its request)
+        shadow = stores.Shadow.of(state)
+        self.stores = stores.Stores(self, shadow) if shadow is not None else None
+        if self.stores is not None:
+            clock().look_before_releases(self.stores.look)
+
+    def close(self):
+        """Stop checking the window (before it is freed or changes its group)."""
+        self.win._race_check = None
+        clock().unwatch(self.observe_local)
+        if self.stores is not None:
+            clock().look_before_releases(self.stores.look, on=False)
+            self.stores.close()
+        self.segment.close()
 
     def name(self):
         given = self.win.Get_name() if self.win else ""
@@ -86,15 +99,44 @@ class WindowCheck:
         c = clock()
         if not locked:
             c.observe_local()
+        access = self._new_access(c, target, lows, highs, kind, op, basic)
+        races = self.log.record(target, c.me, access, c.vc, c.vc_address, self._prune,
+                                locked)
+        self._checked(c, target, access, races)
+        return access
+
+    def _new_access(self, c, target, lows, highs, kind, op, basic):
         access = Access(lows, highs, kind, op, basic, c.site(report.call_site()),
                         self.epoch_kind(target))
         self.pending.add(target)
         self.last_site = access.site
-        races = self.log.record(target, c.me, access, c.vc, c.vc_address, self._prune,
-                                locked)
+        return access
+
+    def _checked(self, c, target, access, races):
         c.accesses += 1
         for row in _distinct(races):
             self._report(c, target, row, access)
+
+    def shadowed_access(self, target, lows, highs, what, perform):
+        """Perform, check and record an access to memory whose stores are checked in
+        C, under the target's lock (stores.py); None when C declines (nothing done)."""
+        kind, op, basic = what
+        c = clock()
+        addresses = self.stores.addresses(target)
+        if addresses is None:
+            return None
+        access = self._new_access(c, target, lows, highs, kind, op, basic)
+        done = self.log.shadowed(target, c.me, access, c.vc_address, addresses,
+                                 target != self.me, accesses.writes(kind, op), perform)
+        if done is None:
+            return None
+        result, races, unseen = done
+        if races is None:       # the log was full: the Python path prunes
+            races = self.log.record(target, c.me, access, c.vc, c.vc_address, self._prune)
+        self._checked(c, target, access, races)
+        if unseen is not None:
+            self.stores.report_unseen(target, unseen, access)
+        return (result,)
 
     def _report(self, c, target, row, access):
         row_site = c.site_text(int(row["origin"]), int(row["site"]))
@@ -238,23 +280,52 @@ def _note(win, kind, target_rank, target, defaults, op=None, perform=None, held=
         known.add(target_rank)
     op_code = (CAS_CODE if kind == COMPARE_AND_SWAP else 0 if op is None
                else accesses.NO_OP_CODE if op == rma.ops.NO_OP else _code(repr(op)))
-    if not check.log.synchronizes(runs[0], runs[1], kind):
+    synchronizes = check.log.synchronizes(runs[0], runs[1], kind)
+    shadowed = check.stores is not None and check.state.sizes[target_rank] > 0
+    if synchronizes or shadowed:
+        result = _performed_locked(check, c, target_rank, runs, (kind, op_code, basic),
+                                   perform, synchronizes, shadowed)
+    else:
         result = perform()
         check.access(target_rank, runs[0], runs[1], kind, op_code, basic)
-        check.last_held = check.buffers.hold(target_rank, kind, check.last_site, held)
-        return result
-    # An atomic on one word: its release, its value and its record appear to the
-    # others at once, under the target's checking lock, so whoever sees the value
-    # (an atomic, or a load after Win.Sync) finds the record too. It gets an epoch of
-    # its own, the one its release publishes.
-    c.observe_local()       # takes the lock of this rank's memory: not inside this one
-    c.end_epoch()
-    with check.log.locked(target_rank):
-        check.log.release_word(target_rank, runs[0], runs[1], kind, c.vc)
-        result = perform()
-        c.end_epoch()
-        check.access(target_rank, runs[0], runs[1], kind, op_code, basic, locked=True)
     check.last_held = check.buffers.hold(target_rank, kind, check.last_site, held)
+    return result
+
+
+def _performed_locked(check, c, target, runs, what, perform, synchronizes, shadowed):
+    """Perform and record an access under the target's checking lock. An atomic on
+    one word (``synchronizes``): its release, its value and its record appear to the
+    others at once, so whoever sees the value (an atomic, or a load after Win.Sync)
+    finds the record too; it gets an epoch of its own, the one its release
+    publishes. An access to memory whose stores are checked (``shadowed``): it meets
+    the stores its target made since it last looked, and its writes reach the
+    shadow before the target looks again (stores.py)."""
+    kind, op_code, basic = what
+    lows, highs = runs
+    if synchronizes:
+        c.prepare_release()     # takes this rank's own locks: not inside the target's
+        c.end_epoch()
+    else:
+        c.observe_local()
+        if target == check.me:
+            check.stores.look()
+        done = check.shadowed_access(target, lows, highs, what, perform)
+        if done is not None:
+            return done[0]
+    unseen = None
+    with check.log.locked(target):
+        if synchronizes:
+            check.log.release_word(target, lows, highs, kind, c.vc)
+        if shadowed and target != check.me:
+            unseen = check.stores.unseen(target, lows, highs)
+        result = perform()
+        if shadowed and accesses.writes(kind, op_code):
+            check.stores.written(target, lows, highs)
+        if synchronizes:
+            c.end_epoch()
+        access = check.access(target, lows, highs, kind, op_code, basic, locked=True)
+    if unseen is not None:
+        check.stores.report_unseen(target, unseen, access)
     return result
 
 
@@ -496,7 +567,14 @@ def _install_window_sync(Win):
             end_exposure(check)
         return done
 
+    def look_at_own_stores(check, rank=None):
+        """Stores made before a lock epoch on this rank's own memory, or in it, are
+        recorded as such (stores.py)."""
+        if check is not None and check.stores is not None and rank in (None, check.me):
+            check.stores.look()
+
     def Lock(self, rank, lock_type=LOCK_EXCLUSIVE, assertion=0):
+        look_at_own_stores(_check_of(self), rank)
         real["Lock"](self, rank, lock_type, assertion)
         check = _check_of(self)
         if check is None or rank == constants.PROC_NULL:
@@ -514,12 +592,14 @@ def _install_window_sync(Win):
         if check is None or rank == constants.PROC_NULL or rank not in check.locks:
             return real["Unlock"](self, rank)
         rank = operator.index(rank)
+        look_at_own_stores(check, rank)
         check.complete_locally([rank])
         check.complete([rank])
         real["Unlock"](self, rank)
         del check.locks[rank]
 
     def Lock_all(self, assertion=0):
+        look_at_own_stores(_check_of(self))
         real["Lock_all"](self, assertion)
         check = _check_of(self)
         if check is None:
@@ -530,6 +610,7 @@ def _install_window_sync(Win):
         check = _check_of(self)
         if check is None:
             return real["Unlock_all"](self)
+        look_at_own_stores(check)
         check.complete_locally()
         check.complete(check.everyone())
         real["Unlock_all"](self)
@@ -578,11 +659,9 @@ def _install_creation(Win):
 
     def Free(self):
         check = _check_of(self)
-        free(self)
         if check is not None:
-            self._race_check = None
-            clock().unwatch(check.observe_local)
-            check.segment.close()
+            check.close()
+        free(self)
     Win.Free = functools.wraps(free)(Free)
     change = Win.Change_comm
 
@@ -590,8 +669,7 @@ def _install_creation(Win):
         check = _check_of(self)
         result = change(self, new_comm, peer_rank)
         if check is not None:
-            self._race_check = None     # its log is laid out for the old group
-            check.segment.close()
+            check.close()       # its log is laid out for the old group
             clock().warn_once("a window changed its communicator (Change_comm); its "
                               "accesses are no longer checked")
         return result

@@ -34,6 +34,10 @@ _shown_paths = {}       # a file's path as reports show it (relative below the c
 
 
 def _describe(call, rank, site, epoch):
+    if call == "Store":
+        return ("Store by rank %d at %s, to its own window memory: a store found at that "
+                "call, made after the rank's synchronization call before it, %s"
+                % (rank, site, EPOCH_TEXT.get(epoch, "in an epoch")))
     return "%s by rank %d at %s, %s" % (call, rank, site, EPOCH_TEXT.get(epoch, "in an epoch"))
 
 
@@ -81,9 +85,25 @@ def buffer_race(window, held, first, last, me, made, here):
             "  completed by rank %d at %s, which found those bytes changed since the %s (by a store, or "
             "by another call filling that buffer)\n"
             "  %s until the %s completes at the origin: Flush_local, Flush, Unlock, "
-            "Complete, Fence, the window barrier or its request's Wait (R35)\n" % (
+            "Complete, Fence, the window barrier or its request's Wait\n" % (
                 role, call, held.target, window, first, last, call, me, made, does, me,
                 here, call, rule, call))
+
+
+def unseen_store(window, target, run, me, access, site):
+    """The text of an RMA that met a store its target made since it last synchronized
+    (stores.py): the store's line is not known yet."""
+    low, high = run
+    call = accesses.CALL_NAMES[access.kind]
+    return ("shmrma-check: data race on %s, bytes %d..%d of rank %d's memory\n"
+            "  Store by rank %d to its own window memory, made since its last "
+            "synchronization call (its line is not known: it has made no MPI call since)\n"
+            "  %s\n"
+            "  rank %d stored into its window memory while rank %d's %s could reach it: "
+            "order the store before the %s (a Fence, Post/Start, a Barrier, a message, an "
+            "exclusive lock on its own window, ...)\n" % (
+                window, low, high - 1, target, target,
+                _describe(call, me, site, access.epoch), target, me, call, call))
 
 
 def summary(session):

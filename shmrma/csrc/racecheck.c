@@ -1,7 +1,10 @@
 /* The race checker's access log in C (shmrma/check/accesses.py is the
  * reference and the fallback): the conflict scan, the append-or-renew of a
  * record and the completion of pending records, over a target's records in
- * the window's checking segment. The caller holds the target's checking lock.
+ * the window's checking segment, under the target's checking lock (held by the
+ * caller, or taken here with a few tries: record, shadowed, stores, diff); and
+ * the comparison of a rank's window memory with its shadow copy that finds the
+ * rank's own stores (check/stores.py).
  *
  * A record is accesses.RECORD, a packed numpy dtype laid out as `struct record`
  * (every 8-byte field first, so no padding). The codes (kinds, epochs, PENDING)
@@ -152,7 +155,7 @@ static PyObject *scan_rows(const struct access *a, const struct record *rows,
  * access continues it, or append one pending record per run; the new count, or -1
  * when they do not fit. */
 static Py_ssize_t add_rows(const struct access *a, struct record *rows, Py_ssize_t count,
-                           Py_ssize_t capacity)
+                           Py_ssize_t capacity, int64_t stamp)
 {
     const int64_t *lows = a->lows.buf, *highs = a->highs.buf;
     if (a->runs == 1) {
@@ -161,14 +164,14 @@ static Py_ssize_t add_rows(const struct access *a, struct record *rows, Py_ssize
             if (r->low == lows[0] && r->high == highs[0] && r->origin == a->me
                     && r->site == a->site && r->kind == a->kind && r->op == a->op
                     && r->epoch == a->epoch) {
-                r->stamp = codes.pending;
+                r->stamp = stamp;
                 return count;
             }
         }
     }
     if (a->runs == 1 && count > 0) {   /* a loop over consecutive elements: one record */
         struct record *last = &rows[count - 1];
-        if (last->high == lows[0] && last->origin == a->me && last->stamp == codes.pending
+        if (last->high == lows[0] && last->origin == a->me && last->stamp == stamp
                 && last->site == a->site && last->kind == a->kind && last->op == a->op
                 && last->basic == a->basic && last->epoch == a->epoch) {
             last->high = highs[0];
@@ -181,7 +184,7 @@ static Py_ssize_t add_rows(const struct access *a, struct record *rows, Py_ssize
         struct record *r = &rows[count + j];
         r->low = lows[j];
         r->high = highs[j];
-        r->stamp = codes.pending;
+        r->stamp = stamp;
         r->origin = a->me;
         r->kind = a->kind;
         r->op = a->op;
@@ -206,20 +209,61 @@ static PyObject *scan(PyObject *self, PyObject *args)
     return found;
 }
 
-/* add(records, count, lows, highs, kind, op, basic, site, epoch, me, capacity):
- * renew or append (add_rows); the new count, or -1 when the runs do not fit. */
+/* add(records, count, lows, highs, kind, op, basic, site, epoch, me, capacity[, stamp]):
+ * renew or append (add_rows), pending or (a store, complete when made) with the
+ * stamp given; the new count, or -1 when the runs do not fit. */
 static PyObject *add(PyObject *self, PyObject *args)
 {
     struct access a;
     Py_ssize_t address, count, capacity;
-    if (parse_access(args, &a, &address, &count, &capacity) < 0)
+    long long stamp = codes.pending;
+    PyObject *lows, *highs;
+    if (!ready() || !PyArg_ParseTuple(args, "nnOOiiiiiin|L", &address, &count, &lows, &highs,
+                                      &a.kind, &a.op, &a.basic, &a.site, &a.epoch, &a.me,
+                                      &capacity, &stamp)
+            || take_runs(&a, lows, highs) < 0)
         return NULL;
-    count = add_rows(&a, (struct record *)address, count, capacity);
+    count = add_rows(&a, (struct record *)address, count, capacity, stamp);
     release_access(&a);
     return PyLong_FromSsize_t(count);
 }
 
+
 #define LOCK_TRIES 64       /* then the Python path waits, with the job's checks */
+
+/* Take a target's checking lock (a wait cell) with a few tries, never sleeping. */
+static int try_lock(int32_t *lock)
+{
+    for (int i = 0; i < LOCK_TRIES; i++) {
+        int32_t expected = 0;
+        if (__atomic_compare_exchange_n(lock, &expected, 1, 0, SC, SC))
+            return 1;
+        sched_yield();
+    }
+    return 0;
+}
+
+static void unlock(int32_t *lock)
+{
+    __atomic_store_n(lock, 0, SC);
+    wake_if_sleepers(lock);
+}
+
+/* Scan the ``before`` records, then append or renew the access's (add_rows) and
+ * publish the new count: the racing records' indices; NULL with *full set when
+ * the log had no room (nothing added), NULL with an exception on error. */
+static PyObject *scan_and_add(const struct access *a, struct record *rows, int64_t *count,
+                              Py_ssize_t before, const int64_t *vc, Py_ssize_t capacity,
+                              int64_t stamp, int *full)
+{
+    PyObject *found = scan_rows(a, rows, before, vc);
+    Py_ssize_t after = found ? add_rows(a, rows, before, capacity, stamp) : before;
+    __atomic_store_n(count, (int64_t)(after >= 0 ? after : before), SC);
+    *full = found && after < 0;
+    if (*full)
+        Py_CLEAR(found);
+    return found;
+}
 
 /* record(records, count_cell, lows, highs, kind, op, basic, site, epoch, me,
  *        lock_cell, vc, capacity): under the target's checking lock (a wait cell,
@@ -237,31 +281,153 @@ static PyObject *record(PyObject *self, PyObject *args)
             || take_runs(&a, lows, highs) < 0)
         return NULL;
     int32_t *lock = (int32_t *)lock_cell;
-    int held = 0;
-    for (int i = 0; i < LOCK_TRIES && !held; i++) {
-        int32_t expected = 0;
-        held = __atomic_compare_exchange_n(lock, &expected, 1, 0, SC, SC);
-        if (!held)
-            sched_yield();
+    if (!try_lock(lock)) {
+        release_access(&a);
+        Py_RETURN_NONE;
     }
-    if (!held) {
+    int64_t *count = (int64_t *)count_cell;
+    int full;
+    PyObject *found = scan_and_add(&a, (struct record *)address, count,
+                                   (Py_ssize_t)__atomic_load_n(count, SC),
+                                   (const int64_t *)vc, capacity, codes.pending, &full);
+    unlock(lock);
+    release_access(&a);
+    if (full)       /* the Python path prunes, then records */
+        Py_RETURN_NONE;
+    return found;
+}
+
+/* The first run where the target's memory differs from its shadow (a store of its
+ * owner not looked at yet), brought up to date so it is reported once: 1 and its
+ * bytes in *first..*last, or 0. */
+static int unseen_run(const struct access *a, const unsigned char *memory,
+                      unsigned char *shadow, int64_t *first, int64_t *last)
+{
+    const int64_t *lows = a->lows.buf, *highs = a->highs.buf;
+    for (Py_ssize_t j = 0; j < a->runs; j++) {
+        int64_t low = lows[j], high = highs[j];
+        if (!memcmp(memory + low, shadow + low, (size_t)(high - low)))
+            continue;
+        *first = -1;
+        for (int64_t i = low; i < high; i++) {
+            if (memory[i] != shadow[i]) {
+                if (*first < 0)
+                    *first = i;
+                *last = i + 1;
+            }
+        }
+        memcpy(shadow + low, memory + low, (size_t)(high - low));
+        return 1;
+    }
+    return 0;
+}
+
+static void copy_runs(const struct access *a, const unsigned char *memory,
+                      unsigned char *shadow)
+{
+    const int64_t *lows = a->lows.buf, *highs = a->highs.buf;
+    for (Py_ssize_t j = 0; j < a->runs; j++)
+        memcpy(shadow + lows[j], memory + lows[j], (size_t)(highs[j] - lows[j]));
+}
+
+/* shadowed(records, count_cell, lows, highs, kind, op, basic, site, epoch, me,
+ *          lock_cell, vc, capacity, memory, shadow, unseen, writes, perform): record()
+ * for an access to memory whose stores are checked (check/stores.py), with the call
+ * itself inside the target's checking lock: with ``unseen`` (the caller is not the
+ * target), the first run where the memory differs from its shadow, then ``perform()``,
+ * then, when it ``writes``, its runs copied to the shadow, then scan and record.
+ * None when the lock stayed busy (nothing done: the Python path does it all), else
+ * (perform's result, the racing records or None when the log is full, the unseen
+ * run or None). */
+static PyObject *shadowed(PyObject *self, PyObject *args)
+{
+    struct access a;
+    Py_ssize_t address, count_cell, lock_cell, vc, capacity, memory, shadow;
+    int writes_memory, check_unseen;
+    PyObject *lows, *highs, *perform;
+    if (!ready() || !PyArg_ParseTuple(args, "nnOOiiiiiinnnnnppO", &address, &count_cell,
+                                      &lows, &highs, &a.kind, &a.op, &a.basic, &a.site,
+                                      &a.epoch, &a.me, &lock_cell, &vc, &capacity, &memory,
+                                      &shadow, &check_unseen, &writes_memory, &perform)
+            || take_runs(&a, lows, highs) < 0)
+        return NULL;
+    int32_t *lock = (int32_t *)lock_cell;
+    if (!try_lock(lock)) {
+        release_access(&a);
+        Py_RETURN_NONE;
+    }
+    int64_t first = 0, last = 0;
+    int unseen = check_unseen && unseen_run(&a, (const unsigned char *)memory,
+                                      (unsigned char *)shadow, &first, &last);
+    PyObject *result = PyObject_CallNoArgs(perform), *found = NULL;
+    if (result) {
+        if (writes_memory)
+            copy_runs(&a, (const unsigned char *)memory, (unsigned char *)shadow);
+        int64_t *count = (int64_t *)count_cell;
+        int full;       /* then found is NULL: the Python path prunes, then records */
+        found = scan_and_add(&a, (struct record *)address, count,
+                             (Py_ssize_t)__atomic_load_n(count, SC), (const int64_t *)vc,
+                             capacity, codes.pending, &full);
+    }
+    unlock(lock);
+    release_access(&a);
+    if (!result)
+        return NULL;
+    if (!found && PyErr_Occurred()) {
+        Py_DECREF(result);
+        return NULL;
+    }
+    PyObject *run = unseen ? Py_BuildValue("(LL)", (long long)first, (long long)last)
+                           : (Py_INCREF(Py_None), Py_None);
+    if (!found) {
+        Py_INCREF(Py_None);
+        found = Py_None;
+    }
+    return run ? Py_BuildValue("(NNN)", result, found, run) : NULL;
+}
+
+/* stores(records, count_cell, lows, highs, kind, epoch, site, me, lock_cell, vc,
+ *        capacity, stamp, seen): record a rank's own stores to its window memory
+ * (check/stores.py: ``kind`` STORE, ``epoch`` the epoch kind) under its checking lock,
+ * taken with a few tries: first forget its store records stamped ``seen`` or
+ * earlier (every rank is ordered after them), then scan, then append or renew them
+ * complete with ``stamp``. The indices of the racing records; None when the lock
+ * stayed busy or the log is full (nothing recorded: the Python path does it). */
+static PyObject *stores(PyObject *self, PyObject *args)
+{
+    struct access a;
+    Py_ssize_t address, count_cell, lock_cell, vc, capacity;
+    long long stamp, seen;
+    PyObject *lows, *highs;
+    if (!ready() || !PyArg_ParseTuple(args, "nnOOiiiinnnLL", &address, &count_cell, &lows,
+                                      &highs, &a.kind, &a.epoch, &a.site, &a.me, &lock_cell,
+                                      &vc, &capacity, &stamp, &seen)
+            || take_runs(&a, lows, highs) < 0)
+        return NULL;
+    a.op = a.basic = 0;
+    int32_t *lock = (int32_t *)lock_cell;
+    if (!try_lock(lock)) {
         release_access(&a);
         Py_RETURN_NONE;
     }
     int64_t *count = (int64_t *)count_cell;
     struct record *rows = (struct record *)address;
-    Py_ssize_t before = (Py_ssize_t)__atomic_load_n(count, SC);
-    PyObject *found = scan_rows(&a, rows, before, (const int64_t *)vc);
-    Py_ssize_t after = found ? add_rows(&a, rows, before, capacity) : before;
-    if (after >= 0)
-        __atomic_store_n(count, (int64_t)after, SC);
-    __atomic_store_n(lock, 0, SC);
-    wake_if_sleepers(lock);
-    release_access(&a);
-    if (found && after < 0) {   /* full: the Python path prunes, then records */
-        Py_DECREF(found);
-        Py_RETURN_NONE;
+    Py_ssize_t before = (Py_ssize_t)__atomic_load_n(count, SC), kept = 0;
+    for (Py_ssize_t i = 0; i < before; i++) {
+        const struct record *r = &rows[i];
+        if (r->kind == a.kind && r->origin == a.me && r->stamp <= seen)
+            continue;
+        if (kept != i)
+            rows[kept] = *r;
+        kept++;
     }
+    int full;
+    PyObject *found = scan_and_add(&a, rows, count, kept, (const int64_t *)vc, capacity,
+                                   stamp, &full);
+    unlock(lock);
+    release_access(&a);
+    if (full)
+        Py_RETURN_NONE;
     return found;
 }
 
@@ -287,13 +453,108 @@ static PyObject *complete(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+#define DIFF_BLOCK 64
+#define DIFF_CHUNK 4096     /* a multiple of DIFF_BLOCK */
+/* Whether ``size`` bytes differ (a word's: one load each when it is 8 bytes). */
+static int word_differs(const unsigned char *a, const unsigned char *b, Py_ssize_t size)
+{
+    if (size == 8) {
+        uint64_t x, y;
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        return x != y;
+    }
+    return memcmp(a, b, (size_t)size) != 0;
+}
+
+static int append_run(PyObject *lows, PyObject *highs, Py_ssize_t low, Py_ssize_t high)
+{
+    PyObject *first = PyLong_FromSsize_t(low), *last = PyLong_FromSsize_t(high);
+    int bad = !first || !last || PyList_Append(lows, first) < 0
+              || PyList_Append(highs, last) < 0;
+    Py_XDECREF(first);
+    Py_XDECREF(last);
+    return bad ? -1 : 0;
+}
+
+/* diff(memory, shadow, nbytes, grain, max_runs[, lock_cell]): the runs of ``grain``-byte words
+ * (1, 2, 4 or 8, from the window's start) where ``memory`` differs from its
+ * ``shadow`` copy, as (lows, highs) lists, the shadow brought up to date on them.
+ * Once ``max_runs`` are found, runs less than a block apart merge (a coarser
+ * answer). Whole blocks are compared first: memory that did not change costs a
+ * memcmp. With ``lock_cell``, under that lock, taken with a few tries: None when it
+ * stayed busy. */
+static PyObject *diff(PyObject *self, PyObject *args)
+{
+    Py_ssize_t memory_address, shadow_address, nbytes, grain, max_runs, lock_cell = 0;
+    if (!PyArg_ParseTuple(args, "nnnnn|n", &memory_address, &shadow_address, &nbytes, &grain,
+                          &max_runs, &lock_cell))
+        return NULL;
+    if (grain != 1 && grain != 2 && grain != 4 && grain != 8) {
+        PyErr_SetString(PyExc_ValueError, "grain: 1, 2, 4 or 8");
+        return NULL;
+    }
+    const unsigned char *memory = (const unsigned char *)memory_address;
+    unsigned char *shadow = (unsigned char *)shadow_address;
+    int32_t *lock = (int32_t *)lock_cell;
+    if (lock && !try_lock(lock))
+        Py_RETURN_NONE;
+    PyObject *lows = PyList_New(0), *highs = PyList_New(0);
+    if (!lows || !highs)
+        goto fail;
+    Py_ssize_t run_low = -1, run_high = -1, runs = 0;
+    for (Py_ssize_t block = 0; block < nbytes; block += DIFF_BLOCK) {
+        if (block % DIFF_CHUNK == 0) {      /* skip unchanged chunks in one memcmp */
+            Py_ssize_t chunk_end = block + DIFF_CHUNK < nbytes ? block + DIFF_CHUNK : nbytes;
+            if (!memcmp(memory + block, shadow + block, (size_t)(chunk_end - block))) {
+                block = chunk_end - DIFF_BLOCK;
+                continue;
+            }
+        }
+        Py_ssize_t end = block + DIFF_BLOCK < nbytes ? block + DIFF_BLOCK : nbytes;
+        if (!memcmp(memory + block, shadow + block, (size_t)(end - block)))
+            continue;
+        for (Py_ssize_t word = block; word < end; word += grain) {
+            Py_ssize_t size = word + grain <= end ? grain : end - word;
+            if (!word_differs(memory + word, shadow + word, size))
+                continue;
+            memcpy(shadow + word, memory + word, (size_t)size);
+            if (word == run_high || (runs >= max_runs && word - run_high < DIFF_BLOCK)) {
+                run_high = word + size;
+                continue;
+            }
+            if (run_low >= 0) {
+                if (append_run(lows, highs, run_low, run_high) < 0)
+                    goto fail;
+                runs++;
+            }
+            run_low = word;
+            run_high = word + size;
+        }
+    }
+    if (run_low >= 0 && append_run(lows, highs, run_low, run_high) < 0)
+        goto fail;
+    if (lock)
+        unlock(lock);
+    return Py_BuildValue("(NN)", lows, highs);
+fail:
+    if (lock)
+        unlock(lock);
+    Py_XDECREF(lows);
+    Py_XDECREF(highs);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"setup", setup, METH_VARARGS, "setup(pending, put, get, accumulate, get_accumulate, "
      "fetch_and_op, no_op, lock_exclusive, lock_all): the codes of accesses.py"},
     {"scan", scan, METH_VARARGS, "the indices of the records racing with an access"},
     {"add", add, METH_VARARGS, "record an access; the new count, -1 when full"},
     {"record", record, METH_VARARGS, "lock, scan, record, unlock; None: do it in Python"},
+    {"shadowed", shadowed, METH_VARARGS, "record() around the call, keeping the shadow"},
     {"complete", complete, METH_VARARGS, "stamp this rank's pending records"},
+    {"stores", stores, METH_VARARGS, "record a rank's own stores, forgetting ordered ones"},
+    {"diff", diff, METH_VARARGS, "the byte runs where memory differs from its shadow"},
     {NULL, NULL, 0, NULL},
 };
 
