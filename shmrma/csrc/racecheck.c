@@ -514,11 +514,24 @@ static PyObject *diff(PyObject *self, PyObject *args)
         Py_ssize_t end = block + DIFF_BLOCK < nbytes ? block + DIFF_BLOCK : nbytes;
         if (!memcmp(memory + block, shadow + block, (size_t)(end - block)))
             continue;
-        for (Py_ssize_t word = block; word < end; word += grain) {
-            Py_ssize_t size = word + grain <= end ? grain : end - word;
-            if (!word_differs(memory + word, shadow + word, size))
+        /* which words changed (a block holds at most 64), then one copy of the block */
+        Py_ssize_t words = (end - block + grain - 1) / grain;
+        uint64_t changed = 0, every = words == 64 ? ~(uint64_t)0 : ((uint64_t)1 << words) - 1;
+        for (Py_ssize_t w = 0; w < words; w++) {
+            Py_ssize_t word = block + w * grain;
+            if (word_differs(memory + word, shadow + word, word + grain <= end ? grain : end - word))
+                changed |= (uint64_t)1 << w;
+        }
+        memcpy(shadow + block, memory + block, (size_t)(end - block));
+        if (changed == every && block == run_high) {   /* a run going on through the block */
+            run_high = end;
+            continue;
+        }
+        for (Py_ssize_t w = 0; w < words; w++) {
+            if (!(changed >> w & 1))
                 continue;
-            memcpy(shadow + word, memory + word, (size_t)size);
+            Py_ssize_t word = block + w * grain;
+            Py_ssize_t size = word + grain <= end ? grain : end - word;
             if (word == run_high || (runs >= max_runs && word - run_high < DIFF_BLOCK)) {
                 run_high = word + size;
                 continue;
