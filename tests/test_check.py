@@ -191,6 +191,37 @@ def test_an_rma_meets_a_store_its_owner_has_not_synchronized(tmp_path):
     assert "1 data race found" in result.stderr
 
 
+RANGE_PROGRAM = """
+import numpy as np
+from shmrma import MPI
+comm = MPI.COMM_WORLD
+for make in (lambda: MPI.Win.Allocate(64, 8, comm=comm),
+             lambda: MPI.Win.Create(np.zeros(8), 8, comm=comm)):
+    win = make()
+    win.Lock_all()
+    for call in (lambda: win.Put(np.ones(2), 1 - comm.rank, 7),
+                 lambda: win.Get(np.ones(1), 1 - comm.rank, 8)):
+        try:
+            call()
+        except MPI.Exception as error:
+            print(error.Get_error_class() == MPI.ERR_RMA_RANGE)
+    win.Unlock_all()
+    win.Free()
+"""
+
+
+def test_rma_outside_the_window_raises_its_error_under_the_checker(tmp_path):
+    """R40: a Put or Get past the end of the target's memory raises ERR_RMA_RANGE
+    under --check too, on mapped and on private memory; the checker neither reads
+    those bytes nor records the call."""
+    program = tmp_path / "range.py"
+    program.write_text(RANGE_PROGRAM)
+    result = check_run(program, 2, "--check")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True"] * 8, result.stdout + result.stderr
+    assert "no data race found in 0 RMA accesses" in result.stderr
+
+
 def test_no_stores_leaves_out_the_ranks_own_stores():
     """--check=no-stores: the RMA calls and the origin buffers are checked, the ranks'
     own stores not (local_cases.py's races are all stores)."""

@@ -64,7 +64,7 @@ class WindowCheck:
         self.last_held = []         # the buffers the latest call holds (for its request)
         shadow = stores.Shadow.of(state)
         self.stores = stores.Stores(self, shadow) if shadow is not None else None
-        if self.stores is not None:
+        if self.stores is not None and state.sizes[self.me]:
             clock().look_before_releases(self.stores.look)
 
     def close(self):
@@ -281,7 +281,9 @@ def _note(win, kind, target_rank, target, defaults, op=None, perform=None, held=
     op_code = (CAS_CODE if kind == COMPARE_AND_SWAP else 0 if op is None
                else accesses.NO_OP_CODE if op == rma.ops.NO_OP else _code(repr(op)))
     synchronizes = check.log.synchronizes(runs[0], runs[1], kind)
-    shadowed = check.stores is not None and check.state.sizes[target_rank] > 0
+    # (bytes outside the target's memory: the real call raises ERR_RMA_RANGE)
+    shadowed = (check.stores is not None
+                and 0 <= runs[0][0] and runs[1][-1] <= check.state.sizes[target_rank])
     if synchronizes or shadowed:
         result = _performed_locked(check, c, target_rank, runs, (kind, op_code, basic),
                                    perform, synchronizes, shadowed)
@@ -306,9 +308,9 @@ def _performed_locked(check, c, target, runs, what, perform, synchronizes, shado
         c.prepare_release()     # takes this rank's own locks: not inside the target's
         c.end_epoch()
     else:
+        # an RMA to this rank's own memory comes after its own stores in program
+        # order: it neither looks for them nor meets them as unseen
         c.observe_local()
-        if target == check.me:
-            check.stores.look()
         done = check.shadowed_access(target, lows, highs, what, perform)
         if done is not None:
             return done[0]
