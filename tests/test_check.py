@@ -222,6 +222,33 @@ def test_rma_outside_the_window_raises_its_error_under_the_checker(tmp_path):
     assert "no data race found in 0 RMA accesses" in result.stderr
 
 
+INITIAL_PROGRAM = """
+import numpy as np
+from shmrma import MPI
+comm = MPI.COMM_WORLD
+for _ in range(20):
+    memory = np.arange(1.0, 65.0) * (comm.rank + 1)
+    win = MPI.Win.Create(memory, 8, comm=comm)
+    win.Lock_all()              # right after the creation: nothing waits for the target
+    got = np.zeros(64)
+    win.Get(got, (comm.rank + 1) % comm.size)
+    win.Unlock_all()
+    assert got[-1] == 64.0 * ((comm.rank + 1) % comm.size + 1)
+    win.Free()
+"""
+
+
+def test_memory_as_created_is_no_store(tmp_path):
+    """The memory a window is created over holds data already: an RMA that comes
+    right after the creation, before the target made another call, finds no store
+    (every shadow is filled before any rank returns from the creation)."""
+    program = tmp_path / "initial.py"
+    program.write_text(INITIAL_PROGRAM)
+    result = check_run(program, 3, "--check")
+    assert result.returncode == 0, result.stderr
+    assert "no data race found in 60 RMA accesses" in result.stderr, result.stderr
+
+
 def test_no_stores_leaves_out_the_ranks_own_stores():
     """--check=no-stores: the RMA calls and the origin buffers are checked, the ranks'
     own stores not (local_cases.py's races are all stores)."""

@@ -19,7 +19,6 @@ writes the value already there.
 """
 import zlib
 
-from .. import atomic
 from ..lazy import numpy
 from . import accesses, report
 from .accesses import STORE, Access
@@ -75,9 +74,13 @@ class Stores:
     shadow true (with the window's WindowCheck: its log, name and reports)."""
 
     def __init__(self, check, shadow):
+        """Collective: every rank's shadow holds its memory as created before any
+        rank can reach it (a Lock_all right after the creation may)."""
+        from ..window import _agree
         self.check, self.shadow = check, shadow
         self.grain = _grain(check.state.units[check.me])
-        self._found_runs(check.log.locked(check.me))   # the memory as created
+        self._found_runs(check.log.locked(check.me))
+        _agree(check.state.comm, (None, None), "race checking")
         session = clock().session
         self.clocks = [session.block(rank)[0] for rank in check.world]
         self._addresses = [self._mapped(target) for target in range(len(check.world))]
