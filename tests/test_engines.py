@@ -1,5 +1,5 @@
-"""The fallback engine: the message, collective, window, synchronization and
-counter tests again with SHMRMA_NATIVE=0.
+"""The fallback engine: the message, collective, window, synchronization, counter
+and race-checker tests again with SHMRMA_NATIVE=0.
 
 shmrma runs on its C extension; without it (no compiler, or SHMRMA_NATIVE=0) the
 `atomics` package, mailbox.Mailbox (the Python transport) and the Python paths of
@@ -24,10 +24,10 @@ WINDOW_TESTS = ("test_window.py", "test_rma.py", "test_pscw.py", "test_sync.py",
                 "test_syncpath.py", "test_winbarrier.py", "test_counters.py")
 
 
-def run_on_fallback(names):
+def run_on_fallback(names, select=()):
     env = dict(os.environ, SHMRMA_NATIVE="0")
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *select]
         + [os.path.join(HERE, name) for name in names],
         env=env, cwd=os.path.dirname(HERE), capture_output=True, text=True, timeout=280)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
@@ -42,3 +42,10 @@ def test_message_tests_pass_on_the_fallback_engine():
 @pytest.mark.timeout(300)
 def test_window_and_counter_tests_pass_on_the_fallback_engine():
     run_on_fallback(WINDOW_TESTS)
+
+
+@pytest.mark.timeout(300)
+def test_race_checker_cases_pass_on_the_fallback_engine():
+    """The checker's access log, store finder and shadow in numpy (no _racecheck)."""
+    run_on_fallback(["test_check.py"], ["-k", "marked or synchronized or created or "
+                                              "outside or no_stores or names"])
