@@ -249,6 +249,21 @@ def test_memory_as_created_is_no_store(tmp_path):
     assert "no data race found in 60 RMA accesses" in result.stderr, result.stderr
 
 
+def test_a_large_window_warns_that_its_stores_cost_time(tmp_path):
+    """The store watch compares a rank's window memory at each synchronization call:
+    from 16 MiB the checker says so, and how to leave it out."""
+    program = tmp_path / "large.py"
+    program.write_text("from shmrma import MPI\n"
+                       "win = MPI.Win.Allocate(16 << 20, 8, comm=MPI.COMM_WORLD)\n"
+                       "win.Fence()\nwin.Fence()\nwin.Free()\n")
+    result = check_run(program, 1, "--check")
+    assert result.returncode == 0, result.stderr
+    assert ("shmrma-check: warning: rank 0's window holds 16 MiB, which the store watch "
+            "compares with its shadow at every synchronization call") in result.stderr
+    assert "--check=no-stores leaves the stores out" in result.stderr
+    assert "warning" not in check_run(program, 1, "--check=no-stores").stderr
+
+
 def test_no_stores_leaves_out_the_ranks_own_stores():
     """--check=no-stores: the RMA calls and the origin buffers are checked, the ranks'
     own stores not (local_cases.py's races are all stores)."""

@@ -25,6 +25,7 @@ from .accesses import STORE, Access
 from .clock import OFF_RACES, clock, key_of
 
 SHADOW_MAX = 256 << 20      # window bytes, all ranks together, above which stores go unchecked
+SLOW_LOOK = 16 << 20        # a rank's window bytes from which its looks are worth a warning
 MAX_RUNS = 1024             # store runs found at one look before nearby ones merge
 
 
@@ -81,6 +82,11 @@ class Stores:
         self.grain = _grain(check.state.units[check.me])
         self._found_runs(check.log.locked(check.me))
         _agree(check.state.comm, (None, None), "race checking")
+        if shadow.sizes[check.me] >= SLOW_LOOK:
+            clock().warn_once(
+                "rank %d's window holds %d MiB, which the store watch compares with its "
+                "shadow at every synchronization call (a few ms each); --check=no-stores "
+                "leaves the stores out" % (check.state.rank, shadow.sizes[check.me] >> 20))
         session = clock().session
         self.clocks = [session.block(rank)[0] for rank in check.world]
         self._addresses = [self._mapped(target) for target in range(len(check.world))]
