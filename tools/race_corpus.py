@@ -18,6 +18,20 @@ Compare_and_swap), ordered or not by one of ten synchronization forms:
   flag                  the MPI-3 notification: data, Flush, Fetch_and_op on a flag,
                         Flush; B polls the flag (racy: no Flush before the flag)
 
+and a second family, the target's own stores: rank 0 stores into a word of its
+window memory (a numpy write) before or after rank 1 accesses it with one of the
+seven kinds, ordered or not by six forms (every such pair conflicts):
+
+  fence, winbarrier     the store and the access in one epoch, or two
+  lock                  both under exclusive locks on rank 0 (its own, for the
+                        store), or both under shared ones
+  lockall_message       under Lock_all, a message from the first to the second
+                        after the first's access (racy: before it)
+  pscw                  rank 0's stores before its Post or after its Wait, rank 1's
+                        accesses in its access epoch (racy: the stores between)
+  counters              rank 1 signals rank 0's counter after its accesses, rank 0
+                        stores after waiting on it (racy: before; access first only)
+
 A case is a race when the form leaves the pair unordered and the pair conflicts:
 one writes, and they are not both atomic with the same op (or among
 Get_accumulate, Fetch_and_op and Compare_and_swap), MPI-3.1 §11.7 (R126-R141).
@@ -212,7 +226,128 @@ class Program:
         return "\n".join(self.lines) + "\n"
 
 
+STORE_FORMS = ("fence", "winbarrier", "lock", "lockall_message", "pscw", "counters")
+STORE_KINDS = list(KINDS)
+STORE = "    mine[%d] = 7"
+
+
+class StoreProgram(Program):
+    """The source of one (form, variant) program of the store family. Its cases are
+    (order, kind): the store first (words 0-6) or the access first (words 7-13); a
+    case is known by its access's line (the store is reported at rank 0's next
+    synchronization call, shared by several cases, or without a line)."""
+
+    def __init__(self, form, variant):
+        self.form, self.variant, self.lines = form, "store-" + variant, []
+        self.access_line = {}
+        self.add("import numpy as np", "from shmrma import MPI",
+                 "comm = MPI.COMM_WORLD", "rank, size = comm.rank, comm.size",
+                 "win = MPI.Win.Allocate(16 * 8 if rank == 0 else 0, 8, comm=comm)",
+                 "mine = np.frombuffer(win.tomemory(), 'i8') if rank == 0 else None",
+                 "buf, cmp = np.ones(1, 'i8'), np.zeros(1, 'i8')",
+                 "group = comm.Get_group()")
+        getattr(self, "store_" + form)(variant == "racy")
+
+    def cases(self):
+        orders = ("access_first",) if self.form == "counters" else ("store_first",
+                                                                   "access_first")
+        return [(order, kind) for order in orders for kind in STORE_KINDS]
+
+    def word(self, order, kind):
+        return STORE_KINDS.index(kind) + (7 if order == "access_first" else 0)
+
+    def stores(self, order):
+        self.add(*[STORE % self.word(order, kind) for kind in STORE_KINDS])
+
+    def remote(self, order, template=None, indent=4):
+        for kind in STORE_KINDS:
+            self.add((template or KINDS)[kind] % self.word(order, kind), indent=indent)
+            self.access_line[(order, kind)] = len(self.lines)
+
+    def store_fence(self, racy_form, sync="win.Fence()"):
+        self.add(sync, "if rank == 0:")
+        self.stores("store_first")
+        self.add("if rank == 1:")
+        self.remote("access_first")
+        if not racy_form:
+            self.add(sync)
+        self.add("if rank == 1:")
+        self.remote("store_first")
+        self.add("if rank == 0:")
+        self.stores("access_first")
+        self.add(sync, "win.Free()")
+
+    def store_winbarrier(self, racy_form):
+        self.store_fence(racy_form, "win.Barrier()")
+
+    def store_lock(self, racy_form):
+        lock = "MPI.LOCK_SHARED" if racy_form else "MPI.LOCK_EXCLUSIVE"
+        self.add("if rank == 0:", "    win.Lock(0, %s)" % lock)
+        self.stores("store_first")
+        self.stores("access_first")
+        self.add("    win.Unlock(0)", "if rank == 1:", "    win.Lock(0, %s)" % lock)
+        self.remote("store_first")
+        self.remote("access_first")
+        self.add("    win.Unlock(0)", "comm.Barrier()", "win.Free()")
+
+    def store_lockall_message(self, racy_form):
+        self.add("win.Lock_all()", "if rank == 0:")
+        if racy_form:       # the messages carry nothing: sent before the accesses
+            self.add("    comm.send(None, 1, 5)", "    comm.recv(source=1, tag=6)")
+            self.stores("store_first")
+            self.stores("access_first")
+            self.add("if rank == 1:", "    comm.recv(source=0, tag=5)",
+                     "    comm.send(None, 0, 6)")
+            self.remote("store_first")
+            self.remote("access_first")
+            self.add("    win.Flush(0)")
+        else:
+            self.stores("store_first")
+            self.add("    comm.send(None, 1, 5)", "    comm.recv(source=1, tag=6)")
+            self.stores("access_first")
+            self.add("if rank == 1:", "    comm.recv(source=0, tag=5)")
+            self.remote("store_first")
+            self.remote("access_first")
+            self.add("    win.Flush(0)", "    comm.send(None, 0, 6)")
+        self.add("win.Unlock_all()", "win.Free()")
+
+    def store_pscw(self, racy_form):
+        self.add("origins, target = group.Excl([0]), group.Incl([0])", "if rank == 0:")
+        if not racy_form:
+            self.stores("store_first")
+        self.add("    win.Post(origins)")
+        if racy_form:
+            self.stores("store_first")
+            self.stores("access_first")
+        self.add("    win.Wait()")
+        if not racy_form:
+            self.stores("access_first")
+        self.add("else:", "    win.Start(target)", "    if rank == 1:")
+        self.remote("store_first", indent=8)
+        self.remote("access_first", indent=8)
+        self.add("    win.Complete()", "win.Free()")
+
+    def store_counters(self, racy_form):
+        self.add("syncs = win.Alloc_sync_objects(1) if rank == 0 else None",
+                 "handle = comm.bcast(syncs[0] if rank == 0 else None, root=0)",
+                 "if rank == 0:", "    waiting = win.Sync_object_init(handle, 1)",
+                 "    waiting.Start()", "comm.Barrier()", "if rank == 1:",
+                 "    signal = win.Sync_ops_init(0, 7, handle)", "    win.Lock_all()",
+                 "    signal.Start()")
+        self.remote("access_first")
+        self.add("    signal.Wait()", "    win.Flush(0)", "    win.Unlock_all()",
+                 "    signal.Free()", "if rank == 0:")
+        if racy_form:
+            self.stores("access_first")
+        self.add("    waiting.Wait()")
+        if not racy_form:
+            self.stores("access_first")
+        self.add("    waiting.Free()", "    win.Free_sync_objects(syncs)", "win.Free()")
+
+
 def run(program, nranks, directory):
+    """The reports of one program: a tuple of the lines each names (None for a store
+    whose line is not known)."""
     path = os.path.join(directory, "%s_%s.py" % (program.form, program.variant))
     with open(path, "w") as out:
         out.write(program.source())
@@ -221,11 +356,37 @@ def run(program, nranks, directory):
                             capture_output=True, text=True)
     if result.returncode not in (0, 66):
         raise SystemExit("%s at %d ranks failed:\n%s" % (path, nranks, result.stderr[-3000:]))
-    lines = [int(n) for n in REPORT.findall(result.stderr)]
-    return {frozenset(lines[i:i + 2]) for i in range(0, len(lines), 2)}
+    reports = []
+    for block in result.stderr.split("shmrma-check: data race on ")[1:]:
+        lines = [int(n) for n in REPORT.findall(block)]
+        reports.append(frozenset(lines if len(lines) == 2 else [None] + lines))
+    return set(reports)
+
+
+def score_stores(program, nranks, reported):
+    """As score(), a case found when a report names its access's line."""
+    counts, wrong, matched = {"tp": 0, "fp": 0, "fn": 0, "tn": 0}, [], set()
+    for case in program.cases():
+        line = program.access_line[case]
+        hits = {lines for lines in reported if line in lines}
+        matched |= hits
+        expected, found = program.variant == "store-racy", bool(hits)
+        counts[{(True, True): "tp", (False, True): "fp", (True, False): "fn",
+                (False, False): "tn"}[(expected, found)]] += 1
+        if expected != found:
+            wrong.append("%s %s n=%d %s/%s: %s" % (program.form, program.variant, nranks,
+                                                   case[0], case[1],
+                                                   "missed" if expected else "false alarm"))
+    stray = reported - matched
+    counts["fp"] += len(stray)
+    wrong += ["%s %s n=%d: report on lines %s that no case expects" % (
+        program.form, program.variant, nranks, sorted(lines, key=str)) for lines in stray]
+    return counts, wrong
 
 
 def score(program, nranks, reported):
+    if isinstance(program, StoreProgram):
+        return score_stores(program, nranks, reported)
     counts, wrong = {"tp": 0, "fp": 0, "fn": 0, "tn": 0}, []
     found_pairs = set()
     for pair in PAIRS:
@@ -254,16 +415,18 @@ def main(argv=None):
     directory = opts.keep or tempfile.mkdtemp(prefix="race_corpus.")
     os.makedirs(directory, exist_ok=True)
     total, mistakes = {"tp": 0, "fp": 0, "fn": 0, "tn": 0}, []
-    print("%-16s %-8s %5s %4s %4s %4s %4s" % ("form", "variant", "ranks", "tp", "fp", "fn",
-                                            "tn"))
+    print("%-16s %-14s %5s %4s %4s %4s %4s" % ("form", "variant", "ranks", "tp", "fp",
+                                              "fn", "tn"))
+    programs = [(Program, form) for form in FORMS] + [(StoreProgram, form)
+                                                      for form in STORE_FORMS]
     for nranks in [int(n) for n in opts.ranks.split(",")]:
-        for form in FORMS:
-            if form == "pscw" and nranks < 3:
+        for make, form in programs:
+            if form == "pscw" and nranks < 3 and make is Program:
                 continue
             for variant in ("ordered", "racy"):
-                program = Program(form, variant)
+                program = make(form, variant)
                 counts, wrong = score(program, nranks, run(program, nranks, directory))
-                print("%-16s %-8s %5d %4d %4d %4d %4d" % (form, variant, nranks, *[
+                print("%-16s %-14s %5d %4d %4d %4d %4d" % (form, program.variant, nranks, *[
                     counts[k] for k in ("tp", "fp", "fn", "tn")]), flush=True)
                 for key in total:
                     total[key] += counts[key]
