@@ -436,9 +436,10 @@ def test_store_finding_in_c_matches_numpy(seed):
 
 def test_generated_corpus_precision_and_recall():
     """tools/race_corpus.py: 49 ordered pairs of the seven RMA access kinds under
-    ten synchronization forms, and rank 0's own store before or after each kind
-    under six, ordered and racy, at 2 ranks: every race found, no false alarm (the
-    tool exits 1 and lists the cases it got wrong)."""
+    ten synchronization forms, rank 0's own store before or after each kind under
+    six, and each kind's buffer changed after or before its completion under eight
+    (R35), ordered and racy, at 2 ranks: every race found, no false alarm (the tool
+    exits 1 and lists the cases it got wrong)."""
     result = subprocess.run([sys.executable, str(ROOT / "tools" / "race_corpus.py"),
                              "--ranks", "2"], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr

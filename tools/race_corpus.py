@@ -32,6 +32,12 @@ seven kinds, ordered or not by six forms (every such pair conflicts):
   counters              rank 1 signals rank 0's counter after its accesses, rank 0
                         stores after waiting on it (racy: before; access first only)
 
+and a third, the origin's buffers (R35): rank 1 makes a call of each kind, then
+changes its buffer (the origin buffer of Put and Accumulate, the result buffer of
+the others) after the call completed at the origin, or before (racy), the
+completion being one of eight: Fence, the window barrier, Flush_local, Flush,
+Unlock, Complete, a request's Wait (the kinds with an R-form), a counter's signal.
+
 A case is a race when the form leaves the pair unordered and the pair conflicts:
 one writes, and they are not both atomic with the same op (or among
 Get_accumulate, Fetch_and_op and Compare_and_swap), MPI-3.1 §11.7 (R126-R141).
@@ -345,6 +351,80 @@ class StoreProgram(Program):
         self.add("    waiting.Free()", "    win.Free_sync_objects(syncs)", "win.Free()")
 
 
+BUFFER_FORMS = ("fence", "winbarrier", "flush_local", "flush", "unlock", "pscw", "requests",
+                "counters")
+BUFFER_CALLS = {
+    "put": "win.Put(b[%d], 0, %d)", "get": "win.Get(b[%d], 0, %d)",
+    "acc": "win.Accumulate(b[%d], 0, %d, MPI.SUM)",
+    "accmax": "win.Accumulate(b[%d], 0, %d, MPI.MAX)",
+    "gacc": "win.Get_accumulate(buf, b[%d], 0, %d, MPI.SUM)",
+    "fop": "win.Fetch_and_op(buf, b[%d], 0, %d, MPI.SUM)",
+    "cas": "win.Compare_and_swap(buf, cmp, b[%d], 0, %d)"}
+BUFFER_REQUESTS = {"put": "r.append(win.Rput(b[%d], 0, %d))",
+                   "get": "r.append(win.Rget(b[%d], 0, %d))",
+                   "acc": "r.append(win.Raccumulate(b[%d], 0, %d, MPI.SUM))",
+                   "accmax": "r.append(win.Raccumulate(b[%d], 0, %d, MPI.MAX))",
+                   "gacc": "r.append(win.Rget_accumulate(buf, b[%d], 0, %d, MPI.SUM))"}
+
+
+class BufferProgram(StoreProgram):
+    """The source of one (form, variant) program of the buffer family: rank 1's call
+    of each kind on word i with buffer b[i], then b[i] changed before or after the
+    completion. A case is known by its call's line."""
+
+    def __init__(self, form, variant):
+        self.form, self.variant, self.lines = form, "buffer-" + variant, []
+        self.access_line = {}
+        self.calls = BUFFER_REQUESTS if form == "requests" else BUFFER_CALLS
+        self.add("import numpy as np", "from shmrma import MPI",
+                 "comm = MPI.COMM_WORLD", "rank, size = comm.rank, comm.size",
+                 "win = MPI.Win.Allocate(16 * 8 if rank == 0 else 0, 8, comm=comm)",
+                 "buf, cmp = np.ones(1, 'i8'), np.zeros(1, 'i8')",
+                 "b, r = [np.ones(1, 'i8') for _ in range(7)], []",
+                 "group = comm.Get_group()")
+        start, complete, end = self.completion(form)
+        self.add(*start, "if rank == 1:")
+        for word, kind in enumerate(self.calls):
+            self.add(self.calls[kind] % (word, word), indent=4)
+            self.access_line[("call", kind)] = len(self.lines)
+        change = ["    b[%d][0] += 1" % word for word in range(len(self.calls))]
+        self.add(*(change + complete if variant == "racy" else complete + change))
+        self.add(*end, "win.Free()")
+
+    def cases(self):
+        return [("call", kind) for kind in self.calls]
+
+    @staticmethod
+    def completion(form):
+        """(lines before rank 1's calls, its completing lines, lines after)."""
+        lock_all = (["win.Lock_all()"], ["win.Unlock_all()"])
+        return {
+            "fence": (["win.Fence()"], ["    win.Fence()"], ["if rank != 1:",
+                                                           "    win.Fence()"]),
+            "winbarrier": (["win.Barrier()"], ["    win.Barrier()"],
+                           ["if rank != 1:", "    win.Barrier()"]),
+            "flush_local": (lock_all[0], ["    win.Flush_local(0)"], lock_all[1]),
+            "flush": (lock_all[0], ["    win.Flush(0)"], lock_all[1]),
+            "unlock": (["if rank == 1:", "    win.Lock(0, MPI.LOCK_SHARED)"],
+                       ["    win.Unlock(0)"], []),
+            "pscw": (["if rank == 0:", "    win.Post(group.Excl([0]))", "else:",
+                      "    win.Start(group.Incl([0]))"], ["    win.Complete()"],
+                     ["if rank == 0:", "    win.Wait()", "elif rank != 1:",
+                      "    win.Complete()"]),
+            "requests": (lock_all[0], ["    MPI.Request.Waitall(r)"], lock_all[1]),
+            "counters": (["syncs = win.Alloc_sync_objects(1) if rank == 0 else None",
+                          "handle = comm.bcast(syncs[0] if rank == 0 else None, root=0)",
+                          "if rank == 0:", "    waiting = win.Sync_object_init(handle, 1)",
+                          "    waiting.Start()", "comm.Barrier()", "if rank == 1:",
+                          "    signal = win.Sync_ops_init(0, 7, handle)",
+                          "    win.Lock_all()", "    signal.Start()"],
+                         ["    signal.Wait()"],
+                         ["if rank == 1:", "    win.Unlock_all()", "    signal.Free()",
+                          "if rank == 0:", "    waiting.Wait()", "    waiting.Free()",
+                          "    win.Free_sync_objects(syncs)"]),
+        }[form]
+
+
 def run(program, nranks, directory):
     """The reports of one program: a tuple of the lines each names (None for a store
     whose line is not known)."""
@@ -370,7 +450,7 @@ def score_stores(program, nranks, reported):
         line = program.access_line[case]
         hits = {lines for lines in reported if line in lines}
         matched |= hits
-        expected, found = program.variant == "store-racy", bool(hits)
+        expected, found = program.variant.endswith("racy"), bool(hits)
         counts[{(True, True): "tp", (False, True): "fp", (True, False): "fn",
                 (False, False): "tn"}[(expected, found)]] += 1
         if expected != found:
@@ -417,8 +497,9 @@ def main(argv=None):
     total, mistakes = {"tp": 0, "fp": 0, "fn": 0, "tn": 0}, []
     print("%-16s %-14s %5s %4s %4s %4s %4s" % ("form", "variant", "ranks", "tp", "fp",
                                               "fn", "tn"))
-    programs = [(Program, form) for form in FORMS] + [(StoreProgram, form)
-                                                      for form in STORE_FORMS]
+    programs = ([(Program, form) for form in FORMS]
+                + [(StoreProgram, form) for form in STORE_FORMS]
+                + [(BufferProgram, form) for form in BUFFER_FORMS])
     for nranks in [int(n) for n in opts.ranks.split(",")]:
         for make, form in programs:
             if form == "pscw" and nranks < 3 and make is Program:
