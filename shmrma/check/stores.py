@@ -17,6 +17,7 @@ Checked: the ALLOCATE and CREATE flavors (not shared windows, whose memory every
 rank stores into directly, nor dynamic ones). Not seen: loads, and a store that
 writes the value already there.
 """
+import time
 import zlib
 
 from ..lazy import numpy
@@ -25,7 +26,7 @@ from .accesses import STORE, Access
 from .clock import OFF_RACES, clock, key_of
 
 SHADOW_MAX = 256 << 20      # window bytes, all ranks together, above which stores go unchecked
-SLOW_LOOK = 16 << 20        # a rank's window bytes from which its looks are worth a warning
+SLOW_LOOKS = 1.0            # seconds of compares after which a rank says what they cost
 MAX_RUNS = 1024             # store runs found at one look before nearby ones merge
 
 
@@ -82,11 +83,7 @@ class Stores:
         self.grain = _grain(check.state.units[check.me])
         self._found_runs(check.log.locked(check.me))
         _agree(check.state.comm, (None, None), "race checking")
-        if shadow.sizes[check.me] >= SLOW_LOOK:
-            clock().warn_once(
-                "rank %d's window holds %d MiB, which the store watch compares with its "
-                "shadow at every synchronization call (a few ms each); --check=no-stores "
-                "leaves the stores out" % (check.state.rank, shadow.sizes[check.me] >> 20))
+        self.spent = 0.0        # seconds this rank's looks have compared memory
         session = clock().session
         self.clocks = [session.block(rank)[0] for rank in check.world]
         self._addresses = [self._mapped(target) for target in range(len(check.world))]
@@ -107,9 +104,11 @@ class Stores:
         in between finds neither the store nor a difference, and the store, recorded
         after it, meets its record."""
         check = self.check
+        started = time.perf_counter()
         found = accesses.diff_native(*self._diff_args) if self._diff_args else None
         lows, highs = found if found is not None else self._found_runs(
             check.log.locked(check.me))
+        self._spent(time.perf_counter() - started)
         if not lows:
             return
         c = clock()
@@ -121,6 +120,15 @@ class Stores:
                                      check._prune)
         for row in races:
             check._report(c, check.me, row, store)
+
+    def _spent(self, seconds):
+        before, self.spent = self.spent, self.spent + seconds
+        if before < SLOW_LOOKS <= self.spent:
+            clock().warn_once(
+                "rank %d has spent %.0f s comparing its %d MiB of window memory with its "
+                "shadow copy, at each synchronization call, to find its own stores; "
+                "--check=no-stores leaves them out" % (
+                    self.check.state.rank, self.spent, self.shadow.sizes[self.check.me] >> 20))
 
     def _epoch_kind(self):
         check = self.check
