@@ -1,8 +1,9 @@
 """Race checker cases for the target's own stores to its window memory
 (tests/test_check.py, check/stores.py). A store is found at the owner's next
 synchronization call, so the mark of a store sits on that call; an RMA that meets
-a store its owner has not synchronized since reports it without a line. Rank 0
-owns the memory; A (rank 1) accesses it."""
+a store its owner has not synchronized since reports it without a line. A store
+of the value a racing Put wrote is not seen, so each store writes a value of its
+own. Rank 0 owns the memory; A (rank 1) accesses it."""
 import os
 
 import numpy as np
@@ -55,7 +56,7 @@ if rank == A:
     win.Unlock(0)
 comm.Barrier()
 if rank == 0:
-    mine[6] = 1.0                                       # outside any lock epoch
+    mine[6] = 2.0                                       # outside any lock epoch
 if rank == A:
     win.Lock(0, MPI.LOCK_SHARED)
     win.Put(one, 0, 6)                                  # race LK
