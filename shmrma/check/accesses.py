@@ -236,7 +236,8 @@ class WindowLog:
                 self.add(target, me, access, prune)
         return races
 
-    def shadowed(self, target, me, access, vc_address, addresses, unseen, writes, perform):
+    def shadowed(self, target, me, access, vc_address, addresses, unseen, writes, perform,
+                 source=None):
         """record() in C with the call inside the target's lock, keeping its shadow
         (csrc/racecheck.c's shadowed): None when C declines, having done nothing,
         else (the call's result, the racing records or None when the log is full,
@@ -247,7 +248,7 @@ class WindowLog:
                                 access.lows, access.highs, access.kind, access.op,
                                 access.basic, access.site, access.epoch, me,
                                 self._lock_cell(target), vc_address, CAPACITY, *addresses,
-                                unseen, writes, perform)
+                                unseen, writes, perform, source)
         if done is None:
             return None
         result, found, run = done

@@ -168,6 +168,12 @@ class Clock:
     def prepare_release(self):
         """What a release needs first: what this rank's loads saw, and its stores."""
         self.observe_local()
+        self.look_at_stores()
+
+    def look_at_stores(self):
+        """Record this rank's stores so far: before a release, and before an acquire
+        that no release of the same call precedes (stores made before a wait are
+        not ordered by what the wait acquires)."""
         for look in self._looks:
             look()
 

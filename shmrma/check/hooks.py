@@ -117,7 +117,7 @@ class WindowCheck:
         for row in _distinct(races):
             self._report(c, target, row, access)
 
-    def shadowed_access(self, target, lows, highs, what, perform):
+    def shadowed_access(self, target, lows, highs, what, perform, source=None):
         """Perform, check and record an access to memory whose stores are checked in
         C, under the target's lock (stores.py); None when C declines (nothing done)."""
         kind, op, basic = what
@@ -127,7 +127,8 @@ class WindowCheck:
             return None
         access = self._new_access(c, target, lows, highs, kind, op, basic)
         done = self.log.shadowed(target, c.me, access, c.vc_address, addresses,
-                                 target != self.me, accesses.writes(kind, op), perform)
+                                 target != self.me, accesses.writes(kind, op), perform,
+                                 source)
         if done is None:
             return None
         result, races, unseen = done
@@ -286,7 +287,8 @@ def _note(win, kind, target_rank, target, defaults, op=None, perform=None, held=
                 and 0 <= runs[0][0] and runs[1][-1] <= check.state.sizes[target_rank])
     if synchronizes or shadowed:
         result = _performed_locked(check, c, target_rank, runs, (kind, op_code, basic),
-                                   perform, synchronizes, shadowed)
+                                   perform, synchronizes, shadowed,
+                                   _written_bytes(kind, runs, defaults))
     else:
         result = perform()
         check.access(target_rank, runs[0], runs[1], kind, op_code, basic)
@@ -294,14 +296,25 @@ def _note(win, kind, target_rank, target, defaults, op=None, perform=None, held=
     return result
 
 
-def _performed_locked(check, c, target, runs, what, perform, synchronizes, shadowed):
+def _written_bytes(kind, runs, origin):
+    """The bytes a Put writes, in the order of its runs, when they are simply its
+    contiguous numpy origin (the common case); else None."""
+    if (kind == PUT and type(origin) is numpy.ndarray and origin.flags.c_contiguous
+            and len(runs[0]) == 1 and origin.nbytes == runs[1][0] - runs[0][0]):
+        return origin
+    return None
+
+
+def _performed_locked(check, c, target, runs, what, perform, synchronizes, shadowed,
+                      source=None):
     """Perform and record an access under the target's checking lock. An atomic on
     one word (``synchronizes``): its release, its value and its record appear to the
     others at once, so whoever sees the value (an atomic, or a load after Win.Sync)
     finds the record too; it gets an epoch of its own, the one its release
     publishes. An access to memory whose stores are checked (``shadowed``): it meets
-    the stores its target made since it last looked, and its writes reach the
-    shadow before the target looks again (stores.py)."""
+    the stores its target made since it last looked, and its writes (``source``: the
+    bytes a Put wrote, when known) reach the shadow before the target looks again
+    (stores.py)."""
     kind, op_code, basic = what
     lows, highs = runs
     if synchronizes:
@@ -311,7 +324,7 @@ def _performed_locked(check, c, target, runs, what, perform, synchronizes, shado
         # an RMA to this rank's own memory comes after its own stores in program
         # order: it neither looks for them nor meets them as unseen
         c.observe_local()
-        done = check.shadowed_access(target, lows, highs, what, perform)
+        done = check.shadowed_access(target, lows, highs, what, perform, source)
         if done is not None:
             return done[0]
     unseen = None
@@ -322,7 +335,7 @@ def _performed_locked(check, c, target, runs, what, perform, synchronizes, shado
             unseen = check.stores.unseen(target, lows, highs)
         result = perform()
         if shadowed and accesses.writes(kind, op_code):
-            check.stores.written(target, lows, highs)
+            check.stores.written(target, lows, highs, source)
         if synchronizes:
             c.end_epoch()
         access = check.access(target, lows, highs, kind, op_code, basic, locked=True)
@@ -503,6 +516,7 @@ def _install_window_sync(Win):
 
         def completed():
             check.entered = None
+            clock().look_at_stores()
             check.acquire_all(BARRIER, seq)
         _on_completion(request, completed)
         return request
@@ -527,6 +541,7 @@ def _install_window_sync(Win):
             return
         check.start_group = list(check.state.window_ranks(group, "Start"))
         c = clock()
+        c.look_at_stores()
         for target in check.start_group:
             c.acquire_waiting(check.world[target],
                               check.key(POST, target, check.me, check.starts[target]),
@@ -550,6 +565,7 @@ def _install_window_sync(Win):
 
     def end_exposure(check):
         c = clock()
+        c.look_at_stores()
         for origin in check.post_group:
             c.acquire(check.world[origin],
                       check.key(COMPLETE, origin, check.me, check.waits[origin]))
@@ -719,6 +735,7 @@ def _install_counters(Win):
         if waited is not None:
             check, key = waited
             c = clock()
+            c.look_at_stores()
             for rank in check.world:
                 if rank != c.me:
                     c.join_cell(rank, key)

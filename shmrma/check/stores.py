@@ -162,10 +162,15 @@ class Stores:
                 return int(low + differ[0]), int(low + differ[-1] + 1)
         return None
 
-    def written(self, target, lows, highs):
-        """Bring the shadow up to date after an RMA wrote the runs."""
+    def written(self, target, lows, highs, source=None):
+        """Bring the shadow up to date after an RMA wrote the runs: with the bytes it
+        wrote (``source``) when known, else with the memory as it is now."""
+        copies = self.shadow.of_target(target, lows, highs)
+        if source is not None:
+            copies[0][:] = numpy.frombuffer(memoryview(source).cast("B"), numpy.uint8)
+            return
         memory = self.check.state.targets[target]
-        for low, copy in zip(lows, self.shadow.of_target(target, lows, highs)):
+        for low, copy in zip(lows, copies):
             memory.read_into(int(low), memoryview(copy))
 
     def report_unseen(self, target, run, access):

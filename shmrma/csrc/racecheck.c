@@ -322,20 +322,41 @@ static int unseen_run(const struct access *a, const unsigned char *memory,
     return 0;
 }
 
+/* The shadow of the access's runs after it wrote them: from ``source`` (the bytes it
+ * wrote, run after run) when given, else from the memory as it is now. */
 static void copy_runs(const struct access *a, const unsigned char *memory,
-                      unsigned char *shadow)
+                      const unsigned char *source, unsigned char *shadow)
 {
     const int64_t *lows = a->lows.buf, *highs = a->highs.buf;
+    for (Py_ssize_t j = 0; j < a->runs; j++) {
+        size_t size = (size_t)(highs[j] - lows[j]);
+        if (source) {
+            memcpy(shadow + lows[j], source, size);
+            source += size;
+        } else {
+            memcpy(shadow + lows[j], memory + lows[j], size);
+        }
+    }
+}
+
+static Py_ssize_t runs_bytes(const struct access *a)
+{
+    const int64_t *lows = a->lows.buf, *highs = a->highs.buf;
+    Py_ssize_t total = 0;
     for (Py_ssize_t j = 0; j < a->runs; j++)
-        memcpy(shadow + lows[j], memory + lows[j], (size_t)(highs[j] - lows[j]));
+        total += highs[j] - lows[j];
+    return total;
 }
 
 /* shadowed(records, count_cell, lows, highs, kind, op, basic, site, epoch, me,
- *          lock_cell, vc, capacity, memory, shadow, unseen, writes, perform): record()
+ *          lock_cell, vc, capacity, memory, shadow, unseen, writes, perform[, source]):
+ * record()
  * for an access to memory whose stores are checked (check/stores.py), with the call
  * itself inside the target's checking lock: with ``unseen`` (the caller is not the
  * target), the first run where the memory differs from its shadow, then ``perform()``,
- * then, when it ``writes``, its runs copied to the shadow, then scan and record.
+ * then, when it ``writes``, its runs copied to the shadow (from ``source``, the bytes
+ * a Put wrote, when given: a store of the target's landing just after the copy into
+ * memory then still differs from the shadow), then scan and record.
  * None when the lock stayed busy (nothing done: the Python path does it all), else
  * (perform's result, the racing records or None when the log is full, the unseen
  * run or None). */
@@ -344,15 +365,31 @@ static PyObject *shadowed(PyObject *self, PyObject *args)
     struct access a;
     Py_ssize_t address, count_cell, lock_cell, vc, capacity, memory, shadow;
     int writes_memory, check_unseen;
-    PyObject *lows, *highs, *perform;
-    if (!ready() || !PyArg_ParseTuple(args, "nnOOiiiiiinnnnnppO", &address, &count_cell,
+    PyObject *lows, *highs, *perform, *source_object = Py_None;
+    if (!ready() || !PyArg_ParseTuple(args, "nnOOiiiiiinnnnnppO|O", &address, &count_cell,
                                       &lows, &highs, &a.kind, &a.op, &a.basic, &a.site,
                                       &a.epoch, &a.me, &lock_cell, &vc, &capacity, &memory,
-                                      &shadow, &check_unseen, &writes_memory, &perform)
+                                      &shadow, &check_unseen, &writes_memory, &perform,
+                                      &source_object)
             || take_runs(&a, lows, highs) < 0)
         return NULL;
+    Py_buffer source = {0};
+    if (source_object != Py_None) {
+        if (PyObject_GetBuffer(source_object, &source, PyBUF_C_CONTIGUOUS) < 0) {
+            release_access(&a);
+            return NULL;
+        }
+        if (source.len != runs_bytes(&a)) {
+            PyBuffer_Release(&source);
+            release_access(&a);
+            PyErr_SetString(PyExc_ValueError, "source: as many bytes as the runs");
+            return NULL;
+        }
+    }
     int32_t *lock = (int32_t *)lock_cell;
     if (!try_lock(lock)) {
+        if (source.buf)
+            PyBuffer_Release(&source);
         release_access(&a);
         Py_RETURN_NONE;
     }
@@ -362,7 +399,8 @@ static PyObject *shadowed(PyObject *self, PyObject *args)
     PyObject *result = PyObject_CallNoArgs(perform), *found = NULL;
     if (result) {
         if (writes_memory)
-            copy_runs(&a, (const unsigned char *)memory, (unsigned char *)shadow);
+            copy_runs(&a, (const unsigned char *)memory, (const unsigned char *)source.buf,
+                      (unsigned char *)shadow);
         int64_t *count = (int64_t *)count_cell;
         int full;       /* then found is NULL: the Python path prunes, then records */
         found = scan_and_add(&a, (struct record *)address, count,
@@ -370,6 +408,8 @@ static PyObject *shadowed(PyObject *self, PyObject *args)
                              capacity, codes.pending, &full);
     }
     unlock(lock);
+    if (source.buf)
+        PyBuffer_Release(&source);
     release_access(&a);
     if (!result)
         return NULL;

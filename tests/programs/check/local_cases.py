@@ -5,6 +5,7 @@ a store its owner has not synchronized since reports it without a line. A store
 of the value a racing Put wrote is not seen, so each store writes a value of its
 own. Rank 0 owns the memory; A (rank 1) accesses it."""
 import os
+import time
 
 import numpy as np
 
@@ -22,6 +23,7 @@ else:                                               # private memory, reached by
 one, out = np.ones(1), np.zeros(1)
 win.Fence()
 if rank == A:
+    time.sleep(0.02)    # the stores come first: one racing the Put's copy may go unseen
     win.Put(one, 0, 0)                                  # race LS
     win.Get(out, 0, 1)                                  # race LG
     win.Put(one, 0, 2)
@@ -58,6 +60,7 @@ comm.Barrier()
 if rank == 0:
     mine[6] = 2.0                                       # outside any lock epoch
 if rank == A:
+    time.sleep(0.02)
     win.Lock(0, MPI.LOCK_SHARED)
     win.Put(one, 0, 6)                                  # race LK
     win.Unlock(0)
