@@ -451,14 +451,15 @@ def run(program, nranks, directory):
     return set(reports)
 
 
-def score_stores(program, nranks, reported):
-    """As score(), a case found when a report names its access's line."""
+def score(program, nranks, reported):
+    """Confusion counts and the cases got wrong. A pair-family case is found when a
+    report names both its lines; a store or buffer case when one names its access's
+    line (the store's own line is a synchronization call shared by several cases,
+    or not known)."""
     counts, wrong, matched = {"tp": 0, "fp": 0, "fn": 0, "tn": 0}, [], set()
-    for case in program.cases():
-        line = program.access_line[case]
-        hits = {lines for lines in reported if line in lines}
+    for case, expected, hits in _cases(program, reported):
         matched |= hits
-        expected, found = program.variant.endswith("racy"), bool(hits)
+        found = bool(hits)
         counts[{(True, True): "tp", (False, True): "fp", (True, False): "fn",
                 (False, False): "tn"}[(expected, found)]] += 1
         if expected != found:
@@ -472,27 +473,17 @@ def score_stores(program, nranks, reported):
     return counts, wrong
 
 
-def score(program, nranks, reported):
+def _cases(program, reported):
+    """(case, racy or not, the reports that found it) for each case of a program."""
     if isinstance(program, StoreProgram):
-        return score_stores(program, nranks, reported)
-    counts, wrong = {"tp": 0, "fp": 0, "fn": 0, "tn": 0}, []
-    found_pairs = set()
+        for case in program.cases():
+            line = program.access_line[case]
+            yield (case, program.variant.endswith("racy"),
+                   {lines for lines in reported if line in lines})
+        return
     for pair in PAIRS:
         lines = frozenset((program.first_line[pair], program.second_line[pair]))
-        found = lines in reported
-        found_pairs.add(lines) if found else None
-        expected = racy(program.form, program.variant, *pair)
-        counts[{(True, True): "tp", (False, True): "fp", (True, False): "fn",
-                (False, False): "tn"}[(expected, found)]] += 1
-        if expected != found:
-            wrong.append("%s %s n=%d %s/%s: %s" % (program.form, program.variant, nranks,
-                                                   pair[0], pair[1],
-                                                   "missed" if expected else "false alarm"))
-    stray = reported - found_pairs
-    counts["fp"] += len(stray)
-    wrong += ["%s %s n=%d: report on lines %s that no case expects" % (
-        program.form, program.variant, nranks, sorted(lines)) for lines in stray]
-    return counts, wrong
+        yield pair, racy(program.form, program.variant, *pair), {lines} & reported
 
 
 def main(argv=None):
