@@ -403,7 +403,7 @@ for _title in ("--check: Halo A3 n=4 counters, us/iter", "--check: Halo n=4 Fenc
     WHEN_MISSED[_title] = (
         "the full checker compares each rank's window memory with its shadow copy before "
         "every synchronization call, to find the rank's own stores (36 KiB per rank here, "
-        "2-7 us a look, 2 to 4 looks an iteration, 4 ranks on 2 CPUs); --check=no-stores, "
+        "2-7 us a look, 2 to 6 looks an iteration, 4 ranks on 2 CPUs); --check=no-stores, "
         "which leaves the stores out, is the row below")
 
 SUITES = {"windows": WINDOWS_SUITE, "sync": SYNC_SUITE, "counters": COUNTERS_SUITE,
