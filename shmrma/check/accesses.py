@@ -71,7 +71,12 @@ class Access:
 
     @property
     def writes(self):
-        return _writes(self.kind, self.op)
+        return writes(self.kind, self.op)
+
+
+# the kinds that write the target: always, or unless their op is NO_OP (a read)
+_WRITING = (STORE, PUT, ACCUMULATE, COMPARE_AND_SWAP)
+_WRITING_UNLESS_NO_OP = (GET_ACCUMULATE, FETCH_AND_OP)
 
 
 def writes(kind, op):
@@ -79,13 +84,10 @@ def writes(kind, op):
     return kind in _WRITING or (kind in _WRITING_UNLESS_NO_OP and op != NO_OP_CODE)
 
 
-_WRITING = frozenset((STORE, PUT, ACCUMULATE, COMPARE_AND_SWAP))
-_WRITING_UNLESS_NO_OP = frozenset((GET_ACCUMULATE, FETCH_AND_OP))
-
-
-def _writes(kind, op):
-    return ((kind == PUT) | (kind == ACCUMULATE) | (kind == COMPARE_AND_SWAP) | (kind == STORE)
-            | (((kind == GET_ACCUMULATE) | (kind == FETCH_AND_OP)) & (op != NO_OP_CODE)))
+def _writes(kinds, ops):
+    """writes() over arrays of records' kinds and ops."""
+    return numpy.isin(kinds, _WRITING) | (numpy.isin(kinds, _WRITING_UNLESS_NO_OP)
+                                          & (ops != NO_OP_CODE))
 
 
 class WindowLog:

@@ -273,6 +273,16 @@ class Clock:
         _, _, _, _, sites = self.session.block(rank)
         return bytes(sites[number]).decode("utf-8", "replace")
 
+    def report_once(self, digest, text):
+        """Count a race and print ``text()`` unless a rank printed the race ``digest``
+        already (each pair of code sites is reported once across the job)."""
+        if not self.session.first_report(digest):
+            return
+        self.session.add(OFF_RACES)
+        import sys
+        sys.stderr.write(text())
+        sys.stderr.flush()
+
     def warn_once(self, text):
         import sys
         if atomic.fetch_add64(self.session.header_address(OFF_WARNED), 1) == 0:

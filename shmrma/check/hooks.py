@@ -21,7 +21,7 @@ from . import accesses, origin, report, stores
 from .accesses import (ACCUMULATE, COMPARE_AND_SWAP, FETCH_AND_OP, GET, GET_ACCUMULATE,
                        PUT, Access)
 from .origin import READ, WRITTEN
-from .clock import OFF_RACES, clock, key_of
+from .clock import clock, key_of
 from ..lazy import numpy
 
 FENCE, BARRIER, POST, COMPLETE, MESSAGE, COLLECTIVE, COUNTER = range(1, 8)
@@ -143,14 +143,9 @@ class WindowCheck:
         row_site = c.site_text(int(row["origin"]), int(row["site"]))
         here = c.site_text(c.me, access.site)
         pair = sorted([(row_site, int(row["kind"])), (here, access.kind)])
-        if not c.session.first_report(key_of(*(zlib.crc32(("%s|%d" % p).encode())
-                                               for p in pair))):
-            return
-        c.session.add(OFF_RACES)
-        import sys
-        sys.stderr.write(report.race(self.name(), target, row, row_site, c.me, access,
-                                     here))
-        sys.stderr.flush()
+        c.report_once(key_of(*(zlib.crc32(("%s|%d" % p).encode()) for p in pair)),
+                      lambda: report.race(self.name(), target, row, row_site, c.me, access,
+                                          here))
 
     def _prune(self, target, rows):
         """Forget the records every rank of the window is ordered after."""
@@ -177,14 +172,9 @@ class WindowCheck:
         here = report.call_site()
         for held, (first, last) in changed:
             made = c.site_text(c.me, held.site)
-            if not c.session.first_report(key_of(zlib.crc32(
-                    ("%s|%s|%d" % (made, here, held.role)).encode()))):
-                continue
-            c.session.add(OFF_RACES)
-            import sys
-            sys.stderr.write(report.buffer_race(self.name(), held, first, last, c.me, made,
-                                                here))
-            sys.stderr.flush()
+            c.report_once(key_of(zlib.crc32(("%s|%s|%d" % (made, here, held.role)).encode())),
+                          lambda: report.buffer_race(self.name(), held, first, last, c.me,
+                                                     made, here))
 
     def observe_local(self):
         c = clock()

@@ -23,7 +23,7 @@ import zlib
 from ..lazy import numpy
 from . import accesses, report
 from .accesses import STORE, Access
-from .clock import OFF_RACES, clock, key_of
+from .clock import clock, key_of
 
 SHADOW_MAX = 256 << 20      # window bytes, all ranks together, above which stores go unchecked
 SLOW_LOOKS = 1.0            # seconds of compares after which a rank says what they cost
@@ -179,13 +179,10 @@ class Stores:
         grain = _grain(check.state.units[target])
         run = (run[0] // grain * grain, -(-run[1] // grain) * grain)   # whole words
         here = c.site_text(c.me, access.site)
-        if not c.session.first_report(key_of(zlib.crc32(("%d|unseen|%s|%d" % (
-                target, here, access.kind)).encode()))):
-            return
-        c.session.add(OFF_RACES)
-        import sys
-        sys.stderr.write(report.unseen_store(check.name(), target, run, c.me, access, here))
-        sys.stderr.flush()
+        c.report_once(key_of(zlib.crc32(("%d|unseen|%s|%d" % (target, here, access.kind))
+                                        .encode())),
+                      lambda: report.unseen_store(check.name(), target, run, c.me, access,
+                                                  here))
 
     def close(self):
         self.shadow.close()
