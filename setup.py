@@ -17,13 +17,16 @@ class OptionalBuildExt(build_ext):
         try:
             build_ext.build_extension(self, ext)
         except Exception as exc:
-            self._warn(exc)
+            self._warn(exc, ext.name)
 
     @staticmethod
-    def _warn(exc):
-        sys.stderr.write(
-            "WARNING: shmrma's C extension could not be built (%s); "
-            "shmrma will run on the slower `atomics` fallback.\n" % exc)
+    def _warn(exc, name="shmrma._native"):
+        sys.stderr.write("WARNING: shmrma's C extension %s could not be built (%s); %s.\n" % (
+            name, exc, WITHOUT.get(name, "shmrma will run on the slower `atomics` fallback")))
+
+
+WITHOUT = {"shmrma._racecheck": "the race checker (--check) will run slower",
+           "shmrma._pagewatch": "the race checker (--check) will not check loads"}
 
 
 setup(
@@ -36,6 +39,8 @@ setup(
         depends=["shmrma/csrc/native.h"],
         extra_compile_args=["-O2", "-std=c11"]),
         Extension("shmrma._racecheck", ["shmrma/csrc/racecheck.c"],
-                  extra_compile_args=["-O2", "-std=c11"])],
+                  extra_compile_args=["-O2", "-std=c11"]),
+        Extension("shmrma._pagewatch", ["shmrma/csrc/pagewatch.c"],
+                  extra_compile_args=["-O2", "-std=gnu11"])],
     cmdclass={"build_ext": OptionalBuildExt},
 )

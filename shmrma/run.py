@@ -20,14 +20,16 @@ options:
   --timeout SEC      end the job after SEC seconds, printing every rank's Python
                      stack and what it waits for; exit status 124
   -l, --tag-output   prefix every output line with the rank: [0] ...
-  --check            report data races: RMA accesses and a rank's own stores
-                     to the same window bytes, one writing, that no
+  --check            report data races: RMA accesses and a rank's own loads
+                     and stores to the same window bytes, one writing, that no
                      synchronization orders (MPI-3.1 §11.7), and origin
                      buffers changed before their call completed; one
                      report per race on stderr, a summary at the end, exit
                      status 66 when a race was found (shm backend only;
                      SHMRMA_CHECK=1 does the same for a singleton or shmrma.launch)
   --check=no-stores  the same without watching the ranks' own stores (faster)
+  --check=no-loads   the same without watching the ranks' own loads (faster)
+  --check=no-local   neither: RMA calls and origin buffers only (fastest)
   --backend NAME     shm (default: processes sharing memory) or mpi (the
                      installed MPI's mpiexec with mpi4py; see "Running on a
                      cluster" in the README); SHMRMA_BACKEND sets the default
@@ -96,10 +98,11 @@ def parse(argv):
 
 
 def _check_mode(value):
-    from .check import NO_STORES
-    if value in ("", NO_STORES):
+    from .check import MODES
+    if value in ("",) + MODES:
         return value or "1"
-    raise UsageError("--check=%s: expected --check or --check=%s" % (value, NO_STORES))
+    raise UsageError("--check=%s: expected --check or --check=%s" % (
+        value, ", --check=".join(MODES)))
 
 
 def _next(items, name):

@@ -32,7 +32,12 @@ seven kinds, ordered or not by six forms (every such pair conflicts):
   counters              rank 1 signals rank 0's counter after its accesses, rank 0
                         stores after waiting on it (racy: before; access first only)
 
-and a third, the origin's buffers (R35): rank 1 makes a call of each kind, then
+and a third, the target's own loads, the same six forms: rank 0 reads a word of
+its window memory before or after rank 1's access (a race when that access
+writes: Get does not), each word on a page of its own (a load is seen when it is
+the first access to its page since the rank's last synchronization call);
+
+and a fourth, the origin's buffers (R35): rank 1 makes a call of each kind, then
 changes its buffer (the origin buffer of Put and Accumulate, the result buffer of
 the others) after the call completed at the origin, or before (racy), the
 completion being one of eight: Fence, the window barrier, Flush_local, Flush,
@@ -260,6 +265,9 @@ class StoreProgram(Program):
                                                                    "access_first")
         return [(order, kind) for order in orders for kind in STORE_KINDS]
 
+    def racy_case(self, case):
+        return self.variant.endswith("racy")
+
     def word(self, order, kind):
         return STORE_KINDS.index(kind) + (7 if order == "access_first" else 0)
 
@@ -358,6 +366,37 @@ class StoreProgram(Program):
             self.stores("access_first")
         self.add("    waiting.Free()", "    win.Free_sync_objects(syncs)", "win.Free()")
 
+
+class LoadProgram(StoreProgram):
+    """The load family: StoreProgram's forms with loads for stores, each word on a
+    page of its own (PAGE_WORDS apart); a load races only with an access that writes."""
+
+    def __init__(self, form, variant):
+        self.form, self.variant, self.lines = form, "load-" + variant, []
+        self.access_line = {}
+        self.add("import time", "import numpy as np", "from shmrma import MPI",
+                 "comm = MPI.COMM_WORLD", "rank, size = comm.rank, comm.size",
+                 "win = MPI.Win.Allocate(%d * 8 if rank == 0 else 0, 8, comm=comm)"
+                 % (14 * PAGE_WORDS),
+                 "mine = np.frombuffer(win.tomemory(), 'i8') if rank == 0 else None",
+                 "buf, cmp, seen = np.ones(1, 'i8'), np.zeros(1, 'i8'), 0",
+                 "group = comm.Get_group()")
+        getattr(self, "store_" + form)(variant == "racy")
+
+    def word(self, order, kind):
+        return StoreProgram.word(self, order, kind) * PAGE_WORDS
+
+    def stores(self, order):
+        if order == "access_first":
+            self.add(PAUSE)
+        self.add(*[LOAD % self.word(order, kind) for kind in STORE_KINDS])
+
+    def racy_case(self, case):
+        return self.variant.endswith("racy") and case[1] != "get"
+
+
+PAGE_WORDS = 512
+LOAD = "    seen += mine[%d]"
 
 BUFFER_FORMS = ("fence", "winbarrier", "flush_local", "flush", "unlock", "pscw", "requests",
                 "counters")
@@ -478,7 +517,7 @@ def _cases(program, reported):
     if isinstance(program, StoreProgram):
         for case in program.cases():
             line = program.access_line[case]
-            yield (case, program.variant.endswith("racy"),
+            yield (case, program.racy_case(case),
                    {lines for lines in reported if line in lines})
         return
     for pair in PAIRS:
@@ -498,6 +537,7 @@ def main(argv=None):
                                               "fn", "tn"))
     programs = ([(Program, form) for form in FORMS]
                 + [(StoreProgram, form) for form in STORE_FORMS]
+                + [(LoadProgram, form) for form in STORE_FORMS]
                 + [(BufferProgram, form) for form in BUFFER_FORMS])
     for nranks in [int(n) for n in opts.ranks.split(",")]:
         for make, form in programs:

@@ -23,8 +23,8 @@ IMPL_VARIABLE = "SHMRMA_BENCH_IMPL"
 BACKEND_VARIABLE = "SHMRMA_BACKEND"     # shmrma/backend.py's
 # shmrma's backend under each implementation that runs shmrma's code path
 BACKEND_OF = {"shmrma": "shm", "shmrma-mpi": "mpi", "shmrma-check": "shm",
-              "shmrma-check-no-stores": "shm"}
-CHECK_FLAGS = {"shmrma-check": ["--check"], "shmrma-check-no-stores": ["--check=no-stores"]}
+              "shmrma-check-no-local": "shm"}
+CHECK_FLAGS = {"shmrma-check": ["--check"], "shmrma-check-no-local": ["--check=no-local"]}
 
 
 class RunFailed(RuntimeError):
@@ -127,7 +127,7 @@ def launcher_argv(impl, nranks, program):
     """The command running ``program`` (argv after ``python``) on ``nranks`` ranks.
 
     ``impl`` "shmrma" uses shmrma-run, "shmrma-check" ``shmrma-run --check`` (the
-    race checker on; "shmrma-check-no-stores" without watching the ranks' own
+    race checker on; "shmrma-check-no-local" without watching the ranks' own
     stores), "shmrma-mpi" ``shmrma-run --backend mpi``
     (which runs MPICH's mpiexec with ``python -m mpi4py``), "mpi4py" MPICH's
     mpiexec; "numpy" (a single-process reference) runs the program once with

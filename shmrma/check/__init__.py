@@ -17,13 +17,18 @@ every synchronization call of the job and decides that with vector clocks:
 - origin.py: the origin's buffers until the call completes there (R35).
 - stores.py: the ranks' own stores to their window memory, found by comparing it
   with a shadow copy RMA keeps up to date (off with ``SHMRMA_CHECK=no-stores``).
+- loads.py: the ranks' own loads of their window memory, the first of each page
+  in an epoch, found by taking the pages away (off with ``SHMRMA_CHECK=no-loads``).
 
-Not checked: loads of window memory (see README).
+``SHMRMA_CHECK=no-local`` leaves both out. What each cannot see: README,
+"Finding data races".
 """
 import os
 
 CHECK_VARIABLE = "SHMRMA_CHECK"
-NO_STORES = "no-stores"     # SHMRMA_CHECK's value (--check=no-stores) without stores.py
+# SHMRMA_CHECK's values (--check=...) that leave out stores.py, loads.py, or both
+NO_STORES, NO_LOADS, NO_LOCAL = "no-stores", "no-loads", "no-local"
+MODES = (NO_STORES, NO_LOADS, NO_LOCAL)
 RACE_STATUS = 66        # the exit status of a job that reported a race (ThreadSanitizer's)
 
 
@@ -34,4 +39,9 @@ def requested():
 
 def stores_watched():
     """Whether the ranks' own stores to their window memory are checked too."""
-    return os.environ.get(CHECK_VARIABLE, "") != NO_STORES
+    return os.environ.get(CHECK_VARIABLE, "") not in (NO_STORES, NO_LOCAL)
+
+
+def loads_watched():
+    """Whether the ranks' own loads of their window memory are checked too."""
+    return os.environ.get(CHECK_VARIABLE, "") not in (NO_LOADS, NO_LOCAL)

@@ -29,10 +29,13 @@ except ImportError:
 PENDING = 2**62
 # the epoch an access was made in (Access.epoch; report.py names each)
 NO_EPOCH, FENCE, PSCW, LOCK_EXCLUSIVE, LOCK_SHARED, LOCK_ALL, COUNTER, BARRIER = range(8)
+EXPOSURE = 8        # a target's own load or store between its Post and Wait
 CACHE_LINE = 64           # the target's lock cell and record count
-# STORE: a target's own store to its window memory (stores.py), complete when made
+# STORE: a target's own store to its window memory (stores.py), complete when made;
+# LOAD: its own load (loads.py), likewise (below every RMA kind: never atomic)
 STORE, PUT, GET, ACCUMULATE, GET_ACCUMULATE, FETCH_AND_OP, COMPARE_AND_SWAP = range(7)
-CALL_NAMES = {STORE: "Store", PUT: "Put", GET: "Get", ACCUMULATE: "Accumulate",
+LOAD = -1
+CALL_NAMES = {LOAD: "Load", STORE: "Store", PUT: "Put", GET: "Get", ACCUMULATE: "Accumulate",
               GET_ACCUMULATE: "Get_accumulate", FETCH_AND_OP: "Fetch_and_op",
               COMPARE_AND_SWAP: "Compare_and_swap"}
 NO_OP_CODE = -1          # the op code of NO_OP (a read)
@@ -275,27 +278,29 @@ class WindowLog:
                 prune(target, self.rows(target))
         return False
 
-    def add_stores(self, target, me, store, vc, vc_address, stamp, seen, prune):
-        """Record the stores of rank ``me`` to its memory (``target``), made in epoch
-        ``stamp``, after forgetting its store records stamped ``seen`` or earlier
-        (every rank is ordered after them); the records they race with."""
+    def add_local(self, target, me, local, vc, vc_address, stamp, seen, prune):
+        """Record the stores or loads (``local.kind``) of rank ``me`` to its memory
+        (``target``), made in epoch ``stamp``, after forgetting its records of that
+        kind stamped ``seen`` or earlier (every rank is ordered after them); the
+        records they race with."""
         if _native is not None:
             found = _native.stores(self._records_address(target), self._count_cell(target),
-                                   store.lows, store.highs, STORE, store.epoch, store.site,
-                                   me, self._lock_cell(target), vc_address, CAPACITY, stamp,
-                                   seen)
+                                   local.lows, local.highs, local.kind, local.epoch,
+                                   local.site, me, self._lock_cell(target), vc_address,
+                                   CAPACITY, stamp, seen)
             if found is not None:
                 return self.records[target][found] if found else self.records[target][:0]
         with self.locked(target):
             rows = self.rows(target)
-            gone = (rows["kind"] == STORE) & (rows["origin"] == me) & (rows["stamp"] <= seen)
+            gone = ((rows["kind"] == local.kind) & (rows["origin"] == me)
+                    & (rows["stamp"] <= seen))
             if gone.any():
                 self.keep(target, rows, ~gone)
-            races = self.conflicts(target, me, vc, store, vc_address)
-            if not self.add(target, me, store, prune, stamp):
+            races = self.conflicts(target, me, vc, local, vc_address)
+            if not self.add(target, me, local, prune, stamp):
                 self.on_full()
                 self.keep(target, self.rows(target), slice(CAPACITY // 2, None))
-                self.add(target, me, store, prune, stamp)
+                self.add(target, me, local, prune, stamp)
             return races.copy()
 
     def add_numpy(self, target, me, access, prune, stamp=PENDING):
@@ -406,8 +411,8 @@ def use_native(enabled):
 
 _native = None
 if _racecheck is not None and atomic.BACKEND == "c":
-    _racecheck.setup(PENDING, PUT, GET, ACCUMULATE, GET_ACCUMULATE, FETCH_AND_OP, NO_OP_CODE,
-                     LOCK_EXCLUSIVE, LOCK_ALL)
+    _racecheck.setup(PENDING, LOAD, PUT, GET, ACCUMULATE, GET_ACCUMULATE, FETCH_AND_OP,
+                     NO_OP_CODE, LOCK_EXCLUSIVE, LOCK_ALL)
     _native = _racecheck
 
 

@@ -28,8 +28,10 @@ CELLS = 1024            # cells a rank can publish (locks use window segments, n
 SITES = 2048            # code sites a rank can name in reports
 SITE_BYTES = 240
 DEDUP = 8192            # distinct races remembered for reporting each once
-HEADER = 64             # races (int64), accesses checked (int64), warnings (int64)
+HEADER = 64             # races (int64), accesses checked (int64), warnings (int64 each)
 OFF_RACES, OFF_WARNED = 0, 16
+# what a warning is about: each is printed once per job
+WARN_OTHER, WARN_STORES, WARN_LOADS = range(3)
 KEY_MASK = 2**63 - 1
 POLL_S = 50e-6          # between looks for a release not published yet (rare)
 
@@ -283,9 +285,10 @@ class Clock:
         sys.stderr.write(text())
         sys.stderr.flush()
 
-    def warn_once(self, text):
+    def warn_once(self, text, about=WARN_OTHER):
+        """Print ``text`` unless a rank printed a warning ``about`` the same already."""
         import sys
-        if atomic.fetch_add64(self.session.header_address(OFF_WARNED), 1) == 0:
+        if atomic.fetch_add64(self.session.header_address(OFF_WARNED + 8 * about), 1) == 0:
             sys.stderr.write("shmrma-check: warning: %s\n" % text)
 
 

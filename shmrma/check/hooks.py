@@ -17,7 +17,7 @@ from .. import constants, mailbox, rma
 from .. import buffers
 from ..epoch import HELD_EXCLUSIVE
 from ..window import share_segment
-from . import accesses, origin, report, stores
+from . import accesses, loads, origin, report, stores
 from .accesses import (ACCUMULATE, COMPARE_AND_SWAP, FETCH_AND_OP, GET, GET_ACCUMULATE,
                        PUT, Access)
 from .origin import READ, WRITTEN
@@ -64,17 +64,44 @@ class WindowCheck:
         self.last_held = []         # the buffers the latest call holds (for its request)
         shadow = stores.Shadow.of(state)
         self.stores = stores.Stores(self, shadow) if shadow is not None else None
-        if self.stores is not None and state.sizes[self.me]:
-            clock().look_before_releases(self.stores.look)
+        self.loads = loads.Loads.of(self)
+        self.synced = False     # a Win.Sync since the last look: its loads may be polls
+        if (self.stores is not None or self.loads is not None) and state.sizes[self.me]:
+            clock().look_before_releases(self.look_local)
 
     def close(self):
         """Stop checking the window (before it is freed or changes its group)."""
         self.win._race_check = None
         clock().unwatch(self.observe_local)
+        clock().look_before_releases(self.look_local, on=False)
+        if self.loads is not None:
+            self.loads.close()
         if self.stores is not None:
-            clock().look_before_releases(self.stores.look, on=False)
             self.stores.close()
         self.segment.close()
+
+    def look_local(self):
+        """Record this rank's own loads and stores of its memory since it last
+        looked: before its releases, and before an acquire no release precedes."""
+        noted = self.loads.take() if self.loads is not None else None
+        if self.stores is not None:
+            self.stores.look()
+        if noted and not self.synced:   # polling with loads and Sync is valid (R128, R131)
+            self.loads.record(noted, self.local_epoch_kind())
+        self.synced = False
+        if self.loads is not None:
+            self.loads.arm()
+
+    def local_epoch_kind(self):
+        """The epoch of this rank's own loads and stores: its lock on itself, its
+        exposure epoch, the fence or barrier epoch it is in, else none."""
+        if self.locks.get(self.me) is not None or self.lock_all is not None:
+            return self.epoch_kind(self.me)
+        if self.post_group:
+            return accesses.EXPOSURE
+        if self.barrier_epoch:
+            return accesses.BARRIER
+        return accesses.FENCE if self.fences else accesses.NO_EPOCH
 
     def name(self):
         given = self.win.Get_name() if self.win else ""
@@ -261,6 +288,13 @@ def _note(win, kind, target_rank, target, defaults, op=None, perform=None, held=
         runs = None
     if runs is None:
         return perform()
+    if check.loads is not None and target_rank == check.me:
+        with check.loads.quiet():       # the call's own accesses are not the program's loads
+            return _noted(check, kind, target_rank, runs, basic, defaults, op, perform, held)
+    return _noted(check, kind, target_rank, runs, basic, defaults, op, perform, held)
+
+
+def _noted(check, kind, target_rank, runs, basic, defaults, op, perform, held):
     c = clock()
     if check.entered is not None and target_rank not in check.entered[1]:
         # RMA between Ibarrier and its Wait waits for the target's entry (R169, A3):
@@ -576,10 +610,10 @@ def _install_window_sync(Win):
         return done
 
     def look_at_own_stores(check, rank=None):
-        """Stores made before a lock epoch on this rank's own memory, or in it, are
-        recorded as such (stores.py)."""
-        if check is not None and check.stores is not None and rank in (None, check.me):
-            check.stores.look()
+        """Loads and stores made before a lock epoch on this rank's own memory, or in
+        it, are recorded as such (stores.py, loads.py)."""
+        if check is not None and rank in (None, check.me):
+            check.look_local()
 
     def Lock(self, rank, lock_type=LOCK_EXCLUSIVE, assertion=0):
         look_at_own_stores(_check_of(self), rank)
@@ -647,6 +681,7 @@ def _install_window_sync(Win):
         check = _check_of(self)
         if check is not None:   # from now on its loads may see any atomic on its words
             clock().watch(check.observe_local)
+            check.synced = True
 
     for function in (Fence, Barrier, Ibarrier, Post, Start, Complete, Wait, Test, Lock, Unlock,
                      Lock_all, Unlock_all, Flush, Flush_all, Flush_local, Flush_local_all,
@@ -897,4 +932,18 @@ def install():
     fast = getattr(nonblocking, "_FastCollective", None)
     classes += [fast] if fast is not None else []
     _install_requests(classes)
+    _install_file_io()
+
+
+def _install_file_io():
+    """File reads and writes reach the buffer with system calls, which fail on a
+    page the load watch took away: they run with every page given back."""
+    from .. import file
+    transfer = file.FileState.transfer
+
+    @functools.wraps(transfer)
+    def unwatched_transfer(self, position, msg, payload):
+        with loads.unwatched():
+            return transfer(self, position, msg, payload)
+    file.FileState.transfer = unwatched_transfer
 

@@ -3,8 +3,8 @@ import os
 import sys
 
 from . import accesses
-from .accesses import (BARRIER, COUNTER, FENCE, LOCK_ALL, LOCK_EXCLUSIVE, LOCK_SHARED,
-                       NO_EPOCH, PSCW)
+from .accesses import (BARRIER, COUNTER, EXPOSURE, FENCE, LOCK_ALL, LOCK_EXCLUSIVE,
+                       LOCK_SHARED, NO_EPOCH, PSCW)
 
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -12,7 +12,7 @@ EPOCH_TEXT = {NO_EPOCH: "outside any epoch", FENCE: "in a fence epoch",
               PSCW: "in a Start/Complete access epoch",
               LOCK_EXCLUSIVE: "under an exclusive lock", LOCK_SHARED: "under a shared lock",
               LOCK_ALL: "under Lock_all", COUNTER: "in a counter epoch",
-              BARRIER: "between window barriers"}
+              BARRIER: "between window barriers", EXPOSURE: "in a Post/Wait exposure epoch"}
 
 
 def call_site():
@@ -22,18 +22,25 @@ def call_site():
         frame = frame.f_back
     if frame is None:
         return "<unknown>"
-    path = frame.f_code.co_filename
+    return shown_site(frame.f_code.co_filename, frame.f_lineno)
+
+
+def shown_site(path, line):
+    """'file:line' as reports show it."""
     shown = _shown_paths.get(path)
     if shown is None:
         relative = os.path.relpath(path) if not path.startswith("<") else path
         shown = _shown_paths[path] = path if relative.startswith("..") else relative
-    return "%s:%d" % (shown, frame.f_lineno)
+    return "%s:%d" % (shown, line)
 
 
 _shown_paths = {}       # a file's path as reports show it (relative below the cwd)
 
 
 def _describe(call, rank, site, epoch):
+    if call == "Load":
+        return "Load by rank %d at %s, of its own window memory, %s" % (
+            rank, site, EPOCH_TEXT.get(epoch, "in an epoch"))
     if call == "Store":
         return ("Store by rank %d at %s, to its own window memory: a store found at that "
                 "call, made after the rank's synchronization call before it, %s"

@@ -23,7 +23,7 @@ import zlib
 from ..lazy import numpy
 from . import accesses, report
 from .accesses import STORE, Access
-from .clock import clock, key_of
+from .clock import WARN_STORES, clock, key_of
 
 SHADOW_MAX = 256 << 20      # window bytes, all ranks together, above which stores go unchecked
 SLOW_LOOKS = 1.0            # seconds of compares after which a rank says what they cost
@@ -80,7 +80,7 @@ class Stores:
         rank can reach it (a Lock_all right after the creation may)."""
         from ..window import _agree
         self.check, self.shadow = check, shadow
-        self.grain = _grain(check.state.units[check.me])
+        self.grain = word_grain(check.state.units[check.me])
         self._found_runs(check.log.locked(check.me))
         _agree(check.state.comm, (None, None), "race checking")
         self.spent = 0.0        # seconds this rank's looks have compared memory
@@ -113,10 +113,10 @@ class Stores:
             return
         c = clock()
         store = Access(numpy.array(lows, numpy.int64), numpy.array(highs, numpy.int64),
-                       STORE, 0, 0, c.site(report.call_site()), self._epoch_kind())
+                       STORE, 0, 0, c.site(report.call_site()), check.local_epoch_kind())
         # every rank of the window is ordered after this rank's stores up to here
         seen = min([vc[c.me] for vc in self.clocks])
-        races = check.log.add_stores(check.me, c.me, store, c.vc, c.vc_address, c.epoch, seen,
+        races = check.log.add_local(check.me, c.me, store, c.vc, c.vc_address, c.epoch, seen,
                                      check._prune)
         for row in races:
             check._report(c, check.me, row, store)
@@ -128,14 +128,8 @@ class Stores:
                 "rank %d has spent %.0f s comparing its %d MiB of window memory with its "
                 "shadow copy, at each synchronization call, to find its own stores; "
                 "--check=no-stores leaves them out" % (
-                    self.check.state.rank, self.spent, self.shadow.sizes[self.check.me] >> 20))
-
-    def _epoch_kind(self):
-        check = self.check
-        held = check.locks.get(check.me)
-        if held is not None or check.lock_all is not None:
-            return check.epoch_kind(check.me)
-        return accesses.NO_EPOCH
+                    self.check.state.rank, self.spent, self.shadow.sizes[self.check.me] >> 20),
+                WARN_STORES)
 
     # --- at an RMA to a target (its checking lock held) ---
     def addresses(self, target):
@@ -176,7 +170,7 @@ class Stores:
     def report_unseen(self, target, run, access):
         """An RMA met a store of ``target`` made since its last synchronization."""
         c, check = clock(), self.check
-        grain = _grain(check.state.units[target])
+        grain = word_grain(check.state.units[target])
         run = (run[0] // grain * grain, -(-run[1] // grain) * grain)   # whole words
         here = c.site_text(c.me, access.site)
         c.report_once(key_of(zlib.crc32(("%d|unseen|%s|%d" % (target, here, access.kind))
@@ -188,6 +182,7 @@ class Stores:
         self.shadow.close()
 
 
-def _grain(unit):
-    """A store is known to the width of the displacement unit, at most a word."""
+def word_grain(unit):
+    """A store (or a load, loads.py) is known to the width of the displacement unit,
+    at most a word."""
     return next(g for g in (8, 4, 2, 1) if unit % g == 0)

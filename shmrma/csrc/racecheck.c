@@ -20,14 +20,15 @@ struct record {
 
 static struct {
     int64_t pending;
-    int32_t put, get, accumulate, get_accumulate, fetch_and_op, no_op;
+    int32_t load, put, get, accumulate, get_accumulate, fetch_and_op, no_op;
     int32_t lock_exclusive, lock_all;
     int ready;
 } codes;
 
 static PyObject *setup(PyObject *self, PyObject *args)
 {
-    if (!PyArg_ParseTuple(args, "Liiiiiiii", &codes.pending, &codes.put, &codes.get,
+    if (!PyArg_ParseTuple(args, "Liiiiiiiii", &codes.pending, &codes.load, &codes.put,
+                          &codes.get,
                           &codes.accumulate, &codes.get_accumulate, &codes.fetch_and_op,
                           &codes.no_op, &codes.lock_exclusive, &codes.lock_all))
         return NULL;
@@ -48,6 +49,8 @@ struct access {
 
 static int writes(int32_t kind, int32_t op)
 {
+    if (kind == codes.load)
+        return 0;
     if (kind == codes.put || kind == codes.get)
         return kind == codes.put;
     if (kind == codes.get_accumulate || kind == codes.fetch_and_op)
@@ -599,7 +602,7 @@ fail:
 }
 
 static PyMethodDef methods[] = {
-    {"setup", setup, METH_VARARGS, "setup(pending, put, get, accumulate, get_accumulate, "
+    {"setup", setup, METH_VARARGS, "setup(pending, load, put, get, accumulate, get_accumulate, "
      "fetch_and_op, no_op, lock_exclusive, lock_all): the codes of accesses.py"},
     {"scan", scan, METH_VARARGS, "the indices of the records racing with an access"},
     {"add", add, METH_VARARGS, "record an access; the new count, -1 when full"},

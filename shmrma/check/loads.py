@@ -1,0 +1,201 @@
+"""The target's side of the race checker: its own loads of its window memory.
+
+A load leaves the memory as it was, so no comparison finds it (stores.py): the
+checker takes the pages of the rank's window memory away from it after each of
+its synchronization calls (csrc/pagewatch.c), and the first access to each page
+faults; the handler notes the address and the Python line and gives the page
+back. Before the rank's next release (and before an acquire-only call, at the
+points stores.py looks) the notes become load records, stamped with the epoch
+they were made in, checked against the other ranks' RMA like any access, and
+the pages are taken away again.
+
+So a load is seen when it is the first access to its page since the rank's last
+synchronization call (a store first on the page hides the loads after it), at
+its exact address, a word wide. Watched: the ALLOCATE flavor, whose memory other
+ranks reach through their own mappings (a page taken away here changes nothing
+for them; Create's private memory is reached with process_vm_*, which a page
+taken away would make fail), and whole pages only.
+
+A fault costs a few microseconds, and a stencil touches every page of its memory in
+each synchronization period, so the watch keeps to a budget: once its faults and
+page changes have cost a fiftieth of a second and a tenth of the time since the
+window was created, it leaves the next periods unwatched until it is back within
+budget (it says so, once). A program with few synchronizations, a test, is watched throughout; a
+long loop one period in several, where a race that repeats each iteration shows.
+"""
+import contextlib
+import mmap
+import os
+import time
+
+from ..lazy import numpy
+from . import report
+from .accesses import LOAD, Access
+from .clock import WARN_LOADS, clock
+from .stores import word_grain
+
+try:
+    from .. import _pagewatch
+except ImportError:         # the C extension is not built: loads go unchecked
+    _pagewatch = None
+
+NUMPY_MARK = os.sep + "numpy" + os.sep
+BUDGET = 0.1            # the share of the run time the watch may cost,
+GRACE = 0.02             # or these seconds, whichever is more
+MAX_NOTES = 4096        # csrc/pagewatch.c's MAX_FAULTS
+
+
+class Loads:
+    """This rank's watch on its loads of one window's memory (with the window's
+    WindowCheck: its log, epochs and reports)."""
+
+    def __init__(self, check, slot):
+        self.check, self.slot = check, slot
+        self.base = check.state.targets[check.me].address
+        self.grain = word_grain(check.state.units[check.me])
+        session = clock().session
+        self.clocks = [session.block(rank)[0] for rank in check.world]
+        self.armed = False
+        self.started, self.spent = time.perf_counter(), 0.0
+        from .. import job
+        # ranks sharing a CPU wait out each other's faults too
+        self.fault_cost = _fault_cost() * max(1.0, job.world_size() / (os.cpu_count() or 1))
+        self.arm()
+
+    @classmethod
+    def of(cls, check):
+        """The watch on this rank's loads of the window, or None when they are not
+        watched (see the module's text)."""
+        from ..window import WIN_FLAVOR_ALLOCATE
+        from . import loads_watched
+        state = check.state
+        if not loads_watched() or state.flavor != WIN_FLAVOR_ALLOCATE:
+            return None
+        if _pagewatch is None:
+            clock().warn_once("shmrma's C extension is not built: the ranks' loads of their "
+                              "window memory are not checked")
+            return None
+        memory = state.targets[check.me]
+        if not state.sizes[check.me] or not getattr(memory, "address", 0):
+            return None
+        slot = _pagewatch.watch(memory.address, state.sizes[check.me])
+        return cls(check, slot) if slot >= 0 else None
+
+    def take(self):
+        """The loads noted since the last take, the pages given back (the store
+        watch compares them next): [(address, frames)]."""
+        started = time.perf_counter()
+        noted, lost, faults = _pagewatch.take(self.slot)
+        _pagewatch.disarm(self.slot)
+        self.armed = False
+        self.spent += faults * self.fault_cost + time.perf_counter() - started
+        if lost:
+            clock().warn_once("more than %d first loads of window pages between two "
+                              "synchronization calls: the later ones were not checked"
+                              % MAX_NOTES)
+        return noted
+
+    def arm(self):
+        """Take the pages away for the next period, when the budget allows."""
+        if self.spent > max(GRACE, BUDGET * (time.perf_counter() - self.started)):
+            clock().warn_once(
+                "the watch on the ranks' loads of their window memory (a page fault at "
+                "the first access to each page after each synchronization call) has cost "
+                "%d%% of the run time on rank %d: from now on it watches only some "
+                "synchronization periods (--check=no-loads leaves it out)"
+                % (BUDGET * 100, self.check.state.rank), WARN_LOADS)
+            return
+        started = time.perf_counter()
+        _pagewatch.arm(self.slot)
+        self.armed = True
+        _watching.add(self)
+        self.spent += time.perf_counter() - started
+
+    def quiet(self):
+        """A context in which the runtime's own accesses to the memory go unnoted
+        (an RMA call to this rank itself); the pages are taken away again after."""
+        return _Quiet(self)
+
+    def record(self, noted, epoch_kind):
+        """Record the noted loads (grouped by line) and report the races they make."""
+        check, c = self.check, clock()
+        by_site = {}
+        for address, frames in noted:
+            by_site.setdefault(_user_site(frames), []).append(address - self.base)
+        seen = min([vc[c.me] for vc in self.clocks])
+        for site, offsets in by_site.items():
+            lows = numpy.unique(numpy.array(offsets, numpy.int64) // self.grain * self.grain)
+            load = Access(lows, lows + self.grain, LOAD, 0, 0, c.site(site), epoch_kind)
+            races = check.log.add_local(check.me, c.me, load, c.vc, c.vc_address, c.epoch,
+                                        seen, check._prune)
+            for row in races:
+                check._report(c, check.me, row, load)
+
+    def close(self):
+        _watching.discard(self)
+        _pagewatch.unwatch(self.slot)
+
+
+_watching = set()       # the watches of this process's windows
+
+
+@contextlib.contextmanager
+def unwatched():
+    """Every watched page given back for the duration (a system call on a buffer
+    that may be window memory), and taken away again after."""
+    armed = [watch for watch in _watching if watch.armed]
+    for watch in armed:
+        _pagewatch.disarm(watch.slot)
+    try:
+        yield
+    finally:
+        for watch in armed:
+            _pagewatch.arm(watch.slot)
+
+
+class _Quiet:
+    __slots__ = ("loads", "before")
+
+    def __init__(self, loads):
+        self.loads = loads
+
+    def __enter__(self):
+        self.before = _pagewatch.set_quiet(True)
+
+    def __exit__(self, *exc):
+        _pagewatch.set_quiet(self.before)
+        if not self.before:
+            self.loads.arm()
+
+
+def _fault_cost(_measured=[]):
+    """The seconds a fault costs, measured once per process on four pages of its own."""
+    if not _measured:
+        pages = 4
+        scratch = mmap.mmap(-1, pages * mmap.PAGESIZE)
+        view = numpy.frombuffer(scratch, numpy.uint8)
+        slot = _pagewatch.watch(view.ctypes.data, len(view))
+        rounds, started = 16, time.perf_counter()
+        for _ in range(rounds):
+            _pagewatch.arm(slot)
+            _pagewatch.disarm(slot)
+        arming = (time.perf_counter() - started) / rounds
+        started = time.perf_counter()
+        for _ in range(rounds):
+            _pagewatch.arm(slot)
+            view[::mmap.PAGESIZE].sum()
+        faulting = (time.perf_counter() - started) / rounds
+        _pagewatch.take(slot)
+        _pagewatch.unwatch(slot)
+        del view
+        scratch.close()
+        _measured.append(max(faulting - arming / 2, 0.0) / pages)
+    return _measured[0]
+
+
+def _user_site(frames):
+    """'file:line' of the innermost frame of the program's own code."""
+    for path, line in frames:
+        if not path.startswith(report.PACKAGE_DIR) and NUMPY_MARK not in path:
+            return report.shown_site(path, line)
+    return "<unknown>"

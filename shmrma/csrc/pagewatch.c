@@ -1,0 +1,321 @@
+/* The race checker's watch on a rank's loads of its own window memory
+ * (shmrma/check/loads.py).
+ *
+ * Plain Python loads cannot be intercepted, so the checker takes the pages of
+ * a rank's window memory away from it (mprotect PROT_NONE) after each of its
+ * synchronization calls; the first access to each page faults, and the
+ * handler below notes the faulting address, whether it wrote (x86-64), and the
+ * innermost Python frames (code object and instruction) of the thread, gives
+ * the page back and lets the access go on.  At the rank's next synchronization
+ * call the checker turns the notes into load records (check/loads.py) and
+ * takes the pages away again.  So a load is seen when it is the first access to
+ * its page in an epoch; its address is exact.
+ *
+ * Only memory other ranks reach through their own mappings is watched (a
+ * mapping's protection is its process's): a page taken away here does not
+ * change how other ranks' RMA reach it.  Faults at any other address go to
+ * the handler that was there before (Python's faulthandler, or the default).
+ *
+ * The frames are read from the interpreter's own structures (as faulthandler
+ * does), not through calls that may allocate: a fault can interrupt code that
+ * holds no GIL (a numpy loop).  Python 3.11 to 3.13; elsewhere no line.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030E0000
+#define Py_BUILD_CORE 1
+#include "internal/pycore_frame.h"
+#undef Py_BUILD_CORE
+#define WITH_FRAMES 1
+#endif
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#define MAX_REGIONS 64
+#define MAX_FAULTS 4096
+#define FRAMES 8
+
+struct region {
+    uintptr_t low, high;    /* whole pages; high == 0: a free slot */
+    int armed;              /* its pages are taken away (some may be back) */
+    long faults;            /* every fault since the last take, noted or not */
+};
+
+struct fault {
+    uintptr_t address;
+    int region, write, frames;
+    PyObject *code[FRAMES];     /* strong references, taken in the handler */
+    int lasti[FRAMES];
+};
+
+static struct region regions[MAX_REGIONS];
+static struct fault faults[MAX_FAULTS];
+static volatile sig_atomic_t fault_count, lost, quiet;
+static struct sigaction previous;
+static int installed;
+static uintptr_t page_size;
+
+static int region_of(uintptr_t address)
+{
+    for (int i = 0; i < MAX_REGIONS; i++)
+        if (regions[i].high && address >= regions[i].low && address < regions[i].high)
+            return i;
+    return -1;
+}
+
+static int wrote(void *context)
+{
+#if defined(__x86_64__)
+    return (((ucontext_t *)context)->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+#else
+    (void)context;
+    return 0;       /* not known: taken as a load */
+#endif
+}
+
+static void note_frames(struct fault *f)
+{
+    f->frames = 0;
+#ifdef WITH_FRAMES
+    PyThreadState *ts = PyGILState_GetThisThreadState();
+    if (ts == NULL)
+        return;
+#if PY_VERSION_HEX >= 0x030D0000
+    _PyInterpreterFrame *frame = ts->current_frame;
+#else
+    _PyInterpreterFrame *frame = ts->cframe ? ts->cframe->current_frame : NULL;
+#endif
+    for (; frame != NULL && f->frames < FRAMES; frame = frame->previous) {
+        if (_PyFrame_IsIncomplete(frame))
+            continue;
+#if PY_VERSION_HEX >= 0x030D0000
+        PyObject *code = frame->f_executable;
+        if (code == NULL || !PyCode_Check(code))
+            continue;
+#else
+        PyObject *code = (PyObject *)frame->f_code;
+#endif
+        Py_INCREF(code);
+        f->code[f->frames] = code;
+        f->lasti[f->frames++] = _PyInterpreterFrame_LASTI(frame);
+    }
+#else
+    (void)f;
+#endif
+}
+
+static void on_fault(int signum, siginfo_t *info, void *context)
+{
+    uintptr_t address = (uintptr_t)info->si_addr;
+    int region = info->si_code == SEGV_ACCERR ? region_of(address) : -1;
+    if (region < 0 || !regions[region].armed) {
+        /* not ours: the handler before takes it when the access faults again */
+        sigaction(SIGSEGV, &previous, NULL);
+        return;
+    }
+    uintptr_t page = address & ~(page_size - 1);
+    mprotect((void *)page, page_size, PROT_READ | PROT_WRITE);
+    regions[region].faults++;
+    if (quiet)
+        return;
+    int write = wrote(context);
+    if (write)
+        return;     /* stores are found by comparing with the shadow (stores.py) */
+    if (fault_count >= MAX_FAULTS) {
+        lost++;
+        return;
+    }
+    struct fault *f = &faults[fault_count];
+    f->address = address;
+    f->region = region;
+    f->write = write;
+    note_frames(f);
+    fault_count++;
+    (void)signum;
+}
+
+static int install(void)
+{
+    struct sigaction now;
+    if (sigaction(SIGSEGV, NULL, &now) < 0)
+        return -1;
+    if (installed && (now.sa_flags & SA_SIGINFO) && now.sa_sigaction == on_fault)
+        return 0;
+    struct sigaction mine;
+    memset(&mine, 0, sizeof(mine));
+    mine.sa_sigaction = on_fault;
+    mine.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    sigemptyset(&mine.sa_mask);
+    if (sigaction(SIGSEGV, &mine, &previous) < 0)
+        return -1;
+    installed = 1;
+    return 0;
+}
+
+static int protect(struct region *r, int prot)
+{
+    return mprotect((void *)r->low, r->high - r->low, prot);
+}
+
+/* watch(address, nbytes): watch the whole pages of the range; its slot, or -1
+ * when no whole page lies inside it or every slot is taken. */
+static PyObject *watch(PyObject *self, PyObject *args)
+{
+    Py_ssize_t address, nbytes;
+    if (!PyArg_ParseTuple(args, "nn", &address, &nbytes))
+        return NULL;
+    if (!page_size)
+        page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t low = ((uintptr_t)address + page_size - 1) & ~(page_size - 1);
+    uintptr_t high = ((uintptr_t)address + (uintptr_t)nbytes) & ~(page_size - 1);
+    if (nbytes <= 0 || high <= low)
+        return PyLong_FromLong(-1);
+    if (install() < 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    for (int i = 0; i < MAX_REGIONS; i++)
+        if (!regions[i].high) {
+            regions[i].low = low;
+            regions[i].armed = 0;
+            regions[i].faults = 0;
+            regions[i].high = high;
+            return PyLong_FromLong(i);
+        }
+    return PyLong_FromLong(-1);
+}
+
+static struct region *slot(PyObject *args)
+{
+    int i;
+    if (!PyArg_ParseTuple(args, "i", &i))
+        return NULL;
+    if (i < 0 || i >= MAX_REGIONS || !regions[i].high) {
+        PyErr_Format(PyExc_ValueError, "no watched region %d", i);
+        return NULL;
+    }
+    return &regions[i];
+}
+
+/* arm(slot): take the region's pages away (again), so the next access to each
+ * faults. */
+static PyObject *arm(PyObject *self, PyObject *args)
+{
+    struct region *r = slot(args);
+    if (r == NULL)
+        return NULL;
+    if (install() < 0 || protect(r, PROT_NONE) < 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    r->armed = 1;
+    Py_RETURN_NONE;
+}
+
+/* disarm(slot): give every page of the region back. */
+static PyObject *disarm(PyObject *self, PyObject *args)
+{
+    struct region *r = slot(args);
+    if (r == NULL)
+        return NULL;
+    if (r->armed && protect(r, PROT_READ | PROT_WRITE) < 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    r->armed = 0;
+    Py_RETURN_NONE;
+}
+
+/* unwatch(slot): give the pages back and free the slot (before the memory goes). */
+static PyObject *unwatch(PyObject *self, PyObject *args)
+{
+    PyObject *done = disarm(self, args);
+    if (done == NULL)
+        return NULL;
+    int i;
+    PyArg_ParseTuple(args, "i", &i);
+    regions[i].high = 0;
+    return done;
+}
+
+/* set_quiet(flag): while set, faults give their page back unnoted (the runtime's
+ * own accesses inside an RMA call); returns the flag before. */
+static PyObject *set_quiet(PyObject *self, PyObject *args)
+{
+    int flag;
+    if (!PyArg_ParseTuple(args, "p", &flag))
+        return NULL;
+    int before = quiet;
+    quiet = flag;
+    return PyBool_FromLong(before);
+}
+
+static PyObject *frames_of(struct fault *f)
+{
+    PyObject *list = PyList_New(0);
+    for (int k = 0; list != NULL && k < f->frames; k++) {
+        PyCodeObject *code = (PyCodeObject *)f->code[k];
+        PyObject *item = Py_BuildValue("(Oi)", code->co_filename,
+                                       PyCode_Addr2Line(code, f->lasti[k] * 2));
+        if (item == NULL || PyList_Append(list, item) < 0)
+            Py_CLEAR(list);
+        Py_XDECREF(item);
+    }
+    return list;
+}
+
+/* take(slot): the loads noted in the region since the last take, as a list of
+ * (address, [(file, line), ...] innermost first); the count of loads that found
+ * the notes full, and of the region's faults (noted or not), since the last take. */
+static PyObject *take(PyObject *self, PyObject *args)
+{
+    struct region *r = slot(args);
+    if (r == NULL)
+        return NULL;
+    int region = (int)(r - regions);
+    PyObject *found = PyList_New(0);
+    int count = fault_count, kept = 0;
+    for (int i = 0; i < count; i++) {
+        struct fault *f = &faults[i];
+        if (f->region != region) {
+            faults[kept++] = *f;
+            continue;
+        }
+        if (found != NULL) {
+            PyObject *frames = frames_of(f);
+            PyObject *item = frames ? Py_BuildValue("(nN)", (Py_ssize_t)f->address, frames)
+                                    : NULL;
+            if (item == NULL || PyList_Append(found, item) < 0)
+                Py_CLEAR(found);
+            Py_XDECREF(item);
+        }
+        for (int k = 0; k < f->frames; k++)
+            Py_DECREF(f->code[k]);
+    }
+    fault_count = kept;
+    long missed = lost, all = r->faults;
+    lost = 0;
+    r->faults = 0;
+    if (found == NULL)
+        return NULL;
+    return Py_BuildValue("(Nll)", found, missed, all);
+}
+
+static PyMethodDef methods[] = {
+    {"watch", watch, METH_VARARGS, "watch(address, nbytes): a slot for the whole pages, or -1"},
+    {"arm", arm, METH_VARARGS, "arm(slot): take the pages away; the next access faults"},
+    {"disarm", disarm, METH_VARARGS, "disarm(slot): give every page back"},
+    {"unwatch", unwatch, METH_VARARGS, "unwatch(slot): give the pages back, free the slot"},
+    {"set_quiet", set_quiet, METH_VARARGS, "set_quiet(flag): faults unnoted; the flag before"},
+    {"take", take, METH_VARARGS, "take(slot): ([(address, frames)], lost, faults) since the last"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "shmrma._pagewatch",
+    "The race checker's page watch on a rank's loads of its window memory "
+    "(shmrma/check/loads.py).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__pagewatch(void)
+{
+    return PyModule_Create(&module);
+}
