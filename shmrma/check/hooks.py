@@ -834,11 +834,12 @@ def _install_messages(Comm):
     complete = comm_module.Receive._complete
 
     def _complete(self):
+        c = clock()
+        c.look_at_stores()      # what the rank did before the receive is not ordered by it
         complete(self)
         core = self.core
         if core.error or core.source < 0:
             return
-        c = clock()
         route = (core.context, core.source, c.me, core.tag)
         c.acquire(core.source, key_of(MESSAGE, *route, _received.take(route)))
     comm_module.Receive._complete = _complete

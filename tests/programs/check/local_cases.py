@@ -47,6 +47,15 @@ if rank == A:
     win.Put(one, 0, 3)
     win.Flush(0)
 comm.Barrier()
+if rank == A:
+    win.Put(one, 0, 7)                                  # race LR
+    win.Flush(0)
+    comm.send(None, 0, 4)                               # the Put, then a message
+if rank == 0:
+    time.sleep(0.02)                                    # after the Put
+    mine[7] = 3.0                                       # made before the receive
+    comm.recv(source=A, tag=4)                          # race LR
+comm.Barrier()
 win.Unlock_all()
 if rank == 0:                                           # an exclusive lock on its own
     win.Lock(0, MPI.LOCK_EXCLUSIVE)                     # window excludes the others'
