@@ -43,6 +43,8 @@ NUMPY_MARK = os.sep + "numpy" + os.sep
 BUDGET = 0.1            # the share of the run time the watch may cost,
 GRACE = 0.02             # or these seconds, whichever is more
 MAX_NOTES = 4096        # csrc/pagewatch.c's MAX_FAULTS
+MAX_WATCHED = 64        # its MAX_REGIONS; watch() returns these
+NO_PAGE, ALL_TAKEN = -1, -2     # when the memory holds no whole page, or every slot is taken
 
 
 class Loads:
@@ -79,7 +81,13 @@ class Loads:
         if not state.sizes[check.me] or not getattr(memory, "address", 0):
             return None
         slot = _pagewatch.watch(memory.address, state.sizes[check.me])
-        return cls(check, slot) if slot >= 0 else None
+        if slot == NO_PAGE:
+            return None
+        if slot < 0:
+            clock().warn_once("more than %d windows at once: the loads of the later ones are "
+                              "not checked" % MAX_WATCHED, WARN_LOADS)
+            return None
+        return cls(check, slot)
 
     def take(self):
         """The loads noted since the last take, the pages given back (the store

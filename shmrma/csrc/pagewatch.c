@@ -161,8 +161,8 @@ static int protect(struct region *r, int prot)
     return mprotect((void *)r->low, r->high - r->low, prot);
 }
 
-/* watch(address, nbytes): watch the whole pages of the range; its slot, or -1
- * when no whole page lies inside it or every slot is taken. */
+/* watch(address, nbytes): watch the whole pages of the range; its slot, -1 when
+ * no whole page lies inside it, -2 when every slot is taken. */
 static PyObject *watch(PyObject *self, PyObject *args)
 {
     Py_ssize_t address, nbytes;
@@ -184,7 +184,7 @@ static PyObject *watch(PyObject *self, PyObject *args)
             regions[i].high = high;
             return PyLong_FromLong(i);
         }
-    return PyLong_FromLong(-1);
+    return PyLong_FromLong(-2);
 }
 
 static struct region *slot(PyObject *args)
