@@ -406,7 +406,7 @@ for _title in ("--check: Halo A3 n=4 counters, us/iter", "--check: Halo n=4 Fenc
         "here, 2-7 us a look, 2 to 6 looks an iteration, 4 ranks on 2 CPUs) and a page fault "
         "at the first access to each page after each (about 8 us each, 9 pages, the "
         "--quick runs inside the load watch's first fiftieth of a second before its budget "
-        "of a tenth of the run time applies); --check=no-local, which leaves both out, is "
+        "of a twentieth of the run time applies); --check=no-local, which leaves both out, is "
         "the row below")
 
 SUITES = {"windows": WINDOWS_SUITE, "sync": SYNC_SUITE, "counters": COUNTERS_SUITE,

@@ -278,6 +278,16 @@ class WindowLog:
                 prune(target, self.rows(target))
         return False
 
+    def written_pages(self, target, me, first, page, pages):
+        """A flag per page of ``target``'s memory (``page`` bytes each from byte
+        ``first``) that records of other origins than ``me`` write, read without the
+        lock (a hint, loads.py); None without C."""
+        if _native is None:
+            return None
+        return _native.written_pages(self._records_address(target),
+                                     atomic.load64(self._count_cell(target)), me, first, page,
+                                     pages)
+
     def add_local(self, target, me, local, vc, vc_address, stamp, seen, prune):
         """Record the stores or loads (``local.kind``) of rank ``me`` to its memory
         (``target``), made in epoch ``stamp``, after forgetting its records of that

@@ -11,14 +11,17 @@ the pages are taken away again.
 
 So a load is seen when it is the first access to its page since the rank's last
 synchronization call (a store first on the page hides the loads after it), at
-its exact address, a word wide. Watched: the ALLOCATE flavor, whose memory other
+its exact address, a word wide. After the first periods, the pages taken away in
+most periods are those other ranks' RMA wrote lately (FULL_PERIODS below): a
+load that comes before the first RMA write ever to its page, late in a run, can
+go unseen. Watched: the ALLOCATE flavor, whose memory other
 ranks reach through their own mappings (a page taken away here changes nothing
 for them; Create's private memory is reached with process_vm_*, which a page
 taken away would make fail), and whole pages only.
 
 A fault costs a few microseconds, and a stencil touches every page of its memory in
 each synchronization period, so the watch keeps to a budget: once its faults and
-page changes have cost a fiftieth of a second and a tenth of the time since the
+page changes have cost a fiftieth of a second and a twentieth of the time since the
 window was created, it leaves the next periods unwatched until it is back within
 budget (it says so, once). A program with few synchronizations, a test, is watched throughout; a
 long loop one period in several, where a race that repeats each iteration shows.
@@ -40,7 +43,12 @@ except ImportError:         # the C extension is not built: loads go unchecked
     _pagewatch = None
 
 NUMPY_MARK = os.sep + "numpy" + os.sep
-BUDGET = 0.1            # the share of the run time the watch may cost,
+# Every page is taken away in the first periods and one in FULL_EVERY after; in the
+# others only the pages other ranks' RMA wrote in the records the log still holds
+# (the halo rows of a stencil, not its interior), where loads of the period can
+# race with them, and where the next writes are likely to land.
+FULL_PERIODS, FULL_EVERY = 16, 8
+BUDGET = 0.05            # the share of the run time the watch may cost,
 GRACE = 0.02             # or these seconds, whichever is more
 MAX_NOTES = 4096        # csrc/pagewatch.c's MAX_FAULTS
 MAX_WATCHED = 64        # its MAX_REGIONS; watch() returns these
@@ -57,7 +65,9 @@ class Loads:
         self.grain = word_grain(check.state.units[check.me])
         session = clock().session
         self.clocks = [session.block(rank)[0] for rank in check.world]
-        self.armed = False
+        low, high = _pagewatch.span(slot)
+        self.first, self.pages = low - self.base, (high - low) // mmap.PAGESIZE
+        self.periods, self.armed = 0, False
         self.started, self.spent = time.perf_counter(), 0.0
         from .. import job
         # ranks sharing a CPU wait out each other's faults too
@@ -114,7 +124,17 @@ class Loads:
                 % (BUDGET * 100, self.check.state.rank), WARN_LOADS)
             return
         started = time.perf_counter()
-        _pagewatch.arm(self.slot)
+        self.periods += 1
+        if self.periods <= FULL_PERIODS or self.periods % FULL_EVERY == 0:
+            _pagewatch.arm(self.slot)
+        else:
+            check = self.check
+            flags = check.log.written_pages(check.me, clock().me, self.first,
+                                            mmap.PAGESIZE, self.pages)
+            if flags is None:
+                _pagewatch.arm(self.slot)
+            elif any(flags):
+                _pagewatch.arm_pages(self.slot, flags)
         self.armed = True
         _watching.add(self)
         self.spent += time.perf_counter() - started

@@ -212,6 +212,52 @@ static PyObject *arm(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* arm_pages(slot, flags): take away the region's pages whose flag (a byte each,
+ * bytes or bytearray) is set; the others stay. */
+static PyObject *arm_pages(PyObject *self, PyObject *args)
+{
+    int i;
+    Py_buffer flags;
+    if (!PyArg_ParseTuple(args, "iy*", &i, &flags))
+        return NULL;
+    PyObject *index = Py_BuildValue("(i)", i);
+    struct region *r = index ? slot(index) : NULL;
+    Py_XDECREF(index);
+    if (r == NULL) {
+        PyBuffer_Release(&flags);
+        return NULL;
+    }
+    const char *flag = flags.buf;
+    Py_ssize_t pages = (Py_ssize_t)((r->high - r->low) / page_size);
+    if (flags.len < pages)
+        pages = flags.len;
+    int failed = install() < 0;
+    for (Py_ssize_t p = 0; p < pages && !failed; p++) {
+        if (!flag[p])
+            continue;
+        Py_ssize_t end = p;
+        while (end < pages && flag[end])
+            end++;
+        failed = mprotect((void *)(r->low + (uintptr_t)p * page_size),
+                          (size_t)(end - p) * page_size, PROT_NONE) < 0;
+        r->armed = 1;
+        p = end;
+    }
+    PyBuffer_Release(&flags);
+    if (failed)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    Py_RETURN_NONE;
+}
+
+/* span(slot): (low, high), the addresses of the region's whole pages. */
+static PyObject *span(PyObject *self, PyObject *args)
+{
+    struct region *r = slot(args);
+    if (r == NULL)
+        return NULL;
+    return Py_BuildValue("(nn)", (Py_ssize_t)r->low, (Py_ssize_t)r->high);
+}
+
 /* disarm(slot): give every page of the region back. */
 static PyObject *disarm(PyObject *self, PyObject *args)
 {
@@ -302,6 +348,8 @@ static PyObject *take(PyObject *self, PyObject *args)
 static PyMethodDef methods[] = {
     {"watch", watch, METH_VARARGS, "watch(address, nbytes): a slot for the whole pages, or -1"},
     {"arm", arm, METH_VARARGS, "arm(slot): take the pages away; the next access faults"},
+    {"arm_pages", arm_pages, METH_VARARGS, "arm_pages(slot, flags): take the flagged pages"},
+    {"span", span, METH_VARARGS, "span(slot): (low, high) addresses of the whole pages"},
     {"disarm", disarm, METH_VARARGS, "disarm(slot): give every page back"},
     {"unwatch", unwatch, METH_VARARGS, "unwatch(slot): give the pages back, free the slot"},
     {"set_quiet", set_quiet, METH_VARARGS, "set_quiet(flag): faults unnoted; the flag before"},

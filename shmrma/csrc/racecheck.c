@@ -601,6 +601,40 @@ fail:
     return NULL;
 }
 
+/* written_pages(records, count, me, first, page, pages): a bytes object of one flag
+ * per page (``page`` bytes each, the first at byte ``first`` of the target's
+ * memory): 1 where a record of another origin than ``me`` writes.  Read without
+ * the lock: the load watch takes it as a hint of which pages RMA writes
+ * (check/loads.py), never as a record. */
+static PyObject *written_pages(PyObject *self, PyObject *args)
+{
+    Py_ssize_t address, count, first, page, pages;
+    int me;
+    if (!ready() || !PyArg_ParseTuple(args, "nninnn", &address, &count, &me, &first, &page,
+                                      &pages))
+        return NULL;
+    if (page <= 0 || pages < 0) {
+        PyErr_SetString(PyExc_ValueError, "page > 0 and pages >= 0");
+        return NULL;
+    }
+    PyObject *flags = PyBytes_FromStringAndSize(NULL, pages);
+    if (flags == NULL)
+        return NULL;
+    char *flag = PyBytes_AS_STRING(flags);
+    memset(flag, 0, (size_t)pages);
+    const struct record *rows = (const struct record *)address;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const struct record *r = &rows[i];
+        if (r->origin == me || !writes(r->kind, r->op) || r->high <= first)
+            continue;
+        Py_ssize_t low = (Py_ssize_t)(r->low > first ? r->low - first : 0) / page;
+        Py_ssize_t high = (Py_ssize_t)(r->high - first - 1) / page;
+        for (Py_ssize_t p = low; p <= high && p < pages; p++)
+            flag[p] = 1;
+    }
+    return flags;
+}
+
 static PyMethodDef methods[] = {
     {"setup", setup, METH_VARARGS, "setup(pending, load, put, get, accumulate, get_accumulate, "
      "fetch_and_op, no_op, lock_exclusive, lock_all): the codes of accesses.py"},
@@ -611,6 +645,7 @@ static PyMethodDef methods[] = {
     {"complete", complete, METH_VARARGS, "stamp this rank's pending records"},
     {"stores", stores, METH_VARARGS, "record a rank's own stores, forgetting ordered ones"},
     {"diff", diff, METH_VARARGS, "the byte runs where memory differs from its shadow"},
+    {"written_pages", written_pages, METH_VARARGS, "a flag per page other origins write"},
     {NULL, NULL, 0, NULL},
 };
 
