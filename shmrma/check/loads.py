@@ -14,10 +14,10 @@ synchronization call (a store first on the page hides the loads after it), at
 its exact address, a word wide. After the first periods, the pages taken away in
 most periods are those other ranks' RMA wrote lately (FULL_PERIODS below): a
 load that comes before the first RMA write ever to its page, late in a run, can
-go unseen. Watched: the ALLOCATE flavor, whose memory other
-ranks reach through their own mappings (a page taken away here changes nothing
-for them; Create's private memory is reached with process_vm_*, which a page
-taken away would make fail), and whole pages only.
+go unseen. Watched: the ALLOCATE flavor, whose memory other ranks reach through
+their own mappings (a page taken away here changes nothing for them; Create's
+private memory is reached with process_vm_*, which a page taken away would make
+fail), and which gives each rank whole pages.
 
 A fault costs a few microseconds, and a stencil touches every page of its memory in
 each synchronization period, so the watch keeps to a budget: once its faults and
@@ -90,7 +90,9 @@ class Loads:
         memory = state.targets[check.me]
         if not state.sizes[check.me] or not getattr(memory, "address", 0):
             return None
-        slot = _pagewatch.watch(memory.address, state.sizes[check.me])
+        # Allocate gives each rank whole pages of its own (window.Layout): the last,
+        # partly padding, is watched too, so a window of a few words is
+        slot = _pagewatch.watch(memory.address, _whole_pages(state.sizes[check.me]))
         if slot == NO_PAGE:
             return None
         if slot < 0:
@@ -194,6 +196,10 @@ class _Quiet:
         _pagewatch.set_quiet(self.before)
         if not self.before:
             self.loads.arm()
+
+
+def _whole_pages(nbytes):
+    return -(-nbytes // mmap.PAGESIZE) * mmap.PAGESIZE
 
 
 def _fault_cost(_measured=[]):
