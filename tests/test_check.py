@@ -64,7 +64,8 @@ def reported_pairs(stderr):
 @pytest.mark.parametrize("nranks", [2, 3])
 @pytest.mark.parametrize("program", ["fence_cases.py", "passive_cases.py", "active_cases.py",
                                      "buffer_cases.py", "local_cases.py",
-                                     "local_cases.py allocate", "load_cases.py"])
+                                     "local_cases.py allocate", "load_cases.py",
+                                     "shared_cases.py"])
 def test_reports_exactly_the_marked_races(program, nranks):
     program, _, flavor = program.partition(" ")
     path = CASES / program
@@ -537,7 +538,7 @@ values[1100] = 2.0                       # page 2, a store first: not noted
 second = values[1101]                    # the same page after it: unseen
 third = values[5]                        # page 0, not whole: not watched
 noted, lost, faults = _pagewatch.take(slot)
-print([(address - values.ctypes.data, frames[0][1]) for address, frames in noted],
+print([(address - values.ctypes.data, frames[0][1]) for address, frames, _ in noted],
       lost, faults)
 _pagewatch.unwatch(slot)
 if sys.argv[1:] == ["crash"]:

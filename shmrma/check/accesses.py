@@ -32,10 +32,12 @@ NO_EPOCH, FENCE, PSCW, LOCK_EXCLUSIVE, LOCK_SHARED, LOCK_ALL, COUNTER, BARRIER =
 EXPOSURE = 8        # a target's own load or store between its Post and Wait
 CACHE_LINE = 64           # the target's lock cell and record count
 # STORE: a target's own store to its window memory (stores.py), complete when made;
-# LOAD: its own load (loads.py), likewise (below every RMA kind: never atomic)
+# LOAD: a rank's load of window memory (loads.py), likewise; LOCAL_STORE: its store
+# to a shared window's memory, seen where it was made (loads.py). Below every RMA
+# kind: never atomic.
 STORE, PUT, GET, ACCUMULATE, GET_ACCUMULATE, FETCH_AND_OP, COMPARE_AND_SWAP = range(7)
-LOAD = -1
-CALL_NAMES = {LOAD: "Load", STORE: "Store", PUT: "Put", GET: "Get", ACCUMULATE: "Accumulate",
+LOAD, LOCAL_STORE = -1, -2
+CALL_NAMES = {LOAD: "Load", LOCAL_STORE: "Store", STORE: "Store", PUT: "Put", GET: "Get", ACCUMULATE: "Accumulate",
               GET_ACCUMULATE: "Get_accumulate", FETCH_AND_OP: "Fetch_and_op",
               COMPARE_AND_SWAP: "Compare_and_swap"}
 NO_OP_CODE = -1          # the op code of NO_OP (a read)
@@ -78,7 +80,7 @@ class Access:
 
 
 # the kinds that write the target: always, or unless their op is NO_OP (a read)
-_WRITING = (STORE, PUT, ACCUMULATE, COMPARE_AND_SWAP)
+_WRITING = (STORE, LOCAL_STORE, PUT, ACCUMULATE, COMPARE_AND_SWAP)
 _WRITING_UNLESS_NO_OP = (GET_ACCUMULATE, FETCH_AND_OP)
 
 

@@ -66,7 +66,7 @@ class WindowCheck:
         self.stores = stores.Stores(self, shadow) if shadow is not None else None
         self.loads = loads.Loads.of(self)
         self.synced = False     # a Win.Sync since the last look: its loads may be polls
-        if (self.stores is not None or self.loads is not None) and state.sizes[self.me]:
+        if self.loads is not None or self.stores is not None and state.sizes[self.me]:
             clock().look_before_releases(self.look_local)
 
     def close(self):
@@ -86,18 +86,20 @@ class WindowCheck:
         noted = self.loads.take() if self.loads is not None else None
         if self.stores is not None:
             self.stores.look()
-        if noted and not self.synced:   # polling with loads and Sync is valid (R128, R131)
-            self.loads.record(noted, self.local_epoch_kind())
+        if noted:       # polling with loads and Sync is valid (R128, R131)
+            self.loads.record(noted, polls=self.synced)
         self.synced = False
         if self.loads is not None:
             self.loads.arm()
 
-    def local_epoch_kind(self):
-        """The epoch of this rank's own loads and stores: its lock on itself, its
-        exposure epoch, the fence or barrier epoch it is in, else none."""
-        if self.locks.get(self.me) is not None or self.lock_all is not None:
-            return self.epoch_kind(self.me)
-        if self.post_group:
+    def local_epoch_kind(self, target=None):
+        """The epoch of this rank's own loads and stores of ``target``'s memory (its
+        own by default): its lock on it, its exposure epoch, the fence or barrier
+        epoch it is in, else none."""
+        target = self.me if target is None else target
+        if self.locks.get(target) is not None or self.lock_all is not None:
+            return self.epoch_kind(target)
+        if self.post_group and target == self.me:
             return accesses.EXPOSURE
         if self.barrier_epoch:
             return accesses.BARRIER
@@ -288,7 +290,7 @@ def _note(win, kind, target_rank, target, defaults, op=None, perform=None, held=
         runs = None
     if runs is None:
         return perform()
-    if check.loads is not None and target_rank == check.me:
+    if check.loads is not None and (target_rank == check.me or check.loads.shared):
         with check.loads.quiet():       # the call's own accesses are not the program's loads
             return _noted(check, kind, target_rank, runs, basic, defaults, op, perform, held)
     return _noted(check, kind, target_rank, runs, basic, defaults, op, perform, held)

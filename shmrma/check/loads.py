@@ -1,4 +1,5 @@
-"""The target's side of the race checker: its own loads of its window memory.
+"""The target's side of the race checker: its own loads of its window memory, and
+the loads and stores of a shared window's memory by every rank.
 
 A load leaves the memory as it was, so no comparison finds it (stores.py): the
 checker takes the pages of the rank's window memory away from it after each of
@@ -19,13 +20,21 @@ their own mappings (a page taken away here changes nothing for them; Create's
 private memory is reached with process_vm_*, which a page taken away would make
 fail), and which gives each rank whole pages.
 
+A shared window's memory (ALLOCATE_SHARED) is loaded and stored by every rank
+directly, so each rank watches all of it, and its stores too: a page it loaded
+comes back read-only, so its first store faults as well (x86-64 tells a store
+from a load). They become load and store records of the rank whose memory they
+reached, checked against the others' loads, stores and RMA.
+
 A fault costs a few microseconds, and a stencil touches every page of its memory in
 each synchronization period, so the watch keeps to a budget: once its faults and
 page changes have cost a fiftieth of a second and a twentieth of the time since the
 window was created, it leaves the next periods unwatched until it is back within
-budget (it says so, once). A program with few synchronizations, a test, is watched throughout; a
-long loop one period in several, where a race that repeats each iteration shows.
+budget (it says so, once). A program with few synchronizations, a test, is
+watched throughout; a long loop one period in several, where a race that
+repeats each iteration shows.
 """
+import bisect
 import contextlib
 import mmap
 import os
@@ -33,7 +42,7 @@ import time
 
 from ..lazy import numpy
 from . import report
-from .accesses import LOAD, Access
+from .accesses import LOAD, LOCAL_STORE, Access
 from .clock import WARN_LOADS, clock
 from .stores import word_grain
 
@@ -57,15 +66,21 @@ NO_PAGE, ALL_TAKEN = -1, -2     # when the memory holds no whole page, or every 
 
 class Loads:
     """This rank's watch on its loads of one window's memory (with the window's
-    WindowCheck: its log, epochs and reports)."""
+    WindowCheck: its log, epochs and reports): of its own memory, or (``shared``)
+    its loads and stores of every rank's memory of a shared window."""
 
-    def __init__(self, check, slot):
-        self.check, self.slot = check, slot
-        self.base = check.state.targets[check.me].address
-        self.grain = word_grain(check.state.units[check.me])
+    def __init__(self, check, slot, shared):
+        self.check, self.slot, self.shared = check, slot, shared
+        state = check.state
+        self.ranks = [t for t in range(len(state.sizes)) if state.sizes[t]
+                      and (shared or t == check.me)]
+        self.starts = [state.targets[t].address for t in self.ranks]
+        self.ends = [start + state.sizes[t] for start, t in zip(self.starts, self.ranks)]
+        self.grains = {t: word_grain(state.units[t]) for t in self.ranks}
         session = clock().session
         self.clocks = [session.block(rank)[0] for rank in check.world]
         low, high = _pagewatch.span(slot)
+        self.base = state.targets[check.me].address
         self.first, self.pages = low - self.base, (high - low) // mmap.PAGESIZE
         self.periods, self.armed = 0, False
         self.started, self.spent = time.perf_counter(), 0.0
@@ -78,32 +93,40 @@ class Loads:
     def of(cls, check):
         """The watch on this rank's loads of the window, or None when they are not
         watched (see the module's text)."""
-        from ..window import WIN_FLAVOR_ALLOCATE
+        from ..window import WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_SHARED
         from . import loads_watched
         state = check.state
-        if not loads_watched() or state.flavor != WIN_FLAVOR_ALLOCATE:
+        if not loads_watched() or state.flavor not in (WIN_FLAVOR_ALLOCATE,
+                                                       WIN_FLAVOR_SHARED):
             return None
         if _pagewatch is None:
             clock().warn_once("shmrma's C extension is not built: the ranks' loads of their "
                               "window memory are not checked")
             return None
-        memory = state.targets[check.me]
-        if not state.sizes[check.me] or not getattr(memory, "address", 0):
-            return None
-        # Allocate gives each rank whole pages of its own (window.Layout): the last,
-        # partly padding, is watched too, so a window of a few words is
-        slot = _pagewatch.watch(memory.address, _whole_pages(state.sizes[check.me]))
+        shared = state.flavor == WIN_FLAVOR_SHARED
+        if shared:      # every rank loads and stores every rank's memory: the segment
+            if not state.data_segments:
+                return None
+            segment = state.data_segments[0]
+            slot = _pagewatch.watch(segment.address, _whole_pages(segment.size), True)
+        else:
+            memory = state.targets[check.me]
+            if not state.sizes[check.me] or not getattr(memory, "address", 0):
+                return None
+            # Allocate gives each rank whole pages of its own (window.Layout): the
+            # last, partly padding, is watched too, so a window of a few words is
+            slot = _pagewatch.watch(memory.address, _whole_pages(state.sizes[check.me]))
         if slot == NO_PAGE:
             return None
         if slot < 0:
             clock().warn_once("more than %d windows at once: the loads of the later ones are "
                               "not checked" % MAX_WATCHED, WARN_LOADS)
             return None
-        return cls(check, slot)
+        return cls(check, slot, shared)
 
     def take(self):
-        """The loads noted since the last take, the pages given back (the store
-        watch compares them next): [(address, frames)]."""
+        """The accesses noted since the last take, the pages given back (the store
+        watch compares them next): [(address, frames, wrote)]."""
         started = time.perf_counter()
         noted, lost, faults = _pagewatch.take(self.slot)
         _pagewatch.disarm(self.slot)
@@ -127,7 +150,8 @@ class Loads:
             return
         started = time.perf_counter()
         self.periods += 1
-        if self.periods <= FULL_PERIODS or self.periods % FULL_EVERY == 0:
+        if (self.shared or self.periods <= FULL_PERIODS
+                or self.periods % FULL_EVERY == 0):
             _pagewatch.arm(self.slot)
         else:
             check = self.check
@@ -146,20 +170,27 @@ class Loads:
         (an RMA call to this rank itself); the pages are taken away again after."""
         return _Quiet(self)
 
-    def record(self, noted, epoch_kind):
-        """Record the noted loads (grouped by line) and report the races they make."""
+    def record(self, noted, polls):
+        """Record the noted accesses (grouped by target, kind and line) and report the
+        races they make; loads are left out when they are ``polls``."""
         check, c = self.check, clock()
-        by_site = {}
-        for address, frames in noted:
-            by_site.setdefault(_user_site(frames), []).append(address - self.base)
+        groups = {}
+        for address, frames, wrote in noted:
+            at = bisect.bisect_right(self.starts, address) - 1
+            if at < 0 or address >= self.ends[at] or polls and not wrote:
+                continue        # padding between ranks' memories
+            key = (self.ranks[at], LOCAL_STORE if wrote else LOAD, _user_site(frames))
+            groups.setdefault(key, []).append(address - self.starts[at])
         seen = min([vc[c.me] for vc in self.clocks])
-        for site, offsets in by_site.items():
-            lows = numpy.unique(numpy.array(offsets, numpy.int64) // self.grain * self.grain)
-            load = Access(lows, lows + self.grain, LOAD, 0, 0, c.site(site), epoch_kind)
-            races = check.log.add_local(check.me, c.me, load, c.vc, c.vc_address, c.epoch,
+        for (target, kind, site), offsets in groups.items():
+            grain = self.grains[target]
+            lows = numpy.unique(numpy.array(offsets, numpy.int64) // grain * grain)
+            local = Access(lows, lows + grain, kind, 0, 0, c.site(site),
+                           check.local_epoch_kind(target))
+            races = check.log.add_local(target, c.me, local, c.vc, c.vc_address, c.epoch,
                                         seen, check._prune)
             for row in races:
-                check._report(c, check.me, row, load)
+                check._report(c, target, row, local)
 
     def close(self):
         _watching.discard(self)

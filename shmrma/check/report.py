@@ -37,15 +37,19 @@ def shown_site(path, line):
 _shown_paths = {}       # a file's path as reports show it (relative below the cwd)
 
 
-def _describe(call, rank, site, epoch):
-    if call == "Load":
-        return "Load by rank %d at %s, of its own window memory, %s" % (
-            rank, site, EPOCH_TEXT.get(epoch, "in an epoch"))
-    if call == "Store":
+def _describe(kind, rank, site, epoch, target):
+    """One access of a report: ``kind`` by ``rank`` at ``site`` to ``target``'s memory."""
+    epoch = EPOCH_TEXT.get(epoch, "in an epoch")
+    whose = "its own" if rank == target else "rank %d's" % target
+    if kind == accesses.LOAD:
+        return "Load by rank %d at %s, of %s window memory, %s" % (rank, site, whose, epoch)
+    if kind == accesses.LOCAL_STORE:
+        return "Store by rank %d at %s, to %s window memory, %s" % (rank, site, whose, epoch)
+    if kind == accesses.STORE:
         return ("Store by rank %d at %s, to its own window memory: a store found at that "
                 "call, made after the rank's synchronization call before it, %s"
-                % (rank, site, EPOCH_TEXT.get(epoch, "in an epoch")))
-    return "%s by rank %d at %s, %s" % (call, rank, site, EPOCH_TEXT.get(epoch, "in an epoch"))
+                % (rank, site, epoch))
+    return "%s by rank %d at %s, %s" % (accesses.CALL_NAMES[kind], rank, site, epoch)
 
 
 def _remedy(first_call, first_rank, pending, second_rank, epochs):
@@ -73,8 +77,8 @@ def race(window, target, row, row_site, me, access, site):
     return ("shmrma-check: data race on %s, bytes %d..%d of rank %d's memory\n"
             "  %s\n  %s\n  %s\n" % (
                 window, low, high - 1, target,
-                _describe(first, origin, row_site, epochs[0]),
-                _describe(second, me, site, epochs[1]),
+                _describe(int(row["kind"]), origin, row_site, epochs[0], target),
+                _describe(access.kind, me, site, epochs[1], target),
                 _remedy(first, origin, int(row["stamp"]) == accesses.PENDING, me, epochs)))
 
 
@@ -110,7 +114,8 @@ def unseen_store(window, target, run, me, access, site):
             "order the store before the %s (a Fence, Post/Start, a Barrier, a message, an "
             "exclusive lock on its own window, ...)\n" % (
                 window, low, high - 1, target, target,
-                _describe(call, me, site, access.epoch), target, me, call, call))
+                _describe(access.kind, me, site, access.epoch, target), target, me, call,
+                call))
 
 
 def summary(session):

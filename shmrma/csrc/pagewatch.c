@@ -42,6 +42,7 @@
 struct region {
     uintptr_t low, high;    /* whole pages; high == 0: a free slot */
     int armed;              /* its pages are taken away (some may be back) */
+    int stores;             /* note stores too: a load gives the page back read-only */
     long faults;            /* every fault since the last take, noted or not */
 };
 
@@ -118,12 +119,15 @@ static void on_fault(int signum, siginfo_t *info, void *context)
         return;
     }
     uintptr_t page = address & ~(page_size - 1);
-    mprotect((void *)page, page_size, PROT_READ | PROT_WRITE);
+    int write = wrote(context);
+    /* a page of a region whose stores are noted comes back read-only after a load,
+     * so its first store faults too (quiet: the runtime's own access, all back) */
+    int both = quiet || write || !regions[region].stores;
+    mprotect((void *)page, page_size, both ? PROT_READ | PROT_WRITE : PROT_READ);
     regions[region].faults++;
     if (quiet)
         return;
-    int write = wrote(context);
-    if (write)
+    if (write && !regions[region].stores)
         return;     /* stores are found by comparing with the shadow (stores.py) */
     if (fault_count >= MAX_FAULTS) {
         lost++;
@@ -161,12 +165,14 @@ static int protect(struct region *r, int prot)
     return mprotect((void *)r->low, r->high - r->low, prot);
 }
 
-/* watch(address, nbytes): watch the whole pages of the range; its slot, -1 when
- * no whole page lies inside it, -2 when every slot is taken. */
+/* watch(address, nbytes[, stores]): watch the whole pages of the range (with
+ * stores: note the first store to each page too, on x86-64); its slot, -1 when no
+ * whole page lies inside it, -2 when every slot is taken. */
 static PyObject *watch(PyObject *self, PyObject *args)
 {
     Py_ssize_t address, nbytes;
-    if (!PyArg_ParseTuple(args, "nn", &address, &nbytes))
+    int stores = 0;
+    if (!PyArg_ParseTuple(args, "nn|p", &address, &nbytes, &stores))
         return NULL;
     if (!page_size)
         page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
@@ -181,6 +187,7 @@ static PyObject *watch(PyObject *self, PyObject *args)
             regions[i].low = low;
             regions[i].armed = 0;
             regions[i].faults = 0;
+            regions[i].stores = stores;
             regions[i].high = high;
             return PyLong_FromLong(i);
         }
@@ -308,9 +315,10 @@ static PyObject *frames_of(struct fault *f)
     return list;
 }
 
-/* take(slot): the loads noted in the region since the last take, as a list of
- * (address, [(file, line), ...] innermost first); the count of loads that found
- * the notes full, and of the region's faults (noted or not), since the last take. */
+/* take(slot): the accesses noted in the region since the last take, as a list of
+ * (address, [(file, line), ...] innermost first, wrote); the count of accesses
+ * that found the notes full, and of the region's faults (noted or not), since the
+ * last take. */
 static PyObject *take(PyObject *self, PyObject *args)
 {
     struct region *r = slot(args);
@@ -327,7 +335,8 @@ static PyObject *take(PyObject *self, PyObject *args)
         }
         if (found != NULL) {
             PyObject *frames = frames_of(f);
-            PyObject *item = frames ? Py_BuildValue("(nN)", (Py_ssize_t)f->address, frames)
+            PyObject *item = frames ? Py_BuildValue("(nNi)", (Py_ssize_t)f->address, frames,
+                                                    f->write)
                                     : NULL;
             if (item == NULL || PyList_Append(found, item) < 0)
                 Py_CLEAR(found);
@@ -346,14 +355,14 @@ static PyObject *take(PyObject *self, PyObject *args)
 }
 
 static PyMethodDef methods[] = {
-    {"watch", watch, METH_VARARGS, "watch(address, nbytes): a slot for the whole pages, or -1"},
+    {"watch", watch, METH_VARARGS, "watch(address, nbytes[, stores]): a slot, or < 0"},
     {"arm", arm, METH_VARARGS, "arm(slot): take the pages away; the next access faults"},
     {"arm_pages", arm_pages, METH_VARARGS, "arm_pages(slot, flags): take the flagged pages"},
     {"span", span, METH_VARARGS, "span(slot): (low, high) addresses of the whole pages"},
     {"disarm", disarm, METH_VARARGS, "disarm(slot): give every page back"},
     {"unwatch", unwatch, METH_VARARGS, "unwatch(slot): give the pages back, free the slot"},
     {"set_quiet", set_quiet, METH_VARARGS, "set_quiet(flag): faults unnoted; the flag before"},
-    {"take", take, METH_VARARGS, "take(slot): ([(address, frames)], lost, faults) since the last"},
+    {"take", take, METH_VARARGS, "take(slot): ([(address, frames, wrote)], lost, faults) since the last"},
     {NULL, NULL, 0, NULL},
 };
 
