@@ -37,7 +37,16 @@ its window memory before or after rank 1's access (a race when that access
 writes: Get does not), each word on a page of its own (a load is seen when it is
 the first access to its page since the rank's last synchronization call);
 
-and a fourth, the origin's buffers (R35): rank 1 makes a call of each kind, then
+and a fourth, a shared window's memory (Allocate_shared): rank A (1) and rank B
+(2 at 3 ranks, 0 at 2) each load or store a word of rank 0's memory directly (a
+race unless both load), ordered or not by three forms, each pair on a page of its
+own:
+
+  barrier               a comm.Barrier between the two (racy: none)
+  message               A sends B a message after its access (racy: before it)
+  lock                  exclusive locks on rank 0 around each (racy: shared ones)
+
+and a fifth, the origin's buffers (R35): rank 1 makes a call of each kind, then
 changes its buffer (the origin buffer of Put and Accumulate, the result buffer of
 the others) after the call completed at the origin, or before (racy), the
 completion being one of eight: Fence, the window barrier, Flush_local, Flush,
@@ -398,6 +407,64 @@ class LoadProgram(StoreProgram):
 PAGE_WORDS = 512
 LOAD = "    seen += mine[%d]"
 
+SHARED_FORMS = ("barrier", "message", "lock")
+SHARED_ACCESSES = {"load": "seen += X[%d]", "store": "X[%d] = 7"}
+SHARED_PAIRS = [(x, y) for x in SHARED_ACCESSES for y in SHARED_ACCESSES]
+
+
+class SharedProgram(Program):
+    """The shared-window family: for each pair, A's access to word i, then B's,
+    on page i of rank 0's memory. A case is found when a report names both lines."""
+
+    def __init__(self, form, variant):
+        self.form, self.variant, self.lines = form, "shared-" + variant, []
+        self.first_line, self.second_line = {}, {}
+        self.add("import time", "import numpy as np", "from shmrma import MPI",
+                 "comm = MPI.COMM_WORLD", "rank, size = comm.rank, comm.size",
+                 "A, B = 1, (2 if size > 2 else 0)",
+                 "win = MPI.Win.Allocate_shared(%d * 8 if rank == 0 else 0, 8, comm=comm)"
+                 % (len(SHARED_PAIRS) * PAGE_WORDS),
+                 "X = np.frombuffer(win.Shared_query(0)[0], 'i8')", "seen = 0",
+                 "comm.Barrier()")
+        getattr(self, "shared_" + form)(variant == "racy")
+        self.add("comm.Barrier()", "del X", "win.Free()")
+
+    def side(self, which, indent=4):
+        table = self.first_line if which == 0 else self.second_line
+        if which == 1:
+            self.add(PAUSE.strip(), indent=indent)
+        for number, pair in enumerate(SHARED_PAIRS):
+            self.add(SHARED_ACCESSES[pair[which]] % (number * PAGE_WORDS), indent=indent)
+            table[pair] = len(self.lines)
+
+    def shared_barrier(self, racy_form):
+        self.add("if rank == A:")
+        self.side(0)
+        if not racy_form:
+            self.add("comm.Barrier()")
+        self.add("if rank == B:")
+        self.side(1)
+
+    def shared_message(self, racy_form):
+        self.add("if rank == A:")
+        if racy_form:
+            self.add("    comm.send(None, B, 5)")
+        self.side(0)
+        if not racy_form:
+            self.add("    comm.send(None, B, 5)")
+        self.add("if rank == B:", "    comm.recv(source=A, tag=5)")
+        self.side(1)
+
+    def shared_lock(self, racy_form):
+        lock = "MPI.LOCK_SHARED" if racy_form else "MPI.LOCK_EXCLUSIVE"
+        for which, who in ((0, "A"), (1, "B")):
+            self.add("if rank == %s:" % who, "    win.Lock(0, %s)" % lock)
+            self.side(which)
+            self.add("    win.Unlock(0)")
+
+    def racy_case(self, case):
+        return self.variant.endswith("racy") and "store" in case
+
 BUFFER_FORMS = ("fence", "winbarrier", "flush_local", "flush", "unlock", "pscw", "requests",
                 "counters")
 BUFFER_CALLS = {
@@ -520,6 +587,11 @@ def _cases(program, reported):
             yield (case, program.racy_case(case),
                    {lines for lines in reported if line in lines})
         return
+    if isinstance(program, SharedProgram):
+        for pair in SHARED_PAIRS:
+            lines = frozenset((program.first_line[pair], program.second_line[pair]))
+            yield pair, program.racy_case(pair), {lines} & reported
+        return
     for pair in PAIRS:
         lines = frozenset((program.first_line[pair], program.second_line[pair]))
         yield pair, racy(program.form, program.variant, *pair), {lines} & reported
@@ -538,6 +610,7 @@ def main(argv=None):
     programs = ([(Program, form) for form in FORMS]
                 + [(StoreProgram, form) for form in STORE_FORMS]
                 + [(LoadProgram, form) for form in STORE_FORMS]
+                + [(SharedProgram, form) for form in SHARED_FORMS]
                 + [(BufferProgram, form) for form in BUFFER_FORMS])
     for nranks in [int(n) for n in opts.ranks.split(",")]:
         for make, form in programs:

@@ -612,9 +612,11 @@ def _install_window_sync(Win):
         return done
 
     def look_at_own_stores(check, rank=None):
-        """Loads and stores made before a lock epoch on this rank's own memory, or in
-        it, are recorded as such (stores.py, loads.py)."""
-        if check is not None and rank in (None, check.me):
+        """Loads and stores made before a lock epoch on this rank's own memory (on any
+        rank's, of a shared window), or in it, are recorded as such (stores.py,
+        loads.py)."""
+        if check is not None and (rank in (None, check.me) or check.loads is not None
+                                  and check.loads.shared):
             check.look_local()
 
     def Lock(self, rank, lock_type=LOCK_EXCLUSIVE, assertion=0):
