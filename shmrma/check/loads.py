@@ -18,7 +18,8 @@ load that comes before the first RMA write ever to its page, late in a run, can
 go unseen. Watched: the ALLOCATE flavor, whose memory other ranks reach through
 their own mappings (a page taken away here changes nothing for them; Create's
 private memory is reached with process_vm_*, which a page taken away would make
-fail), and which gives each rank whole pages.
+fail), and which gives each rank whole pages; and Create over Alloc_mem memory,
+which the others map too (its pages wholly inside the window).
 
 A shared window's memory (ALLOCATE_SHARED) is loaded and stored by every rank
 directly, so each rank watches all of it, and its stores too: a page it loaded
@@ -93,11 +94,14 @@ class Loads:
     def of(cls, check):
         """The watch on this rank's loads of the window, or None when they are not
         watched (see the module's text)."""
-        from ..window import WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_SHARED
+        from ..window import WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_CREATE, WIN_FLAVOR_SHARED
         from . import loads_watched
         state = check.state
-        if not loads_watched() or state.flavor not in (WIN_FLAVOR_ALLOCATE,
-                                                       WIN_FLAVOR_SHARED):
+        # Create's memory from Alloc_mem is named by its segment: the others map it
+        mapped = (state.flavor == WIN_FLAVOR_CREATE and state.sizes[check.me]
+                  and state.places[check.me][0])
+        if not loads_watched() or not (mapped or state.flavor in (WIN_FLAVOR_ALLOCATE,
+                                                                  WIN_FLAVOR_SHARED)):
             return None
         if _pagewatch is None:
             clock().warn_once("shmrma's C extension is not built: the ranks' loads of their "
@@ -114,8 +118,10 @@ class Loads:
             if not state.sizes[check.me] or not getattr(memory, "address", 0):
                 return None
             # Allocate gives each rank whole pages of its own (window.Layout): the
-            # last, partly padding, is watched too, so a window of a few words is
-            slot = _pagewatch.watch(memory.address, _whole_pages(state.sizes[check.me]))
+            # last, partly padding, is watched too, so a window of a few words is;
+            # of Alloc_mem memory, only the pages wholly inside the window's
+            size = state.sizes[check.me]
+            slot = _pagewatch.watch(memory.address, size if mapped else _whole_pages(size))
         if slot == NO_PAGE:
             return None
         if slot < 0:

@@ -5,6 +5,7 @@ own page (PAGE elements apart). A load of bytes that an RMA no synchronization
 orders with it writes is a race (R36, R127); polling a word with loads and Win.Sync
 until a Put changes it is not (R128, R131). Rank 0 owns the memory; A (rank 1)
 accesses it."""
+import os
 import time
 
 import numpy as np
@@ -15,7 +16,11 @@ comm = MPI.COMM_WORLD
 rank, size = comm.rank, comm.size
 A = 1
 PAGE = 512                                              # float64 elements of a 4 KiB page
-win = MPI.Win.Allocate(16 * PAGE * 8 if rank == 0 else 0, 8, comm=comm)
+if os.environ.get("CASE_FLAVOR") == "alloc_mem":     # Create over memory the others map
+    memory = MPI.Alloc_mem(16 * PAGE * 8 if rank == 0 else 0)
+    win = MPI.Win.Create(memory if rank == 0 else None, 8, comm=comm)
+else:
+    win = MPI.Win.Allocate(16 * PAGE * 8 if rank == 0 else 0, 8, comm=comm)
 mine = np.frombuffer(win.tomemory(), dtype="f8")
 one, out = np.ones(1), np.zeros(1)
 seen = 0.0
@@ -102,3 +107,6 @@ if rank == 0:
 win.Unlock_all()
 comm.Barrier()
 win.Free()
+if os.environ.get("CASE_FLAVOR") == "alloc_mem":
+    del mine
+    MPI.Free_mem(memory)
