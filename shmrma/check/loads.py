@@ -94,34 +94,16 @@ class Loads:
     def of(cls, check):
         """The watch on this rank's loads of the window, or None when they are not
         watched (see the module's text)."""
-        from ..window import WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_CREATE, WIN_FLAVOR_SHARED
         from . import loads_watched
-        state = check.state
-        # Create's memory from Alloc_mem is named by its segment: the others map it
-        mapped = (state.flavor == WIN_FLAVOR_CREATE and state.sizes[check.me]
-                  and state.places[check.me][0])
-        if not loads_watched() or not (mapped or state.flavor in (WIN_FLAVOR_ALLOCATE,
-                                                                  WIN_FLAVOR_SHARED)):
+        watched = _watched_memory(check.state, check.me) if loads_watched() else None
+        if watched is None:
             return None
         if _pagewatch is None:
             clock().warn_once("shmrma's C extension is not built: the ranks' loads of their "
                               "window memory are not checked")
             return None
-        shared = state.flavor == WIN_FLAVOR_SHARED
-        if shared:      # every rank loads and stores every rank's memory: the segment
-            if not state.data_segments:
-                return None
-            segment = state.data_segments[0]
-            slot = _pagewatch.watch(segment.address, _whole_pages(segment.size), True)
-        else:
-            memory = state.targets[check.me]
-            if not state.sizes[check.me] or not getattr(memory, "address", 0):
-                return None
-            # Allocate gives each rank whole pages of its own (window.Layout): the
-            # last, partly padding, is watched too, so a window of a few words is;
-            # of Alloc_mem memory, only the pages wholly inside the window's
-            size = state.sizes[check.me]
-            slot = _pagewatch.watch(memory.address, size if mapped else _whole_pages(size))
+        address, nbytes, shared = watched
+        slot = _pagewatch.watch(address, nbytes, shared)
         if slot == NO_PAGE:
             return None
         if slot < 0:
@@ -233,6 +215,29 @@ class _Quiet:
         _pagewatch.set_quiet(self.before)
         if not self.before:
             self.loads.arm()
+
+
+def _watched_memory(state, me):
+    """(address, bytes, shared) of the memory this rank watches, or None."""
+    from ..window import WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_CREATE, WIN_FLAVOR_SHARED
+    if state.flavor == WIN_FLAVOR_SHARED:
+        # every rank loads and stores every rank's memory: the whole segment
+        if not state.data_segments:
+            return None
+        segment = state.data_segments[0]
+        return segment.address, _whole_pages(segment.size), True
+    memory, size = state.targets[me], state.sizes[me]
+    if not size or not getattr(memory, "address", 0):
+        return None
+    if state.flavor == WIN_FLAVOR_ALLOCATE:
+        # each rank has whole pages of its own (window.Layout): the last, partly
+        # padding, is watched too, so a window of a few words is
+        return memory.address, _whole_pages(size), False
+    if state.flavor == WIN_FLAVOR_CREATE and state.places[me][0]:
+        # Alloc_mem memory, named by its segment: the others map it; the pages
+        # wholly inside the window's memory
+        return memory.address, size, False
+    return None
 
 
 def _whole_pages(nbytes):
