@@ -615,3 +615,40 @@ def test_written_pages_flags_the_pages_other_origins_write():
     rows["kind"] = [accesses.PUT, accesses.PUT, accesses.PUT, accesses.GET]
     flags = accesses._native.written_pages(rows.ctypes.data, len(rows), 0, 96, 4096, 6)
     assert list(flags) == [1, 1, 1, 0, 0, 0], list(flags)
+
+
+CHANGE_COMM_PROGRAM = """import numpy as np
+from shmrma import MPI
+world = MPI.COMM_WORLD
+rank = world.rank
+pair = world.Split(0 if rank < 2 else MPI.UNDEFINED, rank)
+win = MPI.Win.Allocate(64, 8, comm=pair) if pair else MPI.WIN_NULL
+win = win.Change_comm(world, 1)
+one, out = np.ones(1), np.zeros(1)
+win.Fence()
+if rank == 2:
+    win.Put(one, 0, 0)
+if rank == 1:
+    win.Get(out, 0, 0)
+win.Fence()
+if rank == 2:
+    win.Put(one, 0, 1)
+win.Fence()
+if rank == 1:
+    win.Get(out, 0, 1)
+win.Fence()
+win.Free()
+"""
+
+
+def test_a_window_stays_checked_after_change_comm(tmp_path):
+    """R164: after Change_comm (a process joins), the window's accesses are checked
+    in its new group: a Put of the joiner and a Get in one fence epoch race; the
+    same in two epochs do not."""
+    program = tmp_path / "change.py"
+    program.write_text(CHANGE_COMM_PROGRAM)
+    result = check_run(program, 3, "--check")
+    assert result.returncode == 66, result.stderr
+    assert [tuple(sorted(p)) for p in reported_pairs(result.stderr)] == [(11, 13)], \
+        result.stderr
+    assert "warning" not in result.stderr, result.stderr

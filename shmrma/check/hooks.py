@@ -713,12 +713,15 @@ def _install_creation(Win):
     change = Win.Change_comm
 
     def Change_comm(self, new_comm, peer_rank):
-        check = _check_of(self)
+        """The window's check starts over in the new group (its log is laid out for
+        the old one): collective over it, as the change is. Change_comm needs every
+        epoch closed (R164), so what came before is ordered before what comes after."""
+        check, site = _check_of(self), report.call_site()
         result = change(self, new_comm, peer_rank)
         if check is not None:
-            check.close()       # its log is laid out for the old group
-            clock().warn_once("a window changed its communicator (Change_comm); its "
-                              "accesses are no longer checked")
+            check.close()
+        if getattr(result, "_state", None) is not None:
+            result._race_check = WindowCheck(result, site)
         return result
     Win.Change_comm = functools.wraps(change)(Change_comm)
 
