@@ -37,9 +37,9 @@ CACHE_LINE = 64           # the target's lock cell and record count
 # kind: never atomic.
 STORE, PUT, GET, ACCUMULATE, GET_ACCUMULATE, FETCH_AND_OP, COMPARE_AND_SWAP = range(7)
 LOAD, LOCAL_STORE = -1, -2
-CALL_NAMES = {LOAD: "Load", LOCAL_STORE: "Store", STORE: "Store", PUT: "Put", GET: "Get", ACCUMULATE: "Accumulate",
-              GET_ACCUMULATE: "Get_accumulate", FETCH_AND_OP: "Fetch_and_op",
-              COMPARE_AND_SWAP: "Compare_and_swap"}
+CALL_NAMES = {LOAD: "Load", LOCAL_STORE: "Store", STORE: "Store", PUT: "Put", GET: "Get",
+              ACCUMULATE: "Accumulate", GET_ACCUMULATE: "Get_accumulate",
+              FETCH_AND_OP: "Fetch_and_op", COMPARE_AND_SWAP: "Compare_and_swap"}
 NO_OP_CODE = -1          # the op code of NO_OP (a read)
 CAPACITY = 4096          # records per target before pruning
 ATOMICS = 256            # words per target used as flags or locks through atomics

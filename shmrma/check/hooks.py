@@ -81,8 +81,8 @@ class WindowCheck:
         self.segment.close()
 
     def look_local(self):
-        """Record this rank's own loads and stores of its memory since it last
-        looked: before its releases, and before an acquire no release precedes."""
+        """Record this rank's own loads and stores of the window's memory since it
+        last looked: before its releases, and before an acquire no release precedes."""
         noted = self.loads.take() if self.loads is not None else None
         if self.stores is not None:
             self.stores.look()

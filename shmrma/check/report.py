@@ -93,8 +93,8 @@ def buffer_race(window, held, first, last, me, made, here):
     return ("shmrma-check: data race on the %s buffer of %s (to rank %d on %s), bytes "
             "%d..%d of the buffer\n"
             "  %s by rank %d at %s, which %s that buffer until it completes at the origin\n"
-            "  completed by rank %d at %s, which found those bytes changed since the %s (by a store, or "
-            "by another call filling that buffer)\n"
+            "  completed by rank %d at %s, which found those bytes changed since the %s "
+            "(by a store, or by another call filling that buffer)\n"
             "  %s until the %s completes at the origin: Flush_local, Flush, Unlock, "
             "Complete, Fence, the window barrier or its request's Wait\n" % (
                 role, call, held.target, window, first, last, call, me, made, does, me,
