@@ -97,6 +97,15 @@ def parse(argv):
     raise UsageError("no program given: name a script, -m module or -c code")
 
 
+def _checked_environment():
+    """SHMRMA_CHECK, when --check does not set it, must hold a value it takes."""
+    from . import check
+    try:
+        check.requested()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _check_mode(value):
     from .check import MODES
     if value in ("",) + MODES:
@@ -170,6 +179,8 @@ def main(argv=None):
             raise UsageError("--check works on the shm backend only: the race checker "
                              "watches the ranks' shared memory, which the mpi backend has "
                              "not; drop --backend mpi (or SHMRMA_BACKEND=mpi) to check")
+        if not options.check:
+            _checked_environment()
     except UsageError as exc:
         sys.stderr.write("shmrma-run: %s\n%s" % (exc, USAGE.split("\n\n")[0] + "\n"))
         return 2

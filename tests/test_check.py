@@ -337,6 +337,21 @@ def test_an_unknown_check_mode_is_a_usage_error():
             "--check=no-local") in result.stderr
 
 
+def test_an_unknown_check_variable_value_is_an_error():
+    """SHMRMA_CHECK with a value the checker does not know (a typo of no-stores) is
+    refused at import, naming the values it takes."""
+    result = subprocess.run([sys.executable, "-c", "from shmrma import MPI"],
+                            capture_output=True, text=True, timeout=60,
+                            env=dict(os.environ, SHMRMA_CHECK="no-store"))
+    assert result.returncode != 0
+    assert ("ValueError: SHMRMA_CHECK='no-store': expected 1 (check), 0 (do not), or one "
+            "of no-stores, no-loads, no-local") in result.stderr, result.stderr
+    result = check_run(CASES / "fence_cases.py", 2, env={"SHMRMA_CHECK": "no-store"})
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("shmrma-run: SHMRMA_CHECK='no-store': expected 1"), \
+        result.stderr
+
+
 def test_without_check_nothing_is_checked():
     result = check_run(CASES / "fence_cases.py", 2)
     assert result.returncode == 0, result.stderr

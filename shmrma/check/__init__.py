@@ -33,8 +33,13 @@ RACE_STATUS = 66        # the exit status of a job that reported a race (ThreadS
 
 
 def requested():
-    """Whether this process runs under the checker."""
-    return os.environ.get(CHECK_VARIABLE, "") not in ("", "0")
+    """Whether this process runs under the checker; a value of SHMRMA_CHECK it does
+    not know is an error (a typo would otherwise check what it meant to leave out)."""
+    value = os.environ.get(CHECK_VARIABLE, "")
+    if value not in ("", "0", "1") + MODES:
+        raise ValueError("%s=%r: expected 1 (check), 0 (do not), or one of %s" % (
+            CHECK_VARIABLE, value, ", ".join(MODES)))
+    return value not in ("", "0")
 
 
 def stores_watched():
