@@ -271,7 +271,8 @@ def test_a_store_watch_that_costs_seconds_says_so(tmp_path):
 def test_the_load_watch_keeps_to_its_budget_and_says_so(tmp_path):
     """A loop that reads every page of its window memory after each Fence costs the
     load watch a fault per page and period: past a twentieth of the run time it
-    watches only some periods, and says so; a race of the first period is found."""
+    watches only some periods, and says so; a race of the first period (a load and
+    a Put, R127) is found."""
     program = tmp_path / "loop.py"
     program.write_text("import numpy as np\nfrom shmrma import MPI\n"
                        "comm = MPI.COMM_WORLD\n"
@@ -303,7 +304,8 @@ def test_no_stores_leaves_out_the_ranks_own_stores():
 
 def test_no_loads_and_no_local_leave_out_the_ranks_own_loads():
     """--check=no-loads: the ranks' own loads go unchecked (load_cases.py's races are
-    all loads), their stores not; --check=no-local leaves out both."""
+    all loads racing with RMA, R127), their stores not; --check=no-local leaves out
+    both."""
     for mode in ("--check=no-loads", "--check=no-local"):
         result = check_run(CASES / "load_cases.py", 2, mode)
         assert result.returncode == 0, result.stderr
