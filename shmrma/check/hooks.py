@@ -707,6 +707,7 @@ def _install_creation(Win):
     def Free(self):
         check = _check_of(self)
         if check is not None:
+            check.look_local()      # the loads and stores since the rank's last call
             check.close()
         free(self)
     Win.Free = functools.wraps(free)(Free)
