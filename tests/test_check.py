@@ -48,6 +48,16 @@ def marks(program, nranks):
     return found
 
 
+def racing_lines(tmp_path, source, nranks, mode="--check"):
+    """Run ``source`` under the checker, expecting races: (stderr, the line pairs
+    of its reports, each sorted)."""
+    program = tmp_path / "program.py"
+    program.write_text(source)
+    result = check_run(program, nranks, mode)
+    assert result.returncode == 66, result.stderr
+    return result.stderr, [tuple(sorted(p, key=str)) for p in reported_pairs(result.stderr)]
+
+
 def reported_pairs(stderr):
     """The line pairs of the reports; (None, line) for an RMA that met a store its
     target had not synchronized yet (the store's line is not known)."""
@@ -613,11 +623,8 @@ def test_a_late_load_race_on_a_page_rma_writes_is_found(tmp_path):
     RMA wrote lately (and all of them one period in eight): a load racing with the
     Put of its period (R127) in period 38 is found; the loads of other words of the
     page in the other periods are no race."""
-    program = tmp_path / "late.py"
-    program.write_text(LATE_RACE_PROGRAM)
-    result = check_run(program, 2, "--check=no-stores")
-    assert result.returncode == 66, result.stderr
-    assert reported_pairs(result.stderr) == [(10, 13)], result.stderr
+    stderr, pairs = racing_lines(tmp_path, LATE_RACE_PROGRAM, 2, "--check=no-stores")
+    assert pairs == [(10, 13)], stderr
 
 
 def test_written_pages_flags_the_pages_other_origins_write():
@@ -664,13 +671,9 @@ def test_a_window_stays_checked_after_change_comm(tmp_path):
     """R164: after Change_comm (a process joins), the window's accesses are checked
     in its new group: a Put of the joiner and a Get in one fence epoch race; the
     same in two epochs do not."""
-    program = tmp_path / "change.py"
-    program.write_text(CHANGE_COMM_PROGRAM)
-    result = check_run(program, 3, "--check")
-    assert result.returncode == 66, result.stderr
-    assert [tuple(sorted(p)) for p in reported_pairs(result.stderr)] == [(11, 13)], \
-        result.stderr
-    assert "warning" not in result.stderr, result.stderr
+    stderr, pairs = racing_lines(tmp_path, CHANGE_COMM_PROGRAM, 3)
+    assert pairs == [(11, 13)], stderr
+    assert "warning" not in stderr, stderr
 
 
 LAST_LOAD_PROGRAM = """import time
@@ -695,9 +698,5 @@ def test_a_load_after_the_last_synchronization_is_checked_at_free(tmp_path):
     """A load made after its rank's last synchronization call on the window, racing
     with a Put its rank never synchronized with (R127), is found when the window
     is freed."""
-    program = tmp_path / "last.py"
-    program.write_text(LAST_LOAD_PROGRAM)
-    result = check_run(program, 2, "--check")
-    assert result.returncode == 66, result.stderr
-    assert [tuple(sorted(p)) for p in reported_pairs(result.stderr)] == [(10, 14)], \
-        result.stderr
+    stderr, pairs = racing_lines(tmp_path, LAST_LOAD_PROGRAM, 2)
+    assert pairs == [(10, 14)], stderr
