@@ -249,7 +249,9 @@ class Program:
 STORE_FORMS = ("fence", "winbarrier", "lock", "lockall_message", "pscw", "counters")
 STORE_KINDS = list(KINDS)
 STORE = "    mine[%d] = 7"
+LOAD = "    seen += mine[%d]"
 PAUSE = "    time.sleep(0.01)"
+PAGE_WORDS = 512
 
 
 class StoreProgram(Program):
@@ -257,15 +259,17 @@ class StoreProgram(Program):
     (order, kind): the store first (words 0-6) or the access first (words 7-13); a
     case is known by its access's line (the store is reported at rank 0's next
     synchronization call, shared by several cases, or without a line)."""
+    FAMILY, WINDOW_WORDS, LOCAL = "store", 16, STORE
 
     def __init__(self, form, variant):
-        self.form, self.variant, self.lines = form, "store-" + variant, []
+        self.form, self.variant, self.lines = form, self.FAMILY + "-" + variant, []
         self.access_line = {}
         self.add("import time", "import numpy as np", "from shmrma import MPI",
                  "comm = MPI.COMM_WORLD", "rank, size = comm.rank, comm.size",
-                 "win = MPI.Win.Allocate(16 * 8 if rank == 0 else 0, 8, comm=comm)",
+                 "win = MPI.Win.Allocate(%d * 8 if rank == 0 else 0, 8, comm=comm)"
+                 % self.WINDOW_WORDS,
                  "mine = np.frombuffer(win.tomemory(), 'i8') if rank == 0 else None",
-                 "buf, cmp = np.ones(1, 'i8'), np.zeros(1, 'i8')",
+                 "buf, cmp, seen = np.ones(1, 'i8'), np.zeros(1, 'i8'), 0",
                  "group = comm.Get_group()")
         getattr(self, "store_" + form)(variant == "racy")
 
@@ -286,7 +290,7 @@ class StoreProgram(Program):
     def stores(self, order):
         if order == "access_first":
             self.add(PAUSE)
-        self.add(*[STORE % self.word(order, kind) for kind in STORE_KINDS])
+        self.add(*[self.LOCAL % self.word(order, kind) for kind in STORE_KINDS])
 
     def remote(self, order, template=None, indent=4):
         if order == "store_first":
@@ -379,33 +383,14 @@ class StoreProgram(Program):
 class LoadProgram(StoreProgram):
     """The load family: StoreProgram's forms with loads for stores, each word on a
     page of its own (PAGE_WORDS apart); a load races only with an access that writes."""
-
-    def __init__(self, form, variant):
-        self.form, self.variant, self.lines = form, "load-" + variant, []
-        self.access_line = {}
-        self.add("import time", "import numpy as np", "from shmrma import MPI",
-                 "comm = MPI.COMM_WORLD", "rank, size = comm.rank, comm.size",
-                 "win = MPI.Win.Allocate(%d * 8 if rank == 0 else 0, 8, comm=comm)"
-                 % (14 * PAGE_WORDS),
-                 "mine = np.frombuffer(win.tomemory(), 'i8') if rank == 0 else None",
-                 "buf, cmp, seen = np.ones(1, 'i8'), np.zeros(1, 'i8'), 0",
-                 "group = comm.Get_group()")
-        getattr(self, "store_" + form)(variant == "racy")
+    FAMILY, WINDOW_WORDS, LOCAL = "load", 14 * PAGE_WORDS, LOAD
 
     def word(self, order, kind):
         return StoreProgram.word(self, order, kind) * PAGE_WORDS
 
-    def stores(self, order):
-        if order == "access_first":
-            self.add(PAUSE)
-        self.add(*[LOAD % self.word(order, kind) for kind in STORE_KINDS])
-
     def racy_case(self, case):
         return self.variant.endswith("racy") and case[1] != "get"
 
-
-PAGE_WORDS = 512
-LOAD = "    seen += mine[%d]"
 
 SHARED_FORMS = ("barrier", "message", "lock")
 SHARED_ACCESSES = {"load": "seen += X[%d]", "store": "X[%d] = 7"}

@@ -8,6 +8,7 @@ message), so the matching acquire always finds the clock it needs.
 Point-to-point messages take the Python path while checking (the C fast paths do
 not report the message they matched); the RMA calls keep theirs.
 """
+import contextlib
 import functools
 import inspect
 import operator
@@ -290,10 +291,10 @@ def _note(win, kind, target_rank, target, defaults, op=None, perform=None, held=
         runs = None
     if runs is None:
         return perform()
-    if check.loads is not None and (target_rank == check.me or check.loads.shared):
-        with check.loads.quiet():       # the call's own accesses are not the program's loads
-            return _noted(check, kind, target_rank, runs, basic, defaults, op, perform, held)
-    return _noted(check, kind, target_rank, runs, basic, defaults, op, perform, held)
+    # the call's own copies into this process's mapping are not the program's loads
+    own = check.loads is not None and (target_rank == check.me or check.loads.shared)
+    with check.loads.quiet() if own else contextlib.nullcontext():
+        return _noted(check, kind, target_rank, runs, basic, defaults, op, perform, held)
 
 
 def _noted(check, kind, target_rank, runs, basic, defaults, op, perform, held):
@@ -611,7 +612,7 @@ def _install_window_sync(Win):
             end_exposure(check)
         return done
 
-    def look_at_own_stores(check, rank=None):
+    def look_at_own_memory(check, rank=None):
         """Loads and stores made before a lock epoch on this rank's own memory (on any
         rank's, of a shared window), or in it, are recorded as such (stores.py,
         loads.py)."""
@@ -620,7 +621,7 @@ def _install_window_sync(Win):
             check.look_local()
 
     def Lock(self, rank, lock_type=LOCK_EXCLUSIVE, assertion=0):
-        look_at_own_stores(_check_of(self), rank)
+        look_at_own_memory(_check_of(self), rank)
         real["Lock"](self, rank, lock_type, assertion)
         check = _check_of(self)
         if check is None or rank == constants.PROC_NULL:
@@ -638,14 +639,14 @@ def _install_window_sync(Win):
         if check is None or rank == constants.PROC_NULL or rank not in check.locks:
             return real["Unlock"](self, rank)
         rank = operator.index(rank)
-        look_at_own_stores(check, rank)
+        look_at_own_memory(check, rank)
         check.complete_locally([rank])
         check.complete([rank])
         real["Unlock"](self, rank)
         del check.locks[rank]
 
     def Lock_all(self, assertion=0):
-        look_at_own_stores(_check_of(self))
+        look_at_own_memory(_check_of(self))
         real["Lock_all"](self, assertion)
         check = _check_of(self)
         if check is None:
@@ -656,7 +657,7 @@ def _install_window_sync(Win):
         check = _check_of(self)
         if check is None:
             return real["Unlock_all"](self)
-        look_at_own_stores(check)
+        look_at_own_memory(check)
         check.complete_locally()
         check.complete(check.everyone())
         real["Unlock_all"](self)

@@ -61,8 +61,9 @@ FULL_PERIODS, FULL_EVERY = 16, 8
 BUDGET = 0.05            # the share of the run time the watch may cost,
 GRACE = 0.02             # or these seconds, whichever is more
 MAX_NOTES = 4096        # csrc/pagewatch.c's MAX_FAULTS
-MAX_WATCHED = 64        # its MAX_REGIONS; watch() returns these
-NO_PAGE, ALL_TAKEN = -1, -2     # when the memory holds no whole page, or every slot is taken
+MAX_WATCHED = 64        # and its MAX_REGIONS
+# what its watch() returns when the memory holds no whole page, or every slot is taken
+NO_PAGE, ALL_TAKEN = -1, -2
 
 
 class Loads:
@@ -106,7 +107,7 @@ class Loads:
         slot = _pagewatch.watch(address, nbytes, shared)
         if slot == NO_PAGE:
             return None
-        if slot < 0:
+        if slot == ALL_TAKEN:
             clock().warn_once("more than %d windows at once: the loads of the later ones are "
                               "not checked" % MAX_WATCHED, WARN_LOADS)
             return None

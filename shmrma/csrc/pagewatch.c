@@ -194,16 +194,28 @@ static PyObject *watch(PyObject *self, PyObject *args)
     return PyLong_FromLong(-2);
 }
 
-static struct region *slot(PyObject *args)
+static struct region *region_at(int i)
 {
-    int i;
-    if (!PyArg_ParseTuple(args, "i", &i))
-        return NULL;
     if (i < 0 || i >= MAX_REGIONS || !regions[i].high) {
         PyErr_Format(PyExc_ValueError, "no watched region %d", i);
         return NULL;
     }
     return &regions[i];
+}
+
+static struct region *slot(PyObject *args)
+{
+    int i;
+    return PyArg_ParseTuple(args, "i", &i) ? region_at(i) : NULL;
+}
+
+/* Give every page of the region back: 0, else -1 with errno. */
+static int give_back(struct region *r)
+{
+    if (r->armed && protect(r, PROT_READ | PROT_WRITE) < 0)
+        return -1;
+    r->armed = 0;
+    return 0;
 }
 
 /* arm(slot): take the region's pages away (again), so the next access to each
@@ -227,9 +239,7 @@ static PyObject *arm_pages(PyObject *self, PyObject *args)
     Py_buffer flags;
     if (!PyArg_ParseTuple(args, "iy*", &i, &flags))
         return NULL;
-    PyObject *index = Py_BuildValue("(i)", i);
-    struct region *r = index ? slot(index) : NULL;
-    Py_XDECREF(index);
+    struct region *r = region_at(i);
     if (r == NULL) {
         PyBuffer_Release(&flags);
         return NULL;
@@ -271,22 +281,21 @@ static PyObject *disarm(PyObject *self, PyObject *args)
     struct region *r = slot(args);
     if (r == NULL)
         return NULL;
-    if (r->armed && protect(r, PROT_READ | PROT_WRITE) < 0)
+    if (give_back(r) < 0)
         return PyErr_SetFromErrno(PyExc_OSError);
-    r->armed = 0;
     Py_RETURN_NONE;
 }
 
 /* unwatch(slot): give the pages back and free the slot (before the memory goes). */
 static PyObject *unwatch(PyObject *self, PyObject *args)
 {
-    PyObject *done = disarm(self, args);
-    if (done == NULL)
+    struct region *r = slot(args);
+    if (r == NULL)
         return NULL;
-    int i;
-    PyArg_ParseTuple(args, "i", &i);
-    regions[i].high = 0;
-    return done;
+    if (give_back(r) < 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    r->high = 0;
+    Py_RETURN_NONE;
 }
 
 /* set_quiet(flag): while set, faults give their page back unnoted (the runtime's
