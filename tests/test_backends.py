@@ -71,8 +71,8 @@ def test_extensions_on_the_mpi_backend(run_shmrma):
                          PROGRAMS / "mpi_extensions.py"], timeout=110, env=LINES)
     assert result.returncode == 0, result.stderr[-3000:]
     checks = ["namespace", "HANDLE_SYNC", "Sync_ops + Sync_object", "request errors",
-              "banking and ERR_WIN_COUNTER", "argument errors", "window barrier",
-              "Change_comm error"]
+              "banking and ERR_WIN_COUNTER", "two signallers and folding", "argument errors",
+              "window barrier", "Change_comm error"]
     assert sorted(result.stdout.splitlines()) == sorted(
         "rank %d: %s ok" % (rank, check) for rank in range(2) for check in checks)
 

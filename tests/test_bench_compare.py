@@ -220,13 +220,15 @@ def test_counters_table_adds_mpi_backend_rows_and_keeps_the_old_ones(capsys):
     # the existing rows: shm counters against mpi4py, the target unchanged
     assert rows[0]["shmrma"] == "1.00" and rows[0]["ratio"] == 0.25
     assert rows[0]["target"] == 0.3 and rows[3]["target"] is None
-    # mpi backend / shm, and mpi backend / mpi4py's MPI-3 form: informative rows
+    # mpi backend / shm (informs), and mpi backend / mpi4py's MPI-3 form (issue 14's
+    # target for the notification, none for the halo)
     assert (rows[1]["shmrma"], rows[1]["reference"], rows[1]["ratio"]) == ("12.00", "1.00",
                                                                            12.0)
     assert (rows[2]["shmrma"], rows[2]["reference"], rows[2]["ratio"]) == ("12.00", "4.00",
                                                                            3.0)
     assert rows[4]["ratio"] == 3.0 and rows[5]["ratio"] == 1.5
-    assert all(r["target"] is None for r in rows[1:3] + rows[4:])
+    assert rows[2]["target"] == 1.2
+    assert all(r["target"] is None for r in rows[1:2] + rows[4:])
     jobs.print_table(rows, columns=("shmrma", "reference", "against"))
     out = capsys.readouterr().out
     line = [x for x in out.splitlines() if x.startswith(notify.on_mpi_backend[0])][0]

@@ -6,11 +6,20 @@ MPI_Win_allocate, and the counter window stays in a Lock_all epoch from creation
 to Free. A word holds a counter and its slot's generation:
 ``generation * 2**32 + value``, the value a signed 32-bit number, so a handle of
 a freed counter is refused (A25) by the same atomic update that would change it.
-Every change is a compare-and-swap loop, each operation flushed, so a refused
-change changes nothing. The loop starts from the word this rank last saw there
-(a read, or the word before its last change) instead of reading first: in the
-usual patterns (a signal taking a re-armed counter from 1 to 0, a Start after a
-poll saw 0) that guess is right, and a change costs one round trip, not two.
+
+Only signals change a word remotely: a compare-and-swap, flushed, so a refused
+signal changes nothing. It starts from the word this signaller last wrote there
+instead of reading first: with one signaller per counter that guess is right, and
+a signal costs one round trip, not two.
+
+The owner arms its counters without touching the word: a Start's count is added to
+an arming offset only the owner keeps (the owner alone reads a counter's value, to
+complete its requests and to refuse a Start with ERR_WIN_COUNTER), so the counter's
+value is the word's plus the offset. An offset that grows large is folded into the
+word, before the word's value could run out of its 32 bits. Where the MPI says the
+counter window's memory model is unified, the owner polls its own words with loads
+(R62) and calls MPI_Win_sync once one is ready (R131), as Example 11.21 polls a
+flag, not with an atomic and a flush at every look.
 
 Semantics as on shared memory (checklist A14-A18, A23): Start of a Sync_object
 request adds its count (early decrements stay banked; ERR_WIN_COUNTER when they
@@ -19,6 +28,9 @@ Sync_ops request covering RMA is active, the user window is in a Lock_all epoch
 (the counter epoch, A14); its completion flushes that target, then decrements
 the target's counter exactly once (A15). Waiting polls with backoff.
 """
+import array
+import functools
+import operator
 import os
 
 import numpy as np
@@ -36,7 +48,9 @@ _KIND_OF_CALL = {"Put": rules.MODE_WIN_PUT, "Rput": rules.MODE_WIN_PUT,
 
 CAPACITY_VARIABLE = "SHMRMA_SYNC_OBJECTS"
 DEFAULT_CAPACITY = 256
+FOLD_AT = 1 << 30       # an arming offset this large is added to its word
 _WORD = _mpi.INT64_T
+_ANY, _ANY_TAG = _mpi.ANY_SOURCE, _mpi.ANY_TAG
 
 
 def info_hints(info):
@@ -60,13 +74,25 @@ def capacity():
     return value
 
 
+def kind_of_call(name):
+    return _KIND_OF_CALL.get(name, rules.MODE_WIN_ACCUMULATE)
+
+
+def _value(word):
+    return ((word + 2**31) & 0xffffffff) - 2**31       # the signed low 32 bits
+
+
 def _split(word):
-    value = ((word + 2**31) % 2**32) - 2**31       # the signed low 32 bits
+    value = _value(word)
     return value, (word - value) >> 32
 
 
 def _join(value, generation):
     return (generation << 32) + value
+
+
+def _generation(word):
+    return (word + 2**31) >> 32
 
 
 class CounterWindow:
@@ -86,12 +112,61 @@ class CounterWindow:
         self.allocated = 0
         self._old = np.zeros(1, dtype="i8")
         self._new = np.zeros(1, dtype="i8")
-        self._seen = np.zeros(1, dtype="i8")
+        # a compare-and-swap's new, compared and seen words (array items: cheap to set)
+        self._cells = array.array("q", bytes(24))
+        cells = memoryview(self._cells)
+        self._swap = tuple([cells[i:i + 1], _WORD] for i in range(3))
         self._guess = {}        # (rank, slot) -> the word this rank expects there
+        self._drift = {}        # (rank, slot) -> others' signals between two of mine
+        self._armed = {}        # my slot -> its arming offset (the module's docstring)
+        unified = self.win.Get_attr(_mpi.WIN_MODEL) == _mpi.WIN_UNIFIED
+        # my words, as Python ints when indexed
+        self._words = memoryview(self.win.tomemory()).cast("B").cast("q") if unified else None
+        # Iprobe on it makes progress (MPICH probes a COMM_SELF duplicate locally)
+        self._progress = comm.Dup() if unified else None
+        self._looks = 0
 
     def read(self, rank, slot):
-        """(value, generation) of a counter, read atomically."""
+        """(value, generation) of a counter's word, read atomically."""
         return _split(self._read_word(rank, slot))
+
+    def value(self, slot):
+        """The value of one of my counters: its word's plus its arming offset."""
+        words = self._words
+        if words is None:
+            word = self._read_word(self.rank, slot)
+        else:
+            # every few looks, progress for the peers' calls that need mine: a Flush
+            # of this window (MPICH: the A3 halo at 4 ranks takes 140 us an iteration
+            # with it, 240 without) and an Iprobe, for another window on the
+            # communicator (Open MPI's osc/sm counter window makes none)
+            self._looks += 1
+            if not self._looks & 3:
+                self.win.Flush(self.rank)
+                self._progress.Iprobe(_ANY, _ANY_TAG)
+            word = words[slot]
+        value = _value(word) + self._armed.get(slot, 0)
+        if value <= 0 and words is not None:
+            self.win.Sync()     # what I read after a ready counter is ordered after it (R131)
+        return value
+
+    def arm(self, slot, count, value=None):
+        """Add ``count`` to my counter (``value``: its value as last read, when the
+        arming is ordered right after that read); ERR_WIN_COUNTER, nothing changed,
+        when the early signals outnumber it."""
+        value = self.value(slot) if value is None else value
+        if value + count < 0:
+            shm.fail(shm.ERR_WIN_COUNTER, "Start: %d early signals are more than this "
+                     "request's count %d; the counter would stay negative" % (-value, count))
+        offset = self._armed[slot] = self._armed.get(slot, 0) + count
+        if offset >= FOLD_AT:
+            self.update(self.rank, slot, lambda word_value, generation: (
+                word_value + offset, generation))
+            self._armed[slot] = 0
+
+    def disarm(self, slot, count):
+        """Take back an arming of ``count``; banked signals stay."""
+        self._armed[slot] = self._armed.get(slot, 0) - count
 
     def _read_word(self, rank, slot):
         make_progress()     # every wait polls here: peers' Flushes may need this rank
@@ -125,16 +200,43 @@ class CounterWindow:
             word = self._read_word(rank, slot)
             new = change(*_split(word))
         while True:
-            self._old[0], self._new[0] = word, _join(*new)
-            self.win.Compare_and_swap([self._new, _WORD], [self._old, _WORD],
-                                      [self._seen, _WORD], rank, slot)
-            self.win.Flush(rank)
-            seen = int(self._seen[0])
-            self._guess[rank, slot] = seen
+            seen = self._swapped(rank, slot, word, _join(*new))
             if seen == word:
                 return new
             word = seen
             new = change(*_split(word))
+
+    def signal(self, rank, slot, generation, refuse):
+        """Decrement a counter by one (update() on the word: the hot path), or call
+        ``refuse()`` to raise when its slot no longer holds ``generation``.
+
+        The guess is the word this rank wrote there last, less the signals of other
+        ranks that came in between the last time (a counter two neighbours signal
+        in turn): right in the steady state of such patterns."""
+        key = rank, slot
+        last, drift = self._guess.get(key), self._drift.get(key, 0)
+        word = None if last is None else last - drift
+        if word is None or _generation(word) != generation:
+            word = self._read_word(rank, slot)
+        while _generation(word) == generation:
+            seen = self._swapped(rank, slot, word, word - 1)
+            if seen == word:
+                return
+            if last is not None:
+                self._drift[key] = last - seen
+            word = seen
+        refuse()
+
+    def _swapped(self, rank, slot, word, new):
+        """Compare-and-swap of one word, flushed: the word seen there (``word``
+        when swapped)."""
+        cells = self._cells
+        cells[0], cells[1] = new, word
+        self.win.Compare_and_swap(*self._swap, rank, slot)
+        self.win.Flush(rank)
+        seen = cells[2]
+        self._guess[rank, slot] = new if seen == word else seen
+        return seen
 
     def check(self, sync, call):
         """ERR_ARG unless ``sync`` names a counter of this window that is still allocated."""
@@ -152,6 +254,7 @@ class CounterWindow:
         for _ in range(n):
             slot = self.free_slots.pop()
             _, generation = self.update(self.rank, slot, lambda value, old: (0, old + 1))
+            self._armed.pop(slot, None)
             syncs.append(Sync(self.id, self.rank, "mpi", slot, generation))
         self.allocated += n
         return syncs
@@ -170,6 +273,7 @@ class CounterWindow:
         rules.check_listed_once(syncs)
         for index, sync in enumerate(syncs):
             self.update(self.rank, sync.slot, lambda value, generation: (0, generation + 1))
+            self._armed.pop(sync.slot, None)
             self.free_slots.append(sync.slot)
             self.allocated -= 1
             syncs[index] = SYNC_NULL
@@ -177,6 +281,8 @@ class CounterWindow:
     def close(self):
         self.win.Unlock_all()
         self.win.Free()
+        if self._progress is not None:
+            self._progress.Free()
 
 
 class _SyncRequest(PyRequest):
@@ -243,23 +349,30 @@ class SyncOpsRequest(_SyncRequest):
     def _ready(self):
         return True
 
-    def _signal(self):
-        counters, expected = self._owner._counters, self.sync.generation
+    def _refuse(self):
+        rules.fail_freed("the counter this Sync_ops request signals; nothing was signalled",
+                         self._target)
 
-        def decrement(value, generation):
-            if generation != expected:
-                rules.fail_freed("the counter this Sync_ops request signals; nothing was "
-                                 "signalled", self._target)
-            return value - 1, generation
+    def _signal(self):
         if self._mode:
             self._owner.Flush(self._target)     # the covered RMA are complete (A15)
         try:
-            counters.update(self._target, self.sync.slot, decrement)
+            self._owner._counters.signal(self._target, self.sync.slot, self.sync.generation,
+                                         self._refuse)
         except shm.Exception:
             self._deactivate()
             raise
         if not self._restart:
             self._deactivate()
+
+    @errors.translated
+    def Wait(self, status=None):
+        """Ready at once: the signal is made here (no poll)."""
+        if self._active:
+            self._complete(status)
+        else:
+            empty(status)
+        return True
 
     def _deactivate(self):
         super()._deactivate()
@@ -273,35 +386,28 @@ class SyncObjectRequest(_SyncRequest):
     def __init__(self, owner, sync, count, restart):
         super().__init__(owner, sync, restart)
         self._count = count
+        self._last = None       # the counter's value at the read that completed it
 
     def _arm(self):
-        count = self._count
-
-        def add(value, generation):
-            if value + count < 0:
-                shm.fail(shm.ERR_WIN_COUNTER, "Start: %d early signals are more than this "
-                         "request's count %d; the counter would stay negative"
-                         % (-value, count))
-            return value + count, generation
-        self._owner._counters.update(self._owner._counters.rank, self.sync.slot, add)
+        self._owner._counters.arm(self.sync.slot, self._count)
 
     def _stop(self):
         """Take back the re-arming of the last completion; banked signals stay."""
-        count = self._count
-        self._owner._counters.update(self._owner._counters.rank, self.sync.slot,
-                                     lambda value, generation: (value - count, generation))
+        self._owner._counters.disarm(self.sync.slot, self._count)
         self._deactivate()
 
     def _ready(self):
-        counters = self._owner._counters
-        return counters.read(counters.rank, self.sync.slot)[0] <= 0
+        self._last = self._owner._counters.value(self.sync.slot)
+        return self._last <= 0
 
     def _signal(self):
         if not self._restart:
             self._deactivate()
             return
         try:
-            self._arm()     # re-arm at once (R163); early signals stay banked
+            # re-armed at once (R163), as if right after the read that completed it;
+            # early signals stay banked
+            self._owner._counters.arm(self.sync.slot, self._count, self._last)
         except shm.Exception:
             self._deactivate()      # more signals than count came: the request ends
             raise
@@ -312,6 +418,7 @@ class CounterCalls:
 
     _counters = None
     _counter_epochs = 0
+    _covered = {}       # target -> the RMA kinds its active Sync_ops requests cover
 
     def _extension(self, call):
         if self._counters is None:
@@ -325,30 +432,31 @@ class CounterCalls:
         window barrier's (no target: it covers every RMA)."""
         if not self._counter_epochs:
             self.Lock_all(_mpi.MODE_NOCHECK)
-            self._covering = {}
+            self._covering, self._covered = {}, {}
         self._counter_epochs += 1
         if target is not None:
             self._covering.setdefault(target, []).append(mode)
+            self._covered[target] = self._covered.get(target, 0) | mode
         if self._counter_epochs == 1:
             self._update_rma_guard()
 
     def _close_counter_epoch(self, target=None, mode=0):
         if target is not None:
-            self._covering[target].remove(mode)
+            modes = self._covering[target]
+            modes.remove(mode)
+            self._covered[target] = functools.reduce(operator.or_, modes, 0)
         self._counter_epochs -= 1
         if not self._counter_epochs:
             self.Unlock_all()
             self._update_rma_guard()
 
-    def _check_covered(self, call, target):
+    def _refuse_uncovered(self, call, target):
         """ERR_RMA_SYNC for RMA in the counter epoch that no active Sync_ops request to
         its target covers (A14), as on shared memory; MPI's Lock_all would admit it."""
-        kind = _KIND_OF_CALL.get(call, rules.MODE_WIN_ACCUMULATE)
-        if not any(mode & kind for mode in self._covering.get(target, ())):
-            errors.fail(shm.ERR_RMA_SYNC, "%s to rank %d: the window's epoch is the counter "
-                        "epoch of Sync_ops requests, and none active to rank %d has this "
-                        "kind of RMA in its sync_mode; start one whose mode includes it"
-                        % (call, target, target))
+        errors.fail(shm.ERR_RMA_SYNC, "%s to rank %d: the window's epoch is the counter "
+                    "epoch of Sync_ops requests, and none active to rank %d has this "
+                    "kind of RMA in its sync_mode; start one whose mode includes it"
+                    % (call, target, target))
 
     @errors.translated
     def Alloc_sync_objects(self, n, info=None):

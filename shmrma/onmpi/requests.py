@@ -15,7 +15,7 @@ from mpi4py import MPI as _mpi
 from .extends import Extends
 
 SPIN_POLLS = 64          # polls before the first pause
-YIELD_POLLS = 1024       # then polls separated by sched_yield, then sleeps
+YIELD_TIME = 2e-3        # seconds of polls separated by sched_yield, then sleeps
 FIRST_SLEEP = 20e-6      # seconds; doubles up to MAX_SLEEP
 MAX_SLEEP = 1e-3
 
@@ -37,13 +37,17 @@ def make_progress():
 
 
 def poll_until(ready):
-    """Call ``ready()`` until it returns true, backing off as the wait grows."""
-    polls, pause = 0, FIRST_SLEEP
+    """Call ``ready()`` until it returns true, backing off as the wait grows. The
+    yielding phase is timed, not counted: a poll that reads memory is much cheaper
+    than one that makes MPI calls, and either should yield for as long."""
+    polls, pause, yield_until = 0, FIRST_SLEEP, None
     while not ready():
         polls += 1
         if polls < SPIN_POLLS:
             continue
-        if polls < SPIN_POLLS + YIELD_POLLS:
+        if yield_until is None:
+            yield_until = time.perf_counter() + YIELD_TIME
+        if time.perf_counter() < yield_until:
             time.sleep(0)
         else:
             time.sleep(pause)

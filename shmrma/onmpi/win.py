@@ -11,9 +11,12 @@ from mpi4py import MPI as _mpi
 from .. import errors as shm
 from . import errors
 from .comm import refuse_typed_handles
-from .counters import CounterCalls, CounterWindow
+from .counters import CounterCalls, CounterWindow, kind_of_call
 from .extends import Extends
 from .winbarrier import TARGET_AT, BarrierCalls
+
+
+_SPEC_TYPES = (list, tuple)
 
 
 def _made(name):
@@ -56,14 +59,26 @@ class Win(BarrierCalls, CounterCalls, _mpi.Win, metaclass=Extends):
 
     def _guarded(self, name, position):
         call = getattr(type(self), name).__get__(self)
+        kind = kind_of_call(name)
 
         def guarded(*args, **kwargs):
-            refuse_typed_handles(name, args, kwargs)        # R154
-            target = kwargs["target_rank"] if "target_rank" in kwargs else args[position]
+            # (inline, as this runs on every RMA call of the epoch: a spec, a list or
+            # a tuple, may be typed HANDLE_SYNC, R154)
+            if kwargs or len(args) <= position:
+                refuse_typed_handles(name, args, kwargs)
+                target = args[position] if len(args) > position else kwargs.get("target_rank")
+                if target is None:
+                    return call(*args, **kwargs)            # mpi4py's TypeError
+            else:
+                for arg in args:
+                    if type(arg) in _SPEC_TYPES:
+                        refuse_typed_handles(name, args, kwargs)
+                        break
+                target = args[position]
             if self._barrier_guard:
                 self._wait_entered(target)                  # A3
-            elif not self._barrier_epoch:
-                self._check_covered(name, target)           # A14
+            elif not self._barrier_epoch and not self._covered.get(target, 0) & kind:
+                self._refuse_uncovered(name, target)        # A14
             return call(*args, **kwargs)
         return guarded
 

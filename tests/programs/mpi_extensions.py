@@ -163,6 +163,36 @@ comm.Barrier()
 win.Free_sync_objects(fresh_mine)
 ok("banking and ERR_WIN_COUNTER")
 
+# R163, A16: a restart counter signalled by two ranks in turn (each rank signals its
+# own and its neighbour's), over many completions: the owner arms it without an RMA
+# call, an arming offset past FOLD_AT is folded into the word, and each completion
+# takes exactly its count (no signal lost, none counted twice)
+from shmrma.onmpi import counters as backend_counters
+counter_window = win._counters
+assert counter_window._words is not None       # MPICH's Allocate: unified, loads poll
+backend_counters.FOLD_AT, fold_at = 8, backend_counters.FOLD_AT
+pair = win.Alloc_sync_objects(1)
+pair_theirs = comm.sendrecv(pair, left, source=right)
+both = win.Sync_object_init(pair[0], 2, {"restart": "true"})
+to_me = win.Sync_ops_init(rank, 0, pair[0], {"restart": "true"})
+to_right = win.Sync_ops_init(right, 0, pair_theirs[0], {"restart": "true"})
+MPI.Prequest.Startall([both, to_me, to_right])
+comm.Barrier()
+for _ in range(40):
+    MPI.Request.Waitall([to_me, to_right])
+    both.Wait()
+comm.Barrier()
+assert not both.Test()      # every signal was taken by one completion: none left over
+value, generation = counter_window.read(rank, pair[0].slot)
+assert generation == pair[0].generation and value > -8, (value, generation)   # folded
+assert counter_window.value(pair[0].slot) == 2      # armed for the next round
+for request in (both, to_me, to_right):
+    request.Free()
+comm.Barrier()
+win.Free_sync_objects(pair)
+backend_counters.FOLD_AT = fold_at
+ok("two signallers and folding")
+
 # argument errors (A18, A25) and SHMRMA_SYNC_OBJECTS
 assert error_class(win.Sync_ops_init, right, 8, theirs[0]) == MPI.ERR_ARG
 assert error_class(win.Sync_object_init, theirs[0], 1) == MPI.ERR_ARG
