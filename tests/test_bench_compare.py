@@ -235,6 +235,28 @@ def test_counters_table_adds_mpi_backend_rows_and_keeps_the_old_ones(capsys):
     assert line.split()[-8:] == ["12.00", "1.00", "shmrma", "on", "shm", "12.00", "-", "n/a"]
 
 
+def test_own_ratios_set_the_proposals_forms_against_shmrmas_standard_forms():
+    """Issue 14's targets that compare shmrma with itself (the window barrier with
+    Fence at 2, 4 and 8 ranks, A3 with the Fence halo): rows from the two cases of
+    the same run, only when both ran."""
+    by_title = {case.title: case for case in compare.COUNTERS_SUITE + compare.SYNC_SUITE
+                + compare.SCALING_SUITE}
+    a3, fence = (by_title[t] for t in ("Halo A3 n=4: shmrma counters vs mpi4py Fence, us/iter",
+                                       "Halo n=4: Fence on both, us/iter"))
+    samples = {a3.title: {"shmrma": [40.0, 40.0], "mpi4py": [100.0, 100.0]},
+               fence.title: {"shmrma": [80.0, 80.0], "mpi4py": [100.0, 100.0]}}
+    rows = compare.table([a3, fence], samples)
+    own = rows[-1]
+    assert own["metric"] == "Halo A3 n=4: counters vs Fence, shmrma both, us/iter"
+    assert (own["ratio"], own["target"], own["against"]) == (0.5, 0.8, "shmrma Fence")
+    assert len(compare.table([a3], {a3.title: samples[a3.title]})) == 1
+    titles = {own[0] for own in compare.OWN_RATIOS}
+    assert {"Window barrier vs Fence round n=%d, shmrma both, us" % n
+            for n in (2, 4, 8)} <= titles
+    for _, form, against, _, _ in compare.OWN_RATIOS:
+        assert form in by_title and against in by_title     # no title drifted away
+
+
 def test_counters_table_without_the_mpi_backend_keeps_the_old_rows():
     """Without mpi4py only shmrma ran: no mpi backend rows."""
     notify, halo = counters_cases()

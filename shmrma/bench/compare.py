@@ -346,6 +346,18 @@ SCALING_SUITE = tuple(
         ("Notify token ring round: counters (mpi4py: flags)", "counters", "flags"),
         ("Accumulate 8 B to rank 0 + Flush, every rank", "accumulate", None)))
 
+# shmrma's forms against each other, from the cases above in the same run: the
+# proposals' synchronization must cost less than the standard form it replaces
+# (issue 14). (title, the form's case, the standard form's case, its label, target)
+OWN_RATIOS = tuple(
+    ("Window barrier vs Fence round n=%d, shmrma both, us" % n,
+     "Window barrier round (mpi4py: Fence) n=%d, us" % n, "Fence round n=%d, us" % n,
+     "shmrma Fence", 1.0)
+    for n in (2, 4, 8)
+) + (("Halo A3 n=4: counters vs Fence, shmrma both, us/iter",
+      "Halo A3 n=4: shmrma counters vs mpi4py Fence, us/iter",
+      "Halo n=4: Fence on both, us/iter", "shmrma Fence", 0.8),)
+
 # The messages issue: point-to-point and collectives against mpi4py on MPICH (OSU's
 # benchmarks, their object forms), up to 16 ranks on the 2-core machine, where the
 # target is only to be no slower than mpi4py at the same oversubscription.
@@ -521,11 +533,16 @@ def sweep_ratio(sweep, i):
 
 def table(cases, samples):
     """The rows of the table, sweeps aside: each with its medians as text (flagged
-    noisy) and, for --json, the numbers."""
-    rows = []
+    noisy) and, for --json, the numbers; then OWN_RATIOS of the cases measured."""
+    rows, by_title = [], {case.title: case for case in cases}
     for case in cases:
         if not isinstance(case, SweepCase):
             rows += case_rows(case, samples[case.title])
+    for title, form, against, label, target in OWN_RATIOS:
+        if form in by_title and against in by_title:
+            mine, theirs = (summarize_runs(samples[t], by_title[t].headline)["shmrma"]
+                            for t in (form, against))
+            rows.append(row(title, mine, theirs, label, target))
     return rows
 
 
