@@ -75,7 +75,8 @@ def reported_pairs(stderr):
 @pytest.mark.parametrize("program", ["fence_cases.py", "passive_cases.py", "active_cases.py",
                                      "buffer_cases.py", "local_cases.py",
                                      "local_cases.py allocate", "load_cases.py",
-                                     "load_cases.py alloc_mem", "shared_cases.py"])
+                                     "load_cases.py alloc_mem", "load_cases.py private",
+                                     "shared_cases.py"])
 def test_reports_exactly_the_marked_races(program, nranks):
     program, _, flavor = program.partition(" ")
     path = CASES / program

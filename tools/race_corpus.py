@@ -35,7 +35,8 @@ seven kinds, ordered or not by six forms (every such pair conflicts):
 and a third, the target's own loads, the same six forms: rank 0 reads a word of
 its window memory before or after rank 1's access (a race when that access
 writes: Get does not), each word on a page of its own (a load is seen when it is
-the first access to its page since the rank's last synchronization call);
+the first access to its page since the rank's last synchronization call), over
+Allocate's memory and again over a numpy array given to Create;
 
 and a fourth, a shared window's memory (Allocate_shared): rank A (1) and rank B
 (2 at 3 ranks, 0 at 2) each load or store a word of rank 0's memory directly (a
@@ -260,14 +261,14 @@ class StoreProgram(Program):
     case is known by its access's line (the store is reported at rank 0's next
     synchronization call, shared by several cases, or without a line)."""
     FAMILY, WINDOW_WORDS, LOCAL = "store", 16, STORE
+    WINDOW = ("win = MPI.Win.Allocate(%(words)d * 8 if rank == 0 else 0, 8, comm=comm)",)
 
     def __init__(self, form, variant):
         self.form, self.variant, self.lines = form, self.FAMILY + "-" + variant, []
         self.access_line = {}
         self.add("import time", "import numpy as np", "from shmrma import MPI",
                  "comm = MPI.COMM_WORLD", "rank, size = comm.rank, comm.size",
-                 "win = MPI.Win.Allocate(%d * 8 if rank == 0 else 0, 8, comm=comm)"
-                 % self.WINDOW_WORDS,
+                 *[line % {"words": self.WINDOW_WORDS} for line in self.WINDOW],
                  "mine = np.frombuffer(win.tomemory(), 'i8') if rank == 0 else None",
                  "buf, cmp, seen = np.ones(1, 'i8'), np.zeros(1, 'i8'), 0",
                  "group = comm.Get_group()")
@@ -390,6 +391,17 @@ class LoadProgram(StoreProgram):
 
     def racy_case(self, case):
         return self.variant.endswith("racy") and case[1] != "get"
+
+
+class PrivateLoadProgram(LoadProgram):
+    """The load family on a window created over a numpy array (page-aligned: the
+    watch takes the pages wholly inside it), which the other ranks reach through
+    the kernel, not a mapping."""
+    FAMILY = "load-private"
+    WINDOW = ("raw = np.zeros(%(words)d + 512, 'i8')",
+              "start = -raw.ctypes.data %% 4096 // 8",
+              "win = MPI.Win.Create(raw[start:start + %(words)d] if rank == 0 else None, 8, "
+              "comm=comm)")
 
 
 SHARED_FORMS = ("barrier", "message", "lock")
@@ -590,11 +602,12 @@ def main(argv=None):
     directory = opts.keep or tempfile.mkdtemp(prefix="race_corpus.")
     os.makedirs(directory, exist_ok=True)
     total, mistakes = {"tp": 0, "fp": 0, "fn": 0, "tn": 0}, []
-    print("%-16s %-14s %5s %4s %4s %4s %4s" % ("form", "variant", "ranks", "tp", "fp",
+    print("%-16s %-20s %5s %4s %4s %4s %4s" % ("form", "variant", "ranks", "tp", "fp",
                                               "fn", "tn"))
     programs = ([(Program, form) for form in FORMS]
                 + [(StoreProgram, form) for form in STORE_FORMS]
                 + [(LoadProgram, form) for form in STORE_FORMS]
+                + [(PrivateLoadProgram, form) for form in STORE_FORMS]
                 + [(SharedProgram, form) for form in SHARED_FORMS]
                 + [(BufferProgram, form) for form in BUFFER_FORMS])
     for nranks in [int(n) for n in opts.ranks.split(",")]:
@@ -604,7 +617,7 @@ def main(argv=None):
             for variant in ("ordered", "racy"):
                 program = make(form, variant)
                 counts, wrong = score(program, nranks, run(program, nranks, directory))
-                print("%-16s %-14s %5d %4d %4d %4d %4d" % (form, program.variant, nranks, *[
+                print("%-16s %-20s %5d %4d %4d %4d %4d" % (form, program.variant, nranks, *[
                     counts[k] for k in ("tp", "fp", "fn", "tn")]), flush=True)
                 for key in total:
                     total[key] += counts[key]

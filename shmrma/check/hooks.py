@@ -943,6 +943,10 @@ def install():
     classes += [fast] if fast is not None else []
     _install_requests(classes)
     _install_file_io()
+    from .. import winmemory
+    from . import loads_watched
+    if loads_watched():
+        winmemory.reach_taken_pages()     # the private window memory a rank watches
 
 
 def _install_file_io():

@@ -16,10 +16,12 @@ its exact address, a word wide. After the first periods, the pages taken away in
 most periods are those other ranks' RMA wrote lately (FULL_PERIODS below): a
 load that comes before the first RMA write ever to its page, late in a run, can
 go unseen. Watched: the ALLOCATE flavor, whose memory other ranks reach through
-their own mappings (a page taken away here changes nothing for them; Create's
-private memory is reached with process_vm_*, which a page taken away would make
-fail), and which gives each rank whole pages; and Create over Alloc_mem memory,
-which the others map too (its pages wholly inside the window).
+their own mappings (a page taken away here changes nothing for them), and which
+gives each rank whole pages; and the CREATE flavor, the pages wholly inside the
+window's memory (an edge page may hold other objects' bytes too),
+over Alloc_mem memory, which the others map too, or over private memory, which
+they reach with process_vm_*, and through /proc/PID/mem on a page taken away
+(winmemory.reach_taken_pages).
 
 A shared window's memory (ALLOCATE_SHARED) is loaded and stored by every rank
 directly, so each rank watches all of it, and its stores too: a page it loaded
@@ -234,9 +236,8 @@ def _watched_memory(state, me):
         # each rank has whole pages of its own (window.Layout): the last, partly
         # padding, is watched too, so a window of a few words is
         return memory.address, _whole_pages(size), False
-    if state.flavor == WIN_FLAVOR_CREATE and state.places[me][0]:
-        # Alloc_mem memory, named by its segment: the others map it; the pages
-        # wholly inside the window's memory
+    if state.flavor == WIN_FLAVOR_CREATE:
+        # the pages wholly inside the window's memory
         return memory.address, size, False
     return None
 

@@ -16,9 +16,14 @@ comm = MPI.COMM_WORLD
 rank, size = comm.rank, comm.size
 A = 1
 PAGE = 512                                              # float64 elements of a 4 KiB page
-if os.environ.get("CASE_FLAVOR") == "alloc_mem":     # Create over memory the others map
+FLAVOR = os.environ.get("CASE_FLAVOR")
+if FLAVOR == "alloc_mem":                               # Create over memory the others map
     memory = MPI.Alloc_mem(16 * PAGE * 8 if rank == 0 else 0)
     win = MPI.Win.Create(memory if rank == 0 else None, 8, comm=comm)
+elif FLAVOR == "private":                               # Create over a numpy array: the
+    raw = np.zeros(17 * PAGE)                           # others reach it through the kernel
+    start = -raw.ctypes.data % 4096 // 8                # (whole pages: the watch takes those)
+    win = MPI.Win.Create(raw[start:start + 16 * PAGE] if rank == 0 else None, 8, comm=comm)
 else:
     win = MPI.Win.Allocate(16 * PAGE * 8 if rank == 0 else 0, 8, comm=comm)
 mine = np.frombuffer(win.tomemory(), dtype="f8")
@@ -107,6 +112,6 @@ if rank == 0:
 win.Unlock_all()
 comm.Barrier()
 win.Free()
-if os.environ.get("CASE_FLAVOR") == "alloc_mem":
+if FLAVOR == "alloc_mem":
     del mine
     MPI.Free_mem(memory)
