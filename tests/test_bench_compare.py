@@ -236,11 +236,11 @@ def test_counters_table_adds_mpi_backend_rows_and_keeps_the_old_ones(capsys):
 
 
 def test_own_ratios_set_the_proposals_forms_against_shmrmas_standard_forms():
-    """Issue 14's targets that compare shmrma with itself (the window barrier with
-    Fence at 2, 4 and 8 ranks, A3 with the Fence halo): rows from the two cases of
-    the same run, only when both ran."""
-    by_title = {case.title: case for case in compare.COUNTERS_SUITE + compare.SYNC_SUITE
-                + compare.SCALING_SUITE}
+    """Issue 14's targets that compare shmrma with itself (the notifications with the
+    MPI-3 form and with a message, the window barrier with Fence at 2, 4 and 8
+    ranks, A3 with the Fence halo): rows from the two cases of the same run, only
+    when both ran."""
+    by_title = {case.title: case for case in compare.SUITES["all"]}
     a3, fence = (by_title[t] for t in ("Halo A3 n=4: shmrma counters vs mpi4py Fence, us/iter",
                                        "Halo n=4: Fence on both, us/iter"))
     samples = {a3.title: {"shmrma": [40.0, 40.0], "mpi4py": [100.0, 100.0]},
@@ -253,8 +253,10 @@ def test_own_ratios_set_the_proposals_forms_against_shmrmas_standard_forms():
     titles = {own[0] for own in compare.OWN_RATIOS}
     assert {"Window barrier vs Fence round n=%d, shmrma both, us" % n
             for n in (2, 4, 8)} <= titles
+    counters = {case.title for case in compare.SUITES["counters"]}
     for _, form, against, _, _ in compare.OWN_RATIOS:
         assert form in by_title and against in by_title     # no title drifted away
+        assert form in counters and against in counters     # the suite alone has them
 
 
 def test_counters_table_without_the_mpi_backend_keeps_the_old_rows():

@@ -346,18 +346,6 @@ SCALING_SUITE = tuple(
         ("Notify token ring round: counters (mpi4py: flags)", "counters", "flags"),
         ("Accumulate 8 B to rank 0 + Flush, every rank", "accumulate", None)))
 
-# shmrma's forms against each other, from the cases above in the same run: the
-# proposals' synchronization must cost less than the standard form it replaces
-# (issue 14). (title, the form's case, the standard form's case, its label, target)
-OWN_RATIOS = tuple(
-    ("Window barrier vs Fence round n=%d, shmrma both, us" % n,
-     "Window barrier round (mpi4py: Fence) n=%d, us" % n, "Fence round n=%d, us" % n,
-     "shmrma Fence", 1.0)
-    for n in (2, 4, 8)
-) + (("Halo A3 n=4: counters vs Fence, shmrma both, us/iter",
-      "Halo A3 n=4: shmrma counters vs mpi4py Fence, us/iter",
-      "Halo n=4: Fence on both, us/iter", "shmrma Fence", 0.8),)
-
 # The messages issue: point-to-point and collectives against mpi4py on MPICH (OSU's
 # benchmarks, their object forms), up to 16 ranks on the 2-core machine, where the
 # target is only to be no slower than mpi4py at the same oversubscription.
@@ -425,7 +413,43 @@ for _title in ("--check: Halo A3 n=4 counters, us/iter", "--check: Halo n=4 Fenc
         "of a twentieth of the run time applies); --check=no-local, which leaves both out, is "
         "the row below")
 
-SUITES = {"windows": WINDOWS_SUITE, "sync": SYNC_SUITE, "counters": COUNTERS_SUITE,
+# shmrma's forms against each other, from two cases of the same run: the proposals'
+# synchronization must cost less than the standard form it replaces (issue 14).
+# (title, the form's case, the standard form's case, its label, target)
+_NOTIFY = "Notify 8 B: shmrma counters vs MPI-3 calls, us"
+_NOTIFY_MPI3 = "Notify 8 B: MPI-3 calls on both, us"
+OWN_RATIOS = (
+    ("Notify 8 B: counters vs MPI-3 calls, shmrma both, us", _NOTIFY, _NOTIFY_MPI3,
+     "shmrma MPI-3 calls", 0.5),
+    ("Notify 8 B: counters started per message vs MPI-3 calls, shmrma both, us",
+     "Notify 8 B: counters started per message vs MPI-3 calls, us", _NOTIFY_MPI3,
+     "shmrma MPI-3 calls", 0.7),
+    # both half a round trip: the notification is below the message's
+    ("Notify 8 B: counters vs Send/Recv 8 B one way, shmrma both, us", _NOTIFY,
+     "Send/Recv 8 B, one way (osu_latency), us", "shmrma Send/Recv", 1.0),
+) + tuple(
+    ("Window barrier vs Fence round n=%d, shmrma both, us" % n,
+     "Window barrier round (mpi4py: Fence) n=%d, us" % n, "Fence round n=%d, us" % n,
+     "shmrma Fence", 1.0)
+    for n in (2, 4, 8)
+) + (("Halo A3 n=4: counters vs Fence, shmrma both, us/iter",
+      "Halo A3 n=4: shmrma counters vs mpi4py Fence, us/iter",
+      "Halo n=4: Fence on both, us/iter", "shmrma Fence", 0.8),)
+
+WHEN_MISSED["Halo A3 n=4: counters vs Fence, shmrma both, us/iter"] = (
+    "4 ranks on 2 CPUs run two stencils per CPU an iteration (about 40 us), and A3 "
+    "sits at that floor (39-41 us in 2000-iteration runs) while the Fence halo reaches "
+    "it only when the scheduler is kind (40-70 us in the same runs): the ratio is "
+    "0.7-1.0 run to run, and noisier in --quick's 200 iterations")
+
+# the cases of other suites those rows need, so the counters suite alone has them all
+_OWN_TITLES = {title for _, form, against, _, _ in OWN_RATIOS for title in (form, against)}
+COUNTERS_COMPANIONS = _unique(tuple(
+    case for case in SYNC_SUITE + SCALING_SUITE + MESSAGES_SUITE
+    if case.title in _OWN_TITLES - {c.title for c in COUNTERS_SUITE}))
+
+SUITES = {"windows": WINDOWS_SUITE, "sync": SYNC_SUITE,
+          "counters": COUNTERS_SUITE + COUNTERS_COMPANIONS,
           "scaling": SCALING_SUITE, "memory": MEMORY_SUITE, "sweep": SWEEP_SUITE,
           "messages": MESSAGES_SUITE + MESSAGES_SWEEP, "check": CHECK_SUITE,
           "all": _unique(WINDOWS_SUITE + SYNC_SUITE + COUNTERS_SUITE + MEMORY_SUITE
