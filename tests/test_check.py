@@ -425,6 +425,46 @@ def _random_access(rng):
                            int(rng.integers(0, 5)), int(rng.integers(0, 8)))
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_acquire_in_c_matches_python(seed):
+    """Differential: racecheck.c's acquire joins what Clock.acquire_here (the
+    fallback) joins, over a ring of random keyed releases: a key among the newest,
+    an older one (the full scan), one released twice (the newest wins), one no
+    longer there, after the ring wrapped."""
+    import numpy as np
+    from shmrma.check import clock as clocks
+    if clocks._racecheck is None:
+        pytest.skip("the C extension is not built")
+    session = clocks.Session(_AnonymousSegment(clocks.Session._rank_size(3) * 3
+                                               + clocks.HEADER + clocks.DEDUP * 8), 3)
+    me = clocks.Clock(session, 0)
+    _, ring_index, ring, _, _ = session.block(1)
+    rng = np.random.default_rng(seed)
+    released = clocks.RING + 300            # the ring wrapped
+    for n in range(released):
+        ring[n % clocks.RING] = [1 + int(rng.integers(0, 400))] + list(rng.integers(0, 99, 3))
+    from shmrma import atomic
+    atomic.store64(ring_index, released)
+    for key in list(range(1, 420)) + [int(ring[(released - 1) % clocks.RING, 0])]:
+        start = rng.integers(0, 50, 3).astype(np.int64)
+        me.vc[:] = start
+        found_c = me.acquire(1, key)
+        joined_c = me.vc.copy()
+        me.vc[:] = start
+        found_python = me.acquire_here(1, key)
+        assert found_c == found_python and np.array_equal(joined_c, me.vc), key
+
+
+class _AnonymousSegment:
+    """A stand-in for the checking segment: anonymous memory of this process."""
+
+    def __init__(self, size):
+        import mmap
+        import numpy as np
+        self.buffer = mmap.mmap(-1, size)
+        self.address = np.frombuffer(self.buffer, np.uint8).ctypes.data
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_access_log_in_c_matches_numpy(seed):
     """Differential: csrc/racecheck.c's scan, add and complete give what the numpy

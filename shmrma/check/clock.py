@@ -22,6 +22,13 @@ import time
 from .. import atomic, job, segments
 from ..lazy import numpy
 
+try:
+    from .. import _racecheck
+except ImportError:         # the C extension is not built: the Python path
+    _racecheck = None
+if atomic.BACKEND != "c":   # SHMRMA_NATIVE=0: the checker's Python path throughout
+    _racecheck = None
+
 RING = 1024             # keyed releases a rank keeps (an acquirer lags far fewer behind)
 RECENT = 4              # of them, the latest ones an acquire looks at one by one first
 CELLS = 1024            # cells a rank can publish (locks use window segments, not these)
@@ -34,6 +41,7 @@ OFF_RACES, OFF_WARNED = 0, 16
 WARN_OTHER, WARN_STORES, WARN_LOADS = range(3)
 KEY_MASK = 2**63 - 1
 POLL_S = 50e-6          # between looks for a release not published yet (rare)
+MAX_C_WIDTH = 4097      # racecheck.c's acquire joins clocks of up to 4096 ranks
 
 
 def key_of(*numbers):
@@ -124,6 +132,7 @@ class Clock:
         self.vc_address = self.vc.ctypes.data
         self._site_numbers = {}
         self._cells_found = {}  # (rank, key) -> that rank's cell for the key
+        self._rings = {}        # rank -> acquire()'s arguments for its ring
         self._watched = []      # windows whose local loads may observe atomics (Win.Sync)
         self._looks = []        # windows whose stores are found before each release
 
@@ -197,6 +206,22 @@ class Clock:
         (not released yet, or so long ago that the ring reused its entry)."""
         if rank == self.me:
             return True
+        ring = self._rings.get(rank)
+        if ring is None:
+            ring = self._rings[rank] = self._ring_of(rank)
+        if ring:
+            return _racecheck.acquire(*ring, key, self.vc_address)
+        return self.acquire_here(rank, key)
+
+    def _ring_of(self, rank):
+        """acquire()'s arguments for ``rank``'s ring in C, or () for the Python path."""
+        _, ring_index, ring, _, _ = self.session.block(rank)
+        if _racecheck is None or ring.shape[1] > MAX_C_WIDTH:
+            return ()
+        return ring.ctypes.data, ring_index, RING, ring.shape[1], RECENT
+
+    def acquire_here(self, rank, key):
+        """acquire() in Python: the reference of racecheck.c's acquire, the fallback."""
         _, ring_index, ring, _, _ = self.session.block(rank)
         newest = atomic.load64(ring_index)
         for back in range(1, RECENT + 1):   # usually among its latest releases

@@ -635,6 +635,49 @@ static PyObject *written_pages(PyObject *self, PyObject *args)
     return flags;
 }
 
+/* acquire(ring, ring_index, entries, width, recent, key, vc): join (element-wise max)
+ * into the clock at ``vc`` the clock a rank released under ``key`` (check/clock.py,
+ * Clock.acquire, is the reference and the fallback): its ring holds ``entries``
+ * rows of ``width`` int64 (key, clock), the newest just below the index; the
+ * ``recent`` newest are looked at first, then every row, the newest match taken.
+ * False when the key is not there, or its row was reused while copied. */
+static PyObject *acquire(PyObject *self, PyObject *args)
+{
+    Py_ssize_t ring_address, index_address, entries, width, recent, vc_address;
+    long long key;
+    if (!PyArg_ParseTuple(args, "nnnnnLn", &ring_address, &index_address, &entries, &width,
+                          &recent, &key, &vc_address))
+        return NULL;
+    if (entries <= 0 || width < 2 || width > 4097) {
+        PyErr_SetString(PyExc_ValueError, "acquire: entries > 0 and 2 <= width <= 4097");
+        return NULL;
+    }
+    int64_t *ring = (int64_t *)ring_address, *vc = (int64_t *)vc_address;
+    int64_t newest = __atomic_load_n((int64_t *)index_address, __ATOMIC_SEQ_CST);
+    int64_t *entry = NULL;
+    for (Py_ssize_t back = 1; back <= recent && !entry; back++) {
+        int64_t *row = ring + ((((newest - back) % entries) + entries) % entries) * width;
+        if (__atomic_load_n(row, __ATOMIC_SEQ_CST) == key)
+            entry = row;
+    }
+    for (Py_ssize_t back = 1; back <= entries && !entry; back++) {     /* newest first */
+        int64_t *row = ring + ((((newest - back) % entries) + entries) % entries) * width;
+        if (__atomic_load_n(row, __ATOMIC_SEQ_CST) == key)
+            entry = row;
+    }
+    if (!entry)
+        Py_RETURN_FALSE;
+    int64_t clock[4096];
+    memcpy(clock, entry + 1, (size_t)(width - 1) * 8);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (__atomic_load_n(entry, __ATOMIC_SEQ_CST) != key)
+        Py_RETURN_FALSE;    /* reused while we copied: so long ago it cannot matter */
+    for (Py_ssize_t i = 0; i < width - 1; i++)
+        if (clock[i] > vc[i])
+            vc[i] = clock[i];
+    Py_RETURN_TRUE;
+}
+
 static PyMethodDef methods[] = {
     {"setup", setup, METH_VARARGS, "setup(pending, load, put, get, accumulate, get_accumulate, "
      "fetch_and_op, no_op, lock_exclusive, lock_all): the codes of accesses.py"},
@@ -646,6 +689,7 @@ static PyMethodDef methods[] = {
     {"stores", stores, METH_VARARGS, "record a rank's own stores, forgetting ordered ones"},
     {"diff", diff, METH_VARARGS, "the byte runs where memory differs from its shadow"},
     {"written_pages", written_pages, METH_VARARGS, "a flag per page other origins write"},
+    {"acquire", acquire, METH_VARARGS, "join the clock a rank released under a key"},
     {NULL, NULL, 0, NULL},
 };
 
