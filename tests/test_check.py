@@ -76,7 +76,7 @@ def reported_pairs(stderr):
                                      "buffer_cases.py", "local_cases.py",
                                      "local_cases.py allocate", "load_cases.py",
                                      "load_cases.py alloc_mem", "load_cases.py private",
-                                     "shared_cases.py"])
+                                     "dynamic_cases.py", "shared_cases.py"])
 def test_reports_exactly_the_marked_races(program, nranks):
     program, _, flavor = program.partition(" ")
     path = CASES / program

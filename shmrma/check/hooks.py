@@ -14,7 +14,7 @@ import inspect
 import operator
 import zlib
 
-from .. import constants, mailbox, rma
+from .. import constants, mailbox, memory, rma
 from .. import buffers
 from ..epoch import HELD_EXCLUSIVE
 from ..window import share_segment
@@ -694,6 +694,31 @@ def _install_window_sync(Win):
         setattr(Win, function.__name__, functools.wraps(real[function.__name__])(function))
 
 
+def _install_attach(Win):
+    """A dynamic window's loads are watched in the regions its rank attached, from
+    the Attach to the Detach (loads.py)."""
+    attach, detach = Win.Attach, Win.Detach
+
+    def Attach(self, memory_object):
+        attach(self, memory_object)
+        check = _check_of(self)
+        if check is not None:
+            view = memoryview(memory_object)
+            had = check.loads
+            check.loads = loads.Loads.attached(check, memory.get_address(view), view.nbytes)
+            if had is None and check.loads is not None and check.stores is None:
+                clock().look_before_releases(check.look_local)
+
+    def Detach(self, memory_object):
+        check = _check_of(self)
+        if check is not None and check.loads is not None:
+            check.look_local()          # the loads of the region so far
+            check.loads.detached(memory.get_address(memory_object))
+        detach(self, memory_object)
+    Win.Attach = functools.wraps(attach)(Attach)
+    Win.Detach = functools.wraps(detach)(Detach)
+
+
 def _install_creation(Win):
     for name in ("Allocate", "Allocate_shared", "Create", "Create_dynamic"):
         made = getattr(Win, name).__func__
@@ -703,6 +728,7 @@ def _install_creation(Win):
             win._race_check = WindowCheck(win, report.call_site())
             return win
         setattr(Win, name, classmethod(functools.wraps(made)(create)))
+    _install_attach(Win)
     free = Win.Free
 
     def Free(self):

@@ -21,7 +21,8 @@ gives each rank whole pages; and the CREATE flavor, the pages wholly inside the
 window's memory (an edge page may hold other objects' bytes too),
 over Alloc_mem memory, which the others map too, or over private memory, which
 they reach with process_vm_*, and through /proc/PID/mem on a page taken away
-(winmemory.reach_taken_pages).
+(winmemory.reach_taken_pages); and the DYNAMIC flavor, each region from its Attach
+to its Detach, its pages wholly inside it too.
 
 A shared window's memory (ALLOCATE_SHARED) is loaded and stored by every rank
 directly, so each rank watches all of it, and its stores too: a page it loaded
@@ -71,21 +72,28 @@ NO_PAGE, ALL_TAKEN = -1, -2
 class Loads:
     """This rank's watch on its loads of one window's memory (with the window's
     WindowCheck: its log, epochs and reports): of its own memory, or (``shared``)
-    its loads and stores of every rank's memory of a shared window."""
+    its loads and stores of every rank's memory of a shared window. A dynamic
+    window's memory is the regions the rank attaches, watched from their Attach to
+    their Detach (there an address is its own displacement)."""
 
-    def __init__(self, check, slot, shared):
-        self.check, self.slot, self.shared = check, slot, shared
+    def __init__(self, check, slots, shared):
+        from ..window import WIN_FLAVOR_DYNAMIC
+        self.check, self.shared = check, shared
         state = check.state
-        self.ranks = [t for t in range(len(state.sizes)) if state.sizes[t]
-                      and (shared or t == check.me)]
-        self.starts = [state.targets[t].address for t in self.ranks]
-        self.ends = [start + state.sizes[t] for start, t in zip(self.starts, self.ranks)]
+        if state.flavor == WIN_FLAVOR_DYNAMIC:
+            self.ranks, self.starts, self.ends, self.base = [check.me], [0], [1 << 62], 0
+        else:
+            self.ranks = [t for t in range(len(state.sizes)) if state.sizes[t]
+                          and (shared or t == check.me)]
+            self.starts = [state.targets[t].address for t in self.ranks]
+            self.ends = [start + state.sizes[t] for start, t in zip(self.starts, self.ranks)]
+            self.base = state.targets[check.me].address
         self.grains = {t: word_grain(state.units[t]) for t in self.ranks}
         session = clock().session
         self.clocks = [session.block(rank)[0] for rank in check.world]
-        low, high = _pagewatch.span(slot)
-        self.base = state.targets[check.me].address
-        self.first, self.pages = low - self.base, (high - low) // mmap.PAGESIZE
+        self.regions = {}       # slot -> (its first page's offset, pages, the address given)
+        for slot, address in slots:
+            self._watch(slot, address)
         self.periods, self.armed = 0, False
         self.started, self.spent = time.perf_counter(), 0.0
         from .. import job
@@ -93,34 +101,50 @@ class Loads:
         self.fault_cost = _fault_cost() * max(1.0, job.world_size() / (os.cpu_count() or 1))
         self.arm()
 
+    def _watch(self, slot, address):
+        low, high = _pagewatch.span(slot)
+        self.regions[slot] = (low - self.base, (high - low) // mmap.PAGESIZE, address)
+
     @classmethod
     def of(cls, check):
         """The watch on this rank's loads of the window, or None when they are not
         watched (see the module's text)."""
         from . import loads_watched
         watched = _watched_memory(check.state, check.me) if loads_watched() else None
-        if watched is None:
-            return None
-        if _pagewatch is None:
-            clock().warn_once("shmrma's C extension is not built: the ranks' loads of their "
-                              "window memory are not checked")
-            return None
-        address, nbytes, shared = watched
-        slot = _pagewatch.watch(address, nbytes, shared)
-        if slot == NO_PAGE:
-            return None
-        if slot == ALL_TAKEN:
-            clock().warn_once("more than %d windows at once: the loads of the later ones are "
-                              "not checked" % MAX_WATCHED, WARN_LOADS)
-            return None
-        return cls(check, slot, shared)
+        slot = None if watched is None else _slot(*watched)
+        return None if slot is None else cls(check, [(slot, watched[0])], watched[2])
+
+    @classmethod
+    def attached(cls, check, address, nbytes):
+        """The watch of a dynamic window (``check.loads``, or a new one) with the region
+        just attached at ``address`` added; None while there is nothing to watch."""
+        from . import loads_watched
+        slot = _slot(address, nbytes, False) if loads_watched() else None
+        if slot is None:
+            return check.loads
+        if check.loads is None:
+            return cls(check, [(slot, address)], False)
+        check.loads._watch(slot, address)
+        if check.loads.armed:
+            _pagewatch.arm(slot)
+        return check.loads
+
+    def detached(self, address):
+        """Stop watching the region attached at ``address`` (after the last look at it)."""
+        for slot, (_, _, start) in list(self.regions.items()):
+            if start == address:
+                _pagewatch.unwatch(slot)
+                del self.regions[slot]
 
     def take(self):
         """The accesses noted since the last take, the pages given back (the store
         watch compares them next): [(address, frames, wrote)]."""
         started = time.perf_counter()
-        noted, lost, faults = _pagewatch.take(self.slot)
-        _pagewatch.disarm(self.slot)
+        noted, lost, faults = [], 0, 0
+        for slot in self.regions:
+            more, missed, taken = _pagewatch.take(slot)
+            _pagewatch.disarm(slot)
+            noted, lost, faults = noted + more, lost + missed, faults + taken
         self.armed = False
         self.spent += faults * self.fault_cost + time.perf_counter() - started
         if lost:
@@ -141,17 +165,15 @@ class Loads:
             return
         started = time.perf_counter()
         self.periods += 1
-        if (self.shared or self.periods <= FULL_PERIODS
-                or self.periods % FULL_EVERY == 0):
-            _pagewatch.arm(self.slot)
-        else:
-            check = self.check
-            flags = check.log.written_pages(check.me, clock().me, self.first,
-                                            mmap.PAGESIZE, self.pages)
+        full = self.shared or self.periods <= FULL_PERIODS or self.periods % FULL_EVERY == 0
+        check = self.check
+        for slot, (first, pages, _) in self.regions.items():
+            flags = None if full else check.log.written_pages(
+                check.me, clock().me, first, mmap.PAGESIZE, pages)
             if flags is None:
-                _pagewatch.arm(self.slot)
+                _pagewatch.arm(slot)
             elif any(flags):
-                _pagewatch.arm_pages(self.slot, flags)
+                _pagewatch.arm_pages(slot, flags)
         self.armed = True
         _watching.add(self)
         self.spent += time.perf_counter() - started
@@ -185,7 +207,9 @@ class Loads:
 
     def close(self):
         _watching.discard(self)
-        _pagewatch.unwatch(self.slot)
+        for slot in self.regions:
+            _pagewatch.unwatch(slot)
+        self.regions = {}
 
 
 _watching = set()       # the watches of this process's windows
@@ -195,14 +219,14 @@ _watching = set()       # the watches of this process's windows
 def unwatched():
     """Every watched page given back for the duration (a system call on a buffer
     that may be window memory), and taken away again after."""
-    armed = [watch for watch in _watching if watch.armed]
-    for watch in armed:
-        _pagewatch.disarm(watch.slot)
+    armed = [slot for watch in _watching if watch.armed for slot in watch.regions]
+    for slot in armed:
+        _pagewatch.disarm(slot)
     try:
         yield
     finally:
-        for watch in armed:
-            _pagewatch.arm(watch.slot)
+        for slot in armed:
+            _pagewatch.arm(slot)
 
 
 class _Quiet:
@@ -240,6 +264,23 @@ def _watched_memory(state, me):
         # the pages wholly inside the window's memory
         return memory.address, size, False
     return None
+
+
+def _slot(address, nbytes, shared):
+    """The page watch's slot for the memory, or None when it is not watched (and why,
+    once)."""
+    if _pagewatch is None:
+        clock().warn_once("shmrma's C extension is not built: the ranks' loads of their "
+                          "window memory are not checked")
+        return None
+    slot = _pagewatch.watch(address, nbytes, shared)
+    if slot == NO_PAGE:
+        return None
+    if slot == ALL_TAKEN:
+        clock().warn_once("more than %d windows or attached regions at once: the loads of "
+                          "the later ones are not checked" % MAX_WATCHED, WARN_LOADS)
+        return None
+    return slot
 
 
 def _whole_pages(nbytes):
