@@ -15,14 +15,16 @@ synchronization call (a store first on the page hides the loads after it), at
 its exact address, a word wide. After the first periods, the pages taken away in
 most periods are those other ranks' RMA wrote lately (FULL_PERIODS below): a
 load that comes before the first RMA write ever to its page, late in a run, can
-go unseen. Watched: the ALLOCATE flavor, whose memory other ranks reach through
-their own mappings (a page taken away here changes nothing for them), and which
-gives each rank whole pages; and the CREATE flavor, the pages wholly inside the
-window's memory (an edge page may hold other objects' bytes too),
-over Alloc_mem memory, which the others map too, or over private memory, which
-they reach with process_vm_*, and through /proc/PID/mem on a page taken away
-(winmemory.reach_taken_pages); and the DYNAMIC flavor, each region from its Attach
-to its Detach, its pages wholly inside it too.
+go unseen. Watched:
+- the ALLOCATE flavor, whose memory other ranks reach through their own mappings
+  (a page taken away here changes nothing for them), and which gives each rank
+  whole pages;
+- the CREATE flavor, the pages wholly inside the window's memory (an edge page
+  may hold other objects' bytes too): Alloc_mem memory, which the others map
+  too, or private memory, which they reach with process_vm_*, and through
+  /proc/PID/mem on a page taken away (winmemory.reach_taken_pages);
+- the DYNAMIC flavor, each region from its Attach to its Detach, the pages wholly
+  inside it too.
 
 A shared window's memory (ALLOCATE_SHARED) is loaded and stored by every rank
 directly, so each rank watches all of it, and its stores too: a page it loaded
