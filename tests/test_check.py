@@ -96,6 +96,16 @@ def test_reports_exactly_the_marked_races(program, nranks):
         in result.stderr
 
 
+def test_dynamic_window_reports_name_addresses():
+    """A dynamic window's displacements are addresses (R14): its reports name the
+    addresses, in hex, of the regions the rank attached, not offsets."""
+    result = check_run(CASES / "dynamic_cases.py", 2, "--check")
+    heads = [line for line in result.stderr.splitlines()
+             if line.startswith("shmrma-check: data race on ")]
+    assert heads and all(re.search(r", addresses 0x[0-9a-f]+\.\.0x[0-9a-f]+ of rank 0's "
+                                   r"attached memory$", line) for line in heads), heads
+
+
 def test_report_names_both_accesses_and_what_would_order_them():
     result = check_run(CASES / "fence_cases.py", 2, "--check")
     block = next(text for text in result.stderr.split("shmrma-check: data race on ")

@@ -17,7 +17,7 @@ import zlib
 from .. import constants, mailbox, memory, rma
 from .. import buffers
 from ..epoch import HELD_EXCLUSIVE
-from ..window import share_segment
+from ..window import WIN_FLAVOR_DYNAMIC, share_segment
 from . import accesses, loads, origin, report, stores
 from .accesses import (ACCUMULATE, COMPARE_AND_SWAP, FETCH_AND_OP, GET, GET_ACCUMULATE,
                        PUT, Access)
@@ -64,11 +64,21 @@ class WindowCheck:
         self.last_site = 0          # of the latest access
         self.last_held = []         # the buffers the latest call holds (for its request)
         shadow = stores.Shadow.of(state)
-        self.stores = stores.Stores(self, shadow) if shadow is not None else None
+        regions = stores.RegionShadows.of(state) if shadow is None else None
+        self.stores = (stores.Stores(self, shadow) if shadow is not None else
+                       stores.DynamicStores(self, regions) if regions is not None else None)
         self.loads = loads.Loads.of(self)
         self.synced = False     # a Win.Sync since the last look: its loads may be polls
+        self.looking = False    # look_local runs before this rank's releases
+        self.dynamic = state.flavor == WIN_FLAVOR_DYNAMIC   # offsets are addresses
         if self.loads is not None or self.stores is not None and state.sizes[self.me]:
+            self.look_from_now()
+
+    def look_from_now(self):
+        """Look at this rank's own loads and stores before each of its releases."""
+        if not self.looking:
             clock().look_before_releases(self.look_local)
+            self.looking = True
 
     def close(self):
         """Stop checking the window (before it is freed or changes its group)."""
@@ -175,7 +185,7 @@ class WindowCheck:
         pair = sorted([(row_site, int(row["kind"])), (here, access.kind)])
         c.report_once(key_of(*(zlib.crc32(("%s|%d" % p).encode()) for p in pair)),
                       lambda: report.race(self.name(), target, row, row_site, c.me, access,
-                                          here))
+                                          here, self.dynamic))
 
     def _prune(self, target, rows):
         """Forget the records every rank of the window is ordered after."""
@@ -310,8 +320,7 @@ def _noted(check, kind, target_rank, runs, basic, defaults, op, perform, held):
                else accesses.NO_OP_CODE if op == rma.ops.NO_OP else _code(repr(op)))
     synchronizes = check.log.synchronizes(runs[0], runs[1], kind)
     # (bytes outside the target's memory: the real call raises ERR_RMA_RANGE)
-    shadowed = (check.stores is not None
-                and 0 <= runs[0][0] and runs[1][-1] <= check.state.sizes[target_rank])
+    shadowed = check.stores is not None and check.stores.covers(target_rank, *runs)
     if synchronizes or shadowed:
         result = _performed_locked(check, c, target_rank, runs, (kind, op_code, basic),
                                    perform, synchronizes, shadowed,
@@ -704,16 +713,21 @@ def _install_attach(Win):
         check = _check_of(self)
         if check is not None:
             view = memoryview(memory_object)
-            had = check.loads
-            check.loads = loads.Loads.attached(check, memory.get_address(view), view.nbytes)
-            if had is None and check.loads is not None and check.stores is None:
-                clock().look_before_releases(check.look_local)
+            address = memory.get_address(view)
+            if check.stores is not None:
+                check.stores.attached(address, view.nbytes)
+            check.loads = loads.Loads.attached(check, address, view.nbytes)
+            if check.loads is not None or check.stores is not None:
+                check.look_from_now()
 
     def Detach(self, memory_object):
         check = _check_of(self)
-        if check is not None and check.loads is not None:
-            check.look_local()          # the loads of the region so far
-            check.loads.detached(memory.get_address(memory_object))
+        if check is not None and (check.loads is not None or check.stores is not None):
+            check.look_local()          # the loads and stores of the region so far
+            address = memory.get_address(memory_object)
+            for watch in (check.loads, check.stores):
+                if watch is not None:
+                    watch.detached(address)
         detach(self, memory_object)
     Win.Attach = functools.wraps(attach)(Attach)
     Win.Detach = functools.wraps(detach)(Detach)

@@ -67,16 +67,24 @@ def _remedy(first_call, first_rank, pending, second_rank, epochs):
                   "synchronization counter" % second_rank)
 
 
-def race(window, target, row, row_site, me, access, site):
+def _bytes_of(low, high, target, dynamic):
+    """Where the racing bytes are: offsets into the target's memory, or (``dynamic``:
+    its displacements are addresses) the addresses in the regions it attached."""
+    if dynamic:
+        return "addresses %#x..%#x of rank %d's attached memory" % (low, high - 1, target)
+    return "bytes %d..%d of rank %d's memory" % (low, high - 1, target)
+
+
+def race(window, target, row, row_site, me, access, site, dynamic=False):
     """The text of one race between a recorded access ``row`` and the new ``access``."""
     first, second = accesses.CALL_NAMES[int(row["kind"])], accesses.CALL_NAMES[access.kind]
     low = max(int(row["low"]), int(access.lows[0]))
     high = min(int(row["high"]), int(access.highs[-1]))
     origin = int(row["origin"])
     epochs = (int(row["epoch"]), access.epoch)
-    return ("shmrma-check: data race on %s, bytes %d..%d of rank %d's memory\n"
+    return ("shmrma-check: data race on %s, %s\n"
             "  %s\n  %s\n  %s\n" % (
-                window, low, high - 1, target,
+                window, _bytes_of(low, high, target, dynamic),
                 _describe(int(row["kind"]), origin, row_site, epochs[0], target),
                 _describe(access.kind, me, site, epochs[1], target),
                 _remedy(first, origin, int(row["stamp"]) == accesses.PENDING, me, epochs)))
@@ -101,19 +109,19 @@ def buffer_race(window, held, first, last, me, made, here):
                 here, call, rule, call))
 
 
-def unseen_store(window, target, run, me, access, site):
+def unseen_store(window, target, run, me, access, site, dynamic=False):
     """The text of an RMA that met a store its target made since it last synchronized
     (stores.py): the store's line is not known yet."""
     low, high = run
     call = accesses.CALL_NAMES[access.kind]
-    return ("shmrma-check: data race on %s, bytes %d..%d of rank %d's memory\n"
+    return ("shmrma-check: data race on %s, %s\n"
             "  Store by rank %d to its own window memory, made since its last "
             "synchronization call (its line is not known: it has made no MPI call since)\n"
             "  %s\n"
             "  rank %d stored into its window memory while rank %d's %s could reach it: "
             "order the store before the %s (a Fence, Post/Start, a Barrier, a message, an "
             "exclusive lock on its own window, ...)\n" % (
-                window, low, high - 1, target, target,
+                window, _bytes_of(low, high, target, dynamic), target,
                 _describe(access.kind, me, site, access.epoch, target), target, me, call,
                 call))
 

@@ -13,10 +13,13 @@ that finds a store its owner has not looked at yet (the memory differs from the
 shadow on its bytes) races with it: the owner made it in its current epoch,
 which no other rank has acquired.
 
-Checked: the ALLOCATE and CREATE flavors (not shared windows, whose memory every
-rank stores into directly, nor dynamic ones). Not seen: loads, and a store that
+Checked: the ALLOCATE and CREATE flavors, and the DYNAMIC flavor, whose regions
+each get a shadow segment of their own from their Attach to their Detach, listed
+in a table per rank (RegionShadows). Not shared windows, whose memory every rank
+stores into directly (loads.py watches those). Not seen: loads, and a store that
 writes the value already there.
 """
+import ctypes
 import time
 import zlib
 
@@ -56,6 +59,14 @@ class Shadow:
         segment = share_segment(state.comm, -(-sum(sizes) // 8) * 8 + 8 * len(sizes),
                                 "race checking")
         return cls(segment, sizes, state.rank, state.targets[state.rank].address)
+
+    def covers(self, target, lows, highs):
+        """Whether the runs are inside ``target``'s memory (the others: the real call
+        raises ERR_RMA_RANGE)."""
+        return 0 <= lows[0] and highs[-1] <= self.sizes[target]
+
+    def own_bytes(self):
+        return self.sizes[self.me]
 
     def own(self):
         """(address, bytes) of this rank's shadow."""
@@ -109,9 +120,12 @@ class Stores:
         lows, highs = found if found is not None else self._found_runs(
             check.log.locked(check.me))
         self._spent(time.perf_counter() - started)
-        if not lows:
-            return
-        c = clock()
+        if lows:
+            self._record(lows, highs)
+
+    def _record(self, lows, highs):
+        """Record the stores found at the byte runs, and report what they race with."""
+        check, c = self.check, clock()
         store = Access(numpy.array(lows, numpy.int64), numpy.array(highs, numpy.int64),
                        STORE, 0, 0, c.site(report.call_site()), check.local_epoch_kind())
         # every rank of the window is ordered after this rank's stores up to here
@@ -128,10 +142,14 @@ class Stores:
                 "rank %d has spent %.0f s comparing its %d MiB of window memory with its "
                 "shadow copy, at each synchronization call, to find its own stores; "
                 "--check=no-stores leaves them out" % (
-                    self.check.state.rank, self.spent, self.shadow.sizes[self.check.me] >> 20),
+                    self.check.state.rank, self.spent, self.shadow.own_bytes() >> 20),
                 WARN_STORES)
 
     # --- at an RMA to a target (its checking lock held) ---
+    def covers(self, target, lows, highs):
+        """Whether the stores to the runs of ``target``'s memory are checked."""
+        return self.shadow.covers(target, lows, highs)
+
     def addresses(self, target):
         """(memory, shadow) addresses of ``target``'s memory here, or None when it is
         not mapped into this process (private memory: the Python path reads it)."""
@@ -176,10 +194,137 @@ class Stores:
         c.report_once(key_of(zlib.crc32(("%d|unseen|%s|%d" % (target, here, access.kind))
                                         .encode())),
                       lambda: report.unseen_store(check.name(), target, run, c.me, access,
-                                                  here))
+                                                  here, check.dynamic))
 
     def close(self):
         self.shadow.close()
+
+
+class RegionShadows:
+    """The shadow copies of a dynamic window's attached regions: each region a shadow
+    segment of its own, made by its rank at Attach and listed in that rank's table
+    (dynamic.RegionTable's layout: address, size, the segment's name) in a segment
+    of the window; the others map a segment when they first write into its region."""
+
+    def __init__(self, segment, me, nranks):
+        from ..dynamic import TABLE_BYTES, RegionTable
+        self.segment, self.me = segment, me
+        self.tables = [RegionTable(segment.buffer, rank * TABLE_BYTES, segment.address)
+                       for rank in range(nranks)]
+        self.mine = {}          # region address -> (its shadow segment, size)
+        self.mapped = {}        # name -> another rank's shadow segment, mapped here
+
+    @classmethod
+    def of(cls, state):
+        """A dynamic window's region shadows (collective), or None when its stores
+        are not checked."""
+        from ..dynamic import table_bytes
+        from ..window import WIN_FLAVOR_DYNAMIC, share_segment
+        from . import stores_watched
+        if state.flavor != WIN_FLAVOR_DYNAMIC or not stores_watched():
+            return None
+        n = len(state.sizes)
+        return cls(share_segment(state.comm, table_bytes(n), "race checking"), state.rank, n)
+
+    def attach(self, address, nbytes):
+        """Shadow the region just attached: a copy of it as it is now."""
+        from .. import job, segments
+        shadow = segments.Segment.create(job.current().job_id, nbytes)
+        ctypes.memmove(shadow.address, address, nbytes)
+        self.tables[self.me].attach(address, nbytes, shadow.name)
+        self.mine[address] = (shadow, nbytes)
+
+    def detach(self, address):
+        found = self.mine.pop(address, None)
+        if found is not None:
+            self.tables[self.me].detach(address)
+            found[0].unlink()
+            found[0].close()
+
+    def own(self):
+        """[(region address, its shadow's address, bytes)] of this rank's regions, by
+        address."""
+        return sorted((address, shadow.address, nbytes)
+                      for address, (shadow, nbytes) in self.mine.items())
+
+    def own_bytes(self):
+        return sum(nbytes for _, nbytes in self.mine.values())
+
+    def _regions(self, target, lows, highs):
+        """The (address, shadow address) of ``target``'s region holding each run, or
+        None when a run is in none (the real call raises ERR_RMA_RANGE)."""
+        entries = self.tables[target].entries()
+        found = []
+        for low, high in zip(lows, highs):
+            region = next(((address, size, name) for address, size, name in entries
+                           if address <= low and high <= address + size), None)
+            if region is None:
+                return None
+            found.append((region[0], self._shadow_address(target, *region)))
+        return found
+
+    def _shadow_address(self, target, address, size, name):
+        if target == self.me:
+            return self.mine[address][0].address
+        shadow = self.mapped.get(name)
+        if shadow is None:
+            from .. import segments
+            shadow = self.mapped[name] = segments.Segment.attach(name, size)
+        return shadow.address
+
+    def covers(self, target, lows, highs):
+        return self._regions(target, lows, highs) is not None
+
+    def of_target(self, target, lows, highs):
+        """The shadow bytes of ``target`` at the runs (a view per run)."""
+        return [numpy.frombuffer((ctypes.c_char * int(high - low)).from_address(
+                    shadow + int(low - address)), numpy.uint8)
+                for (address, shadow), low, high in zip(self._regions(target, lows, highs),
+                                                         lows, highs)]
+
+    def close(self):
+        for address in list(self.mine):
+            self.detach(address)
+        for shadow in self.mapped.values():
+            shadow.close()
+        self.mapped = {}
+        self.tables = []
+        self.segment.close()
+
+
+class DynamicStores(Stores):
+    """Stores of a dynamic window, in the regions its rank attached (their offsets
+    are their addresses, the window's displacements). RMA to them takes the Python
+    path, which reads and writes the shadow through RegionShadows."""
+
+    def __init__(self, check, shadow):
+        self.check, self.shadow = check, shadow
+        self.grain = word_grain(check.state.units[check.me])
+        self.spent = 0.0
+        session = clock().session
+        self.clocks = [session.block(rank)[0] for rank in check.world]
+
+    def look(self):
+        check, lows, highs = self.check, [], []
+        started = time.perf_counter()
+        for address, shadow, nbytes in self.shadow.own():
+            found = accesses.diff(address, shadow, nbytes, self.grain, MAX_RUNS,
+                                  check.log.locked(check.me))
+            lows += [address + low for low in found[0]]
+            highs += [address + high for high in found[1]]
+        self._spent(time.perf_counter() - started)
+        if lows:
+            self._record(lows, highs)
+
+    def addresses(self, target):
+        return None
+
+    def attached(self, address, nbytes):
+        if nbytes:
+            self.shadow.attach(address, nbytes)
+
+    def detached(self, address):
+        self.shadow.detach(address)
 
 
 def word_grain(unit):

@@ -56,6 +56,20 @@ if rank == 0:
 win.Unlock_all()
 comm.Barrier()
 
+win.Fence()                                             # its stores (stores.py): found at
+if rank == A:                                           # the owner's next call, marked there
+    time.sleep(0.02)
+    win.Put(one, 0, where[0] + 2 * PAGE * 8 + 8)        # race DS
+    win.Get(out, 0, where[1] + 1 * PAGE * 8)            # race DG
+    win.Put(one, 0, where[0] + 2 * PAGE * 8 + 24)
+if rank == 0:
+    array[2 * PAGE + 1] = 5.0
+    other[1 * PAGE] = 6.0
+win.Fence()                                             # race DS race DG
+if rank == 0:
+    array[2 * PAGE + 3] = 8.0                           # after the Fence: ordered
+win.Fence()
+
 if rank == 0:                                           # the region is no window memory now
     win.Detach(array)
 win.Fence()
