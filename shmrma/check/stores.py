@@ -23,6 +23,7 @@ import ctypes
 import time
 import zlib
 
+from .. import atomic
 from ..lazy import numpy
 from . import accesses, report
 from .accesses import STORE, Access
@@ -213,6 +214,7 @@ class RegionShadows:
                        for rank in range(nranks)]
         self.mine = {}          # region address -> (its shadow segment, size)
         self.mapped = {}        # name -> another rank's shadow segment, mapped here
+        self.read = {}          # rank -> (its table's version, its entries then)
 
     @classmethod
     def of(cls, state):
@@ -253,7 +255,7 @@ class RegionShadows:
     def _regions(self, target, lows, highs):
         """The (address, shadow address) of ``target``'s region holding each run, or
         None when a run is in none (the real call raises ERR_RMA_RANGE)."""
-        entries = self.tables[target].entries()
+        entries = self._entries(target)
         found = []
         for low, high in zip(lows, highs):
             region = next(((address, size, name) for address, size, name in entries
@@ -262,6 +264,15 @@ class RegionShadows:
                 return None
             found.append((region[0], self._shadow_address(target, *region)))
         return found
+
+    def _entries(self, target):
+        """``target``'s table, read again only when its version moved."""
+        table = self.tables[target]
+        version = atomic.load32(table.version)
+        cached = self.read.get(target)
+        if cached is None or cached[0] != version or version & 1:
+            cached = self.read[target] = (version, table.entries())
+        return cached[1]
 
     def _shadow_address(self, target, address, size, name):
         if target == self.me:
