@@ -298,16 +298,18 @@ def _describe(area, sequence, reader=None):
 
 def wait_check(state, sequence, first, reader):
     """Between the slices of a step's wait in C: say what this rank waits for
-    (``reader`` >= 0: that member's reading of the step), and raise the job's
-    problem (an abort, a dead peer) if there is one."""
+    (``reader`` >= 0: that member's reading of the step), and return the job's
+    problem (an abort, a dead peer) if there is one, else None. C raises it only
+    if the step is still not done after: a peer publishes its exit after its last
+    contribution, so the problem read first never blames a peer that did arrive."""
     text = _describe(area_of(state), sequence, reader if reader >= 0 else None)
     world = job.current()
     if first:
         world.note_waiting(text)
     problem = job.job_problem(state.ranks, text)
-    if problem is not None:
-        raise problem
-    job.run_idle_hooks()
+    if problem is None:
+        job.run_idle_hooks()
+    return problem
 
 
 def wait_over():

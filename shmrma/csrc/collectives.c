@@ -19,7 +19,8 @@
 static Py_ssize_t AREA_HEADER, SLOT_HEADER, READ_LINE;
 static int SLICED_ABOVE;        /* from more ranks on, large folds are sliced */
 static double WAIT_SLICE;
-static PyObject *g_check;       /* collarea.wait_check(state, sequence, first, reader) */
+static PyObject *g_check;       /* collarea.wait_check(state, sequence, first, reader):
+                                   * None, or the job's problem to raise */
 static PyObject *g_over;        /* collarea.wait_over() */
 static PyObject *g_in_place;    /* MPI.IN_PLACE */
 static int g_setup_done = 0;
@@ -113,6 +114,14 @@ await_cell(CommCore *c, PyObject *state, int which, uint32_t sequence, int rank,
         noted = 1;
         if (result == NULL) {
             rc = -1;
+            break;
+        }
+        if (result != Py_None) {    /* the job's problem, read before the step again */
+            if (!done(c, which, sequence, rank)) {
+                PyErr_SetObject((PyObject *)Py_TYPE(result), result);
+                rc = -1;
+            }
+            Py_DECREF(result);
             break;
         }
         Py_DECREF(result);
