@@ -440,8 +440,9 @@ OWN_RATIOS = (
       "Halo n=4: Fence on both, us/iter", "shmrma Fence", 0.8),)
 
 WHEN_MISSED["Halo A3 n=4: counters vs Fence, shmrma both, us/iter"] = (
-    "4 ranks on 2 CPUs run two stencils per CPU an iteration (about 40 us), and A3 "
-    "sits at that floor (39-41 us in 2000-iteration runs) while the Fence halo reaches "
+    "4 ranks on 2 CPUs run two stencils per CPU an iteration (about 40 us), and the "
+    "counters halo sits at that floor (39-41 us in 2000-iteration runs) while the Fence "
+    "halo reaches "
     "it only when the scheduler is kind (40-70 us in the same runs): the ratio is "
     "0.7-1.0 run to run, and noisier in --quick's 200 iterations")
 
