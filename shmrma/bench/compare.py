@@ -444,7 +444,7 @@ WHEN_MISSED["Halo A3 n=4: counters vs Fence, shmrma both, us/iter"] = (
     "counters halo sits at that floor (39-41 us in 2000-iteration runs) while the Fence "
     "halo reaches "
     "it only when the scheduler is kind (40-70 us in the same runs): the ratio is "
-    "0.7-1.0 run to run, and noisier in --quick's 200 iterations")
+    "0.7-1.0 run to run, and noisier in short runs")
 
 # the cases of other suites those rows need, so the counters suite alone has them all
 _OWN_TITLES = {title for _, form, against, _, _ in OWN_RATIOS for title in (form, against)}
