@@ -110,9 +110,8 @@ class CounterWindow:
         self.free_slots = list(reversed(range(self.slots)))
         self.active = {}        # id -> started, uncompleted request (Win.Free checks)
         self.allocated = 0
-        self._old = np.zeros(1, dtype="i8")
-        self._new = np.zeros(1, dtype="i8")
-        # a compare-and-swap's new, compared and seen words (array items: cheap to set)
+        # an atomic's new, compared and seen words (array items: cheap to set), and
+        # their buffer specs
         self._cells = array.array("q", bytes(24))
         cells = memoryview(self._cells)
         self._swap = tuple([cells[i:i + 1], _WORD] for i in range(3))
@@ -170,15 +169,16 @@ class CounterWindow:
 
     def _read_word(self, rank, slot):
         make_progress()     # every wait polls here: peers' Flushes may need this rank
-        self.win.Fetch_and_op([self._new, _WORD], [self._old, _WORD], rank, slot, _mpi.NO_OP)
+        new, _, seen = self._swap
+        self.win.Fetch_and_op(new, seen, rank, slot, _mpi.NO_OP)
         self.win.Flush(rank)
-        word = self._guess[rank, slot] = int(self._old[0])
+        word = self._guess[rank, slot] = self._cells[2]
         return word
 
     def publish_phase(self, phase):
         """This rank entered window barrier ``phase`` (winbarrier.py)."""
-        self._new[0] = phase
-        self.win.Accumulate([self._new, _WORD], self.rank, self.phase_slot, _mpi.REPLACE)
+        self._cells[0] = phase
+        self.win.Accumulate(self._swap[0], self.rank, self.phase_slot, _mpi.REPLACE)
         self.win.Flush(self.rank)
 
     def phase_of(self, rank):
@@ -279,6 +279,8 @@ class CounterWindow:
             syncs[index] = SYNC_NULL
 
     def close(self):
+        if self._words is not None:
+            self._words.release()
         self.win.Unlock_all()
         self.win.Free()
         if self._progress is not None:
