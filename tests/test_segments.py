@@ -210,6 +210,40 @@ def test_full_dev_shm_gives_err_no_mem_never_sigbus(tmp_path):
     assert "got small" in result.stdout
 
 
+CHECKED_WINDOW = """
+import os
+import numpy as np
+from shmrma import MPI
+comm = MPI.COMM_WORLD
+win = MPI.Win.Allocate(int(os.environ["WINDOW_BYTES"]), 8, comm=comm)
+mine = np.frombuffer(win.tomemory(), "f8")
+win.Fence()
+mine[0] = 1.0
+win.Fence()
+win.Free()
+print("rank %d done" % comm.rank)
+"""
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("window_bytes, unchecked", [(5 << 19, "the stores to window memory"),
+                                                     (3 << 20, "the window created at")])
+def test_the_race_checker_without_room_in_dev_shm_lets_the_program_run(
+        tmp_path, window_bytes, unchecked):
+    """lessons 2 under --check: a window that fits in /dev/shm, whose shadow copy (or
+    the checker's record) does not, is created all the same on every rank; the
+    checker says once what it leaves unchecked, and why."""
+    prog = tmp_path / "checked.py"
+    prog.write_text(CHECKED_WINDOW)
+    result = small_dev_shm(["env", "WINDOW_BYTES=%d" % window_bytes, sys.executable, "-m",
+                            "shmrma.run", "--check", "-n", "2", str(prog)], size="8m")
+    assert result.returncode == 0, result.stderr
+    assert sorted(result.stdout.split("\n")[:2]) == ["rank 0 done", "rank 1 done"]
+    warnings = [line for line in result.stderr.splitlines() if "warning:" in line]
+    assert len(warnings) == 1 and unchecked in warnings[0], result.stderr
+    assert "/dev/shm" in warnings[0] and "not checked" in warnings[0]
+
+
 @pytest.mark.timeout(90)
 def test_world_too_large_for_dev_shm(tmp_path):
     """lessons 2: when even the world segment does not fit, the launcher says so (bytes,

@@ -703,6 +703,20 @@ def _install_window_sync(Win):
         setattr(Win, function.__name__, functools.wraps(real[function.__name__])(function))
 
 
+def _checked_window(win, site):
+    """The window's check (collective), or None on every rank when /dev/shm has no
+    room for its record: the window then goes unchecked, the program runs on."""
+    from .. import errors
+    try:
+        return WindowCheck(win, site)
+    except errors.Exception as exc:
+        if exc.Get_error_class() != errors.ERR_NO_MEM:
+            raise
+        clock().warn_once("the window created at %s is not checked: no room for the race "
+                          "checker's record of it (%s)" % (site, exc))
+        return None
+
+
 def _install_attach(Win):
     """A dynamic window's loads are watched in the regions its rank attached, from
     the Attach to the Detach (loads.py)."""
@@ -739,7 +753,7 @@ def _install_creation(Win):
 
         def create(cls, *args, _made=made, **kwargs):
             win = _made(cls, *args, **kwargs)
-            win._race_check = WindowCheck(win, report.call_site())
+            win._race_check = _checked_window(win, report.call_site())
             return win
         setattr(Win, name, classmethod(functools.wraps(made)(create)))
     _install_attach(Win)
@@ -763,7 +777,7 @@ def _install_creation(Win):
         if check is not None:
             check.close()
         if getattr(result, "_state", None) is not None:
-            result._race_check = WindowCheck(result, site)
+            result._race_check = _checked_window(result, site)
         return result
     Win.Change_comm = functools.wraps(change)(Change_comm)
 

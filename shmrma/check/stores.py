@@ -46,7 +46,7 @@ class Shadow:
     @classmethod
     def of(cls, state):
         """A window's shadow (collective), or None when its stores are not checked."""
-        from ..window import WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_CREATE, share_segment
+        from ..window import WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_CREATE
         from . import stores_watched
         sizes = list(state.sizes)
         if not stores_watched():
@@ -57,8 +57,9 @@ class Shadow:
             clock().warn_once("a window holds more than %d MiB; the stores of its ranks to "
                               "their window memory are not checked" % (SHADOW_MAX >> 20))
             return None
-        segment = share_segment(state.comm, -(-sum(sizes) // 8) * 8 + 8 * len(sizes),
-                                "race checking")
+        segment = _shared_or_none(state.comm, -(-sum(sizes) // 8) * 8 + 8 * len(sizes))
+        if segment is None:
+            return None
         return cls(segment, sizes, state.rank, state.targets[state.rank].address)
 
     def covers(self, target, lows, highs):
@@ -221,17 +222,22 @@ class RegionShadows:
         """A dynamic window's region shadows (collective), or None when its stores
         are not checked."""
         from ..dynamic import table_bytes
-        from ..window import WIN_FLAVOR_DYNAMIC, share_segment
+        from ..window import WIN_FLAVOR_DYNAMIC
         from . import stores_watched
         if state.flavor != WIN_FLAVOR_DYNAMIC or not stores_watched():
             return None
         n = len(state.sizes)
-        return cls(share_segment(state.comm, table_bytes(n), "race checking"), state.rank, n)
+        segment = _shared_or_none(state.comm, table_bytes(n))
+        return None if segment is None else cls(segment, state.rank, n)
 
     def attach(self, address, nbytes):
         """Shadow the region just attached: a copy of it as it is now."""
-        from .. import job, segments
-        shadow = segments.Segment.create(job.current().job_id, nbytes)
+        from .. import errors, job, segments
+        try:
+            shadow = segments.Segment.create(job.current().job_id, nbytes)
+        except errors.Exception as exc:
+            _no_room(exc)
+            return
         ctypes.memmove(shadow.address, address, nbytes)
         self.tables[self.me].attach(address, nbytes, shadow.name)
         self.mine[address] = (shadow, nbytes)
@@ -336,6 +342,26 @@ class DynamicStores(Stores):
 
     def detached(self, address):
         self.shadow.detach(address)
+
+
+def _shared_or_none(comm, nbytes):
+    """A segment every rank of ``comm`` maps (collective), or None on every rank when
+    /dev/shm has no room for it: the stores then go unchecked, the program runs on."""
+    from .. import errors
+    from ..window import share_segment
+    try:
+        return share_segment(comm, nbytes, "race checking")
+    except errors.Exception as exc:
+        _no_room(exc)
+        return None
+
+
+def _no_room(exc):
+    from .. import errors
+    if exc.Get_error_class() != errors.ERR_NO_MEM:
+        raise exc
+    clock().warn_once("the stores to window memory are not checked: no room for their "
+                      "shadow copy (%s)" % exc, WARN_STORES)
 
 
 def word_grain(unit):
