@@ -370,10 +370,11 @@ class SyncOpsRequest(_SyncRequest):
     @errors.translated
     def Wait(self, status=None):
         """Ready at once: the signal is made here (no poll)."""
-        if self._active:
-            self._complete(status)
-        else:
+        if status is not None:
             empty(status)
+        if self._active:
+            self._signal()
+            self._completed = True
         return True
 
     def _deactivate(self):
