@@ -196,6 +196,8 @@ class WindowCheck:
     def complete(self, targets, modes=7, only=None):
         """Stamp this rank's pending accesses at ``targets`` (of the kinds in ``modes``,
         or just one request's: ``only``); only targets it has accessed are looked at."""
+        if not modes and only is None:
+            return              # no kind of RMA (a counter's pure notification)
         c = clock()
         for target in self.pending.intersection(targets):
             self.log.complete(target, c.me, c.epoch, modes, only)
@@ -205,6 +207,8 @@ class WindowCheck:
     def complete_locally(self, targets=None, modes=7, only=None):
         """The origin's buffers of the calls now complete locally (R35): report those
         the program changed since (at ``targets``, None for all; see origin.Buffers)."""
+        if not modes and only is None:
+            return
         changed = self.buffers.complete(targets, modes, only)
         if not changed:
             return
