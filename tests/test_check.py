@@ -106,6 +106,40 @@ def test_dynamic_window_reports_name_addresses():
                                    r"attached memory$", line) for line in heads), heads
 
 
+REATTACH_PROGRAM = """
+import numpy as np
+from shmrma import MPI
+comm = MPI.COMM_WORLD
+win = MPI.Win.Create_dynamic(comm=comm)
+for round_ in range(30):
+    region = np.zeros(64)
+    if comm.rank == 0:
+        win.Attach(region)
+    address = comm.bcast(MPI.Get_address(region), 0)
+    win.Fence()
+    if comm.rank == 1:
+        win.Put(np.full(1, float(round_)), 0, address + 8)
+    win.Fence()
+    if comm.rank == 0:
+        assert region[1] == round_
+        win.Detach(region)
+    comm.Barrier()
+if comm.rank == 1:
+    print("mapped", len(win._race_check.stores.shadow.mapped))
+win.Free()
+"""
+
+
+def test_dynamic_regions_attached_again_and_again_keep_one_shadow_mapped(tmp_path):
+    """R15, R19: a region attached, written by RMA and detached 30 times: the writer
+    maps the shadow of the regions attached now only, not of every one before."""
+    program = tmp_path / "program.py"
+    program.write_text(REATTACH_PROGRAM)
+    result = check_run(program, 2, "--check")
+    assert result.returncode == 0, result.stderr
+    assert "mapped 1" in result.stdout, result.stdout + result.stderr
+
+
 def test_report_names_both_accesses_and_what_would_order_them():
     result = check_run(CASES / "fence_cases.py", 2, "--check")
     block = next(text for text in result.stderr.split("shmrma-check: data race on ")

@@ -214,7 +214,7 @@ class RegionShadows:
         self.tables = [RegionTable(segment.buffer, rank * TABLE_BYTES, segment.address)
                        for rank in range(nranks)]
         self.mine = {}          # region address -> (its shadow segment, size)
-        self.mapped = {}        # name -> another rank's shadow segment, mapped here
+        self.mapped = {}        # name -> (rank, its shadow segment mapped here)
         self.read = {}          # rank -> (its table's version, its entries then)
 
     @classmethod
@@ -272,22 +272,26 @@ class RegionShadows:
         return found
 
     def _entries(self, target):
-        """``target``'s table, read again only when its version moved."""
+        """``target``'s table, read again only when its version moved (then the
+        shadows of the regions it detached are unmapped here)."""
         table = self.tables[target]
         version = atomic.load32(table.version)
         cached = self.read.get(target)
         if cached is None or cached[0] != version or version & 1:
             cached = self.read[target] = (version, table.entries())
+            live = {name for _, _, name in cached[1]}
+            for name in [name for name, (rank, _) in self.mapped.items()
+                         if rank == target and name not in live]:
+                self.mapped.pop(name)[1].close()
         return cached[1]
 
     def _shadow_address(self, target, address, size, name):
         if target == self.me:
             return self.mine[address][0].address
-        shadow = self.mapped.get(name)
-        if shadow is None:
+        if name not in self.mapped:
             from .. import segments
-            shadow = self.mapped[name] = segments.Segment.attach(name, size)
-        return shadow.address
+            self.mapped[name] = (target, segments.Segment.attach(name, size))
+        return self.mapped[name][1].address
 
     def covers(self, target, lows, highs):
         return self._regions(target, lows, highs) is not None
@@ -302,7 +306,7 @@ class RegionShadows:
     def close(self):
         for address in list(self.mine):
             self.detach(address)
-        for shadow in self.mapped.values():
+        for _, shadow in self.mapped.values():
             shadow.close()
         self.mapped = {}
         self.tables = []
