@@ -14,7 +14,7 @@ import inspect
 import operator
 import zlib
 
-from .. import constants, mailbox, memory, rma
+from .. import constants, dynamic, mailbox, memory, rma
 from .. import buffers
 from ..epoch import HELD_EXCLUSIVE
 from ..window import WIN_FLAVOR_DYNAMIC, share_segment
@@ -730,11 +730,10 @@ def _install_attach(Win):
         attach(self, memory_object)
         check = _check_of(self)
         if check is not None:
-            view = memoryview(memory_object)
-            address = memory.get_address(view)
+            address, nbytes, _ = dynamic.describe(memory_object)
             if check.stores is not None:
-                check.stores.attached(address, view.nbytes)
-            check.loads = loads.Loads.attached(check, address, view.nbytes)
+                check.stores.attached(address, nbytes)
+            check.loads = loads.Loads.attached(check, address, nbytes)
             if check.loads is not None or check.stores is not None:
                 check.look_from_now()
 

@@ -92,17 +92,22 @@ class Stores:
         """Collective: every rank's shadow holds its memory as created before any
         rank can reach it (a Lock_all right after the creation may)."""
         from ..window import _agree
-        self.check, self.shadow = check, shadow
-        self.grain = word_grain(check.state.units[check.me])
+        self._start(check, shadow)
         self._found_runs(check.log.locked(check.me))
         _agree(check.state.comm, (None, None), "race checking")
-        self.spent = 0.0        # seconds this rank's looks have compared memory
-        session = clock().session
-        self.clocks = [session.block(rank)[0] for rank in check.world]
         self._addresses = [self._mapped(target) for target in range(len(check.world))]
         shadow_address, nbytes = shadow.own()
         self._diff_args = ((shadow.own_address, shadow_address, nbytes, self.grain, MAX_RUNS,
                             check.log.lock_cell(check.me)) if nbytes else None)
+
+    def _start(self, check, shadow):
+        self.check, self.shadow = check, shadow
+        # covers(target, lows, highs): whether the stores to those bytes are checked
+        self.covers = shadow.covers
+        self.grain = word_grain(check.state.units[check.me])
+        self.spent = 0.0        # seconds this rank's looks have compared memory
+        session = clock().session
+        self.clocks = [session.block(rank)[0] for rank in check.world]
 
     def _found_runs(self, lock=None):
         address, nbytes = self.shadow.own()
@@ -148,10 +153,6 @@ class Stores:
                 WARN_STORES)
 
     # --- at an RMA to a target (its checking lock held) ---
-    def covers(self, target, lows, highs):
-        """Whether the stores to the runs of ``target``'s memory are checked."""
-        return self.shadow.covers(target, lows, highs)
-
     def addresses(self, target):
         """(memory, shadow) addresses of ``target``'s memory here, or None when it is
         not mapped into this process (private memory: the Python path reads it)."""
@@ -319,11 +320,7 @@ class DynamicStores(Stores):
     path, which reads and writes the shadow through RegionShadows."""
 
     def __init__(self, check, shadow):
-        self.check, self.shadow = check, shadow
-        self.grain = word_grain(check.state.units[check.me])
-        self.spent = 0.0
-        session = clock().session
-        self.clocks = [session.block(rank)[0] for rank in check.world]
+        self._start(check, shadow)
 
     def look(self):
         check, lows, highs = self.check, [], []

@@ -439,19 +439,23 @@ class CounterCalls:
         self._counter_epochs += 1
         if target is not None:
             self._covering.setdefault(target, []).append(mode)
-            self._covered[target] = self._covered.get(target, 0) | mode
+            self._cover(target)
         if self._counter_epochs == 1:
             self._update_rma_guard()
 
     def _close_counter_epoch(self, target=None, mode=0):
         if target is not None:
-            modes = self._covering[target]
-            modes.remove(mode)
-            self._covered[target] = functools.reduce(operator.or_, modes, 0)
+            self._covering[target].remove(mode)
+            self._cover(target)
         self._counter_epochs -= 1
         if not self._counter_epochs:
             self.Unlock_all()
             self._update_rma_guard()
+
+    def _cover(self, target):
+        """The RMA guard's mask of the kinds covered at ``target``, from the modes of
+        the active Sync_ops requests there."""
+        self._covered[target] = functools.reduce(operator.or_, self._covering[target], 0)
 
     def _refuse_uncovered(self, call, target):
         """ERR_RMA_SYNC for RMA in the counter epoch that no active Sync_ops request to
