@@ -135,6 +135,7 @@ class Clock:
         self._rings = {}        # rank -> acquire()'s arguments for its ring
         self._watched = []      # windows whose local loads may observe atomics (Win.Sync)
         self._looks = []        # windows whose stores are found before each release
+        self._warned = set()    # the kinds of warning this rank has counted already
 
     @property
     def accesses(self):
@@ -313,6 +314,9 @@ class Clock:
     def warn_once(self, text, about=WARN_OTHER):
         """Print ``text`` unless a rank printed a warning ``about`` the same already."""
         import sys
+        if about in self._warned:
+            return      # the cell is past 0 for good: skip the shared line's traffic
+        self._warned.add(about)
         if atomic.fetch_add64(self.session.header_address(OFF_WARNED + 8 * about), 1) == 0:
             sys.stderr.write("shmrma-check: warning: %s\n" % text)
 

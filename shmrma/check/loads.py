@@ -96,7 +96,7 @@ class Loads:
         self.regions = {}       # slot -> (its first page's offset, pages, the address given)
         for slot, address in slots:
             self._watch(slot, address)
-        self.periods, self.armed = 0, False
+        self.periods, self.armed, self.warned = 0, False, False
         self.started, self.spent = time.perf_counter(), 0.0
         from .. import job
         # ranks sharing a CPU wait out each other's faults too
@@ -158,6 +158,9 @@ class Loads:
     def arm(self):
         """Take the pages away for the next period, when the budget allows."""
         if self.spent > max(GRACE, BUDGET * (time.perf_counter() - self.started)):
+            if self.warned:
+                return
+            self.warned = True
             clock().warn_once(
                 "the watch on the ranks' loads of their window memory (a page fault at "
                 "the first access to each page after each synchronization call) has cost "
