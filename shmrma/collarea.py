@@ -428,6 +428,12 @@ def _take(area, parity, start, size, wants):
 
 # --- reductions -----------------------------------------------------------------
 
+class WholeItemsTooLarge(Exception):
+    """A fold of items a user's function must see whole, each larger than a chunk of
+    the large area: every member learns it from the units of the first step, so all
+    of them leave the fold, and the caller moves the vectors another way."""
+
+
 def _chunk(slot, unit):
     """The bytes of a step's chunk of a vector of ``unit``-byte elements."""
     return slot - slot % max(unit, 1)
@@ -458,6 +464,9 @@ def fold(call, send, receive_range, fold_parts, place, itemsize, whole=False):
         call.failed(errors.Exception(errors.ERR_TYPE, "%s: the ranks pass datatypes of "
                                      "different sizes; pass the same datatype everywhere"
                                      % call.name))
+    if unit > large_slot_bytes(small.nranks):
+        call.done()
+        raise WholeItemsTooLarge(unit)
     wanted = local(call, receive_range, lengths)
 
     def combine(start, parts):

@@ -18,7 +18,7 @@ from .collarea import (Call, exchange, fast_allgather, fast_allgather_bytes,
                        fast_allgatherv, fast_allreduce, fast_alltoall, fast_alltoallv,
                        fast_bcast, fast_bcast_bytes, fast_gather, fast_gatherv, fast_reduce,
                        fast_reduce_scatter_block, fast_scan, fast_scatter, fast_scatterv,
-                       fold, local)
+                       WholeItemsTooLarge, fold, local)
 from .comm import _dumps, _loads, slot_barrier
 from .derived import element_dtype
 
@@ -257,6 +257,18 @@ class Collectives:
 
     # --- reductions --------------------------------------------------------------
     def Reduce(self, sendbuf, recvbuf, op=ops.SUM, root=0):
+        self._folding("Ireduce", self._reduce, sendbuf, recvbuf, op, root)
+
+    def _folding(self, nonblocking, run, *args):
+        """``run(*args)``; a user's op over items too large to fold in chunks of the
+        collective area (every rank learns it at the first step) takes the
+        ``nonblocking`` form of the call, which moves whole vectors, and waits."""
+        try:
+            run(*args)
+        except WholeItemsTooLarge:
+            getattr(self, nonblocking)(*args).Wait()
+
+    def _reduce(self, sendbuf, recvbuf, op, root):
         taken = fast_reduce(self._state_value, sendbuf, recvbuf, op, root)
         if taken is True:
             return
@@ -265,13 +277,16 @@ class Collectives:
         if self._s.rank != root:
             send = local(call, _reduce_send, sendbuf, op)
             fold(call, send and send.data, _nothing,
-                 lambda parts: _folded(parts, op, send.datatype), None,
-                 buffers.item_bytes(send.datatype) if send is not None else 0, whole=True)
+                 lambda parts: _folded(parts, op, send.datatype), None, _fold_unit(send, op),
+                 whole=True)
             return
         send, receive = local(call, _reduce_buffers, sendbuf, recvbuf, op) or (None, None)
         self._fold(call, send, receive, op, lambda lengths: (0, self.size), whole=True)
 
     def Allreduce(self, sendbuf, recvbuf, op=ops.SUM):
+        self._folding("Iallreduce", self._allreduce, sendbuf, recvbuf, op)
+
+    def _allreduce(self, sendbuf, recvbuf, op):
         taken = fast_allreduce(self._state_value, sendbuf, recvbuf, op)
         if taken is True:
             return
@@ -280,10 +295,11 @@ class Collectives:
         self._fold(call, send, receive, op, lambda lengths: (0, self.size), whole=True)
 
     def Scan(self, sendbuf, recvbuf, op=ops.SUM):
-        self._scan("Scan", sendbuf, recvbuf, op, 1)
+        self._folding("Iscan", lambda *args: self._scan("Scan", *args, 1), sendbuf, recvbuf, op)
 
     def Exscan(self, sendbuf, recvbuf, op=ops.SUM):
-        self._scan("Exscan", sendbuf, recvbuf, op, 0)
+        self._folding("Iexscan", lambda *args: self._scan("Exscan", *args, 0), sendbuf, recvbuf,
+                      op)
 
     def _scan(self, name, sendbuf, recvbuf, op, inclusive):
         """Rank r folds ranks 0..r (Scan) or 0..r-1 (Exscan: rank 0 receives nothing)."""
@@ -314,10 +330,13 @@ class Collectives:
             offset = start - (block[0] if block else 0)
             receive.data[offset:offset + len(data)] = data
         fold(call, send and send.data, wanted, lambda parts: _folded(parts, op, send.datatype),
-             place, buffers.item_bytes(send.datatype) if send is not None else 0, whole)
+             place, _fold_unit(send, op), whole)
         receive.finish()
 
     def Reduce_scatter_block(self, sendbuf, recvbuf, op=ops.SUM):
+        self._folding("Ireduce_scatter_block", self._reduce_scatter_block, sendbuf, recvbuf, op)
+
+    def _reduce_scatter_block(self, sendbuf, recvbuf, op):
         taken = fast_reduce_scatter_block(self._state_value, sendbuf, recvbuf, op)
         if taken is not True:
             self._reduce_and_scatter("Reduce_scatter_block", sendbuf, recvbuf, op, None, taken)
@@ -325,7 +344,9 @@ class Collectives:
     def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=ops.SUM):
         if recvcounts is None:  # every rank's receive count, as mpi4py gathers them
             recvcounts = own_allgather(self, _count_or_none(recvbuf))
-        self._reduce_and_scatter("Reduce_scatter", sendbuf, recvbuf, op, recvcounts)
+        self._folding("Ireduce_scatter", lambda send, receive, counts, op:
+                      self._reduce_and_scatter("Reduce_scatter", send, receive, op, counts),
+                      sendbuf, recvbuf, recvcounts, op)
 
     def _reduce_and_scatter(self, name, sendbuf, recvbuf, op, counts, taken=None):
         """Rank r folds block r of everyone's vector."""
@@ -565,6 +586,18 @@ def _plain_message(buf, writable, blocks=0):
 def _plain(buf, writable, blocks=0):
     """The data of a message that cannot be Sync handles, to send."""
     return buffers.message(buf, writable, blocks).data
+
+
+def _fold_unit(send, op):
+    """The bytes a fold may cut the vectors at: one basic element for a predefined op,
+    which works element by element (a column of doubles folds 8 bytes at a time, so
+    an item larger than a chunk of the collective area still folds), one whole item
+    for a user's function, which is handed whole items."""
+    if send is None:
+        return 0
+    if op.is_predefined:
+        return element_dtype(send.datatype).itemsize
+    return buffers.item_bytes(send.datatype)
 
 
 def _folded(parts, op, datatype):
