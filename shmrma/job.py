@@ -302,8 +302,16 @@ def run_idle_hooks():
         hook()
 
 
+class Alternatives(tuple):
+    """The peers of waits any one of which will do (Waitany, Waitsome), a tuple of
+    them per wait: it is hopeless once every wait has a peer gone."""
+
+
 def job_problem(peers=(), what=None):
     """The exception a wait should raise now (job aborted, a needed rank gone), or None."""
+    if type(peers) is Alternatives:
+        problems = [job_problem(group, what) for group in peers]
+        return problems[0] if problems and all(problems) else None
     world = current()
     if world.aborted():
         culprit = world.abort_rank()

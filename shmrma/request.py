@@ -407,7 +407,9 @@ def _wait_until(condition, requests):
     from . import mailbox
     live = [r for r in requests if _counts(r)]
     what = lambda: "any of %d requests (%s)" % (len(live), live[0]._describe())  # noqa: E731
-    mailbox.wait_for(mailbox.mailbox(), condition, what)
+    from .job import Alternatives
+    mailbox.wait_for(mailbox.mailbox(), condition, what,
+                     Alternatives(tuple(r._peers()) for r in live))
 
 
 class Prequest(Request):

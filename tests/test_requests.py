@@ -433,3 +433,46 @@ def test_generalized_requests():
     assert out["complete(obj)"] == ({"x": 1}, None)
     assert out["other thread"] is True
     assert out["raised"] == [(MPI.ERR_BUFFER, False), (MPI.ERR_OTHER, False)]
+
+
+WAITANY_WITH_A_RANK_GONE = r"""
+import os, time
+import numpy as np
+from shmrma import MPI
+comm = MPI.COMM_WORLD
+comm.Barrier()
+if comm.rank == 1:
+    os._exit(0)                 # a clean exit: the launcher does not end the job for it
+if comm.rank == 2:
+    time.sleep(0.3)
+    comm.Send(np.ones(4), 0, 7)
+else:
+    def outcome(wait):
+        started = time.monotonic()
+        try:
+            return repr(wait()), time.monotonic() - started
+        except MPI.Exception as exc:
+            return MPI.Get_error_class(exc.Get_error_code()), time.monotonic() - started
+    dead = lambda: comm.Irecv(np.zeros(4), 1)
+    print("either", outcome(lambda: MPI.Request.Waitany([dead(), comm.Irecv(np.zeros(4), 2)])))
+    print("waitany", outcome(lambda: MPI.Request.Waitany([dead()])))
+    print("waitsome", outcome(lambda: MPI.Request.Waitsome([dead(), dead()])))
+    print("ibarrier", outcome(lambda: MPI.Request.Waitany([comm.Ibarrier()])))
+"""
+
+
+@pytest.mark.timeout(60)
+def test_waitany_and_waitsome_end_when_every_peer_is_gone(run_shmrma, tmp_path):
+    """Waitany and Waitsome wait while one of their requests can still complete (a
+    rank gone does not end a wait another live rank will satisfy), and raise
+    ERR_OTHER within about a second once none can: every request's peer has
+    exited (issue 13: they waited until the job's timeout)."""
+    program = tmp_path / "waitany_gone.py"
+    program.write_text(WAITANY_WITH_A_RANK_GONE)
+    result = run_shmrma(["-n", 3, "--timeout", 30, program], timeout=50)
+    assert result.returncode == 0, result.stderr
+    lines = dict(line.split(" ", 1) for line in result.stdout.splitlines())
+    assert eval(lines["either"])[0] == "1"
+    for name in ("waitany", "waitsome", "ibarrier"):
+        error_class, seconds = eval(lines[name])
+        assert error_class == MPI.ERR_OTHER and seconds < 5, (name, lines[name])
