@@ -267,6 +267,48 @@ def packed_item_bytes(datatype):
     return Layout.of(datatype).packed_size
 
 
+def _element_runs(datatype):
+    """One item's type signature as (packed bytes of a basic element, elements) runs."""
+    if datatype.is_predefined:
+        return [(packed_item_bytes(datatype), 1)]
+    _, lengths, basic_ids = Layout.of(datatype).as_lists()
+    sizes = [packed_item_bytes(_basics[basic_id]) for basic_id in basic_ids]
+    return [(size, length // size) for size, length in zip(sizes, lengths) if size]
+
+
+def elements_in(datatype, nbytes):
+    """The basic elements in ``nbytes`` packed bytes of ``datatype`` items (whole items
+    and the front of one more, MPI_Get_elements), or None when they end inside a
+    basic element."""
+    runs = _element_runs(datatype)
+    item_bytes = sum(size * count for size, count in runs)
+    if not item_bytes:
+        return 0
+    items, rest = divmod(nbytes, item_bytes)
+    elements = items * sum(count for _, count in runs)
+    for size, count in runs:
+        if rest < size * count:
+            return None if rest % size else elements + rest // size
+        rest -= size * count
+        elements += count
+    return elements
+
+
+def bytes_of_elements(datatype, elements):
+    """The packed bytes of the first ``elements`` basic elements of ``datatype`` items
+    (MPI_Status_set_elements: the count a status then holds)."""
+    runs = _element_runs(datatype)
+    per_item = sum(count for _, count in runs)
+    if not per_item:
+        return 0
+    items, rest = divmod(elements, per_item)
+    nbytes = items * sum(size * count for size, count in runs)
+    for size, count in runs:
+        taken = min(rest, count)
+        nbytes, rest = nbytes + taken * size, rest - taken
+    return nbytes
+
+
 def element_dtype(datatype):
     """The numpy dtype of a datatype's packed elements, as reductions fold them: its
     basic type's (a column of doubles folds as doubles); a struct of several basic

@@ -100,11 +100,21 @@ class Status:
         count = self.count
         return count // size if count % size == 0 else constants.UNDEFINED
 
-    Get_elements = Get_count
+    def Get_elements(self, datatype):
+        """The basic elements received (MPI-3.1 §4.1.11): a column of 5 doubles is 5,
+        and a part of an item counts the elements it holds; UNDEFINED when the bytes
+        end inside one."""
+        elements = _derived().elements_in(_lookup(datatype), self.count)
+        return constants.UNDEFINED if elements is None else elements
 
     def Set_elements(self, datatype, count):
-        """Set the count to ``count`` elements of ``datatype`` (for Grequest queries)."""
-        self.count = operator.index(count) * _datatype_size(datatype)
+        """Set the count to ``count`` basic elements of ``datatype`` (for Grequest
+        queries): Get_elements(datatype) answers ``count`` after it."""
+        count = operator.index(count)
+        if count < 0:
+            errors.fail(errors.ERR_COUNT, "Set_elements takes a count of elements >= 0, "
+                        "not %d" % count)
+        self.count = _derived().bytes_of_elements(_lookup(datatype), count)
 
     def Is_cancelled(self):
         return bool(self._fields[COUNT_HI_AND_CANCELLED] & 1)
@@ -167,5 +177,14 @@ def check_arg(status):
 
 def _datatype_size(datatype):
     from . import buffers
+    return buffers.item_bytes(_lookup(datatype))
+
+
+def _lookup(datatype):
     from . import datatype as datatypes
-    return buffers.item_bytes(datatypes.lookup(datatype))
+    return datatypes.lookup(datatype)
+
+
+def _derived():
+    from . import derived     # datatypes sit above the status
+    return derived

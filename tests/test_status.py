@@ -56,6 +56,47 @@ def test_set_elements_and_the_count():
         status.Set_source("one")
 
 
+def test_get_elements_counts_basic_elements_of_derived_types():
+    """Get_elements counts basic elements (MPI-3.1 §4.1.11), as MPICH does: 5 doubles
+    received into a 5-double column are 1 item and 5 elements, 3 of them are no
+    whole item (UNDEFINED) and 3 elements; a struct's elements have their own sizes
+    (a part of an item counts those it holds, UNDEFINED inside one); Set_elements
+    sets elements, not items; a negative count is ERR_COUNT, the status unchanged."""
+    column = MPI.DOUBLE.Create_vector(5, 1, 5).Commit()
+    pair = MPI.Datatype.Create_struct([1, 2], [0, 8], [MPI.INT, MPI.DOUBLE]).Commit()
+    status = MPI.Status()
+    status.count = 5 * 8
+    assert (status.Get_count(column), status.Get_elements(column)) == (1, 5)
+    status.count = 3 * 8
+    assert (status.Get_count(column), status.Get_elements(column),
+            status.Get_elements(MPI.DOUBLE)) == (MPI.UNDEFINED, 3, 3)
+    status.count = 2 * 20 + 4 + 8          # two items, then the int and one double
+    assert (status.Get_count(pair), status.Get_elements(pair)) == (MPI.UNDEFINED, 8)
+    status.count = 4 + 3
+    assert status.Get_elements(pair) == MPI.UNDEFINED
+    status.Set_elements(column, 7)
+    assert (status.count, status.Get_count(column), status.Get_elements(column),
+            status.Get_elements(MPI.DOUBLE)) == (56, MPI.UNDEFINED, 7, 7)
+    status.Set_elements(pair, 4)           # one item, then the int
+    assert (status.count, status.Get_elements(pair)) == (24, 4)
+    with raises_mpi(MPI.ERR_COUNT):
+        status.Set_elements(pair, -1)
+    assert status.count == 24
+    column.Free()
+    pair.Free()
+
+
+def test_elements_of_a_received_column():
+    """A receive into a column type: Get_elements says how many doubles arrived."""
+    def body():
+        comm = MPI.COMM_WORLD
+        column = MPI.DOUBLE.Create_vector(5, 1, 5).Commit()
+        got, status = np.zeros(25), MPI.Status()
+        comm.Sendrecv(np.arange(3.0), comm.rank, 0, [got, 1, column], comm.rank, 0, status)
+        return status.Get_count(column), status.Get_elements(column), got[::5].tolist()
+    assert shmrma.launch(body, 1, timeout=30) == [(MPI.UNDEFINED, 3, [0, 1, 2, 0, 0])]
+
+
 def test_tomemory_is_the_status_itself():
     """tomemory() gives the status's C ints (MPICH's layout: count_lo,
     count_hi_and_cancelled, source, tag, error); writing them changes the status."""
