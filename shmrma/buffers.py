@@ -11,6 +11,7 @@ travel in their wire form; only point-to-point calls and the non-reducing
 collectives accept it (checklist R154, A25).
 """
 import ctypes
+import mmap
 import operator
 
 from . import constants, derived, dlpack, errors, synchandle
@@ -152,8 +153,13 @@ def _spread(data, start, count, datatype):
     if count and (low < 0 or high > len(data)):
         raise ValueError("message: %d items of %s starting at byte %d reach bytes "
                          "%d..%d, outside the buffer of %d bytes"
-                         % (count, datatype.Get_name(), start, low, high, len(data)))
+                         % (count, type_name(datatype), start, low, high, len(data)))
     return items
+
+
+def type_name(datatype):
+    """A datatype as messages name it: its name, or what it is when it has none."""
+    return datatype.Get_name() or "a derived datatype"
 
 
 def _unpack(msg, pairs=(list, tuple)):
@@ -227,7 +233,13 @@ def message(msg, writable, blocks=0, sparse=False, handles=False):
         if not handles:
             refuse_handles("this call")
         return _handles(buf, count, displ, datatype, writable, max(blocks, 1))
+    if listed and buf is constants.BOTTOM and count not in (None, 0) and datatype:
+        return _bottom_message(datatype, operator.index(count), max(blocks, 1), writable)
     if listed and (buf is None or buf is constants.BOTTOM):
+        if count not in (None, 0) and buf is constants.BOTTOM:
+            raise ValueError("message: MPI.BOTTOM with a count of %r needs a datatype whose "
+                             "displacements are absolute addresses (MPI.Get_address)"
+                             % (count,))
         if count not in (None, 0):
             raise ValueError("message: a count of %r needs a buffer, got None" % (count,))
         dtype = datatype if datatype is not None else datatypes.BYTE
@@ -267,7 +279,7 @@ def message(msg, writable, blocks=0, sparse=False, handles=False):
     end = start + total * size
     if end > len(data):
         raise ValueError("message: %d items of %s at displacement %d need %d bytes, "
-                         "the buffer has %d" % (total, datatype.Get_name(), displ, end,
+                         "the buffer has %d" % (total, type_name(datatype), displ, end,
                                                 len(data)))
     return Message(data[start:end], count, datatype)
 
@@ -278,7 +290,7 @@ def check_same_datatype(send, receive):
     if send.datatype != receive.datatype:
         raise ValueError("mismatch in send and receive MPI datatypes (%s and %s); "
                          "pass buffers of the same type"
-                         % (send.datatype.Get_name(), receive.datatype.Get_name()))
+                         % (type_name(send.datatype), type_name(receive.datatype)))
 
 
 def check_reduction_pair(send, receive):
@@ -354,7 +366,7 @@ def vector_message(msg, writable, blocks):
         if extent <= 0:
             raise ValueError("message: datatype %s has extent %d; the parts of a vector "
                              "collective need a positive extent"
-                             % (datatype.Get_name(), extent))
+                             % (type_name(datatype), extent))
     counts = _counts_of(counts, len(data), extent, blocks)
     displs = _displs_of(displs, counts, blocks)
     for rank, (count, displ) in enumerate(zip(counts, displs)):
@@ -444,12 +456,33 @@ def vector_w_message(msg, writable, blocks):
     return VectorWMessage(whole, items, displs)
 
 
+def _bottom_message(datatype, count, parts, writable):
+    """A message at MPI.BOTTOM: its datatype holds absolute addresses (MPI.Get_address,
+    as in a struct type naming several arrays), so the memory its items reach is the
+    buffer, from the lowest of them on."""
+    if count < 0:
+        raise ValueError("message: negative count %d" % count)
+    if datatype.is_predefined:
+        raise ValueError("message: MPI.BOTTOM needs a datatype whose displacements are "
+                         "absolute addresses (MPI.Get_address), not %s"
+                         % datatype.Get_name())
+    items = derived.Items(datatype, count * parts)
+    data = _at_address(items.low, items.high - items.low, writable)
+    if not items.dense:
+        return PackedMessage(data, -items.low, items, count, writable)
+    return Message(data, count, datatype)
+
+
 def _at_address(address, nbytes, writable):
     """``nbytes`` of this process's memory from ``address`` on, as a byte view: the
     buffer MPI.BOTTOM stands for, whose datatypes carry absolute addresses (from
     MPI.Get_address). A wrong address faults, as it does in C MPI."""
     if nbytes <= 0:
         return memoryview(bytearray(0))
+    if address < mmap.PAGESIZE:
+        raise ValueError("message: MPI.BOTTOM with a datatype reaching address %d: its "
+                         "displacements must be absolute addresses (MPI.Get_address)"
+                         % address)
     view = memoryview((ctypes.c_char * nbytes).from_address(address)).cast("B")
     return view if writable else view.toreadonly()
 

@@ -462,3 +462,51 @@ def test_reductions_of_items_larger_than_a_chunk(nranks):
     at its basic elements, a user's function, which sees whole items, takes the
     nonblocking form's whole vectors (MPI-3.1 §5.9.1; they raised ZeroDivisionError)."""
     assert shmrma.launch(_large_item_reductions, nranks, timeout=100) == [[]] * nranks
+
+
+def test_bottom_with_absolute_addresses_in_messages():
+    """MPI.BOTTOM with a struct of absolute addresses (MPI.Get_address) naming two
+    separate arrays travels in Send/Recv, Sendrecv, Isend/Irecv and Bcast, as on
+    MPICH (MPI-3.1 §4.1.12); BOTTOM with a predefined type, without a datatype, or
+    with displacements that are no addresses is refused with ValueError, nothing
+    sent (they were refused with a message about a missing buffer)."""
+    def body():
+        comm = MPI.COMM_WORLD
+        rank, peer = comm.rank, 1 - comm.rank
+        ints, doubles = np.arange(3, dtype="i4") + 10 * rank, np.arange(4.0) + 10 * rank
+
+        def both(a, b):     # a[1:3] and b[0], wherever they live
+            return MPI.Datatype.Create_struct(
+                [2, 1], [MPI.Get_address(a[1:]), MPI.Get_address(b)],
+                [MPI.INT, MPI.DOUBLE]).Commit()
+        send = both(ints, doubles)
+        got_ints, got_doubles = np.full(3, -1, "i4"), np.full(4, -1.0)
+        into = both(got_ints, got_doubles)
+        comm.Sendrecv([MPI.BOTTOM, 1, send], peer, 0, [MPI.BOTTOM, 1, into], peer, 0)
+        out = {"sendrecv": (got_ints.tolist(), got_doubles.tolist())}
+        got_ints[:], got_doubles[:] = -1, -1.0
+        requests = [comm.Irecv([MPI.BOTTOM, 1, into], peer, 1),
+                    comm.Isend([MPI.BOTTOM, 1, send], peer, 1)]
+        MPI.Request.Waitall(requests)
+        out["isend"] = (got_ints.tolist(), got_doubles.tolist())
+        comm.Bcast([MPI.BOTTOM, 1, send], 0)
+        out["bcast"] = (ints.tolist(), doubles.tolist())
+        refused = []
+        relative = MPI.Datatype.Create_struct([1], [8], [MPI.DOUBLE]).Commit()
+        for spec in ([MPI.BOTTOM, 1, MPI.DOUBLE], [MPI.BOTTOM, 1], [MPI.BOTTOM, 1, relative]):
+            try:
+                comm.Send(spec, peer, 2)
+            except ValueError as exc:
+                refused.append("absolute addresses" in str(exc))
+        assert not comm.Iprobe(peer, 2)
+        out["refused"] = refused
+        for datatype in (send, into, relative):
+            datatype.Free()
+        return out
+
+    for rank, out in enumerate(shmrma.launch(body, 2, timeout=60)):
+        peer = 1 - rank
+        moved = ([-1, 10 * peer + 1, 10 * peer + 2], [10.0 * peer, -1, -1, -1])
+        assert out["sendrecv"] == moved and out["isend"] == moved
+        assert out["bcast"] == ([10 * rank, 1, 2], [0.0] + [10.0 * rank + k for k in (1, 2, 3)])
+        assert out["refused"] == [True, True, True]
