@@ -402,12 +402,26 @@ def cell_wait(addr, old, timeout):
         return v
     now = time.monotonic
     deadline = None if timeout >= 1e9 else now() + timeout
-    spin_end = now() + _spin * 1e-6
+    going_on = _left == [addr, old] and now() - _left_at[0] < _GOING_ON
+    v = _spin_and_sleep(addr, old, load, sleepers, deadline, 0 if going_on else _spin,
+                        0 if going_on else _yields)
+    _left_at[:] = [now()]
+    _left[:] = [addr, old] if v == old else []
+    return v
+
+
+# the wait this process left unsatisfied last, and when (see atomic.c's wait_changed)
+_left, _left_at, _GOING_ON = [], [0.0], 1e-3
+
+
+def _spin_and_sleep(addr, old, load, sleepers, deadline, spin, yields):
+    now = time.monotonic
+    spin_end = now() + spin * 1e-6
     while now() < spin_end:
         v = load()
         if v != old:
             return v
-    for _ in range(_yields):
+    for _ in range(yields):
         v = load()
         if v != old:
             return v

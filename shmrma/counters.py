@@ -38,7 +38,6 @@ SEGMENT_BYTES = COUNTERS_PER_SEGMENT * COUNTER_BYTES
 OFF_GENERATION = 8          # in a counter's line: allocations + frees (odd while allocated)
 OFF_OWNER = 12              # in a counter's line: the rank that allocated it (A25)
 COUNT_MAX = 2**31 - 1       # a counter is a signed 32-bit word
-POLL_PER_SPIN = 32          # a Sync_object Wait polls 32 x SHMRMA_SPIN times, then sleeps
 
 
 if atomic.BACKEND == "c":
@@ -266,13 +265,8 @@ class SyncObjectRequest(_SyncRequest):
         return "a Sync_object request (counter at %d)" % atomic.load32(self._counter)
 
     def _block(self):
-        # a signal usually comes within microseconds: poll the word first (less when
-        # ranks outnumber CPUs: job.py lowers the spin), then sleep on the word itself
-        counter, load = self._counter, atomic.load32
-        for _ in range(POLL_PER_SPIN * atomic.get_wait_params()[0]):
-            if load(counter) <= 0:
-                break
-        job.wait_until(counter, self._poll, self._describe, self._peers())
+        # the one wait policy: spin, yield, then sleep on the word itself
+        job.wait_until(self._counter, self._poll, self._describe, self._peers())
 
     def _complete(self):
         if not self._restart:

@@ -389,6 +389,24 @@ def test_cell_wait_timeout_zero(backend, shm):
         atomic.cell_wait(c, 0, float("nan"))
 
 
+@pytest.mark.timeout(60)
+def test_a_wait_spins_once_not_at_every_slice(backend, shm):
+    """The one wait policy (atomic.c): a long wait, made of slices between the job's
+    checks, spins and yields at its start only; a new wait spins again. With a
+    20 ms spin, ten 50 ms slices of one wait burn about one spin of CPU, not ten."""
+    c = shm.addr
+    atomic.store32(c, 5)
+    atomic.set_wait_params(20000, 0)
+    started = time.thread_time()
+    for _ in range(10):
+        assert atomic.cell_wait(c, 5, 0.05) == 5
+    assert time.thread_time() - started < 0.12
+    time.sleep(0.01)            # the wait ended: the next one is new
+    started = time.thread_time()
+    atomic.cell_wait(c, 5, 0.05)
+    assert time.thread_time() - started > 0.015
+
+
 @pytest.mark.parametrize("timeout", [0.05, 0.3])
 def test_cell_wait_times_out(backend, shm, timeout):
     c = shm.addr

@@ -703,8 +703,8 @@ def test_some_and_any_calls_complete_active_sync_requests_among_others():
 
 @pytest.mark.timeout(60)
 def test_a_rank_waiting_on_a_counter_sleeps():
-    """R155, R162 (counters.POLL_PER_SPIN): a Sync_object Wait polls the counter only
-    briefly, then sleeps on it: waiting some 0.5 s for a signal costs < 0.1 s of CPU."""
+    """R155, R162 (the one wait policy, atomic.c): a Sync_object Wait polls the counter
+    only briefly, then sleeps on it: waiting some 0.5 s for a signal costs < 0.1 s of CPU."""
     def body():
         comm = MPI.COMM_WORLD
         rank = comm.Get_rank()

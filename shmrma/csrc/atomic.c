@@ -44,7 +44,9 @@
  * when the reply came and a futex wake-up across vCPUs costs tens of us; spin
  * 25 us and more: 0.8 us.  With more ranks than CPUs spinning only delays the
  * rank waited for (lessons 24): there the job spins 0 us and yields 16 times.
- * Override with SHMRMA_SPIN (microseconds) and SHMRMA_YIELDS. */
+ * Override with SHMRMA_SPIN (microseconds) and SHMRMA_YIELDS.  A wait longer
+ * than a slice (the callers check the job between slices) spins and yields at
+ * its start only: its later slices sleep at once (wait_changed). */
 #define DEFAULT_SPIN 50
 #define DEFAULT_YIELDS 16
 
@@ -294,6 +296,14 @@ done:
 /* Wait (GIL released, signals handled) until *cell != old or timeout
  * seconds pass; stores the last value read in *out.  -1 with an exception
  * set when a signal handler raised. */
+/* The wait this thread left unsatisfied last (a slice of a longer wait ended):
+ * when the next one is on the same cell and value soon after, it is that wait
+ * going on, which spun and yielded already, so it sleeps at once. */
+static __thread int32_t *t_left_cell;
+static __thread int32_t t_left_old;
+static __thread int64_t t_left_at;
+#define GOING_ON_NS 1000000LL
+
 int
 wait_changed(int32_t *cell, int32_t old, double timeout, int32_t *out)
 {
@@ -306,6 +316,8 @@ wait_changed(int32_t *cell, int32_t old, double timeout, int32_t *out)
         *out = v;
         return 0;
     }
+    if (cell == t_left_cell && old == t_left_old && now_ns() - t_left_at < GOING_ON_NS)
+        spin = yields = 0;
     /* > ~31 years (or inf) means: no deadline */
     deadline = timeout >= 1e9 ? -1 : now_ns() + (int64_t)(timeout * 1e9);
     for (;;) {
@@ -318,6 +330,9 @@ wait_changed(int32_t *cell, int32_t old, double timeout, int32_t *out)
             return -1;
         spin = yields = 0;      /* already spun: go straight back to sleep */
     }
+    t_left_cell = v == old ? cell : NULL;
+    t_left_old = old;
+    t_left_at = now_ns();
     *out = v;
     return 0;
 }
