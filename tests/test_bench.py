@@ -852,8 +852,11 @@ def test_messages_cases_are_valid_runs():
     for case in cases:
         argv = case.argv("shmrma", quick=True)
         program = argv[argv.index("shmrma.bench.messages") + 1:]
-        name, _, sizes, cap = messages.parse(program)
+        name, _, sizes, cap, element = messages.parse(program)
         assert name == case.name and sizes == [case.size] and cap is not None
+        assert element == ("f8" if "float64" in case.title else "f4")
+    assert [c.title for c in cases if "float64" in c.title] == [
+        "Allreduce 1 MiB float64 n=%d (osu_allreduce -T mpi_double), us" % n for n in (2, 4)]
 
 
 @pytest.mark.timeout(120)

@@ -9,7 +9,8 @@ NAME is one of OMB 7.x's
   osu_bw         rank 0 Isends a window of 64 messages, rank 1 Irecvs them, Waitall
                  on both, then a 4-byte acknowledgement back: MB/s
   osu_bcast      Bcast from rank 0, then a Barrier-free loop: the average over the
-  osu_allreduce  ranks of each one's time per call (Allreduce of float32, SUM)
+  osu_allreduce  ranks of each one's time per call (Allreduce of float32, SUM; -T
+                 mpi_double: float64)
   osu_barrier    Barrier: the average over the ranks of each one's time per call
   osu_iallreduce Iallreduce of float32, SUM, then Wait (OMB's with no compute to
                  overlap: the latency of the nonblocking form)
@@ -46,14 +47,15 @@ TITLES = {"osu_latency": "Latency", "osu_bw": "Bandwidth", "osu_bcast": "Broadca
 ONE_SIZE = ("osu_barrier", "obj_allreduce")
 MAX_SIZE = {"latency": 1 << 22, "bw": 1 << 22, "collective": 1 << 20}
 WINDOW = 64
+TYPES = {"mpi_float": "f4", "mpi_double": "f8"}     # OMB's -T, for the reductions
 
 
 def parse(argv):
     if not argv or argv[0] not in KINDS:
         raise SystemExit("usage: python -m shmrma.bench.messages %s [-m [MIN:]MAX] "
-                         "[--max-iterations N]" % "|".join(KINDS))
+                         "[-T %s] [--max-iterations N]" % ("|".join(KINDS), "|".join(TYPES)))
     name, kind = argv[0], KINDS[argv[0]]
-    low, high, cap = 1, MAX_SIZE[kind], None
+    low, high, cap, element = 1, MAX_SIZE[kind], None, "f4"
     rest = list(argv[1:])
     while rest:
         flag = rest.pop(0)
@@ -63,10 +65,12 @@ def parse(argv):
             low, high = int(low or 1), int(high)
         elif flag == "--max-iterations" and rest:
             cap = int(rest.pop(0))
+        elif flag == "-T" and rest and rest[0] in TYPES:
+            element = TYPES[rest.pop(0)]
         else:
             raise SystemExit("shmrma-bench: unknown option %r" % flag)
     sizes = [8] if name in ONE_SIZE else _powers(low, high)
-    return name, kind, sizes, cap
+    return name, kind, sizes, cap, element
 
 
 def _powers(low, high):
@@ -84,8 +88,8 @@ def loops(kind, size, cap):
 
 
 class Run:
-    def __init__(self, MPI, name, kind):
-        self.MPI, self.name, self.kind = MPI, name, kind
+    def __init__(self, MPI, name, kind, element="f4"):
+        self.MPI, self.name, self.kind, self.element = MPI, name, kind, element
         self.comm = MPI.COMM_WORLD
         self.rank = self.comm.Get_rank()
 
@@ -107,7 +111,7 @@ class Run:
         if self.name == "osu_bcast":
             return lambda: comm.Bcast(recv if rank else send, 0)
         if self.name in ("osu_allreduce", "osu_iallreduce"):
-            floats = np.ones(max(size // 4, 1), np.float32)
+            floats = np.ones(max(size // np.dtype(self.element).itemsize, 1), self.element)
             out = np.zeros_like(floats)
             if self.name == "osu_iallreduce":
                 return lambda: comm.Iallreduce(floats, out, MPI.SUM).Wait()
@@ -166,8 +170,8 @@ def _ping_pong(rank, send0, recv0, recv1, send1):
 
 
 def main(argv):
-    name, kind, sizes, cap = parse(argv)
-    run = Run(mpi_module(), name, kind)
+    name, kind, sizes, cap, element = parse(argv)
+    run = Run(mpi_module(), name, kind, element)
     comm = run.comm
     if kind != "collective" and comm.Get_size() != 2:
         raise SystemExit("shmrma-bench: %s needs exactly two ranks" % name)
