@@ -166,3 +166,32 @@ def test_timeout_reports_what_a_broadcast_waits_for(run_shmrma, tmp_path, engine
     assert "not waiting" in firsts[1], firsts
     assert firsts[2].endswith("waiting for step 5 of a collective on MPI_COMM_WORLD "
                               "(3 ranks)"), firsts
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("fast", [True, False], ids=["fastpath", "python"])
+def test_a_receiver_that_rejects_its_buffer_raises_alone(fast):
+    """A broadcast's receiver whose buffer cannot hold the message (a column type on
+    a too-short array) raises ValueError; nobody waits for a receiver, so the root
+    and the other receivers complete with the data, as on MPICH, and the next
+    broadcasts work on every rank (README, "a broadcast's receiver")."""
+    def body():
+        fastpath.enable(fast)
+        comm = MPI.COMM_WORLD
+        column = MPI.DOUBLE.Create_vector(4, 1, 4).Commit()
+        buf = np.arange(16.0) if comm.rank == 0 else np.zeros(16)
+        if comm.rank == 2:
+            buf = np.zeros(12)          # the column's last element is missing
+        try:
+            comm.Bcast([buf, 1, column], 0)
+            outcome = buf[::4].tolist()
+        except ValueError as exc:
+            outcome = "outside the buffer" in str(exc)
+        again = np.arange(3.0) if comm.rank == 0 else np.zeros(3)
+        comm.Bcast(again, 0)
+        column.Free()
+        return outcome, again.tolist()
+
+    results = shmrma.launch(body, 3, timeout=40)
+    assert [outcome for outcome, _ in results] == [[0.0, 4.0, 8.0, 12.0]] * 2 + [True]
+    assert all(again == [0.0, 1.0, 2.0] for _, again in results)
