@@ -1086,3 +1086,51 @@ def test_nocheck_post_and_start_guarded_by_a_barrier():
         win.Free()
         return wrong
     assert shmrma.launch(body, 4, timeout=30) == [[]] * 4
+
+
+SPIN_ONCE = r"""
+import time
+from shmrma import MPI
+comm = MPI.COMM_WORLD
+win = MPI.Win.Allocate(64, 8, comm=comm)
+peer = comm.group.Incl([1 - comm.rank])
+def waited(wait):
+    started = time.thread_time()
+    wait()
+    return time.thread_time() - started
+comm.Barrier()
+if comm.rank == 0:      # Win.Wait: rank 1 completes after 0.4 s
+    win.Post(peer)
+    print("wait", waited(win.Wait))
+else:
+    win.Start(peer)
+    time.sleep(0.4)
+    win.Complete()
+comm.Barrier()
+if comm.rank == 1:      # Lock: rank 0 holds it for 0.4 s
+    comm.Recv(bytearray(1), 0)
+    print("lock", waited(lambda: win.Lock(0)))
+    win.Unlock(0)
+else:
+    win.Lock(0)
+    comm.Send(b"x", 1)
+    time.sleep(0.4)
+    win.Unlock(0)
+comm.Barrier()
+win.Free()
+"""
+
+
+@pytest.mark.timeout(60)
+def test_a_sync_wait_spins_once(run_shmrma, tmp_path):
+    """The one wait policy (README "How ranks wait"): Win.Wait and Lock spin in C,
+    then hand the wait to Python, which sleeps without spinning again. With a
+    100 ms spin, a 0.4 s wait burns one spin of CPU (about 0.15 s before)."""
+    program = tmp_path / "spin_once.py"
+    program.write_text(SPIN_ONCE)
+    result = run_shmrma(["-n", 2, "--timeout", 30, program], timeout=50,
+                        env={"SHMRMA_SPIN": "100000"})
+    assert result.returncode == 0, result.stderr
+    seconds = dict(line.split() for line in result.stdout.splitlines())
+    for name in ("wait", "lock"):
+        assert float(seconds[name]) < 0.125, (name, seconds[name])

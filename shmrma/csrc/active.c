@@ -175,8 +175,11 @@ n_rma_wait(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     end = now_ns() + SYNC_SPIN_NS;
     for (i = 1; !completes_arrived(t); i++) {
         cpu_relax();
-        if ((i & 31) == 0 && now_ns() >= end)
+        if ((i & 31) == 0 && now_ns() >= end) {
+            int32_t *completes = WORD(t->targets[t->me].control, g_off_completes);
+            wait_left(completes, __atomic_load_n(completes, SC));   /* Python sleeps on */
             MISS;
+        }
     }
     end_exposure(t);
     DONE;

@@ -304,6 +304,14 @@ static __thread int32_t t_left_old;
 static __thread int64_t t_left_at;
 #define GOING_ON_NS 1000000LL
 
+void
+wait_left(int32_t *cell, int32_t value)
+{
+    t_left_cell = cell;
+    t_left_old = value;
+    t_left_at = now_ns();
+}
+
 int
 wait_changed(int32_t *cell, int32_t old, double timeout, int32_t *out)
 {
@@ -330,9 +338,7 @@ wait_changed(int32_t *cell, int32_t old, double timeout, int32_t *out)
             return -1;
         spin = yields = 0;      /* already spun: go straight back to sleep */
     }
-    t_left_cell = v == old ? cell : NULL;
-    t_left_old = old;
-    t_left_at = now_ns();
+    wait_left(v == old ? cell : NULL, old);
     *out = v;
     return 0;
 }

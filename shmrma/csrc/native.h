@@ -220,22 +220,29 @@ int wait_changed(int32_t *cell, int32_t old, double timeout, int32_t *out);
  * then waits on with the job's abort checks), -1 on a signal's exception. */
 int wait_bell(int32_t *bell, int (*poll)(void *), void *arg, double slice);
 
+/* A wait on *cell that left it holding `value` unsatisfied: the next
+ * wait_changed on that cell and value soon after is this wait going on, and
+ * sleeps at once instead of spinning and yielding again. */
+void wait_left(int32_t *cell, int32_t value);
+
 /* Spin (the wait policy's first phase) until *cell == want (equal) or while
  * it holds it (!equal); 0 when the wait ended, -1 when the spin ran out.  The
- * synchronization calls wait so before they hand the wait to Python (which
- * spins again, yields and sleeps, with its checks): long enough for a peer
- * that is running, a few microseconds. */
+ * synchronization calls wait so before they hand the wait to Python, which
+ * yields and sleeps with its checks (wait_left: it does not spin again). */
 static inline int
 spin_on(int32_t *cell, int32_t value, int equal)
 {
     int64_t end = now_ns() + SYNC_SPIN_NS;
     long i;
     for (i = 1;; i++) {
-        if ((__atomic_load_n(cell, SC) == value) == equal)
+        int32_t seen = __atomic_load_n(cell, SC);
+        if ((seen == value) == equal)
             return 0;
         cpu_relax();
-        if ((i & 31) == 0 && now_ns() >= end)
+        if ((i & 31) == 0 && now_ns() >= end) {
+            wait_left(cell, seen);
             return -1;
+        }
     }
 }
 
