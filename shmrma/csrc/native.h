@@ -209,7 +209,8 @@ extern long g_spin, g_yields;
 #define SYNC_SPIN_NS (g_spin * 1000)   /* the wait policy's spin, in nanoseconds */
 
 /* Wait (GIL released, signals handled) until *cell != old or timeout seconds
- * pass: spin g_spin times, yield g_yields times, then sleep on the futex.
+ * pass: spin g_spin microseconds, yield g_yields times, then sleep on the futex
+ * (a wait going on, see wait_left, sleeps at once).
  * Stores the last value read in *out; -1 with an exception when a signal
  * handler raised. */
 int wait_changed(int32_t *cell, int32_t old, double timeout, int32_t *out);
