@@ -402,16 +402,16 @@ def cell_wait(addr, old, timeout):
         return v
     now = time.monotonic
     deadline = None if timeout >= 1e9 else now() + timeout
-    going_on = _left == [addr, old] and now() - _left_at[0] < _GOING_ON
+    global _left
+    going_on = _left[:2] == (addr, old) and now() - _left[2] < _GOING_ON
     v = _spin_and_sleep(addr, old, load, sleepers, deadline, 0 if going_on else _spin,
                         0 if going_on else _yields)
-    _left_at[:] = [now()]
-    _left[:] = [addr, old] if v == old else []
+    _left = (addr if v == old else None, old, now())
     return v
 
 
-# the wait this process left unsatisfied last, and when (see atomic.c's wait_changed)
-_left, _left_at, _GOING_ON = [], [0.0], 1e-3
+# (cell, value, when) of the wait this process left unsatisfied last (atomic.c's wait_left)
+_left, _GOING_ON = (None, None, 0.0), 1e-3
 
 
 def _spin_and_sleep(addr, old, load, sleepers, deadline, spin, yields):
