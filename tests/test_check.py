@@ -96,6 +96,26 @@ def test_reports_exactly_the_marked_races(program, nranks):
         in result.stderr
 
 
+@pytest.mark.parametrize("program", ["fence_cases.py", "passive_cases.py",
+                                     "local_cases.py allocate"])
+def test_quick_put_and_get_report_what_the_general_path_reports(program):
+    """Differential: the quick path of a Put or Get of a contiguous array
+    (hooks.WindowCheck.quick_access) reports the same races as the general path
+    (R126-R130), the target's stores it meets unseen included, and is taken."""
+    program, _, flavor = program.partition(" ")
+    runs = {mode: check_run(CASES / "quick_switch.py", 2, "--check",
+                            env={"QUICK": mode, "CASE": program, "CASE_FLAVOR": flavor})
+            for mode in ("off", "count")}
+    for result in runs.values():
+        assert result.returncode == 66, result.stderr
+    pairs = {mode: sorted(tuple(sorted(pair, key=str)) for pair in
+                          reported_pairs(result.stderr)) for mode, result in runs.items()}
+    assert pairs["off"] == pairs["count"], runs["count"].stderr
+    taken = [int(line.split()[-1]) for line in runs["count"].stderr.splitlines()
+             if line.startswith("quick accesses: ")]
+    assert taken and max(taken) > 0, runs["count"].stderr
+
+
 def test_dynamic_window_reports_name_addresses():
     """A dynamic window's displacements are addresses (R14): its reports name the
     addresses, in hex, of the regions the rank attached, not offsets."""

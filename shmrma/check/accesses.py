@@ -361,6 +361,10 @@ class WindowLog:
     def complete(self, target, me, epoch, modes=7, only=None):
         """Stamp this rank's pending records at ``target`` of the kinds in ``modes``;
         with ``only`` (low, high, kind), just those of one request's access."""
+        if _native is not None and _native.complete_locked(
+                self._records_address(target), self._count_cell(target),
+                self._lock_cell(target), me, epoch, modes, *(only or ())):
+            return
         with self.locked(target):
             if _native is not None:
                 _native.complete(self._records_address(target),

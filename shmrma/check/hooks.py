@@ -27,6 +27,7 @@ from ..lazy import numpy
 
 FENCE, BARRIER, POST, COMPLETE, MESSAGE, COLLECTIVE, COUNTER = range(1, 8)
 CAS_CODE = -2
+DECLINED = object()     # what WindowCheck.quick_access returns when it did nothing
 
 
 def _code(name):
@@ -68,6 +69,7 @@ class WindowCheck:
         self.stores = (stores.Stores(self, shadow) if shadow is not None else
                        stores.DynamicStores(self, regions) if regions is not None else None)
         self.loads = loads.Loads.of(self)
+        self.quick = self._quick_targets()     # quick_access's view of the targets
         self.synced = False     # a Win.Sync since the last look: its loads may be polls
         self.looking = False    # look_local runs before this rank's releases
         self.dynamic = state.flavor == WIN_FLAVOR_DYNAMIC   # offsets are addresses
@@ -178,6 +180,68 @@ class WindowCheck:
         if unseen is not None:
             self.stores.report_unseen(target, unseen, access)
         return (result,)
+
+    def quick_access(self, kind, target, disp, array, perform, role):
+        """A Put or Get of a contiguous numpy array at an int displacement into memory
+        whose stores are checked, the common case, in one C call (racecheck.c's
+        shadowed) and few Python steps: what shadowed_access does for it. DECLINED,
+        having done nothing, for any other case (the general path then does it)."""
+        quick = self.quick
+        if (quick is None or type(target) is not int or type(array) is not numpy.ndarray
+                or not 0 <= target < len(quick) or accesses._native is None
+                or self.entered is not None):
+            return DECLINED
+        basic = _basic_codes.get(array.dtype)
+        where = quick[target]
+        if (basic is None or where is None or not array.flags.c_contiguous
+                or not (disp is None or type(disp) is int)):
+            return DECLINED
+        records, count_cell, lock_cell, memory, shadow, unit, size = where
+        low = (disp or 0) * unit
+        high = low + array.nbytes
+        if not 0 <= low < high <= size:
+            return DECLINED
+        c = clock()
+        c.observe_local()
+        lows, highs = numpy.array([low]), numpy.array([high])
+        site = c.site(report.call_site())
+        epoch = self.epoch_kind(target)
+        done = accesses._native.shadowed(
+            records, count_cell, lows, highs, kind, 0, basic, site, epoch, c.me, lock_cell,
+            c.vc_address, accesses.CAPACITY, memory, shadow, target != self.me,
+            kind == PUT, perform, array if kind == PUT else None)
+        if done is None:
+            return DECLINED     # the lock stayed busy: nothing done
+        self.pending.add(target)
+        self.last_site = site
+        result, found, unseen = done
+        if found is None or found or unseen is not None:    # a race, or a full log
+            access = Access(lows, highs, kind, 0, basic, site, epoch)
+            races = (self.log.record(target, c.me, access, c.vc, c.vc_address, self._prune)
+                     if found is None else self.log.records[target][found])
+            self._checked(c, target, access, races)
+            if unseen is not None:
+                self.stores.report_unseen(target, unseen, access)
+        else:
+            c.accesses += 1
+        self.last_held = self.buffers.hold(target, kind, site, ((array, role),))
+        return result
+
+    def _quick_targets(self):
+        """Per target, what quick_access needs (log cells, memory and shadow addresses,
+        unit, size), or None where it declines: no checked stores, memory not mapped
+        here, or this rank's loads watched on it (an RMA's own copies are not loads)."""
+        if type(self.stores) is not stores.Stores:
+            return None
+        found = []
+        for target in range(len(self.world)):
+            addresses = self.stores.addresses(target)
+            own = self.loads is not None and (target == self.me or self.loads.shared)
+            found.append(None if addresses is None or own else (
+                self.log._records_address(target), self.log._count_cell(target),
+                self.log.lock_cell(target), *addresses, self.state.units[target],
+                self.state.sizes[target]))
+        return found
 
     def _report(self, c, target, row, access):
         row_site = c.site_text(int(row["origin"]), int(row["site"]))
@@ -298,6 +362,10 @@ def _note(win, kind, target_rank, target, defaults, op=None, perform=None, held=
     check = _check_of(win)
     if check is None or target_rank == constants.PROC_NULL:
         return perform()
+    if (kind == PUT or kind == GET) and len(held) == 1:
+        done = check.quick_access(kind, target_rank, target, defaults, perform, held[0][1])
+        if done is not DECLINED:
+            return done
     try:
         target_rank = operator.index(target_rank)       # numpy ints, as mpi4py takes
         runs, basic = _runs(check.state, target_rank, target, defaults)

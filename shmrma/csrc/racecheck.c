@@ -474,9 +474,23 @@ static PyObject *stores(PyObject *self, PyObject *args)
     return found;
 }
 
-/* complete(records, count, me, epoch, modes[, low, high, kind]): stamp ``me``'s
- * pending records of the kinds in ``modes`` (MODE_WIN_PUT 1, GET 2, ACCUMULATE 4);
- * with ``kind``, only those of that kind within bytes low..high (one request's). */
+/* Stamp ``me``'s pending records of the kinds in ``modes`` (MODE_WIN_PUT 1, GET 2,
+ * ACCUMULATE 4) with ``epoch``; with ``kind`` >= 0, only those of that kind within
+ * bytes low..high (one request's). */
+static void stamp_pending(struct record *rows, Py_ssize_t count, int me, int64_t epoch,
+                          int modes, int64_t low, int64_t high, int kind)
+{
+    for (Py_ssize_t i = 0; i < count; i++) {
+        struct record *r = &rows[i];
+        int bit = r->kind == codes.put ? 1 : r->kind == codes.get ? 2 : 4;
+        if (r->origin == me && r->stamp == codes.pending && (modes & bit)
+                && (kind < 0 || (r->kind == kind && r->low >= low && r->high <= high)))
+            r->stamp = epoch;
+    }
+}
+
+/* complete(records, count, me, epoch, modes[, low, high, kind]): stamp_pending, the
+ * target's lock held by the caller. */
 static PyObject *complete(PyObject *self, PyObject *args)
 {
     Py_ssize_t address, count;
@@ -485,15 +499,29 @@ static PyObject *complete(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "nniLi|LLi", &address, &count, &me, &epoch, &modes, &low,
                           &high, &kind))
         return NULL;
-    struct record *rows = (struct record *)address;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        struct record *r = &rows[i];
-        int bit = r->kind == codes.put ? 1 : r->kind == codes.get ? 2 : 4;
-        if (r->origin == me && r->stamp == codes.pending && (modes & bit)
-                && (kind < 0 || (r->kind == kind && r->low >= low && r->high <= high)))
-            r->stamp = epoch;
-    }
+    stamp_pending((struct record *)address, count, me, epoch, modes, low, high, kind);
     Py_RETURN_NONE;
+}
+
+/* complete_locked(records, count_cell, lock_cell, me, epoch, modes[, low, high, kind]):
+ * stamp_pending under the target's checking lock, taken with a few tries: False when
+ * it stayed busy (nothing done: the Python path waits for it). */
+static PyObject *complete_locked(PyObject *self, PyObject *args)
+{
+    Py_ssize_t address, count_cell, lock_cell;
+    int me, modes, kind = -1;
+    long long epoch, low = 0, high = 0;
+    if (!PyArg_ParseTuple(args, "nnniLi|LLi", &address, &count_cell, &lock_cell, &me,
+                          &epoch, &modes, &low, &high, &kind))
+        return NULL;
+    int32_t *lock = (int32_t *)lock_cell;
+    if (!try_lock(lock))
+        Py_RETURN_FALSE;
+    stamp_pending((struct record *)address,
+                  (Py_ssize_t)__atomic_load_n((int64_t *)count_cell, SC), me, epoch, modes,
+                  low, high, kind);
+    unlock(lock);
+    Py_RETURN_TRUE;
 }
 
 #define DIFF_BLOCK 64
@@ -508,6 +536,19 @@ static int word_differs(const unsigned char *a, const unsigned char *b, Py_ssize
         return x != y;
     }
     return memcmp(a, b, (size_t)size) != 0;
+}
+
+/* A bit per 8-byte word of a 64-byte block: set where memory and shadow differ. */
+static uint64_t changed_words8(const unsigned char *memory, const unsigned char *shadow)
+{
+    uint64_t changed = 0;
+    for (int w = 0; w < DIFF_BLOCK / 8; w++) {
+        uint64_t x, y;
+        memcpy(&x, memory + 8 * w, 8);
+        memcpy(&y, shadow + 8 * w, 8);
+        changed |= (uint64_t)(x != y) << w;
+    }
+    return changed;
 }
 
 static int append_run(PyObject *lows, PyObject *highs, Py_ssize_t low, Py_ssize_t high)
@@ -555,17 +596,26 @@ static PyObject *diff(PyObject *self, PyObject *args)
             }
         }
         Py_ssize_t end = block + DIFF_BLOCK < nbytes ? block + DIFF_BLOCK : nbytes;
-        if (!memcmp(memory + block, shadow + block, (size_t)(end - block)))
-            continue;
-        /* which words changed (a block holds at most 64), then one copy of the block */
         Py_ssize_t words = (end - block + grain - 1) / grain;
         uint64_t changed = 0, every = words == 64 ? ~(uint64_t)0 : ((uint64_t)1 << words) - 1;
-        for (Py_ssize_t w = 0; w < words; w++) {
-            Py_ssize_t word = block + w * grain;
-            if (word_differs(memory + word, shadow + word, word + grain <= end ? grain : end - word))
-                changed |= (uint64_t)1 << w;
+        if (grain == 8 && end - block == DIFF_BLOCK) {
+            /* the common case (float64 and int64 windows), compared and copied inline */
+            changed = changed_words8(memory + block, shadow + block);
+            if (!changed)
+                continue;
+            memcpy(shadow + block, memory + block, DIFF_BLOCK);
+        } else {
+            if (!memcmp(memory + block, shadow + block, (size_t)(end - block)))
+                continue;
+            /* which words changed (a block holds at most 64), then one copy of it */
+            for (Py_ssize_t w = 0; w < words; w++) {
+                Py_ssize_t word = block + w * grain;
+                if (word_differs(memory + word, shadow + word,
+                                 word + grain <= end ? grain : end - word))
+                    changed |= (uint64_t)1 << w;
+            }
+            memcpy(shadow + block, memory + block, (size_t)(end - block));
         }
-        memcpy(shadow + block, memory + block, (size_t)(end - block));
         if (changed == every && block == run_high) {   /* a run going on through the block */
             run_high = end;
             continue;
@@ -686,6 +736,8 @@ static PyMethodDef methods[] = {
     {"record", record, METH_VARARGS, "lock, scan, record, unlock; None: do it in Python"},
     {"shadowed", shadowed, METH_VARARGS, "record() around the call, keeping the shadow"},
     {"complete", complete, METH_VARARGS, "stamp this rank's pending records"},
+    {"complete_locked", complete_locked, METH_VARARGS,
+     "complete() under the target's lock; False: do it in Python"},
     {"stores", stores, METH_VARARGS, "record a rank's own stores, forgetting ordered ones"},
     {"diff", diff, METH_VARARGS, "the byte runs where memory differs from its shadow"},
     {"written_pages", written_pages, METH_VARARGS, "a flag per page other origins write"},
