@@ -96,14 +96,15 @@ def test_reports_exactly_the_marked_races(program, nranks):
         in result.stderr
 
 
-@pytest.mark.parametrize("program", ["fence_cases.py", "passive_cases.py",
-                                     "local_cases.py allocate"])
-def test_quick_put_and_get_report_what_the_general_path_reports(program):
+@pytest.mark.parametrize("program, flavor, check", [
+    ("fence_cases.py", "", "--check"), ("passive_cases.py", "", "--check"),
+    ("local_cases.py", "allocate", "--check"), ("passive_cases.py", "", "--check=no-local")])
+def test_quick_put_and_get_report_what_the_general_path_reports(program, flavor, check):
     """Differential: the quick path of a Put or Get of a contiguous array
     (hooks.WindowCheck.quick_access) reports the same races as the general path
-    (R126-R130), the target's stores it meets unseen included, and is taken."""
-    program, _, flavor = program.partition(" ")
-    runs = {mode: check_run(CASES / "quick_switch.py", 2, "--check",
+    (R126-R130), the target's stores it meets included, with the stores checked or
+    not, and is taken."""
+    runs = {mode: check_run(CASES / "quick_switch.py", 2, check,
                             env={"QUICK": mode, "CASE": program, "CASE_FLAVOR": flavor})
             for mode in ("off", "count")}
     for result in runs.values():
@@ -517,6 +518,46 @@ def test_acquire_in_c_matches_python(seed):
         me.vc[:] = start
         found_python = me.acquire_here(1, key)
         assert found_c == found_python and np.array_equal(joined_c, me.vc), key
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_release_publish_and_join_in_c_match_python(seed):
+    """Differential: racecheck.c's release (a keyed release into the ring), publish
+    (a counter's cell) and join write and join what Clock.release_here,
+    publish_here and numpy's maximum (the fallbacks) do: the ring's rows and index,
+    the cell, and the clock after, whose own entry grows by one at each release."""
+    import numpy as np
+    from shmrma.check import clock as clocks
+    if clocks._racecheck is None:
+        pytest.skip("the C extension is not built")
+    rng = np.random.default_rng(seed)
+    made = []
+    for native in (True, False):
+        session = clocks.Session(_AnonymousSegment(clocks.Session._rank_size(3) * 3
+                                                   + clocks.HEADER + clocks.DEDUP * 8), 3)
+        me, other = clocks.Clock(session, 1), clocks.Clock(session, 2)
+        if not native:
+            me._c_ring = other._c_ring = ()
+        made.append((session, me, other))
+    for step in range(clocks.RING + 40):            # the ring wraps
+        vc = rng.integers(0, 99, 3).astype(np.int64)
+        key, cell_key = int(rng.integers(1, 2**40)), 1 + step % 5
+        theirs = rng.integers(0, 99, 3).astype(np.int64)
+        for session, me, other in made:
+            me.vc[:] = vc
+            me._looks = []
+            me.release(key) if step % 2 else me.publish(cell_key)
+            other.vc[:] = theirs
+            other.publish(cell_key)
+            me.join_cell(2, cell_key)
+        (c_session, c_me, _), (p_session, p_me, _) = made
+        assert np.array_equal(c_me.vc, p_me.vc), step
+        for rank in (1, 2):
+            c_block, p_block = c_session.block(rank), p_session.block(rank)
+            assert np.array_equal(c_block[2], p_block[2]), step      # the ring
+            assert np.array_equal(c_block[3], p_block[3]), step      # the cells
+            from shmrma import atomic
+            assert atomic.load64(c_block[1]) == atomic.load64(p_block[1])
 
 
 class _AnonymousSegment:

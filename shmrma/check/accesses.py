@@ -111,6 +111,7 @@ class WindowLog:
             self.atomics.append(numpy.ndarray((ATOMICS, 1 + world_size), numpy.int64,
                                               segment.buffer,
                                               start + CACHE_LINE + CAPACITY * RECORD_BYTES))
+        self.none = [records[:0] for records in self.records]   # no racing records
 
     def lock_cell(self, target):
         return self._lock_cell(target)
@@ -139,7 +140,7 @@ class WindowLog:
         found = _native.scan(self._records_address(target), count, access.lows,
                              access.highs, access.kind, access.op, access.basic, access.site,
                              access.epoch, me, vc_address or vc.ctypes.data)
-        return self.records[target][found] if found else self.records[target][:0]
+        return self.records[target][found] if found else self.none[target]
 
     def conflicts_numpy(self, target, me, vc, access):
         rows = self.rows(target)
@@ -233,7 +234,7 @@ class WindowLog:
                                    access.basic, access.site, access.epoch, me,
                                    self._lock_cell(target), vc_address, CAPACITY)
             if found is not None:
-                return self.records[target][found] if found else self.records[target][:0]
+                return self.records[target][found] if found else self.none[target]
         with contextlib.nullcontext() if locked else self.locked(target):
             self.acquire_word(target, access, vc)
             races = self.conflicts(target, me, vc, access, vc_address)
@@ -260,7 +261,7 @@ class WindowLog:
             return None
         result, found, run = done
         if found is not None:
-            found = self.records[target][found] if found else self.records[target][:0]
+            found = self.records[target][found] if found else self.none[target]
         return result, found, run
 
     def add(self, target, me, access, prune, stamp=PENDING):
@@ -301,7 +302,7 @@ class WindowLog:
                                    local.site, me, self._lock_cell(target), vc_address,
                                    CAPACITY, stamp, seen)
             if found is not None:
-                return self.records[target][found] if found else self.records[target][:0]
+                return self.records[target][found] if found else self.none[target]
         with self.locked(target):
             rows = self.rows(target)
             gone = ((rows["kind"] == local.kind) & (rows["origin"] == me)

@@ -130,11 +130,16 @@ class Clock:
         self.vc[:] = 0
         self.vc[rank] = 1
         self.vc_address = self.vc.ctypes.data
+        # release()'s arguments for this rank's ring in C, or () for the Python path
+        self._c_ring = self._ring_of(rank)[:4]
         self._site_numbers = {}
+        self._frame_sites = {}  # (code object, line) -> its site number
         self._cells_found = {}  # (rank, key) -> that rank's cell for the key
+        self._cell_addresses = {}   # (rank, key) -> the address of that cell
         self._rings = {}        # rank -> acquire()'s arguments for its ring
         self._watched = []      # windows whose local loads may observe atomics (Win.Sync)
         self._looks = []        # windows whose stores are found before each release
+        self.looked = None      # in a call over many requests: whether it looked yet
         self._warned = set()    # the kinds of warning this rank has counted already
 
     @property
@@ -152,6 +157,16 @@ class Clock:
 
     def end_epoch(self):
         self.vc[self.me] += 1
+
+    def entries_for_me(self, ranks):
+        """Where each of ``ranks`` keeps the entry of its clock for this rank."""
+        return [self.session.block(rank)[0].ctypes.data + 8 * self.me for rank in ranks]
+
+    @staticmethod
+    def seen_by_all(entries):
+        """The latest epoch of this rank that every rank has acquired, from
+        entries_for_me(their ranks)."""
+        return min([atomic.load64(address) for address in entries])
 
     # --- local loads the checker cannot see ---
     def watch(self, observe):
@@ -185,13 +200,37 @@ class Clock:
     def look_at_stores(self):
         """Record this rank's stores so far: before a release, and before an acquire
         that no release of the same call precedes (stores made before a wait are
-        not ordered by what the wait acquires)."""
+        not ordered by what the wait acquires). Once in a call over many requests
+        (one_look): none of the program's code runs between its completions."""
+        if self.looked:
+            return
         for look in self._looks:
             look()
+        if self.looked is False:
+            self.looked = True
+
+    def one_look(self):
+        """Enter a call over many requests (Waitall): its first release or acquire
+        looks at this rank's loads and stores, the later ones need not. Returns what
+        to give back to end_one_look."""
+        before = self.looked
+        if before is None:
+            self.looked = False
+        return before
+
+    def end_one_look(self, before):
+        self.looked = before
 
     # --- keyed releases ---
     def release(self, key):
         self.prepare_release()
+        if self._c_ring:
+            _racecheck.release(*self._c_ring, key, self.vc_address, self.me)
+        else:
+            self.release_here(key)
+
+    def release_here(self, key):
+        """release()'s write in Python: the reference of racecheck.c's, the fallback."""
         index = atomic.load64(self.ring_index)
         entry = self.ring[index % RING]
         entry[0] = 0                # readers skip the entry while it changes
@@ -260,6 +299,14 @@ class Clock:
         if cell is None:
             self.warn_once("too many counters to follow; some signals are not checked")
             return
+        if self._c_ring:
+            _racecheck.publish(self._address_of(self.me, key, cell), len(cell), key,
+                               self.vc_address, self.me)
+        else:
+            self.publish_here(cell, key)
+
+    def publish_here(self, cell, key):
+        """publish()'s write in Python: the reference of racecheck.c's, the fallback."""
         cell[1:] = self.vc      # every entry only grows: a torn read is still safe
         atomic.fence()
         cell[0] = key
@@ -267,8 +314,19 @@ class Clock:
 
     def join_cell(self, rank, key):
         cell = self._cell_of(rank, key)
-        if cell is not None:
+        if cell is None:
+            return
+        if self._c_ring:
+            _racecheck.join(self._address_of(rank, key, cell), len(cell), self.vc_address)
+        else:
             numpy.maximum(self.vc, cell[1:], out=self.vc)
+
+    def _address_of(self, rank, key, cell):
+        """The address of ``rank``'s cell for ``key`` (kept: numpy's is slow to get)."""
+        address = self._cell_addresses.get((rank, key))
+        if address is None:
+            address = self._cell_addresses[rank, key] = cell.ctypes.data
+        return address
 
     def _cell_of(self, rank, key, claim=False):
         """``rank``'s cell for ``key`` (a cell keeps its key for good, so where it was
@@ -287,6 +345,17 @@ class Clock:
         return None
 
     # --- code sites ---
+    def site_of(self, frame):
+        """The site number of a frame's current line (site() of its text), kept per
+        code object and line."""
+        key = (frame.f_code, frame.f_lineno)
+        number = self._frame_sites.get(key)
+        if number is None:
+            from .report import shown_site
+            number = self._frame_sites[key] = self.site(
+                shown_site(frame.f_code.co_filename, frame.f_lineno))
+        return number
+
     def site(self, text):
         number = self._site_numbers.get(text)
         if number is None:

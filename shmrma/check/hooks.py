@@ -12,6 +12,7 @@ import contextlib
 import functools
 import inspect
 import operator
+import time
 import zlib
 
 from .. import constants, dynamic, mailbox, memory, rma
@@ -96,14 +97,15 @@ class WindowCheck:
     def look_local(self):
         """Record this rank's own loads and stores of the window's memory since it
         last looked: before its releases, and before an acquire no release precedes."""
-        noted = self.loads.take() if self.loads is not None else None
+        loads = self.loads
+        noted = loads.take() if loads is not None and loads.armed else None
         if self.stores is not None:
             self.stores.look()
         if noted:       # polling with loads and Sync is valid (R128, R131)
-            self.loads.record(noted, polls=self.synced)
+            loads.record(noted, polls=self.synced)
         self.synced = False
-        if self.loads is not None:
-            self.loads.arm()
+        if loads is not None and time.perf_counter() >= loads.resume_at:
+            loads.arm()
 
     def local_epoch_kind(self, target=None):
         """The epoch of this rank's own loads and stores of ``target``'s memory (its
@@ -204,17 +206,24 @@ class WindowCheck:
         c = clock()
         c.observe_local()
         lows, highs = numpy.array([low]), numpy.array([high])
-        site = c.site(report.call_site())
+        frame = report.user_frame(2)    # past _note and the call's wrapper
+        site = c.site_of(frame) if frame is not None else c.site("<unknown>")
         epoch = self.epoch_kind(target)
-        done = accesses._native.shadowed(
-            records, count_cell, lows, highs, kind, 0, basic, site, epoch, c.me, lock_cell,
-            c.vc_address, accesses.CAPACITY, memory, shadow, target != self.me,
-            kind == PUT, perform, array if kind == PUT else None)
-        if done is None:
-            return DECLINED     # the lock stayed busy: nothing done
+        if memory is None:      # its stores are not checked: the call, then its record
+            result, unseen = perform(), None
+            found = accesses._native.record(
+                records, count_cell, lows, highs, kind, 0, basic, site, epoch, c.me,
+                lock_cell, c.vc_address, accesses.CAPACITY)
+        else:
+            done = accesses._native.shadowed(
+                records, count_cell, lows, highs, kind, 0, basic, site, epoch, c.me,
+                lock_cell, c.vc_address, accesses.CAPACITY, memory, shadow,
+                target != self.me, kind == PUT, perform, array if kind == PUT else None)
+            if done is None:
+                return DECLINED     # the lock stayed busy: nothing done
+            result, found, unseen = done
         self.pending.add(target)
         self.last_site = site
-        result, found, unseen = done
         if found is None or found or unseen is not None:    # a race, or a full log
             access = Access(lows, highs, kind, 0, basic, site, epoch)
             races = (self.log.record(target, c.me, access, c.vc, c.vc_address, self._prune)
@@ -228,14 +237,15 @@ class WindowCheck:
         return result
 
     def _quick_targets(self):
-        """Per target, what quick_access needs (log cells, memory and shadow addresses,
-        unit, size), or None where it declines: no checked stores, memory not mapped
-        here, or this rank's loads watched on it (an RMA's own copies are not loads)."""
-        if type(self.stores) is not stores.Stores:
-            return None
+        """Per target, what quick_access needs (log cells, memory and shadow addresses
+        when its stores are checked, unit, size), or None where it declines: memory
+        not mapped here under checked stores, or this rank's loads watched on it (an
+        RMA's own copies are not loads)."""
+        if self.stores is not None and type(self.stores) is not stores.Stores:
+            return None     # a dynamic window's: its offsets are addresses
         found = []
         for target in range(len(self.world)):
-            addresses = self.stores.addresses(target)
+            addresses = (None, None) if self.stores is None else self.stores.addresses(target)
             own = self.loads is not None and (target == self.me or self.loads.shared)
             found.append(None if addresses is None or own else (
                 self.log._records_address(target), self.log._count_cell(target),
@@ -554,6 +564,21 @@ def _completed(*requests):
         action = getattr(request, "__dict__", {}).pop("_race_done", None)
         if action is not None:
             action()
+
+
+def _install_waitall(Request):
+    """A Waitall looks at the rank's own loads and stores once, not at each of its
+    requests' releases: the program runs nothing between them."""
+    waitall = Request.Waitall.__func__
+
+    def Waitall(cls, requests, statuses=None):
+        c = clock()
+        before = c.one_look()
+        try:
+            return waitall(cls, requests, statuses)
+        finally:
+            c.end_one_look(before)
+    Request.Waitall = classmethod(functools.wraps(waitall)(Waitall))
 
 
 def _install_requests(classes):
@@ -1067,6 +1092,7 @@ def install():
     fast = getattr(nonblocking, "_FastCollective", None)
     classes += [fast] if fast is not None else []
     _install_requests(classes)
+    _install_waitall(request.Request)
     _install_file_io()
     from .. import winmemory
     from . import loads_watched

@@ -91,12 +91,12 @@ class Loads:
             self.ends = [start + state.sizes[t] for start, t in zip(self.starts, self.ranks)]
             self.base = state.targets[check.me].address
         self.grains = {t: word_grain(state.units[t]) for t in self.ranks}
-        session = clock().session
-        self.clocks = [session.block(rank)[0] for rank in check.world]
+        self.entries = clock().entries_for_me(check.world)
         self.regions = {}       # slot -> (its first page's offset, pages, the address given)
         for slot, address in slots:
             self._watch(slot, address)
         self.periods, self.armed, self.warned = 0, False, False
+        self.resume_at = 0.0    # arm() leaves the pages be until then (over budget)
         self.started, self.spent = time.perf_counter(), 0.0
         from .. import job
         # ranks sharing a CPU wait out each other's faults too
@@ -160,6 +160,8 @@ class Loads:
     def arm(self):
         """Take the pages away for the next period, when the budget allows."""
         if self.spent > max(GRACE, BUDGET * (time.perf_counter() - self.started)):
+            # back within budget then, for nothing is spent while no page is away
+            self.resume_at = self.started + self.spent / BUDGET
             if self.warned:
                 return
             self.warned = True
@@ -207,7 +209,7 @@ class Loads:
                 continue        # padding between ranks' memories
             key = (self.ranks[at], LOCAL_STORE if wrote else LOAD, _user_site(frames))
             groups.setdefault(key, []).append(address - self.starts[at])
-        seen = min([vc[c.me] for vc in self.clocks])
+        seen = c.seen_by_all(self.entries)
         for (target, kind, site), offsets in groups.items():
             grain = self.grains[target]
             lows = numpy.unique(numpy.array(offsets, numpy.int64) // grain * grain)

@@ -15,14 +15,22 @@ EPOCH_TEXT = {NO_EPOCH: "outside any epoch", FENCE: "in a fence epoch",
               BARRIER: "between window barriers", EXPOSURE: "in a Post/Wait exposure epoch"}
 
 
-def call_site():
-    """'file:line' of the user's code that made the current call."""
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(PACKAGE_DIR):
-        frame = frame.f_back
+def call_site(skip=0):
+    """'file:line' of the user's code that made the current call (``skip``: frames
+    of the checker's own known to lie between, passed over without a look)."""
+    frame = user_frame(skip + 1)
     if frame is None:
         return "<unknown>"
     return shown_site(frame.f_code.co_filename, frame.f_lineno)
+
+
+def user_frame(skip=0):
+    """The innermost frame of the user's code, looking from ``skip`` frames above the
+    caller's."""
+    frame = sys._getframe(skip + 2)
+    while frame is not None and frame.f_code.co_filename.startswith(PACKAGE_DIR):
+        frame = frame.f_back
+    return frame
 
 
 def shown_site(path, line):

@@ -106,8 +106,7 @@ class Stores:
         self.covers = shadow.covers
         self.grain = word_grain(check.state.units[check.me])
         self.spent = 0.0        # seconds this rank's looks have compared memory
-        session = clock().session
-        self.clocks = [session.block(rank)[0] for rank in check.world]
+        self.entries = clock().entries_for_me(check.world)
 
     def _found_runs(self, lock=None):
         address, nbytes = self.shadow.own()
@@ -133,10 +132,12 @@ class Stores:
     def _record(self, lows, highs):
         """Record the stores found at the byte runs, and report what they race with."""
         check, c = self.check, clock()
+        frame = report.user_frame()
         store = Access(numpy.array(lows, numpy.int64), numpy.array(highs, numpy.int64),
-                       STORE, 0, 0, c.site(report.call_site()), check.local_epoch_kind())
+                       STORE, 0, 0, c.site_of(frame) if frame else c.site("<unknown>"),
+                       check.local_epoch_kind())
         # every rank of the window is ordered after this rank's stores up to here
-        seen = min([vc[c.me] for vc in self.clocks])
+        seen = c.seen_by_all(self.entries)
         races = check.log.add_local(check.me, c.me, store, c.vc, c.vc_address, c.epoch, seen,
                                      check._prune)
         for row in races:

@@ -685,6 +685,17 @@ static PyObject *written_pages(PyObject *self, PyObject *args)
     return flags;
 }
 
+/* vc = max(vc, clock), element-wise, over ``n`` entries (a clock only grows: an entry
+ * read while it changes is still one it had). */
+static void join_into(int64_t *vc, const int64_t *clock, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t seen = __atomic_load_n(&clock[i], __ATOMIC_RELAXED);
+        if (seen > vc[i])
+            vc[i] = seen;
+    }
+}
+
 /* acquire(ring, ring_index, entries, width, recent, key, vc): join (element-wise max)
  * into the clock at ``vc`` the clock a rank released under ``key`` (check/clock.py,
  * Clock.acquire, is the reference and the fallback): its ring holds ``entries``
@@ -722,10 +733,74 @@ static PyObject *acquire(PyObject *self, PyObject *args)
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (__atomic_load_n(entry, __ATOMIC_SEQ_CST) != key)
         Py_RETURN_FALSE;    /* reused while we copied: so long ago it cannot matter */
-    for (Py_ssize_t i = 0; i < width - 1; i++)
-        if (clock[i] > vc[i])
-            vc[i] = clock[i];
+    join_into(vc, clock, width - 1);
     Py_RETURN_TRUE;
+}
+
+/* The clock ``vc`` (width - 1 entries) into ``entry`` after its key, then the key;
+ * with ``clear``, the key is 0 while the clock changes (readers skip the entry). */
+static void write_clock(int64_t *entry, const int64_t *vc, Py_ssize_t width, int64_t key,
+                        int clear)
+{
+    if (clear) {
+        __atomic_store_n(entry, 0, __ATOMIC_SEQ_CST);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    }
+    memcpy(entry + 1, vc, (size_t)(width - 1) * 8);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    __atomic_store_n(entry, key, __ATOMIC_SEQ_CST);
+}
+
+/* release(ring, index_cell, entries, width, key, vc, me): Clock.release_here in one
+ * call: the clock appended to the rank's ring under ``key`` (its entry's key cleared
+ * while it changes), the ring's index moved on, then the rank's epoch ended
+ * (vc[me] += 1). */
+static PyObject *release(PyObject *self, PyObject *args)
+{
+    Py_ssize_t ring_address, index_address, entries, width, vc_address, me;
+    long long key;
+    if (!PyArg_ParseTuple(args, "nnnnLnn", &ring_address, &index_address, &entries, &width,
+                          &key, &vc_address, &me))
+        return NULL;
+    if (entries <= 0 || width < 2 || me < 0 || me >= width - 1) {
+        PyErr_SetString(PyExc_ValueError, "release: entries > 0, width >= 2, 0 <= me < width - 1");
+        return NULL;
+    }
+    int64_t *index = (int64_t *)index_address, *vc = (int64_t *)vc_address;
+    int64_t at = __atomic_load_n(index, __ATOMIC_SEQ_CST);
+    write_clock((int64_t *)ring_address + (at % entries) * width, vc, width, key, 1);
+    __atomic_store_n(index, at + 1, __ATOMIC_SEQ_CST);
+    vc[me] += 1;
+    Py_RETURN_NONE;
+}
+
+/* publish(cell, width, key, vc, me): Clock.publish_here's write in one call: the
+ * clock over the cell's (every entry only grows: a torn read is still safe, and the
+ * key stays, so probes never find the cell empty), then vc[me] += 1. */
+static PyObject *publish(PyObject *self, PyObject *args)
+{
+    Py_ssize_t cell_address, width, vc_address, me;
+    long long key;
+    if (!PyArg_ParseTuple(args, "nnLnn", &cell_address, &width, &key, &vc_address, &me))
+        return NULL;
+    if (width < 2 || me < 0 || me >= width - 1) {
+        PyErr_SetString(PyExc_ValueError, "publish: width >= 2, 0 <= me < width - 1");
+        return NULL;
+    }
+    int64_t *vc = (int64_t *)vc_address;
+    write_clock((int64_t *)cell_address, vc, width, key, 0);
+    vc[me] += 1;
+    Py_RETURN_NONE;
+}
+
+/* join(cell, width, vc): join the clock in a cell (after its key) into ``vc``. */
+static PyObject *join(PyObject *self, PyObject *args)
+{
+    Py_ssize_t cell_address, width, vc_address;
+    if (!PyArg_ParseTuple(args, "nnn", &cell_address, &width, &vc_address))
+        return NULL;
+    join_into((int64_t *)vc_address, (const int64_t *)cell_address + 1, width - 1);
+    Py_RETURN_NONE;
 }
 
 static PyMethodDef methods[] = {
@@ -742,6 +817,9 @@ static PyMethodDef methods[] = {
     {"diff", diff, METH_VARARGS, "the byte runs where memory differs from its shadow"},
     {"written_pages", written_pages, METH_VARARGS, "a flag per page other origins write"},
     {"acquire", acquire, METH_VARARGS, "join the clock a rank released under a key"},
+    {"release", release, METH_VARARGS, "append the clock to the ring, end the epoch"},
+    {"publish", publish, METH_VARARGS, "write the clock into a cell, end the epoch"},
+    {"join", join, METH_VARARGS, "join the clock in a cell"},
     {NULL, NULL, 0, NULL},
 };
 
