@@ -133,9 +133,10 @@ class Clock:
         # release()'s arguments for this rank's ring in C, or () for the Python path
         self._c_ring = self._ring_of(rank)[:4]
         self._site_numbers = {}
-        self._frame_sites = {}  # (code object, line) -> its site number
-        self._cells_found = {}  # (rank, key) -> that rank's cell for the key
-        self._cell_addresses = {}   # (rank, key) -> the address of that cell
+        self._frame_sites = {}  # (code object, instruction) -> its site number
+        self._cells_found = {}  # (rank, key) -> the index of that rank's cell for the key
+        self._cells_at = {}     # rank -> the address of its cells
+        self._cell_bytes = (1 + session.nranks) * 8
         self._rings = {}        # rank -> acquire()'s arguments for its ring
         self._watched = []      # windows whose local loads may observe atomics (Win.Sync)
         self._looks = []        # windows whose stores are found before each release
@@ -295,15 +296,15 @@ class Clock:
     def publish(self, key):
         """Overwrite this rank's cell for ``key`` with its clock, and end the epoch."""
         self.prepare_release()
-        cell = self._cell_of(self.me, key, claim=True)
-        if cell is None:
+        index = self._cell_index(self.me, key, claim=True)
+        if index is None:
             self.warn_once("too many counters to follow; some signals are not checked")
             return
         if self._c_ring:
-            _racecheck.publish(self._address_of(self.me, key, cell), len(cell), key,
-                               self.vc_address, self.me)
+            _racecheck.publish(self._cells_at[self.me] + index * self._cell_bytes,
+                               self.session.nranks + 1, key, self.vc_address, self.me)
         else:
-            self.publish_here(cell, key)
+            self.publish_here(self.cells[index], key)
 
     def publish_here(self, cell, key):
         """publish()'s write in Python: the reference of racecheck.c's, the fallback."""
@@ -313,42 +314,41 @@ class Clock:
         self.end_epoch()
 
     def join_cell(self, rank, key):
-        cell = self._cell_of(rank, key)
-        if cell is None:
+        index = self._cell_index(rank, key)
+        if index is None:
             return
         if self._c_ring:
-            _racecheck.join(self._address_of(rank, key, cell), len(cell), self.vc_address)
+            _racecheck.join(self._cells_at[rank] + index * self._cell_bytes,
+                            self.session.nranks + 1, self.vc_address)
         else:
-            numpy.maximum(self.vc, cell[1:], out=self.vc)
+            numpy.maximum(self.vc, self.session.block(rank)[3][index, 1:], out=self.vc)
 
-    def _address_of(self, rank, key, cell):
-        """The address of ``rank``'s cell for ``key`` (kept: numpy's is slow to get)."""
-        address = self._cell_addresses.get((rank, key))
-        if address is None:
-            address = self._cell_addresses[rank, key] = cell.ctypes.data
-        return address
-
-    def _cell_of(self, rank, key, claim=False):
-        """``rank``'s cell for ``key`` (a cell keeps its key for good, so where it was
-        found is remembered); with ``claim``, a free one for this rank to fill."""
-        cell = self._cells_found.get((rank, key))
-        if cell is not None:
-            return cell
-        cells = self.session.block(rank)[3]
+    def _cell_index(self, rank, key, claim=False):
+        """The index of ``rank``'s cell for ``key`` (a cell keeps its key for good, so
+        where it was found is remembered), or None; with ``claim``, a free one for
+        this rank to fill. Keys are read with atomic loads: a miss, a counter the rank
+        never signalled, costs one each time."""
+        index = self._cells_found.get((rank, key))
+        if index is not None:
+            return index
+        base = self._cells_at.get(rank)
+        if base is None:
+            base = self._cells_at[rank] = self.session.block(rank)[3].ctypes.data
         for probe in range(CELLS):
-            cell = cells[(key + probe) % CELLS]
-            if cell[0] == key or (claim and cell[0] == 0):
-                self._cells_found[rank, key] = cell
-                return cell
-            if cell[0] == 0:
+            index = (key + probe) % CELLS
+            seen = atomic.load64(base + index * self._cell_bytes)
+            if seen == key or (claim and seen == 0):
+                self._cells_found[rank, key] = index
+                return index
+            if seen == 0:
                 return None
         return None
 
     # --- code sites ---
     def site_of(self, frame):
         """The site number of a frame's current line (site() of its text), kept per
-        code object and line."""
-        key = (frame.f_code, frame.f_lineno)
+        code object and instruction (cheaper to read than the line)."""
+        key = (frame.f_code, frame.f_lasti)
         number = self._frame_sites.get(key)
         if number is None:
             from .report import shown_site

@@ -71,6 +71,7 @@ class WindowCheck:
                        stores.DynamicStores(self, regions) if regions is not None else None)
         self.loads = loads.Loads.of(self)
         self.quick = self._quick_targets()     # quick_access's view of the targets
+        self.one_run = (numpy.zeros(1, numpy.int64), numpy.zeros(1, numpy.int64))  # its runs
         self.synced = False     # a Win.Sync since the last look: its loads may be polls
         self.looking = False    # look_local runs before this rank's releases
         self.dynamic = state.flavor == WIN_FLAVOR_DYNAMIC   # offsets are addresses
@@ -205,7 +206,8 @@ class WindowCheck:
             return DECLINED
         c = clock()
         c.observe_local()
-        lows, highs = numpy.array([low]), numpy.array([high])
+        lows, highs = self.one_run
+        lows[0], highs[0] = low, high
         frame = report.user_frame(2)    # past _note and the call's wrapper
         site = c.site_of(frame) if frame is not None else c.site("<unknown>")
         epoch = self.epoch_kind(target)
@@ -225,7 +227,7 @@ class WindowCheck:
         self.pending.add(target)
         self.last_site = site
         if found is None or found or unseen is not None:    # a race, or a full log
-            access = Access(lows, highs, kind, 0, basic, site, epoch)
+            access = Access(lows.copy(), highs.copy(), kind, 0, basic, site, epoch)
             races = (self.log.record(target, c.me, access, c.vc, c.vc_address, self._prune)
                      if found is None else self.log.records[target][found])
             self._checked(c, target, access, races)
@@ -233,7 +235,7 @@ class WindowCheck:
                 self.stores.report_unseen(target, unseen, access)
         else:
             c.accesses += 1
-        self.last_held = self.buffers.hold(target, kind, site, ((array, role),))
+        self.last_held = self.buffers.hold_array(target, kind, site, array, role)
         return result
 
     def _quick_targets(self):

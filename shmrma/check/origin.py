@@ -103,6 +103,13 @@ class Buffers:
             found = watched(spec)
             if found is not None:
                 new.append(Held(target, kind, role, site, *found))
+        return self._add(new)
+
+    def hold_array(self, target, kind, site, array, role):
+        """hold() of one C-contiguous numpy array, not empty (the quick path's)."""
+        return self._add([Held(target, kind, role, site, array, None, array.itemsize)])
+
+    def _add(self, new):
         if new:
             if len(self.held) + len(new) > HELD:
                 self.warn("a window holds more than %d RMA calls not complete at the origin; "

@@ -27,7 +27,10 @@ def call_site(skip=0):
 def user_frame(skip=0):
     """The innermost frame of the user's code, looking from ``skip`` frames above the
     caller's."""
-    frame = sys._getframe(skip + 2)
+    try:
+        frame = sys._getframe(skip + 2)
+    except ValueError:      # a shallower stack than ``skip`` supposes: from the caller
+        frame = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(PACKAGE_DIR):
         frame = frame.f_back
     return frame
