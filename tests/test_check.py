@@ -370,6 +370,25 @@ def test_the_load_watch_keeps_to_its_budget_and_says_so(tmp_path):
                      result.stderr), result.stderr
 
 
+def test_the_load_watch_grace_is_counted_in_periods():
+    """The load watch's first GRACE_PERIODS periods are watched whatever they cost
+    (up to GRACE seconds of it), so a test is watched alike on any machine; past
+    them a twentieth of the run time applies."""
+    import time
+    import types
+    from shmrma.check import loads
+    now = time.perf_counter()
+    watch = types.SimpleNamespace(periods=0, spent=loads.GRACE / 2, started=now - 0.01)
+    over = lambda: loads.Loads._over_budget(watch)      # noqa: E731
+    assert not over()                                   # 50% of the run, in its grace
+    watch.periods = loads.GRACE_PERIODS
+    assert over()
+    watch.periods, watch.spent = 1, loads.GRACE * 2     # a grace that cost too much
+    assert over()
+    watch.periods, watch.spent, watch.started = loads.GRACE_PERIODS, 0.001, now - 1.0
+    assert not over()                                   # 0.1% of the run
+
+
 def test_no_stores_leaves_out_the_ranks_own_stores():
     """--check=no-stores: the RMA calls and the origin buffers are checked, the ranks'
     own stores not (local_cases.py's races are all stores)."""

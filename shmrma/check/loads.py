@@ -33,12 +33,15 @@ from a load). They become load and store records of the rank whose memory they
 reached, checked against the others' loads, stores and RMA.
 
 A fault costs a few microseconds, and a stencil touches every page of its memory in
-each synchronization period, so the watch keeps to a budget: once its faults and
-page changes have cost a fiftieth of a second and a twentieth of the time since the
-window was created, it leaves the next periods unwatched until it is back within
-budget (it says so, once). A program with few synchronizations, a test, is
+each synchronization period, so the watch keeps to a budget: once its faults, page
+changes and records have cost a twentieth of the time since the window was
+created, past its first GRACE_PERIODS periods (or a fiftieth of a second of them,
+whichever comes first), it leaves the next periods unwatched until it is back
+within budget (it says so, once). A program with few synchronizations, a test, is
 watched throughout; a long loop one period in several, where a race that
-repeats each iteration shows.
+repeats each iteration shows. The grace is counted in periods, not seconds, so
+that a test is watched alike on any machine, and a short run on a fast one does
+not spend a fiftieth of a second of watching before the budget applies.
 """
 import bisect
 import contextlib
@@ -63,8 +66,9 @@ NUMPY_MARK = os.sep + "numpy" + os.sep
 # (the halo rows of a stencil, not its interior), where loads of the period can
 # race with them, and where the next writes are likely to land.
 FULL_PERIODS, FULL_EVERY = 16, 8
-BUDGET = 0.05            # the share of the run time the watch may cost,
-GRACE = 0.02             # or these seconds, whichever is more
+BUDGET = 0.05            # the share of the run time the watch may cost, past its grace:
+GRACE_PERIODS = 64       # watched whatever they cost, but for
+GRACE = 0.02             # these seconds at most
 MAX_NOTES = 4096        # csrc/pagewatch.c's MAX_FAULTS
 MAX_WATCHED = 64        # and its MAX_REGIONS
 # what its watch() returns when the memory holds no whole page, or every slot is taken
@@ -159,7 +163,7 @@ class Loads:
 
     def arm(self):
         """Take the pages away for the next period, when the budget allows."""
-        if self.spent > max(GRACE, BUDGET * (time.perf_counter() - self.started)):
+        if self._over_budget():
             # back within budget then, for nothing is spent while no page is away
             self.resume_at = self.started + self.spent / BUDGET
             if self.warned:
@@ -187,6 +191,10 @@ class Loads:
         _watching.add(self)
         self.spent += time.perf_counter() - started
 
+    def _over_budget(self):
+        in_grace = self.periods < GRACE_PERIODS and self.spent <= GRACE
+        return not in_grace and self.spent > BUDGET * (time.perf_counter() - self.started)
+
     def quiet(self):
         """A context in which the runtime's own accesses to the memory go unnoted
         (an RMA call to this rank itself); the pages are taken away again after."""
@@ -212,7 +220,9 @@ class Loads:
         seen = c.seen_by_all(self.entries)
         for (target, kind, site), offsets in groups.items():
             grain = self.grains[target]
-            lows = numpy.unique(numpy.array(offsets, numpy.int64) // grain * grain)
+            # (not numpy.unique: its first call imports numpy.ma, 14 ms of the budget)
+            lows = numpy.array(sorted({offset // grain * grain for offset in offsets}),
+                               numpy.int64)
             local = Access(lows, lows + grain, kind, 0, 0, c.site(site),
                            check.local_epoch_kind(target))
             races = check.log.add_local(target, c.me, local, c.vc, c.vc_address, c.epoch,
