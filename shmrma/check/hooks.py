@@ -185,29 +185,17 @@ class WindowCheck:
         return (result,)
 
     def quick_access(self, kind, target, disp, array, perform, role):
-        """A Put or Get of a contiguous numpy array at an int displacement into memory
-        whose stores are checked, the common case, in one C call (racecheck.c's
-        shadowed) and few Python steps: what shadowed_access does for it. DECLINED,
-        having done nothing, for any other case (the general path then does it)."""
-        quick = self.quick
-        if (quick is None or type(target) is not int or type(array) is not numpy.ndarray
-                or not 0 <= target < len(quick) or accesses._native is None
-                or self.entered is not None):
+        """A Put or Get of a contiguous numpy array at an int displacement, the common
+        case, in one C call (racecheck.c's shadowed where the target's stores are
+        checked, else the call and then record) and few Python steps: what
+        shadowed_access or access does for it. DECLINED, having done nothing, for any
+        other case (the general path then does it)."""
+        found = self._quick_runs(target, disp, array)
+        if found is None:
             return DECLINED
-        basic = _basic_codes.get(array.dtype)
-        where = quick[target]
-        if (basic is None or where is None or not array.flags.c_contiguous
-                or not (disp is None or type(disp) is int)):
-            return DECLINED
-        records, count_cell, lock_cell, memory, shadow, unit, size = where
-        low = (disp or 0) * unit
-        high = low + array.nbytes
-        if not 0 <= low < high <= size:
-            return DECLINED
+        (records, count_cell, lock_cell, memory, shadow), basic, lows, highs = found
         c = clock()
         c.observe_local()
-        lows, highs = self.one_run
-        lows[0], highs[0] = low, high
         frame = report.user_frame(2)    # past _note and the call's wrapper
         site = c.site_of(frame) if frame is not None else c.site("<unknown>")
         epoch = self.epoch_kind(target)
@@ -227,16 +215,44 @@ class WindowCheck:
         self.pending.add(target)
         self.last_site = site
         if found is None or found or unseen is not None:    # a race, or a full log
-            access = Access(lows.copy(), highs.copy(), kind, 0, basic, site, epoch)
-            races = (self.log.record(target, c.me, access, c.vc, c.vc_address, self._prune)
-                     if found is None else self.log.records[target][found])
-            self._checked(c, target, access, races)
-            if unseen is not None:
-                self.stores.report_unseen(target, unseen, access)
+            self._quick_report(c, target, Access(lows.copy(), highs.copy(), kind, 0, basic,
+                                                 site, epoch), found, unseen)
         else:
             c.accesses += 1
         self.last_held = self.buffers.hold_array(target, kind, site, array, role)
         return result
+
+    def _quick_runs(self, target, disp, array):
+        """(the target's log cells and memory and shadow addresses, the basic type's
+        code, the one run's lows and highs) of a quick access, or None where
+        quick_access declines."""
+        quick = self.quick
+        if (quick is None or type(target) is not int or type(array) is not numpy.ndarray
+                or not 0 <= target < len(quick) or accesses._native is None
+                or self.entered is not None):
+            return None
+        basic = _basic_codes.get(array.dtype)
+        where = quick[target]
+        if (basic is None or where is None or not array.flags.c_contiguous
+                or not (disp is None or type(disp) is int)):
+            return None
+        low = (disp or 0) * where[5]
+        high = low + array.nbytes
+        if not 0 <= low < high <= where[6]:
+            return None
+        lows, highs = self.one_run
+        lows[0], highs[0] = low, high
+        return where[:5], basic, lows, highs
+
+    def _quick_report(self, c, target, access, found, unseen):
+        """A quick access that races (``found``: the racing records' indices, None
+        when the log was full: the Python path records it, pruning), or met a store
+        its target had not looked at (``unseen``)."""
+        races = (self.log.record(target, c.me, access, c.vc, c.vc_address, self._prune)
+                 if found is None else self.log.records[target][found])
+        self._checked(c, target, access, races)
+        if unseen is not None:
+            self.stores.report_unseen(target, unseen, access)
 
     def _quick_targets(self):
         """Per target, what quick_access needs (log cells, memory and shadow addresses
