@@ -650,6 +650,27 @@ def test_access_log_in_c_matches_numpy(seed):
         accesses.use_native(True)
 
 
+def test_a_look_at_unchanged_memory_needs_no_lock():
+    """racecheck.c's diff: memory equal to its shadow is no store, found without the
+    target's checking lock (an RMA in progress changes the memory first); memory that
+    differs waits for the lock, and while another holds it nothing is found or
+    changed (None: the Python path waits)."""
+    import numpy as np
+    from shmrma.check import accesses
+    if accesses._racecheck is None:
+        pytest.skip("the C extension is not built")
+    memory = np.arange(4096, dtype=np.uint8)
+    shadow, lock = memory.copy(), np.ones(1, np.int32)     # the lock held by another
+    args = (memory.ctypes.data, shadow.ctypes.data, memory.nbytes, 8, 64, lock.ctypes.data)
+    assert accesses._racecheck.diff(*args) == ([], [])
+    memory[100] += 1
+    assert accesses._racecheck.diff(*args) is None
+    assert shadow[100] != memory[100]                       # left for the locked pass
+    lock[0] = 0
+    assert accesses._racecheck.diff(*args) == ([96], [104])
+    assert shadow[100] == memory[100] and lock[0] == 0
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_store_finding_in_c_matches_numpy(seed):
     """Differential: csrc/racecheck.c's diff (the runs of words where memory differs
