@@ -593,6 +593,29 @@ def test_release_publish_and_join_in_c_match_python(seed):
             assert atomic.load64(c_block[1]) == atomic.load64(p_block[1])
 
 
+def test_a_waitall_looks_once_in_its_own_thread_only():
+    """Clock.one_look: in a Waitall the first release or acquire looks at the rank's
+    own memory and the later ones do not, in the calling thread; another thread,
+    which may have stored meanwhile, still looks before its releases (R127)."""
+    import threading
+    from shmrma.check import clock as clocks
+    session = clocks.Session(_AnonymousSegment(clocks.Session._rank_size(2) * 2
+                                               + clocks.HEADER + clocks.DEDUP * 8), 2)
+    me, looks = clocks.Clock(session, 0), []
+    me._looks = [lambda: looks.append(threading.get_ident())]
+    before = me.one_look()
+    me.look_at_stores()
+    me.look_at_stores()
+    assert len(looks) == 1
+    other = threading.Thread(target=me.look_at_stores)
+    other.start()
+    other.join()
+    assert len(looks) == 2 and looks[1] != looks[0]
+    me.end_one_look(before)
+    me.look_at_stores()
+    assert len(looks) == 3
+
+
 class _AnonymousSegment:
     """A stand-in for the checking segment: anonymous memory of this process."""
 

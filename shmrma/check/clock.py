@@ -17,6 +17,7 @@ the other:
 The segment is made before the ranks fork (or by a singleton) and unlinked at
 once, so it never outlives the job; the launcher reads the race count from it.
 """
+import threading
 import time
 
 from .. import atomic, job, segments
@@ -140,7 +141,8 @@ class Clock:
         self._rings = {}        # rank -> acquire()'s arguments for its ring
         self._watched = []      # windows whose local loads may observe atomics (Win.Sync)
         self._looks = []        # windows whose stores are found before each release
-        self.looked = None      # in a call over many requests: whether it looked yet
+        # per thread, in a call over many requests: whether it looked yet (one_look)
+        self._call = threading.local()
         self._warned = set()    # the kinds of warning this rank has counted already
 
     @property
@@ -203,24 +205,26 @@ class Clock:
         that no release of the same call precedes (stores made before a wait are
         not ordered by what the wait acquires). Once in a call over many requests
         (one_look): none of the program's code runs between its completions."""
-        if self.looked:
+        looked = getattr(self._call, "looked", None)
+        if looked:
             return
         for look in self._looks:
             look()
-        if self.looked is False:
-            self.looked = True
+        if looked is False:
+            self._call.looked = True
 
     def one_look(self):
         """Enter a call over many requests (Waitall): its first release or acquire
-        looks at this rank's loads and stores, the later ones need not. Returns what
-        to give back to end_one_look."""
-        before = self.looked
+        looks at this rank's loads and stores, the later ones need not (in the
+        calling thread: another may store meanwhile). Returns what to give back to
+        end_one_look."""
+        before = getattr(self._call, "looked", None)
         if before is None:
-            self.looked = False
+            self._call.looked = False
         return before
 
     def end_one_look(self, before):
-        self.looked = before
+        self._call.looked = before
 
     # --- keyed releases ---
     def release(self, key):
