@@ -132,6 +132,7 @@ class Clock:
         self.vc[rank] = 1
         self.vc_address = self.vc.ctypes.data
         # release()'s arguments for this rank's ring in C, or () for the Python path
+        # (publish and join_cell follow the same path)
         self._c_ring = self._ring_of(rank)[:4]
         self._site_numbers = {}
         self._frame_sites = {}  # (code object, instruction) -> its site number
@@ -351,7 +352,9 @@ class Clock:
     # --- code sites ---
     def site_of(self, frame):
         """The site number of a frame's current line (site() of its text), kept per
-        code object and instruction (cheaper to read than the line)."""
+        code object and instruction (cheaper to read than the line); None: unknown."""
+        if frame is None:
+            return self.site("<unknown>")
         key = (frame.f_code, frame.f_lasti)
         number = self._frame_sites.get(key)
         if number is None:

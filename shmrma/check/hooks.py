@@ -8,11 +8,11 @@ message), so the matching acquire always finds the clock it needs.
 Point-to-point messages take the Python path while checking (the C fast paths do
 not report the message they matched); the RMA calls keep theirs.
 """
+import collections
 import contextlib
 import functools
 import inspect
 import operator
-import time
 import zlib
 
 from .. import constants, dynamic, mailbox, memory, rma
@@ -29,6 +29,10 @@ from ..lazy import numpy
 FENCE, BARRIER, POST, COMPLETE, MESSAGE, COLLECTIVE, COUNTER = range(1, 8)
 CAS_CODE = -2
 DECLINED = object()     # what WindowCheck.quick_access returns when it did nothing
+# a target as WindowCheck.quick_access sees it: its log's cells, its memory and shadow
+# addresses (None when its stores are not checked), its displacement unit and size
+QuickTarget = collections.namedtuple(
+    "QuickTarget", "records count_cell lock_cell memory shadow unit size")
 
 
 def _code(name):
@@ -99,13 +103,13 @@ class WindowCheck:
         """Record this rank's own loads and stores of the window's memory since it
         last looked: before its releases, and before an acquire no release precedes."""
         loads = self.loads
-        noted = loads.take() if loads is not None and loads.armed else None
+        noted = loads.take() if loads is not None else None
         if self.stores is not None:
             self.stores.look()
         if noted:       # polling with loads and Sync is valid (R128, R131)
             loads.record(noted, polls=self.synced)
         self.synced = False
-        if loads is not None and time.perf_counter() >= loads.resume_at:
+        if loads is not None:
             loads.arm()
 
     def local_epoch_kind(self, target=None):
@@ -193,22 +197,20 @@ class WindowCheck:
         found = self._quick_runs(target, disp, array)
         if found is None:
             return DECLINED
-        (records, count_cell, lock_cell, memory, shadow), basic, lows, highs = found
+        where, basic, lows, highs = found
         c = clock()
         c.observe_local()
-        frame = report.user_frame(2)    # past _note and the call's wrapper
-        site = c.site_of(frame) if frame is not None else c.site("<unknown>")
+        site = c.site_of(report.user_frame(2))     # past _note and the call's wrapper
         epoch = self.epoch_kind(target)
-        if memory is None:      # its stores are not checked: the call, then its record
+        log = (where.records, where.count_cell, lows, highs, kind, 0, basic, site, epoch,
+               c.me, where.lock_cell, c.vc_address, accesses.CAPACITY)
+        if where.memory is None:    # its stores are not checked: the call, then its record
             result, unseen = perform(), None
-            found = accesses._native.record(
-                records, count_cell, lows, highs, kind, 0, basic, site, epoch, c.me,
-                lock_cell, c.vc_address, accesses.CAPACITY)
+            found = accesses._native.record(*log)
         else:
             done = accesses._native.shadowed(
-                records, count_cell, lows, highs, kind, 0, basic, site, epoch, c.me,
-                lock_cell, c.vc_address, accesses.CAPACITY, memory, shadow,
-                target != self.me, kind == PUT, perform, array if kind == PUT else None)
+                *log, where.memory, where.shadow, target != self.me, kind == PUT, perform,
+                array if kind == PUT else None)
             if done is None:
                 return DECLINED     # the lock stayed busy: nothing done
             result, found, unseen = done
@@ -223,9 +225,8 @@ class WindowCheck:
         return result
 
     def _quick_runs(self, target, disp, array):
-        """(the target's log cells and memory and shadow addresses, the basic type's
-        code, the one run's lows and highs) of a quick access, or None where
-        quick_access declines."""
+        """(the target's QuickTarget, the basic type's code, the one run's lows and
+        highs) of a quick access, or None where quick_access declines."""
         quick = self.quick
         if (quick is None or type(target) is not int or type(array) is not numpy.ndarray
                 or not 0 <= target < len(quick) or accesses._native is None
@@ -236,13 +237,13 @@ class WindowCheck:
         if (basic is None or where is None or not array.flags.c_contiguous
                 or not (disp is None or type(disp) is int)):
             return None
-        low = (disp or 0) * where[5]
+        low = (disp or 0) * where.unit
         high = low + array.nbytes
-        if not 0 <= low < high <= where[6]:
+        if not 0 <= low < high <= where.size:
             return None
         lows, highs = self.one_run
         lows[0], highs[0] = low, high
-        return where[:5], basic, lows, highs
+        return where, basic, lows, highs
 
     def _quick_report(self, c, target, access, found, unseen):
         """A quick access that races (``found``: the racing records' indices, None
@@ -255,8 +256,8 @@ class WindowCheck:
             self.stores.report_unseen(target, unseen, access)
 
     def _quick_targets(self):
-        """Per target, what quick_access needs (log cells, memory and shadow addresses
-        when its stores are checked, unit, size), or None where it declines: memory
+        """Per target, what quick_access needs (a QuickTarget), or None where it
+        declines: memory
         not mapped here under checked stores, or this rank's loads watched on it (an
         RMA's own copies are not loads)."""
         if self.stores is not None and type(self.stores) is not stores.Stores:
@@ -265,7 +266,7 @@ class WindowCheck:
         for target in range(len(self.world)):
             addresses = (None, None) if self.stores is None else self.stores.addresses(target)
             own = self.loads is not None and (target == self.me or self.loads.shared)
-            found.append(None if addresses is None or own else (
+            found.append(None if addresses is None or own else QuickTarget(
                 self.log._records_address(target), self.log._count_cell(target),
                 self.log.lock_cell(target), *addresses, self.state.units[target],
                 self.state.sizes[target]))

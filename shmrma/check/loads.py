@@ -163,6 +163,8 @@ class Loads:
 
     def arm(self):
         """Take the pages away for the next period, when the budget allows."""
+        if time.perf_counter() < self.resume_at:
+            return
         if self._over_budget():
             # back within budget then, for nothing is spent while no page is away
             self.resume_at = self.started + self.spent / BUDGET

@@ -15,10 +15,9 @@ EPOCH_TEXT = {NO_EPOCH: "outside any epoch", FENCE: "in a fence epoch",
               BARRIER: "between window barriers", EXPOSURE: "in a Post/Wait exposure epoch"}
 
 
-def call_site(skip=0):
-    """'file:line' of the user's code that made the current call (``skip``: frames
-    of the checker's own known to lie between, passed over without a look)."""
-    frame = user_frame(skip + 1)
+def call_site():
+    """'file:line' of the user's code that made the current call."""
+    frame = user_frame(1)
     if frame is None:
         return "<unknown>"
     return shown_site(frame.f_code.co_filename, frame.f_lineno)

@@ -132,10 +132,8 @@ class Stores:
     def _record(self, lows, highs):
         """Record the stores found at the byte runs, and report what they race with."""
         check, c = self.check, clock()
-        frame = report.user_frame()
         store = Access(numpy.array(lows, numpy.int64), numpy.array(highs, numpy.int64),
-                       STORE, 0, 0, c.site_of(frame) if frame else c.site("<unknown>"),
-                       check.local_epoch_kind())
+                       STORE, 0, 0, c.site_of(report.user_frame()), check.local_epoch_kind())
         # every rank of the window is ordered after this rank's stores up to here
         seen = c.seen_by_all(self.entries)
         races = check.log.add_local(check.me, c.me, store, c.vc, c.vc_address, c.epoch, seen,
