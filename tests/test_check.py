@@ -345,13 +345,71 @@ def test_memory_as_created_is_no_store(tmp_path):
     assert "no data race found in 60 RMA accesses" in result.stderr, result.stderr
 
 
+LOOKS_PROGRAM = """
+import numpy as np
+from shmrma import MPI
+from shmrma.check import stores
+looks = []
+original = stores.Stores.look
+stores.Stores.look = lambda self: (looks.append(1), original(self))[1]
+win = MPI.Win.Allocate(1 << 16, 8, comm=MPI.COMM_WORLD)
+mem = np.frombuffer(win.tomemory(), "f8")
+win.Fence()
+before = len(looks)
+for _ in range(50):
+    win.Fence()
+untouched = len(looks) - before
+for i in range(50):
+    mem[0] = i + 1
+    win.Fence()
+print("looks", untouched, len(looks) - before - untouched)
+win.Free()
+"""
+
+
+@pytest.mark.parametrize("mode", ["--check", "--check=no-loads"])
+def test_a_look_after_no_access_compares_nothing(tmp_path, mode):
+    """Before a synchronization call the rank looks for its own stores (R127): when
+    no page of its memory was touched since its last look (the load watch took every
+    page away and none faulted), or its memory equals the shadow, there is nothing
+    to compare or record; a store in each period is still looked for each time."""
+    program = tmp_path / "looks.py"
+    program.write_text(LOOKS_PROGRAM)
+    result = check_run(program, 2, mode)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["looks", "0", "50"] * 2, result.stdout
+
+
+def test_a_file_read_into_window_memory_is_a_store(tmp_path):
+    """A File read reaches window memory with a system call, past the load watch's
+    fault handler: the rank's next look still finds it as a store, which races with
+    the Put of the same epoch (R127)."""
+    (tmp_path / "data").write_bytes(bytes(range(32)))
+    stderr, pairs = racing_lines(tmp_path, (
+        "import numpy as np\nfrom shmrma import MPI\n"
+        "comm = MPI.COMM_WORLD\n"
+        "win = MPI.Win.Allocate(4096 if comm.rank == 0 else 0, 8, comm=comm)\n"
+        "mem = np.frombuffer(win.tomemory(), 'f8')\n"
+        "f = MPI.File.Open(MPI.COMM_SELF, 'data', MPI.MODE_RDONLY)\n"
+        "win.Fence()\n"
+        "if comm.rank == 1:\n    win.Put(np.ones(1), 0, 0)\n"     # line 9
+        "comm.Barrier()\n"
+        "if comm.rank == 0:\n    f.Read_at(0, mem[:1])\n"
+        "win.Fence()\n"                                             # line 13
+        "f.Close()\nwin.Free()\n"), 2)
+    assert pairs == [(13, 9)], stderr
+    assert "Store by rank 0 at program.py:13" in stderr, stderr
+
+
 def test_a_store_watch_that_costs_seconds_says_so(tmp_path):
-    """The store watch compares a rank's window memory at each synchronization call:
-    once that has taken a second, the checker says so, and how to leave it out."""
+    """The store watch compares a rank's window memory at each synchronization call
+    that follows a store: once that has taken a second, the checker says so, and how
+    to leave it out."""
     program = tmp_path / "large.py"
-    program.write_text("from shmrma import MPI\n"
+    program.write_text("import numpy as np\nfrom shmrma import MPI\n"
                        "win = MPI.Win.Allocate(64 << 20, 8, comm=MPI.COMM_WORLD)\n"
-                       "for _ in range(1000):\n    win.Fence()\nwin.Free()\n")
+                       "mem = np.frombuffer(win.tomemory(), 'f8')\n"
+                       "for i in range(1000):\n    mem[0] = i\n    win.Fence()\nwin.Free()\n")
     result = check_run(program, 1, "--check")
     assert result.returncode == 0, result.stderr
     assert re.search(r"shmrma-check: warning: rank 0 has spent \d+ s comparing its 64 MiB "

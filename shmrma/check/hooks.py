@@ -18,7 +18,7 @@ import zlib
 from .. import constants, dynamic, mailbox, memory, rma
 from .. import buffers
 from ..epoch import HELD_EXCLUSIVE
-from ..window import WIN_FLAVOR_DYNAMIC, share_segment
+from ..window import WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_DYNAMIC, share_segment
 from . import accesses, loads, origin, report, stores
 from .accesses import (ACCUMULATE, COMPARE_AND_SWAP, FETCH_AND_OP, GET, GET_ACCUMULATE,
                        PUT, Access)
@@ -74,6 +74,9 @@ class WindowCheck:
         self.stores = (stores.Stores(self, shadow) if shadow is not None else
                        stores.DynamicStores(self, regions) if regions is not None else None)
         self.loads = loads.Loads.of(self)
+        # the load watch's pages hold all the memory whose stores are checked (an
+        # ALLOCATE window's: whole pages; a CREATE window's edge pages are not watched)
+        self.pages_hold_memory = state.flavor == WIN_FLAVOR_ALLOCATE
         self.quick = self._quick_targets()     # quick_access's view of the targets
         self.one_run = (numpy.zeros(1, numpy.int64), numpy.zeros(1, numpy.int64))  # its runs
         self.synced = False     # a Win.Sync since the last look: its loads may be polls
@@ -101,8 +104,12 @@ class WindowCheck:
 
     def look_local(self):
         """Record this rank's own loads and stores of the window's memory since it
-        last looked: before its releases, and before an acquire no release precedes."""
+        last looked: before its releases, and before an acquire no release precedes.
+        A look that would find nothing returns at once."""
         loads = self.loads
+        if self._nothing_new():
+            self.synced = False
+            return
         noted = loads.take() if loads is not None else None
         if self.stores is not None:
             self.stores.look()
@@ -111,6 +118,18 @@ class WindowCheck:
         self.synced = False
         if loads is not None:
             loads.arm()
+
+    def _nothing_new(self):
+        """Whether no load or store of this rank reached its memory since it last
+        looked, and its look would change nothing."""
+        loads, stores = self.loads, self.stores
+        if loads is not None and loads.armed:
+            # (memory taken away is not compared: that would fault) every page away
+            # since and none faulted: no access at all, where the pages hold it all
+            return loads.untouched() and (stores is None or self.pages_hold_memory)
+        if loads is not None and not loads.paused():
+            return False        # the look takes the pages away
+        return stores is None or stores.unchanged()
 
     def local_epoch_kind(self, target=None):
         """The epoch of this rank's own loads and stores of ``target``'s memory (its

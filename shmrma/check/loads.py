@@ -100,6 +100,7 @@ class Loads:
         for slot, address in slots:
             self._watch(slot, address)
         self.periods, self.armed, self.warned = 0, False, False
+        self.fully_armed = False    # the last arm took every page away
         self.resume_at = 0.0    # arm() leaves the pages be until then (over budget)
         self.started, self.spent = time.perf_counter(), 0.0
         from .. import job
@@ -161,9 +162,19 @@ class Loads:
                               % MAX_NOTES)
         return noted
 
+    def untouched(self):
+        """Whether no access reached the watched memory since the last look: every
+        page was taken away then, none faulted since (each is still away), and no
+        system call reached them (unwatched)."""
+        return self.fully_armed and not any(_pagewatch.faults(slot) for slot in self.regions)
+
+    def paused(self):
+        """Whether the watch is over budget and arm() would leave the pages be."""
+        return time.perf_counter() < self.resume_at
+
     def arm(self):
         """Take the pages away for the next period, when the budget allows."""
-        if time.perf_counter() < self.resume_at:
+        if self.paused():
             return
         if self._over_budget():
             # back within budget then, for nothing is spent while no page is away
@@ -181,15 +192,17 @@ class Loads:
         started = time.perf_counter()
         self.periods += 1
         full = self.shared or self.periods <= FULL_PERIODS or self.periods % FULL_EVERY == 0
-        check = self.check
+        check, every = self.check, True
         for slot, (first, pages, _) in self.regions.items():
             flags = None if full else check.log.written_pages(
                 check.me, clock().me, first, mmap.PAGESIZE, pages)
             if flags is None:
                 _pagewatch.arm(slot)
-            elif any(flags):
-                _pagewatch.arm_pages(slot, flags)
-        self.armed = True
+            else:
+                every = False
+                if any(flags):
+                    _pagewatch.arm_pages(slot, flags)
+        self.armed, self.fully_armed = True, every
         _watching.add(self)
         self.spent += time.perf_counter() - started
 
@@ -249,6 +262,8 @@ def unwatched():
     armed = [slot for watch in _watching if watch.armed for slot in watch.regions]
     for slot in armed:
         _pagewatch.disarm(slot)
+    for watch in _watching:
+        watch.fully_armed = False       # what the call wrote faulted nowhere: look
     try:
         yield
     finally:

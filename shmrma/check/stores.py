@@ -13,6 +13,10 @@ that finds a store its owner has not looked at yet (the memory differs from the
 shadow on its bytes) races with it: the owner made it in its current epoch,
 which no other rank has acquired.
 
+A look that can find nothing returns at once: when the load watch (loads.py) took
+every page of the memory away at the last look and none has faulted since, no
+access reached it; else when the memory equals its shadow (one memcmp, unlocked).
+
 Checked: the ALLOCATE and CREATE flavors, and the DYNAMIC flavor, whose regions
 each get a shadow segment of their own from their Attach to their Detach, listed
 in a table per rank (RegionShadows). Not shared windows, whose memory every rank
@@ -99,6 +103,7 @@ class Stores:
         shadow_address, nbytes = shadow.own()
         self._diff_args = ((shadow.own_address, shadow_address, nbytes, self.grain, MAX_RUNS,
                             check.log.lock_cell(check.me)) if nbytes else None)
+        self._same_args = self._diff_args[:3] if nbytes else None
 
     def _start(self, check, shadow):
         self.check, self.shadow = check, shadow
@@ -114,6 +119,13 @@ class Stores:
             return [], []
         return accesses.diff(self.shadow.own_address, address, nbytes, self.grain, MAX_RUNS,
                              lock)
+
+    def unchanged(self):
+        """Whether this rank's memory is as it last looked (no store since, or none it
+        can find): the look would record nothing. Without C: not known, False."""
+        if self._same_args is None:
+            return True
+        return accesses._native is not None and accesses._native.same(*self._same_args)
 
     def look(self):
         """Record this rank's stores since it last looked (before it releases). The
@@ -335,6 +347,9 @@ class DynamicStores(Stores):
 
     def addresses(self, target):
         return None
+
+    def unchanged(self):
+        return False        # not known without comparing each region: look
 
     def attached(self, address, nbytes):
         if nbytes:

@@ -363,6 +363,14 @@ static PyObject *take(PyObject *self, PyObject *args)
     return Py_BuildValue("(Nll)", found, missed, all);
 }
 
+/* faults(slot): the region's faults since the last take, noted or not (none: every
+ * page it took away is still away, so no access reached it). */
+static PyObject *faults_of(PyObject *self, PyObject *args)
+{
+    struct region *r = slot(args);
+    return r == NULL ? NULL : PyLong_FromLong(r->faults);
+}
+
 static PyMethodDef methods[] = {
     {"watch", watch, METH_VARARGS, "watch(address, nbytes[, stores]): a slot, or < 0"},
     {"arm", arm, METH_VARARGS, "arm(slot): take the pages away; the next access faults"},
@@ -371,6 +379,7 @@ static PyMethodDef methods[] = {
     {"disarm", disarm, METH_VARARGS, "disarm(slot): give every page back"},
     {"unwatch", unwatch, METH_VARARGS, "unwatch(slot): give the pages back, free the slot"},
     {"set_quiet", set_quiet, METH_VARARGS, "set_quiet(flag): faults unnoted; the flag before"},
+    {"faults", faults_of, METH_VARARGS, "faults(slot): its faults since the last take"},
     {"take", take, METH_VARARGS, "take(slot): ([(address, frames, wrote)], lost, faults) since the last"},
     {NULL, NULL, 0, NULL},
 };

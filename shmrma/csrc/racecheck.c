@@ -659,6 +659,22 @@ fail:
     return NULL;
 }
 
+/* same(memory, shadow, nbytes): whether the memory equals its shadow throughout (no
+ * store of its owner since it last looked: diff's first pass, without its lock). */
+static PyObject *same(PyObject *self, PyObject *args)
+{
+    Py_ssize_t memory, shadow, nbytes;
+    if (!PyArg_ParseTuple(args, "nnn", &memory, &shadow, &nbytes))
+        return NULL;
+    if (nbytes < 0) {
+        PyErr_SetString(PyExc_ValueError, "nbytes >= 0");
+        return NULL;
+    }
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return PyBool_FromLong(!memcmp((const void *)memory, (const void *)shadow,
+                                   (size_t)nbytes));
+}
+
 /* written_pages(records, count, me, first, page, pages): a bytes object of one flag
  * per page (``page`` bytes each, the first at byte ``first`` of the target's
  * memory): 1 where a record of another origin than ``me`` writes.  Read without
@@ -823,6 +839,7 @@ static PyMethodDef methods[] = {
      "complete() under the target's lock; False: do it in Python"},
     {"stores", stores, METH_VARARGS, "record a rank's own stores, forgetting ordered ones"},
     {"diff", diff, METH_VARARGS, "the byte runs where memory differs from its shadow"},
+    {"same", same, METH_VARARGS, "whether memory equals its shadow throughout"},
     {"written_pages", written_pages, METH_VARARGS, "a flag per page other origins write"},
     {"acquire", acquire, METH_VARARGS, "join the clock a rank released under a key"},
     {"release", release, METH_VARARGS, "append the clock to the ring, end the epoch"},
