@@ -614,8 +614,9 @@ def test_acquire_in_c_matches_python(seed):
 @pytest.mark.parametrize("seed", range(2))
 def test_release_publish_and_join_in_c_match_python(seed):
     """Differential: racecheck.c's release (a keyed release into the ring), publish
-    (a counter's cell) and join write and join what Clock.release_here,
-    publish_here and numpy's maximum (the fallbacks) do: the ring's rows and index,
+    (a counter's cell), join and join_keyed (every rank's cell for a key, probing past
+    another key's) write and join what Clock.release_here, publish_here and the
+    Python probes with numpy's maximum (the fallbacks) do: the ring's rows and index,
     the cell, and the clock after, whose own entry grows by one at each release."""
     import numpy as np
     from shmrma.check import clock as clocks
@@ -632,7 +633,9 @@ def test_release_publish_and_join_in_c_match_python(seed):
         made.append((session, me, other))
     for step in range(clocks.RING + 40):            # the ring wraps
         vc = rng.integers(0, 99, 3).astype(np.int64)
-        key, cell_key = int(rng.integers(1, 2**40)), 1 + step % 5
+        # keys k and k + CELLS share a first cell: the later one probes on
+        key, cell_key = int(rng.integers(1, 2**40)), 1 + step % 5 + clocks.CELLS * (step % 2)
+        joined_key = 1 + step % 7 + clocks.CELLS * (step % 3 == 0)     # some never published
         theirs = rng.integers(0, 99, 3).astype(np.int64)
         for session, me, other in made:
             me.vc[:] = vc
@@ -641,6 +644,7 @@ def test_release_publish_and_join_in_c_match_python(seed):
             other.vc[:] = theirs
             other.publish(cell_key)
             me.join_cell(2, cell_key)
+            me.join_cells((0, 2), joined_key)       # rank 0 publishes nothing
         (c_session, c_me, _), (p_session, p_me, _) = made
         assert np.array_equal(c_me.vc, p_me.vc), step
         for rank in (1, 2):
@@ -649,6 +653,44 @@ def test_release_publish_and_join_in_c_match_python(seed):
             assert np.array_equal(c_block[3], p_block[3]), step      # the cells
             from shmrma import atomic
             assert atomic.load64(c_block[1]) == atomic.load64(p_block[1])
+
+
+SITES_PROGRAM = """
+def inner(clock, skip):
+    return clock.site_here(skip)
+
+def outer(clock, skip):
+    return inner(clock, skip)
+"""
+
+
+def test_a_call_site_in_c_matches_python():
+    """Differential: racecheck.c's user_site names the call site Clock.site_of of
+    report.user_frame (the fallback) names: the innermost frame of the program's code,
+    past shmrma's own frames, from a given number of frames up (the caller's when
+    the stack is shallower), whether its site was named before or not."""
+    from shmrma.check import clock as clocks, report
+    if clocks._user_site is None:
+        pytest.skip("the C extension is not built")
+    session = clocks.Session(_AnonymousSegment(clocks.Session._rank_size(1)
+                                               + clocks.HEADER + clocks.DEDUP * 8), 1)
+    package = {}        # frames of shmrma's own code, between the program and the call
+    exec(compile(SITES_PROGRAM, report.PACKAGE_DIR + "/check/_sites_test.py", "exec"), package)
+    texts = {}
+    for native in (True, False):
+        me = clocks.Clock(session, 0)
+        user_site = clocks._user_site
+        if not native:
+            clocks._user_site = None
+        try:
+            sites = [package["outer"](me, skip) for skip in (0, 1, 0, 2, 500)]
+            sites.append((lambda: package["outer"](me, 0))())
+        finally:
+            clocks._user_site = user_site
+        texts[native] = [me.site_text(0, site) for site in sites]
+    assert texts[True] == texts[False], texts
+    assert all("test_check.py:" in text for text in texts[True]), texts
+    assert len(set(texts[True])) == 2, texts       # the comprehension's line, the lambda's
 
 
 def test_a_waitall_looks_once_in_its_own_thread_only():

@@ -22,6 +22,7 @@ import time
 
 from .. import atomic, job, segments
 from ..lazy import numpy
+from . import report
 
 try:
     from .. import _racecheck
@@ -29,6 +30,8 @@ except ImportError:         # the C extension is not built: the Python path
     _racecheck = None
 if atomic.BACKEND != "c":   # SHMRMA_NATIVE=0: the checker's Python path throughout
     _racecheck = None
+# (Python 3.11 on: the frame's instruction from C)
+_user_site = getattr(_racecheck, "user_site", None)
 
 RING = 1024             # keyed releases a rank keeps (an acquirer lags far fewer behind)
 RECENT = 4              # of them, the latest ones an acquire looks at one by one first
@@ -138,6 +141,7 @@ class Clock:
         self._frame_sites = {}  # (code object, instruction) -> its site number
         self._cells_found = {}  # (rank, key) -> the index of that rank's cell for the key
         self._cells_at = {}     # rank -> the address of its cells
+        self._bases = {}        # ranks -> the addresses of their cells (join_cells)
         self._cell_bytes = (1 + session.nranks) * 8
         self._rings = {}        # rank -> acquire()'s arguments for its ring
         self._watched = []      # windows whose local loads may observe atomics (Win.Sync)
@@ -328,6 +332,24 @@ class Clock:
         else:
             numpy.maximum(self.vc, self.session.block(rank)[3][index, 1:], out=self.vc)
 
+    def join_cells(self, ranks, key):
+        """join_cell() of each of ``ranks`` (a tuple), in one C call when it is there."""
+        if not self._c_ring:
+            for rank in ranks:
+                self.join_cell(rank, key)
+            return
+        bases = self._bases.get(ranks)
+        if bases is None:
+            bases = self._bases[ranks] = tuple(self._cell_base(rank) for rank in ranks)
+        _racecheck.join_keyed(bases, self._cell_bytes, CELLS, key, self.session.nranks + 1,
+                              self.vc_address)
+
+    def _cell_base(self, rank):
+        base = self._cells_at.get(rank)
+        if base is None:
+            base = self._cells_at[rank] = self.session.block(rank)[3].ctypes.data
+        return base
+
     def _cell_index(self, rank, key, claim=False):
         """The index of ``rank``'s cell for ``key`` (a cell keeps its key for good, so
         where it was found is remembered), or None; with ``claim``, a free one for
@@ -336,9 +358,7 @@ class Clock:
         index = self._cells_found.get((rank, key))
         if index is not None:
             return index
-        base = self._cells_at.get(rank)
-        if base is None:
-            base = self._cells_at[rank] = self.session.block(rank)[3].ctypes.data
+        base = self._cell_base(rank)
         for probe in range(CELLS):
             index = (key + probe) % CELLS
             seen = atomic.load64(base + index * self._cell_bytes)
@@ -350,6 +370,14 @@ class Clock:
         return None
 
     # --- code sites ---
+    def site_here(self, skip=0):
+        """site_of(report.user_frame(skip)) for the caller: the site of the program's
+        code that made the current call, in one C call where the site is known."""
+        if _user_site is None:
+            return self.site_of(report.user_frame(skip + 1))
+        found = _user_site(report.PACKAGE_DIR, self._frame_sites, skip + 2)
+        return found if type(found) is int else self.site_of(found)
+
     def site_of(self, frame):
         """The site number of a frame's current line (site() of its text), kept per
         code object and instruction (cheaper to read than the line); None: unknown."""
@@ -358,9 +386,8 @@ class Clock:
         key = (frame.f_code, frame.f_lasti)
         number = self._frame_sites.get(key)
         if number is None:
-            from .report import shown_site
             number = self._frame_sites[key] = self.site(
-                shown_site(frame.f_code.co_filename, frame.f_lineno))
+                report.shown_site(frame.f_code.co_filename, frame.f_lineno))
         return number
 
     def site(self, text):

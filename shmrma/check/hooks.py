@@ -53,6 +53,7 @@ class WindowCheck:
                                      "race checking")
         self.id = key_of(zlib.crc32(self.segment.name.encode()))
         self.me = state.rank
+        self.others = tuple(rank for rank in self.world if rank != clock().me)
         self.log = accesses.WindowLog(
             self.segment, self.world, job.world_size(), lambda: clock().warn_once(
                 "a window's access log is full; older accesses are forgotten"))
@@ -174,7 +175,7 @@ class WindowCheck:
         return access
 
     def _new_access(self, c, target, lows, highs, kind, op, basic):
-        access = Access(lows, highs, kind, op, basic, c.site(report.call_site()),
+        access = Access(lows, highs, kind, op, basic, c.site_here(),
                         self.epoch_kind(target))
         self.pending.add(target)
         self.last_site = access.site
@@ -219,7 +220,7 @@ class WindowCheck:
         where, basic, lows, highs = found
         c = clock()
         c.observe_local()
-        site = c.site_of(report.user_frame(2))     # past _note and the call's wrapper
+        site = c.site_here(2)       # past _note and the call's wrapper
         epoch = self.epoch_kind(target)
         log = (where.records, where.count_cell, lows, highs, kind, 0, basic, site, epoch,
                c.me, where.lock_cell, c.vc_address, accesses.CAPACITY)
@@ -958,9 +959,7 @@ def _install_counters(Win):
             check, key = waited
             c = clock()
             c.look_at_stores()
-            for rank in check.world:
-                if rank != c.me:
-                    c.join_cell(rank, key)
+            c.join_cells(check.others, key)
 
     cls = counters.SyncOpsRequest
     wait, test = cls.Wait, cls.Test

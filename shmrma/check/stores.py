@@ -145,7 +145,7 @@ class Stores:
         """Record the stores found at the byte runs, and report what they race with."""
         check, c = self.check, clock()
         store = Access(numpy.array(lows, numpy.int64), numpy.array(highs, numpy.int64),
-                       STORE, 0, 0, c.site_of(report.user_frame()), check.local_epoch_kind())
+                       STORE, 0, 0, c.site_here(), check.local_epoch_kind())
         # every rank of the window is ordered after this rank's stores up to here
         seen = c.seen_by_all(self.entries)
         races = check.log.add_local(check.me, c.me, store, c.vc, c.vc_address, c.epoch, seen,

@@ -827,6 +827,108 @@ static PyObject *join(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* join_keyed(bases, cell_bytes, cells, key, width, vc): Clock.join_cell for each rank
+ * whose cells start at one of ``bases`` (a tuple): probe from the key's cell on, join
+ * the clock of the cell holding ``key`` into ``vc``; an empty cell ends the probe (the
+ * rank never published the key). The count of cells joined. */
+static PyObject *join_keyed(PyObject *self, PyObject *args)
+{
+    PyObject *bases;
+    Py_ssize_t cell_bytes, cells, width, vc_address;
+    long long key;
+    if (!PyArg_ParseTuple(args, "O!nnLnn", &PyTuple_Type, &bases, &cell_bytes, &cells, &key,
+                          &width, &vc_address))
+        return NULL;
+    if (cells <= 0 || width < 2 || cell_bytes < width * 8 || key <= 0) {
+        PyErr_SetString(PyExc_ValueError,
+                        "join_keyed: cells > 0, width >= 2, cell_bytes >= 8 * width, key > 0");
+        return NULL;
+    }
+    Py_ssize_t joined = 0;
+    for (Py_ssize_t b = 0; b < PyTuple_GET_SIZE(bases); b++) {
+        Py_ssize_t base = PyLong_AsSsize_t(PyTuple_GET_ITEM(bases, b));
+        if (base == -1 && PyErr_Occurred())
+            return NULL;
+        for (Py_ssize_t probe = 0; probe < cells; probe++) {
+            const int64_t *cell = (const int64_t *)(base + (Py_ssize_t)(
+                ((unsigned long long)key + (unsigned long long)probe) % (unsigned long long)cells)
+                * cell_bytes);
+            int64_t seen = __atomic_load_n(cell, __ATOMIC_SEQ_CST);
+            if (seen == key) {
+                join_into((int64_t *)vc_address, cell + 1, width - 1);
+                joined++;
+                break;
+            }
+            if (seen == 0)
+                break;
+        }
+    }
+    return PyLong_FromSsize_t(joined);
+}
+
+#if PY_VERSION_HEX >= 0x030B0000
+/* The frame ``count`` frames above ``frame`` (a new reference), or NULL when the stack
+ * is shallower. */
+static PyFrameObject *frame_above(PyFrameObject *frame, int count)
+{
+    Py_XINCREF(frame);
+    for (int i = 0; frame != NULL && i < count; i++) {
+        PyFrameObject *back = PyFrame_GetBack(frame);
+        Py_DECREF(frame);
+        frame = back;
+    }
+    return frame;
+}
+
+/* user_site(prefix, sites, start): report.user_frame and Clock.site_of in one call: the
+ * innermost frame whose file does not start with ``prefix`` (shmrma's own code), from
+ * ``start`` frames above the caller's (from the caller's when the stack is shallower)
+ * on: its site number, when ``sites`` (a dict keyed by (code, f_lasti)) has it; else
+ * the frame itself (Python names its site), or None when there is none. */
+static PyObject *user_site(PyObject *self, PyObject *args)
+{
+    PyObject *prefix, *sites;
+    int start;
+    if (!PyArg_ParseTuple(args, "UO!i", &prefix, &PyDict_Type, &sites, &start))
+        return NULL;
+    PyFrameObject *caller = PyEval_GetFrame();      /* borrowed */
+    PyFrameObject *frame = frame_above(caller, start);
+    if (frame == NULL)
+        frame = frame_above(caller, 0);
+    while (frame != NULL) {
+        PyCodeObject *code = PyFrame_GetCode(frame);
+        int ours = PyUnicode_Tailmatch(code->co_filename, prefix, 0, PY_SSIZE_T_MAX, -1);
+        if (ours == 0) {
+            PyObject *lasti = PyLong_FromLong(PyFrame_GetLasti(frame));
+            PyObject *key = lasti ? PyTuple_Pack(2, (PyObject *)code, lasti) : NULL;
+            PyObject *found = key ? PyDict_GetItemWithError(sites, key) : NULL;
+            Py_XDECREF(key);
+            Py_XDECREF(lasti);
+            Py_DECREF(code);
+            if (found != NULL) {
+                Py_DECREF(frame);
+                Py_INCREF(found);
+                return found;
+            }
+            if (PyErr_Occurred()) {
+                Py_DECREF(frame);
+                return NULL;
+            }
+            return (PyObject *)frame;
+        }
+        Py_DECREF(code);
+        if (ours < 0) {
+            Py_DECREF(frame);
+            return NULL;
+        }
+        PyFrameObject *back = PyFrame_GetBack(frame);
+        Py_DECREF(frame);
+        frame = back;
+    }
+    Py_RETURN_NONE;
+}
+#endif
+
 static PyMethodDef methods[] = {
     {"setup", setup, METH_VARARGS, "setup(pending, load, put, get, accumulate, get_accumulate, "
      "fetch_and_op, no_op, lock_exclusive, lock_all): the codes of accesses.py"},
@@ -845,6 +947,10 @@ static PyMethodDef methods[] = {
     {"release", release, METH_VARARGS, "append the clock to the ring, end the epoch"},
     {"publish", publish, METH_VARARGS, "write the clock into a cell, end the epoch"},
     {"join", join, METH_VARARGS, "join the clock in a cell"},
+    {"join_keyed", join_keyed, METH_VARARGS, "join the clock of each rank's cell for a key"},
+#if PY_VERSION_HEX >= 0x030B0000
+    {"user_site", user_site, METH_VARARGS, "the site of the program's innermost frame"},
+#endif
     {NULL, NULL, 0, NULL},
 };
 
