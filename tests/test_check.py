@@ -843,6 +843,62 @@ def test_store_finding_in_c_matches_numpy(seed):
         accesses.use_native(True)
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_a_look_in_one_c_call_matches_diff_then_record(seed):
+    """Differential: racecheck.c's look_stores (Stores.look's C path: the diff and the
+    record of the stores it finds under one lock) finds the runs, updates the shadow,
+    leaves the records and reports the races that diff followed by the numpy
+    fallback's add_local do, over random stores between other ranks' accesses; it
+    names the call site only when the memory changed."""
+    import numpy as np
+    from shmrma.check import accesses
+    if accesses._racecheck is None:
+        pytest.skip("the C extension is not built")
+    (c_log, numpy_log), rng = _random_log(seed)
+    keep_all = (lambda target, rows: len(rows))
+    memory = rng.integers(0, 256, 4096, dtype=np.uint8)
+    shadows = [memory.copy(), memory.copy()]
+    clocks = np.zeros(3, np.int64)      # the ranks' clock entries for this rank
+    entries = tuple(clocks.ctypes.data + 8 * rank for rank in range(3))
+    named, raced = [], 0
+    try:
+        for step in range(120):
+            me = int(rng.integers(0, 3))
+            other = _random_access(rng)
+            for native, log in ((True, c_log), (False, numpy_log)):
+                accesses.use_native(native)
+                log.add(0, (me + 1) % 3, other, keep_all)
+            for changed in rng.choice(256, size=rng.integers(0, 4), replace=False):
+                memory[changed] ^= np.uint8(rng.integers(1, 256))
+            vc = rng.integers(0, 6, 3).astype(np.int64)
+            clocks[:] = rng.integers(0, 6, 3)
+            stamp, epoch, grain = int(rng.integers(1, 6)), int(rng.integers(0, 8)), 2 ** (step % 4)
+            accesses.use_native(True)
+            lows, highs, found, site = accesses._racecheck.look_stores(
+                memory.ctypes.data, shadows[0].ctypes.data, len(memory), grain, 10 ** 6,
+                c_log.lock_cell(0), c_log._records_address(0), c_log._count_cell(0),
+                accesses.STORE, epoch, lambda: named.append(step) or 7, me, vc.ctypes.data,
+                accesses.CAPACITY, stamp, entries)
+            expected = accesses.diff(memory.ctypes.data, shadows[1].ctypes.data, len(memory),
+                                     grain, 10 ** 6)
+            assert (lows, highs) == expected, step
+            assert np.array_equal(shadows[0], shadows[1]), step
+            assert (site == 7) == bool(lows) == (named[-1:] == [step]), step
+            if not lows:
+                continue
+            accesses.use_native(False)
+            store = accesses.Access(np.array(lows, np.int64), np.array(highs, np.int64),
+                                    accesses.STORE, 0, 0, 7, epoch)
+            races = numpy_log.add_local(0, me, store, vc, vc.ctypes.data, stamp,
+                                        int(clocks.min()), keep_all)
+            assert np.array_equal(c_log.records[0][found], races), step
+            assert np.array_equal(c_log.rows(0), numpy_log.rows(0)), step
+            raced += len(races) > 0
+    finally:
+        accesses.use_native(True)
+    assert raced and 0 < len(named) < 120, (raced, len(named))   # races, and looks at nothing
+
+
 def test_generated_corpus_precision_and_recall():
     """tools/race_corpus.py: 49 ordered pairs of the seven RMA access kinds under
     ten synchronization forms, rank 0's own store before or after each kind under

@@ -168,7 +168,7 @@ class Clock:
 
     def entries_for_me(self, ranks):
         """Where each of ``ranks`` keeps the entry of its clock for this rank."""
-        return [self.session.block(rank)[0].ctypes.data + 8 * self.me for rank in ranks]
+        return tuple(self.session.block(rank)[0].ctypes.data + 8 * self.me for rank in ranks)
 
     @staticmethod
     def seen_by_all(entries):

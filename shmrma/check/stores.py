@@ -104,6 +104,9 @@ class Stores:
         self._diff_args = ((shadow.own_address, shadow_address, nbytes, self.grain, MAX_RUNS,
                             check.log.lock_cell(check.me)) if nbytes else None)
         self._same_args = self._diff_args[:3] if nbytes else None
+        self._look_args = (self._diff_args + (check.log._records_address(check.me),
+                                              check.log._count_cell(check.me))
+                           if nbytes and accesses._native is not None else None)
 
     def _start(self, check, shadow):
         self.check, self.shadow = check, shadow
@@ -128,28 +131,42 @@ class Stores:
         return accesses._native is not None and accesses._native.same(*self._same_args)
 
     def look(self):
-        """Record this rank's stores since it last looked (before it releases). The
-        memory is compared under the lock, the stores recorded under it again: an RMA
-        in between finds neither the store nor a difference, and the store, recorded
-        after it, meets its record."""
-        check = self.check
+        """Record this rank's stores since it last looked (before it releases): in C,
+        the memory is compared and the stores found recorded under the rank's lock
+        throughout (an RMA meets either the store's record or a difference); else
+        compared under the lock, the stores recorded under it again (an RMA in
+        between finds neither the store nor a difference, and the store, recorded
+        after it, meets its record)."""
+        check, c = self.check, clock()
         started = time.perf_counter()
-        found = accesses.diff_native(*self._diff_args) if self._diff_args else None
-        lows, highs = found if found is not None else self._found_runs(
-            check.log.locked(check.me))
+        epoch = check.local_epoch_kind()
+        done = None if self._look_args is None else accesses._native.look_stores(
+            *self._look_args, STORE, epoch, c.site_here, c.me, c.vc_address,
+            accesses.CAPACITY, c.epoch, self.entries)
+        if done is None:        # no C, or the lock stayed busy: the two steps
+            found = accesses.diff_native(*self._diff_args) if self._diff_args else None
+            lows, highs = found if found is not None else self._found_runs(
+                check.log.locked(check.me))
+            races, site = None, None
+        else:
+            lows, highs, races, site = done
         self._spent(time.perf_counter() - started)
-        if lows:
-            self._record(lows, highs)
+        if lows and (races is None or races):
+            self._record(lows, highs, c.site_here() if site is None else site, epoch, races)
 
-    def _record(self, lows, highs):
-        """Record the stores found at the byte runs, and report what they race with."""
+    def _record(self, lows, highs, site, epoch, found=None):
+        """Record the stores found at the byte runs (unless C did: ``found``, the
+        racing records' indices), and report what they race with."""
         check, c = self.check, clock()
         store = Access(numpy.array(lows, numpy.int64), numpy.array(highs, numpy.int64),
-                       STORE, 0, 0, c.site_here(), check.local_epoch_kind())
-        # every rank of the window is ordered after this rank's stores up to here
-        seen = c.seen_by_all(self.entries)
-        races = check.log.add_local(check.me, c.me, store, c.vc, c.vc_address, c.epoch, seen,
-                                     check._prune)
+                       STORE, 0, 0, site, epoch)
+        if found is not None:
+            races = check.log.records[check.me][found]
+        else:
+            # every rank of the window is ordered after this rank's stores up to here
+            seen = c.seen_by_all(self.entries)
+            races = check.log.add_local(check.me, c.me, store, c.vc, c.vc_address, c.epoch,
+                                         seen, check._prune)
         for row in races:
             check._report(c, check.me, row, store)
 
@@ -343,7 +360,7 @@ class DynamicStores(Stores):
             highs += [address + high for high in found[1]]
         self._spent(time.perf_counter() - started)
         if lows:
-            self._record(lows, highs)
+            self._record(lows, highs, clock().site_here(), check.local_epoch_kind())
 
     def addresses(self, target):
         return None

@@ -40,10 +40,13 @@ static PyObject *setup(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* The access being checked or recorded: its sorted, disjoint byte runs and codes. */
+/* The access being checked or recorded: its sorted, disjoint byte runs and codes.
+ * The runs are Python arrays' buffers (take_runs), or C arrays (look_stores). */
 struct access {
-    Py_buffer lows, highs;
+    const int64_t *lows, *highs;
     Py_ssize_t runs;
+    Py_buffer low_view, high_view;
+    int viewed;         /* the runs are the views' */
     int32_t kind, op, basic, site, epoch, me;
 };
 
@@ -60,7 +63,7 @@ static int writes(int32_t kind, int32_t op)
 
 static int overlaps(const struct access *a, const struct record *r)
 {
-    const int64_t *lows = a->lows.buf, *highs = a->highs.buf;
+    const int64_t *lows = a->lows, *highs = a->highs;
     Py_ssize_t first = 0, last = a->runs;      /* the first run ending after r->low */
     while (first < last) {
         Py_ssize_t middle = (first + last) / 2;
@@ -98,19 +101,22 @@ static int conflicts(const struct access *a, const struct record *r, const int64
 /* The access's runs from two int64 arrays of one length >= 1 (sorted, disjoint). */
 static int take_runs(struct access *a, PyObject *lows, PyObject *highs)
 {
-    if (PyObject_GetBuffer(lows, &a->lows, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+    if (PyObject_GetBuffer(lows, &a->low_view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return -1;
-    if (PyObject_GetBuffer(highs, &a->highs, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-        PyBuffer_Release(&a->lows);
+    if (PyObject_GetBuffer(highs, &a->high_view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyBuffer_Release(&a->low_view);
         return -1;
     }
-    a->runs = a->lows.len / 8;
-    if (a->lows.itemsize != 8 || a->highs.len != a->lows.len || a->runs == 0) {
-        PyBuffer_Release(&a->lows);
-        PyBuffer_Release(&a->highs);
+    a->runs = a->low_view.len / 8;
+    if (a->low_view.itemsize != 8 || a->high_view.len != a->low_view.len || a->runs == 0) {
+        PyBuffer_Release(&a->low_view);
+        PyBuffer_Release(&a->high_view);
         PyErr_SetString(PyExc_ValueError, "lows and highs: int64 arrays of one length >= 1");
         return -1;
     }
+    a->lows = a->low_view.buf;
+    a->highs = a->high_view.buf;
+    a->viewed = 1;
     return 0;
 }
 
@@ -134,8 +140,11 @@ static int parse_access(PyObject *args, struct access *a, Py_ssize_t *address,
 
 static void release_access(struct access *a)
 {
-    PyBuffer_Release(&a->lows);
-    PyBuffer_Release(&a->highs);
+    if (a->viewed) {
+        PyBuffer_Release(&a->low_view);
+        PyBuffer_Release(&a->high_view);
+        a->viewed = 0;
+    }
 }
 
 /* The indices of the records racing with the access, as a list (NULL on error). */
@@ -160,7 +169,7 @@ static PyObject *scan_rows(const struct access *a, const struct record *rows,
 static Py_ssize_t add_rows(const struct access *a, struct record *rows, Py_ssize_t count,
                            Py_ssize_t capacity, int64_t stamp)
 {
-    const int64_t *lows = a->lows.buf, *highs = a->highs.buf;
+    const int64_t *lows = a->lows, *highs = a->highs;
     if (a->runs == 1) {
         for (Py_ssize_t i = 0; i < count; i++) {
             struct record *r = &rows[i];
@@ -202,7 +211,7 @@ static Py_ssize_t add_rows(const struct access *a, struct record *rows, Py_ssize
  * the indices of the records that race with the access. */
 static PyObject *scan(PyObject *self, PyObject *args)
 {
-    struct access a;
+    struct access a = {0};
     Py_ssize_t address, count, vc;
     if (parse_access(args, &a, &address, &count, &vc) < 0)
         return NULL;
@@ -217,7 +226,7 @@ static PyObject *scan(PyObject *self, PyObject *args)
  * stamp given; the new count, or -1 when the runs do not fit. */
 static PyObject *add(PyObject *self, PyObject *args)
 {
-    struct access a;
+    struct access a = {0};
     Py_ssize_t address, count, capacity;
     long long stamp = codes.pending;
     PyObject *lows, *highs;
@@ -275,7 +284,7 @@ static PyObject *scan_and_add(const struct access *a, struct record *rows, int64
  * full: the Python path then does it all, waiting and pruning. */
 static PyObject *record(PyObject *self, PyObject *args)
 {
-    struct access a;
+    struct access a = {0};
     Py_ssize_t address, count_cell, lock_cell, vc, capacity;
     PyObject *lows, *highs;
     if (!ready() || !PyArg_ParseTuple(args, "nnOOiiiiiinnn", &address, &count_cell, &lows,
@@ -306,7 +315,7 @@ static PyObject *record(PyObject *self, PyObject *args)
 static int unseen_run(const struct access *a, const unsigned char *memory,
                       unsigned char *shadow, int64_t *first, int64_t *last)
 {
-    const int64_t *lows = a->lows.buf, *highs = a->highs.buf;
+    const int64_t *lows = a->lows, *highs = a->highs;
     for (Py_ssize_t j = 0; j < a->runs; j++) {
         int64_t low = lows[j], high = highs[j];
         if (!memcmp(memory + low, shadow + low, (size_t)(high - low)))
@@ -330,7 +339,7 @@ static int unseen_run(const struct access *a, const unsigned char *memory,
 static void copy_runs(const struct access *a, const unsigned char *memory,
                       const unsigned char *source, unsigned char *shadow)
 {
-    const int64_t *lows = a->lows.buf, *highs = a->highs.buf;
+    const int64_t *lows = a->lows, *highs = a->highs;
     for (Py_ssize_t j = 0; j < a->runs; j++) {
         size_t size = (size_t)(highs[j] - lows[j]);
         if (source) {
@@ -344,7 +353,7 @@ static void copy_runs(const struct access *a, const unsigned char *memory,
 
 static Py_ssize_t runs_bytes(const struct access *a)
 {
-    const int64_t *lows = a->lows.buf, *highs = a->highs.buf;
+    const int64_t *lows = a->lows, *highs = a->highs;
     Py_ssize_t total = 0;
     for (Py_ssize_t j = 0; j < a->runs; j++)
         total += highs[j] - lows[j];
@@ -365,7 +374,7 @@ static Py_ssize_t runs_bytes(const struct access *a)
  * run or None). */
 static PyObject *shadowed(PyObject *self, PyObject *args)
 {
-    struct access a;
+    struct access a = {0};
     Py_ssize_t address, count_cell, lock_cell, vc, capacity, memory, shadow;
     int writes_memory, check_unseen;
     PyObject *lows, *highs, *perform, *source_object = Py_None;
@@ -429,6 +438,24 @@ static PyObject *shadowed(PyObject *self, PyObject *args)
     return run ? Py_BuildValue("(NNN)", result, found, run) : NULL;
 }
 
+/* The locked part of stores(): forget the rank's records of the access's kind stamped
+ * ``seen`` or earlier, then scan_and_add with ``stamp``. */
+static PyObject *add_stores(const struct access *a, struct record *rows, int64_t *count,
+                            const int64_t *vc, Py_ssize_t capacity, int64_t stamp,
+                            int64_t seen, int *full)
+{
+    Py_ssize_t before = (Py_ssize_t)__atomic_load_n(count, SC), kept = 0;
+    for (Py_ssize_t i = 0; i < before; i++) {
+        const struct record *r = &rows[i];
+        if (r->kind == a->kind && r->origin == a->me && r->stamp <= seen)
+            continue;
+        if (kept != i)
+            rows[kept] = *r;
+        kept++;
+    }
+    return scan_and_add(a, rows, count, kept, vc, capacity, stamp, full);
+}
+
 /* stores(records, count_cell, lows, highs, kind, epoch, site, me, lock_cell, vc,
  *        capacity, stamp, seen): record a rank's own stores to its window memory
  * (check/stores.py: ``kind`` STORE, ``epoch`` the epoch kind) under its checking lock,
@@ -438,7 +465,7 @@ static PyObject *shadowed(PyObject *self, PyObject *args)
  * stayed busy or the log is full (nothing recorded: the Python path does it). */
 static PyObject *stores(PyObject *self, PyObject *args)
 {
-    struct access a;
+    struct access a = {0};
     Py_ssize_t address, count_cell, lock_cell, vc, capacity;
     long long stamp, seen;
     PyObject *lows, *highs;
@@ -453,20 +480,9 @@ static PyObject *stores(PyObject *self, PyObject *args)
         release_access(&a);
         Py_RETURN_NONE;
     }
-    int64_t *count = (int64_t *)count_cell;
-    struct record *rows = (struct record *)address;
-    Py_ssize_t before = (Py_ssize_t)__atomic_load_n(count, SC), kept = 0;
-    for (Py_ssize_t i = 0; i < before; i++) {
-        const struct record *r = &rows[i];
-        if (r->kind == a.kind && r->origin == a.me && r->stamp <= seen)
-            continue;
-        if (kept != i)
-            rows[kept] = *r;
-        kept++;
-    }
     int full;
-    PyObject *found = scan_and_add(&a, rows, count, kept, (const int64_t *)vc, capacity,
-                                   stamp, &full);
+    PyObject *found = add_stores(&a, (struct record *)address, (int64_t *)count_cell,
+                                 (const int64_t *)vc, capacity, stamp, seen, &full);
     unlock(lock);
     release_access(&a);
     if (full)
@@ -551,50 +567,68 @@ static uint64_t changed_words8(const unsigned char *memory, const unsigned char 
     return changed;
 }
 
-static int append_run(PyObject *lows, PyObject *highs, Py_ssize_t low, Py_ssize_t high)
+/* Byte runs found by a diff, in C arrays that grow. */
+struct runs {
+    int64_t *lows, *highs;
+    Py_ssize_t count, room;
+};
+
+static int append_run(struct runs *r, Py_ssize_t low, Py_ssize_t high)
 {
-    PyObject *first = PyLong_FromSsize_t(low), *last = PyLong_FromSsize_t(high);
-    int bad = !first || !last || PyList_Append(lows, first) < 0
-              || PyList_Append(highs, last) < 0;
-    Py_XDECREF(first);
-    Py_XDECREF(last);
-    return bad ? -1 : 0;
+    if (r->count == r->room) {
+        Py_ssize_t room = r->room ? 2 * r->room : 16;
+        int64_t *lows = PyMem_Realloc(r->lows, (size_t)room * 8);
+        if (lows == NULL)
+            return -1;
+        r->lows = lows;
+        int64_t *highs = PyMem_Realloc(r->highs, (size_t)room * 8);
+        if (highs == NULL)
+            return -1;
+        r->highs = highs;
+        r->room = room;
+    }
+    r->lows[r->count] = low;
+    r->highs[r->count] = high;
+    r->count++;
+    return 0;
 }
 
-/* diff(memory, shadow, nbytes, grain, max_runs[, lock_cell]): the runs of ``grain``-byte words
- * (1, 2, 4 or 8, from the window's start) where ``memory`` differs from its
- * ``shadow`` copy, as (lows, highs) lists, the shadow brought up to date on them.
- * Once ``max_runs`` are found, runs less than a block apart merge (a coarser
- * answer). Whole blocks are compared first: memory that did not change costs a
- * memcmp. With ``lock_cell``, under that lock, taken with a few tries: None when it
- * stayed busy. */
-static PyObject *diff(PyObject *self, PyObject *args)
+static void free_runs(struct runs *r)
 {
-    Py_ssize_t memory_address, shadow_address, nbytes, grain, max_runs, lock_cell = 0;
-    if (!PyArg_ParseTuple(args, "nnnnn|n", &memory_address, &shadow_address, &nbytes, &grain,
-                          &max_runs, &lock_cell))
-        return NULL;
-    if (grain != 1 && grain != 2 && grain != 4 && grain != 8) {
-        PyErr_SetString(PyExc_ValueError, "grain: 1, 2, 4 or 8");
-        return NULL;
+    PyMem_Free(r->lows);
+    PyMem_Free(r->highs);
+}
+
+/* The runs as (lows, highs) lists of ints, or NULL. */
+static PyObject *runs_lists(const struct runs *r)
+{
+    PyObject *lows = PyList_New(r->count), *highs = PyList_New(r->count);
+    for (Py_ssize_t i = 0; lows && highs && i < r->count; i++) {
+        PyObject *low = PyLong_FromLongLong(r->lows[i]), *high = PyLong_FromLongLong(r->highs[i]);
+        if (low == NULL || high == NULL) {
+            Py_XDECREF(low);
+            Py_XDECREF(high);
+            Py_CLEAR(lows);
+            break;
+        }
+        PyList_SET_ITEM(lows, i, low);
+        PyList_SET_ITEM(highs, i, high);
     }
-    const unsigned char *memory = (const unsigned char *)memory_address;
-    unsigned char *shadow = (unsigned char *)shadow_address;
-    int32_t *lock = (int32_t *)lock_cell;
-    if (lock) {
-        /* Memory equal to its shadow throughout needs no lock: the owner's stores are
-         * all made (it is the caller), and an RMA writing meanwhile updates the memory
-         * first, so a block it is halfway through differs and takes the locked pass. */
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        if (!memcmp(memory, shadow, (size_t)nbytes))
-            return Py_BuildValue("([][])");
-        if (!try_lock(lock))
-            Py_RETURN_NONE;
+    if (lows == NULL || highs == NULL) {
+        Py_XDECREF(lows);
+        Py_XDECREF(highs);
+        return PyErr_NoMemory();
     }
-    PyObject *lows = PyList_New(0), *highs = PyList_New(0);
-    if (!lows || !highs)
-        goto fail;
-    Py_ssize_t run_low = -1, run_high = -1, runs = 0;
+    return Py_BuildValue("(NN)", lows, highs);
+}
+
+/* The runs of ``grain``-byte words where ``memory`` differs from its ``shadow`` (see
+ * diff()), appended to ``out``, the shadow brought up to date on them: 0, or -1 when
+ * out of memory. */
+static int find_stores(const unsigned char *memory, unsigned char *shadow, Py_ssize_t nbytes,
+                       Py_ssize_t grain, Py_ssize_t max_runs, struct runs *out)
+{
+    Py_ssize_t run_low = -1, run_high = -1;
     for (Py_ssize_t block = 0; block < nbytes; block += DIFF_BLOCK) {
         if (block % DIFF_CHUNK == 0) {      /* skip unchanged chunks in one memcmp */
             Py_ssize_t chunk_end = block + DIFF_CHUNK < nbytes ? block + DIFF_CHUNK : nbytes;
@@ -633,30 +667,153 @@ static PyObject *diff(PyObject *self, PyObject *args)
                 continue;
             Py_ssize_t word = block + w * grain;
             Py_ssize_t size = word + grain <= end ? grain : end - word;
-            if (word == run_high || (runs >= max_runs && word - run_high < DIFF_BLOCK)) {
+            if (word == run_high || (out->count >= max_runs && word - run_high < DIFF_BLOCK)) {
                 run_high = word + size;
                 continue;
             }
-            if (run_low >= 0) {
-                if (append_run(lows, highs, run_low, run_high) < 0)
-                    goto fail;
-                runs++;
-            }
+            if (run_low >= 0 && append_run(out, run_low, run_high) < 0)
+                return -1;
             run_low = word;
             run_high = word + size;
         }
     }
-    if (run_low >= 0 && append_run(lows, highs, run_low, run_high) < 0)
-        goto fail;
+    if (run_low >= 0 && append_run(out, run_low, run_high) < 0)
+        return -1;
+    return 0;
+}
+
+static int valid_grain(Py_ssize_t grain)
+{
+    if (grain != 1 && grain != 2 && grain != 4 && grain != 8) {
+        PyErr_SetString(PyExc_ValueError, "grain: 1, 2, 4 or 8");
+        return 0;
+    }
+    return 1;
+}
+
+/* Memory equal to its shadow throughout needs no lock: the owner's stores are all
+ * made (it is the caller), and an RMA writing meanwhile updates the memory first, so
+ * a block it is halfway through differs and takes the locked pass. */
+static int unchanged(const unsigned char *memory, const unsigned char *shadow,
+                     Py_ssize_t nbytes)
+{
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return !memcmp(memory, shadow, (size_t)nbytes);
+}
+
+/* diff(memory, shadow, nbytes, grain, max_runs[, lock_cell]): the runs of ``grain``-byte words
+ * (1, 2, 4 or 8, from the window's start) where ``memory`` differs from its
+ * ``shadow`` copy, as (lows, highs) lists, the shadow brought up to date on them.
+ * Once ``max_runs`` are found, runs less than a block apart merge (a coarser
+ * answer). Whole blocks are compared first: memory that did not change costs a
+ * memcmp. With ``lock_cell``, under that lock, taken with a few tries: None when it
+ * stayed busy. */
+static PyObject *diff(PyObject *self, PyObject *args)
+{
+    Py_ssize_t memory_address, shadow_address, nbytes, grain, max_runs, lock_cell = 0;
+    if (!PyArg_ParseTuple(args, "nnnnn|n", &memory_address, &shadow_address, &nbytes, &grain,
+                          &max_runs, &lock_cell)
+            || !valid_grain(grain))
+        return NULL;
+    const unsigned char *memory = (const unsigned char *)memory_address;
+    unsigned char *shadow = (unsigned char *)shadow_address;
+    int32_t *lock = (int32_t *)lock_cell;
+    if (lock) {
+        if (unchanged(memory, shadow, nbytes))
+            return Py_BuildValue("([][])");
+        if (!try_lock(lock))
+            Py_RETURN_NONE;
+    }
+    struct runs found = {0};
+    int bad = find_stores(memory, shadow, nbytes, grain, max_runs, &found);
     if (lock)
         unlock(lock);
-    return Py_BuildValue("(NN)", lows, highs);
-fail:
-    if (lock)
-        unlock(lock);
-    Py_XDECREF(lows);
-    Py_XDECREF(highs);
-    return NULL;
+    PyObject *result = bad ? PyErr_NoMemory() : runs_lists(&found);
+    free_runs(&found);
+    return result;
+}
+
+/* The latest epoch of this rank every rank has acquired: the least of the clock
+ * entries at ``entries`` (a tuple of addresses, Clock.entries_for_me). */
+static int seen_by_all(PyObject *entries, int64_t *seen)
+{
+    *seen = INT64_MAX;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(entries); i++) {
+        Py_ssize_t address = PyLong_AsSsize_t(PyTuple_GET_ITEM(entries, i));
+        if (address == -1 && PyErr_Occurred())
+            return -1;
+        int64_t entry = __atomic_load_n((const int64_t *)address, SC);
+        if (entry < *seen)
+            *seen = entry;
+    }
+    return 0;
+}
+
+/* look_stores(memory, shadow, nbytes, grain, max_runs, lock_cell, records, count_cell,
+ *             kind, epoch, site, me, vc, capacity, stamp, entries):
+ * Stores.look's diff and its record in one call, under the rank's checking lock
+ * (taken with a few tries) throughout: the runs where the memory differs from its
+ * shadow (diff()), recorded as stores() records them, forgetting the rank's store
+ * records every rank has acquired (``entries``: the addresses of their clocks'
+ * entries for this rank). ``site`` names the call site (a callable returning its
+ * number), called once the memory differs, before the lock. (lows, highs, the racing
+ * records' indices, the site number): the lists empty and the site -1 when nothing
+ * changed; the indices None when the log is full (the Python path records the
+ * runs); None when the lock stayed busy (nothing done). */
+static PyObject *look_stores(PyObject *self, PyObject *args)
+{
+    Py_ssize_t memory_address, shadow_address, nbytes, grain, max_runs, lock_cell, address,
+               count_cell, vc, capacity;
+    long long stamp;
+    struct access a = {0};
+    PyObject *entries, *site;
+    if (!ready() || !PyArg_ParseTuple(args, "nnnnnnnniiOinnLO!", &memory_address,
+                                      &shadow_address, &nbytes, &grain, &max_runs, &lock_cell,
+                                      &address, &count_cell, &a.kind, &a.epoch, &site, &a.me,
+                                      &vc, &capacity, &stamp, &PyTuple_Type, &entries)
+            || !valid_grain(grain))
+        return NULL;
+    const unsigned char *memory = (const unsigned char *)memory_address;
+    unsigned char *shadow = (unsigned char *)shadow_address;
+    if (unchanged(memory, shadow, nbytes))
+        return Py_BuildValue("([][][]i)", -1);
+    PyObject *number = PyObject_CallNoArgs(site);
+    a.site = number ? (int32_t)PyLong_AsLong(number) : -1;
+    Py_XDECREF(number);
+    if (a.site == -1 && PyErr_Occurred())
+        return NULL;
+    int32_t *lock = (int32_t *)lock_cell;
+    if (!try_lock(lock))
+        Py_RETURN_NONE;
+    struct runs found = {0};
+    int64_t seen;
+    PyObject *races = NULL;
+    int bad = find_stores(memory, shadow, nbytes, grain, max_runs, &found) < 0, full = 0;
+    if (bad)
+        PyErr_NoMemory();
+    else if (found.count && seen_by_all(entries, &seen) == 0) {
+        a.lows = found.lows;
+        a.highs = found.highs;
+        a.runs = found.count;
+        races = add_stores(&a, (struct record *)address, (int64_t *)count_cell,
+                           (const int64_t *)vc, capacity, stamp, seen, &full);
+    } else if (!found.count) {
+        races = PyList_New(0);
+    }
+    unlock(lock);
+    PyObject *result = NULL;
+    if (races != NULL || full) {
+        PyObject *lists = runs_lists(&found);
+        if (lists != NULL) {
+            result = Py_BuildValue("(OOOi)", PyTuple_GET_ITEM(lists, 0),
+                                   PyTuple_GET_ITEM(lists, 1), races ? races : Py_None,
+                                   (int)a.site);
+            Py_DECREF(lists);
+        }
+    }
+    Py_XDECREF(races);
+    free_runs(&found);
+    return result;
 }
 
 /* same(memory, shadow, nbytes): whether the memory equals its shadow throughout (no
@@ -670,9 +827,8 @@ static PyObject *same(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "nbytes >= 0");
         return NULL;
     }
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    return PyBool_FromLong(!memcmp((const void *)memory, (const void *)shadow,
-                                   (size_t)nbytes));
+    return PyBool_FromLong(unchanged((const unsigned char *)memory,
+                                     (const unsigned char *)shadow, nbytes));
 }
 
 /* written_pages(records, count, me, first, page, pages): a bytes object of one flag
@@ -942,6 +1098,7 @@ static PyMethodDef methods[] = {
     {"stores", stores, METH_VARARGS, "record a rank's own stores, forgetting ordered ones"},
     {"diff", diff, METH_VARARGS, "the byte runs where memory differs from its shadow"},
     {"same", same, METH_VARARGS, "whether memory equals its shadow throughout"},
+    {"look_stores", look_stores, METH_VARARGS, "diff and record a rank's stores in one call"},
     {"written_pages", written_pages, METH_VARARGS, "a flag per page other origins write"},
     {"acquire", acquire, METH_VARARGS, "join the clock a rank released under a key"},
     {"release", release, METH_VARARGS, "append the clock to the ring, end the epoch"},
