@@ -30,7 +30,7 @@ except ImportError:         # the C extension is not built: the Python path
     _racecheck = None
 if atomic.BACKEND != "c":   # SHMRMA_NATIVE=0: the checker's Python path throughout
     _racecheck = None
-# (Python 3.11 on: the frame's instruction from C)
+# (Python 3.11 to 3.13: racecheck.c reads the interpreter's frames)
 _user_site = getattr(_racecheck, "user_site", None)
 
 RING = 1024             # keyed releases a rank keeps (an acquirer lags far fewer behind)
@@ -138,7 +138,10 @@ class Clock:
         # (publish and join_cell follow the same path)
         self._c_ring = self._ring_of(rank)[:4]
         self._site_numbers = {}
-        self._frame_sites = {}  # (code object, instruction) -> its site number
+        # (id of a code object, instruction) -> its site number: an id hashes at once,
+        # a code object hashes its constants, names and nested code each time
+        self._frame_sites = {}
+        self._site_codes = []   # those code objects, kept so that no other takes an id
         self._cells_found = {}  # (rank, key) -> the index of that rank's cell for the key
         self._cells_at = {}     # rank -> the address of its cells
         self._bases = {}        # ranks -> the addresses of their cells (join_cells)
@@ -376,18 +379,22 @@ class Clock:
         if _user_site is None:
             return self.site_of(report.user_frame(skip + 1))
         found = _user_site(report.PACKAGE_DIR, self._frame_sites, skip + 2)
-        return found if type(found) is int else self.site_of(found)
+        if found is None or found < 0:      # not named yet, or no frame of the program's
+            return self.site_of(report.user_frame(skip + 1))
+        return found
 
     def site_of(self, frame):
         """The site number of a frame's current line (site() of its text), kept per
         code object and instruction (cheaper to read than the line); None: unknown."""
         if frame is None:
             return self.site("<unknown>")
-        key = (frame.f_code, frame.f_lasti)
+        code = frame.f_code
+        key = (id(code), frame.f_lasti)
         number = self._frame_sites.get(key)
         if number is None:
             number = self._frame_sites[key] = self.site(
-                report.shown_site(frame.f_code.co_filename, frame.f_lineno))
+                report.shown_site(code.co_filename, frame.f_lineno))
+            self._site_codes.append(code)
         return number
 
     def site(self, text):

@@ -12,6 +12,12 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include "native.h"     /* the wait cell's wake (wake_if_sleepers) */
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030E0000
+#define Py_BUILD_CORE 1
+#include "internal/pycore_frame.h"
+#undef Py_BUILD_CORE
+#define INTERNAL_FRAMES 1   /* user_site reads the interpreter's frames */
+#endif
 
 struct record {
     int64_t low, high, stamp;
@@ -1022,64 +1028,70 @@ static PyObject *join_keyed(PyObject *self, PyObject *args)
     return PyLong_FromSsize_t(joined);
 }
 
-#if PY_VERSION_HEX >= 0x030B0000
-/* The frame ``count`` frames above ``frame`` (a new reference), or NULL when the stack
- * is shallower. */
-static PyFrameObject *frame_above(PyFrameObject *frame, int count)
+#ifdef INTERNAL_FRAMES
+/* The interpreter's frames, walked without making a frame object of each (as
+ * pagewatch.c's fault handler walks them): the innermost complete one from ``frame``. */
+static _PyInterpreterFrame *complete_from(_PyInterpreterFrame *frame)
 {
-    Py_XINCREF(frame);
-    for (int i = 0; frame != NULL && i < count; i++) {
-        PyFrameObject *back = PyFrame_GetBack(frame);
-        Py_DECREF(frame);
-        frame = back;
-    }
+    while (frame != NULL && _PyFrame_IsIncomplete(frame))
+        frame = frame->previous;
     return frame;
+}
+
+static PyCodeObject *code_of(_PyInterpreterFrame *frame)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *code = frame->f_executable;
+    return code != NULL && PyCode_Check(code) ? (PyCodeObject *)code : NULL;
+#else
+    return frame->f_code;
+#endif
 }
 
 /* user_site(prefix, sites, start): report.user_frame and Clock.site_of in one call: the
  * innermost frame whose file does not start with ``prefix`` (shmrma's own code), from
  * ``start`` frames above the caller's (from the caller's when the stack is shallower)
- * on: its site number, when ``sites`` (a dict keyed by (code, f_lasti)) has it; else
- * the frame itself (Python names its site), or None when there is none. */
+ * on: its site number, when ``sites`` (a dict keyed by (id(code), f_lasti)) has it;
+ * else -1 (Python names the site the first time), or None when there is no such
+ * frame. */
 static PyObject *user_site(PyObject *self, PyObject *args)
 {
     PyObject *prefix, *sites;
     int start;
     if (!PyArg_ParseTuple(args, "UO!i", &prefix, &PyDict_Type, &sites, &start))
         return NULL;
-    PyFrameObject *caller = PyEval_GetFrame();      /* borrowed */
-    PyFrameObject *frame = frame_above(caller, start);
-    if (frame == NULL)
-        frame = frame_above(caller, 0);
-    while (frame != NULL) {
-        PyCodeObject *code = PyFrame_GetCode(frame);
+    PyThreadState *state = PyThreadState_Get();
+#if PY_VERSION_HEX >= 0x030D0000
+    _PyInterpreterFrame *caller = complete_from(state->current_frame);
+#else
+    _PyInterpreterFrame *caller = complete_from(state->cframe ? state->cframe->current_frame
+                                                              : NULL);
+#endif
+    _PyInterpreterFrame *frame = caller;
+    for (int i = 0; frame != NULL && i < start; i++)
+        frame = complete_from(frame->previous);
+    for (frame = frame ? frame : caller; frame != NULL; frame = complete_from(frame->previous)) {
+        PyCodeObject *code = code_of(frame);
+        if (code == NULL)
+            continue;
         int ours = PyUnicode_Tailmatch(code->co_filename, prefix, 0, PY_SSIZE_T_MAX, -1);
-        if (ours == 0) {
-            PyObject *lasti = PyLong_FromLong(PyFrame_GetLasti(frame));
-            PyObject *key = lasti ? PyTuple_Pack(2, (PyObject *)code, lasti) : NULL;
-            PyObject *found = key ? PyDict_GetItemWithError(sites, key) : NULL;
-            Py_XDECREF(key);
-            Py_XDECREF(lasti);
-            Py_DECREF(code);
-            if (found != NULL) {
-                Py_DECREF(frame);
-                Py_INCREF(found);
-                return found;
-            }
-            if (PyErr_Occurred()) {
-                Py_DECREF(frame);
-                return NULL;
-            }
-            return (PyObject *)frame;
-        }
-        Py_DECREF(code);
-        if (ours < 0) {
-            Py_DECREF(frame);
+        if (ours < 0)
             return NULL;
+        if (ours)
+            continue;
+        PyObject *lasti = PyLong_FromLong(
+            _PyInterpreterFrame_LASTI(frame) * (long)sizeof(_Py_CODEUNIT));
+        PyObject *id = PyLong_FromVoidPtr(code);
+        PyObject *key = lasti && id ? PyTuple_Pack(2, id, lasti) : NULL;
+        Py_XDECREF(id);
+        PyObject *found = key ? PyDict_GetItemWithError(sites, key) : NULL;
+        Py_XDECREF(key);
+        Py_XDECREF(lasti);
+        if (found != NULL) {
+            Py_INCREF(found);
+            return found;
         }
-        PyFrameObject *back = PyFrame_GetBack(frame);
-        Py_DECREF(frame);
-        frame = back;
+        return PyErr_Occurred() ? NULL : PyLong_FromLong(-1);
     }
     Py_RETURN_NONE;
 }
@@ -1105,7 +1117,7 @@ static PyMethodDef methods[] = {
     {"publish", publish, METH_VARARGS, "write the clock into a cell, end the epoch"},
     {"join", join, METH_VARARGS, "join the clock in a cell"},
     {"join_keyed", join_keyed, METH_VARARGS, "join the clock of each rank's cell for a key"},
-#if PY_VERSION_HEX >= 0x030B0000
+#ifdef INTERNAL_FRAMES
     {"user_site", user_site, METH_VARARGS, "the site of the program's innermost frame"},
 #endif
     {NULL, NULL, 0, NULL},
