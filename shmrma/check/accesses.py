@@ -112,6 +112,9 @@ class WindowLog:
                                               segment.buffer,
                                               start + CACHE_LINE + CAPACITY * RECORD_BYTES))
         self.none = [records[:0] for records in self.records]   # no racing records
+        # per target, (its records, count cell, lock cell) addresses, as C takes them
+        self.cells = [(self._records_address(t), self._count_cell(t), self._lock_cell(t))
+                      for t in range(n)]
 
     def lock_cell(self, target):
         return self._lock_cell(target)
@@ -362,9 +365,8 @@ class WindowLog:
     def complete(self, target, me, epoch, modes=7, only=None):
         """Stamp this rank's pending records at ``target`` of the kinds in ``modes``;
         with ``only`` (low, high, kind), just those of one request's access."""
-        if _native is not None and _native.complete_locked(
-                self._records_address(target), self._count_cell(target),
-                self._lock_cell(target), me, epoch, modes, *(only or ())):
+        if _native is not None and _native.complete_locked(*self.cells[target], me, epoch,
+                                                           modes, *(only or ())):
             return
         with self.locked(target):
             if _native is not None:
