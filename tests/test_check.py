@@ -773,6 +773,36 @@ def test_access_log_in_c_matches_numpy(seed):
         accesses.use_native(True)
 
 
+def test_one_run_given_as_two_ints_is_the_run_as_arrays():
+    """racecheck.c takes an access's one run as two ints (the quick path's Put and
+    Get) as it takes it in two arrays: the same racing records; an empty run is an
+    error, not a record."""
+    import numpy as np
+    from shmrma.check import accesses
+    if accesses._racecheck is None:
+        pytest.skip("the C extension is not built")
+    (log, _), rng = _random_log(5)
+    keep_all = (lambda target, rows: len(rows))
+    for _ in range(40):
+        log.add(0, int(rng.integers(0, 3)), _random_access(rng), keep_all)
+    count = len(log.rows(0))
+    for step in range(60):
+        low = int(rng.integers(0, 256))
+        high = low + int(rng.integers(1, 16))
+        vc = rng.integers(0, 6, 3).astype(np.int64)
+        kind, me = int(rng.integers(accesses.STORE, accesses.COMPARE_AND_SWAP + 1)), step % 3
+        codes = (kind, 0, 0, 1, 0, me, vc.ctypes.data)
+        as_ints = accesses._racecheck.scan(log._records_address(0), count, low, high, *codes)
+        as_arrays = accesses._racecheck.scan(log._records_address(0), count,
+                                             np.array([low]), np.array([high]), *codes)
+        assert as_ints == as_arrays, step
+    assert any(accesses._racecheck.scan(log._records_address(0), count, low, low + 64,
+                                        accesses.PUT, 0, 0, 1, 0, 1, vc.ctypes.data)
+               for low in range(0, 256, 64))    # the log holds races to find
+    with pytest.raises(ValueError, match="low < high"):
+        accesses._racecheck.scan(log._records_address(0), count, 8, 8, *codes)
+
+
 def test_a_look_at_unchanged_memory_needs_no_lock():
     """racecheck.c's diff: memory equal to its shadow is no store, found without the
     target's checking lock (an RMA in progress changes the memory first); memory that

@@ -79,7 +79,6 @@ class WindowCheck:
         # ALLOCATE window's: whole pages; a CREATE window's edge pages are not watched)
         self.pages_hold_memory = state.flavor == WIN_FLAVOR_ALLOCATE
         self.quick = self._quick_targets()     # quick_access's view of the targets
-        self.one_run = (numpy.zeros(1, numpy.int64), numpy.zeros(1, numpy.int64))  # its runs
         self.synced = False     # a Win.Sync since the last look: its loads may be polls
         self.looking = False    # look_local runs before this rank's releases
         self.dynamic = state.flavor == WIN_FLAVOR_DYNAMIC   # offsets are addresses
@@ -214,15 +213,15 @@ class WindowCheck:
         checked, else the call and then record) and few Python steps: what
         shadowed_access or access does for it. DECLINED, having done nothing, for any
         other case (the general path then does it)."""
-        found = self._quick_runs(target, disp, array)
+        found = self._quick_run(target, disp, array)
         if found is None:
             return DECLINED
-        where, basic, lows, highs = found
+        where, basic, low, high = found
         c = clock()
         c.observe_local()
         site = c.site_here(2)       # past _note and the call's wrapper
         epoch = self.epoch_kind(target)
-        log = (where.records, where.count_cell, lows, highs, kind, 0, basic, site, epoch,
+        log = (where.records, where.count_cell, low, high, kind, 0, basic, site, epoch,
                c.me, where.lock_cell, c.vc_address, accesses.CAPACITY)
         if where.memory is None:    # its stores are not checked: the call, then its record
             result, unseen = perform(), None
@@ -237,16 +236,16 @@ class WindowCheck:
         self.pending.add(target)
         self.last_site = site
         if found is None or found or unseen is not None:    # a race, or a full log
-            self._quick_report(c, target, Access(lows.copy(), highs.copy(), kind, 0, basic,
-                                                 site, epoch), found, unseen)
+            self._quick_report(c, target, Access(numpy.array([low]), numpy.array([high]), kind,
+                                                 0, basic, site, epoch), found, unseen)
         else:
             c.accesses += 1
         self.last_held = self.buffers.hold_array(target, kind, site, array, role)
         return result
 
-    def _quick_runs(self, target, disp, array):
-        """(the target's QuickTarget, the basic type's code, the one run's lows and
-        highs) of a quick access, or None where quick_access declines."""
+    def _quick_run(self, target, disp, array):
+        """(the target's QuickTarget, the basic type's code, the one run's first and
+        last + 1 bytes) of a quick access, or None where quick_access declines."""
         quick = self.quick
         if (quick is None or type(target) is not int or type(array) is not numpy.ndarray
                 or not 0 <= target < len(quick) or accesses._native is None
@@ -261,9 +260,7 @@ class WindowCheck:
         high = low + array.nbytes
         if not 0 <= low < high <= where.size:
             return None
-        lows, highs = self.one_run
-        lows[0], highs[0] = low, high
-        return where, basic, lows, highs
+        return where, basic, low, high
 
     def _quick_report(self, c, target, access, found, unseen):
         """A quick access that races (``found``: the racing records' indices, None

@@ -53,6 +53,7 @@ struct access {
     Py_ssize_t runs;
     Py_buffer low_view, high_view;
     int viewed;         /* the runs are the views' */
+    int64_t low, high;  /* the one run, given as two ints */
     int32_t kind, op, basic, site, epoch, me;
 };
 
@@ -104,9 +105,24 @@ static int conflicts(const struct access *a, const struct record *r, const int64
     return r->stamp == codes.pending && !both_atomic;
 }
 
-/* The access's runs from two int64 arrays of one length >= 1 (sorted, disjoint). */
+/* The access's runs from two int64 arrays of one length >= 1 (sorted, disjoint), or
+ * its one run from two ints. */
 static int take_runs(struct access *a, PyObject *lows, PyObject *highs)
 {
+    if (PyLong_CheckExact(lows) && PyLong_CheckExact(highs)) {     /* one run */
+        a->low = PyLong_AsLongLong(lows);
+        a->high = PyLong_AsLongLong(highs);
+        if (PyErr_Occurred())
+            return -1;
+        if (a->low >= a->high) {
+            PyErr_SetString(PyExc_ValueError, "one run: low < high");
+            return -1;
+        }
+        a->lows = &a->low;
+        a->highs = &a->high;
+        a->runs = 1;
+        return 0;
+    }
     if (PyObject_GetBuffer(lows, &a->low_view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return -1;
     if (PyObject_GetBuffer(highs, &a->high_view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
