@@ -583,8 +583,9 @@ def _random_access(rng):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_acquire_in_c_matches_python(seed):
-    """Differential: racecheck.c's acquire joins what Clock.acquire_here (the
-    fallback) joins, over a ring of random keyed releases: a key among the newest,
+    """Differential: racecheck.c's acquire (and acquire_each, over several ranks'
+    rings) joins what Clock.acquire_here (the fallback) joins, over a ring of random
+    keyed releases: a key among the newest,
     an older one (the full scan), one released twice (the newest wins), one no
     longer there, after the ring wrapped."""
     import numpy as np
@@ -609,6 +610,9 @@ def test_acquire_in_c_matches_python(seed):
         me.vc[:] = start
         found_python = me.acquire_here(1, key)
         assert found_c == found_python and np.array_equal(joined_c, me.vc), key
+        me.vc[:] = start
+        me.acquire_each((0, 1, 2), key)     # rank 2 released nothing
+        assert np.array_equal(joined_c, me.vc), key
 
 
 @pytest.mark.parametrize("seed", range(2))

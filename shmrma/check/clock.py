@@ -147,6 +147,7 @@ class Clock:
         self._bases = {}        # ranks -> the addresses of their cells (join_cells)
         self._cell_bytes = (1 + session.nranks) * 8
         self._rings = {}        # rank -> acquire()'s arguments for its ring
+        self._each = {}         # ranks -> acquire_each()'s rings
         self._watched = []      # windows whose local loads may observe atomics (Win.Sync)
         self._looks = []        # windows whose stores are found before each release
         # per thread, in a call over many requests: whether it looked yet (one_look)
@@ -259,12 +260,29 @@ class Clock:
         (not released yet, or so long ago that the ring reused its entry)."""
         if rank == self.me:
             return True
-        ring = self._rings.get(rank)
-        if ring is None:
-            ring = self._rings[rank] = self._ring_of(rank)
+        ring = self._ring(rank)
         if ring:
             return _racecheck.acquire(*ring, key, self.vc_address)
         return self.acquire_here(rank, key)
+
+    def acquire_each(self, ranks, key):
+        """acquire() from each of ``ranks`` (a tuple), in one C call when C has every
+        ring."""
+        rings = self._each.get(ranks)
+        if rings is None:
+            rings = self._each[ranks] = tuple(self._ring(rank) for rank in ranks
+                                              if rank != self.me)
+        if rings and all(rings):
+            _racecheck.acquire_each(rings, key, self.vc_address)
+            return
+        for rank in ranks:      # (none but this rank: nothing to join)
+            self.acquire(rank, key)
+
+    def _ring(self, rank):
+        ring = self._rings.get(rank)
+        if ring is None:
+            ring = self._rings[rank] = self._ring_of(rank)
+        return ring
 
     def _ring_of(self, rank):
         """acquire()'s arguments for ``rank``'s ring in C, or () for the Python path."""

@@ -345,9 +345,7 @@ class WindowCheck:
         clock().release(self.key(kind, seq))
 
     def acquire_all(self, kind, seq):
-        c, key = clock(), self.key(kind, seq)
-        for rank in self.world:
-            c.acquire(rank, key)
+        clock().acquire_each(self.world, self.key(kind, seq))
 
 
 
@@ -1082,11 +1080,10 @@ def _collective(function, flow):
         c.release(key)
         result = function(self, *args, **kwargs)
         _collective_seqs[state.context] = seq + 1
-        sources = [state.ranks[r] for r in _sources(flow, state, root)]
+        sources = tuple(state.ranks[r] for r in _sources(flow, state, root))
 
         def acquire():
-            for rank in sources:
-                c.acquire(rank, key)
+            c.acquire_each(sources, key)
         if function.__name__.startswith("I"):
             _on_completion(result, acquire)
         else:

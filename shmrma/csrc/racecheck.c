@@ -898,6 +898,43 @@ static void join_into(int64_t *vc, const int64_t *clock, Py_ssize_t n)
     }
 }
 
+/* Join into ``vc`` the clock a rank released under ``key`` (acquire()): 1, or 0 when
+ * the key is not in its ring, or its row was reused while copied. */
+static int acquire_from(const int64_t *ring, const int64_t *index, Py_ssize_t entries,
+                        Py_ssize_t width, Py_ssize_t recent, int64_t key, int64_t *vc)
+{
+    int64_t newest = __atomic_load_n(index, __ATOMIC_SEQ_CST);
+    const int64_t *entry = NULL;
+    for (Py_ssize_t back = 1; back <= recent && !entry; back++) {
+        const int64_t *row = ring + ((((newest - back) % entries) + entries) % entries) * width;
+        if (__atomic_load_n(row, __ATOMIC_SEQ_CST) == key)
+            entry = row;
+    }
+    for (Py_ssize_t back = 1; back <= entries && !entry; back++) {     /* newest first */
+        const int64_t *row = ring + ((((newest - back) % entries) + entries) % entries) * width;
+        if (__atomic_load_n(row, __ATOMIC_SEQ_CST) == key)
+            entry = row;
+    }
+    if (!entry)
+        return 0;
+    int64_t clock[4096];
+    memcpy(clock, entry + 1, (size_t)(width - 1) * 8);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (__atomic_load_n(entry, __ATOMIC_SEQ_CST) != key)
+        return 0;       /* reused while we copied: so long ago it cannot matter */
+    join_into(vc, clock, width - 1);
+    return 1;
+}
+
+static int ring_shape_ok(Py_ssize_t entries, Py_ssize_t width)
+{
+    if (entries <= 0 || width < 2 || width > 4097) {
+        PyErr_SetString(PyExc_ValueError, "acquire: entries > 0 and 2 <= width <= 4097");
+        return 0;
+    }
+    return 1;
+}
+
 /* acquire(ring, ring_index, entries, width, recent, key, vc): join (element-wise max)
  * into the clock at ``vc`` the clock a rank released under ``key`` (check/clock.py,
  * Clock.acquire, is the reference and the fallback): its ring holds ``entries``
@@ -909,34 +946,38 @@ static PyObject *acquire(PyObject *self, PyObject *args)
     Py_ssize_t ring_address, index_address, entries, width, recent, vc_address;
     long long key;
     if (!PyArg_ParseTuple(args, "nnnnnLn", &ring_address, &index_address, &entries, &width,
-                          &recent, &key, &vc_address))
+                          &recent, &key, &vc_address)
+            || !ring_shape_ok(entries, width))
         return NULL;
-    if (entries <= 0 || width < 2 || width > 4097) {
-        PyErr_SetString(PyExc_ValueError, "acquire: entries > 0 and 2 <= width <= 4097");
+    return PyBool_FromLong(acquire_from((const int64_t *)ring_address,
+                                        (const int64_t *)index_address, entries, width,
+                                        recent, key, (int64_t *)vc_address));
+}
+
+/* acquire_each(rings, key, vc): acquire() from each ring of ``rings``, a tuple of
+ * acquire()'s (ring, ring_index, entries, width, recent): the count of clocks joined. */
+static PyObject *acquire_each(PyObject *self, PyObject *args)
+{
+    PyObject *rings;
+    Py_ssize_t vc_address, joined = 0;
+    long long key;
+    if (!PyArg_ParseTuple(args, "O!Ln", &PyTuple_Type, &rings, &key, &vc_address))
         return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(rings); i++) {
+        Py_ssize_t ring_address, index_address, entries, width, recent;
+        PyObject *ring = PyTuple_GET_ITEM(rings, i);
+        if (!PyTuple_Check(ring) || !PyArg_ParseTuple(ring, "nnnnn", &ring_address,
+                                                      &index_address, &entries, &width,
+                                                      &recent)
+                || !ring_shape_ok(entries, width)) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "acquire_each: a tuple of ring tuples");
+            return NULL;
+        }
+        joined += acquire_from((const int64_t *)ring_address, (const int64_t *)index_address,
+                               entries, width, recent, key, (int64_t *)vc_address);
     }
-    int64_t *ring = (int64_t *)ring_address, *vc = (int64_t *)vc_address;
-    int64_t newest = __atomic_load_n((int64_t *)index_address, __ATOMIC_SEQ_CST);
-    int64_t *entry = NULL;
-    for (Py_ssize_t back = 1; back <= recent && !entry; back++) {
-        int64_t *row = ring + ((((newest - back) % entries) + entries) % entries) * width;
-        if (__atomic_load_n(row, __ATOMIC_SEQ_CST) == key)
-            entry = row;
-    }
-    for (Py_ssize_t back = 1; back <= entries && !entry; back++) {     /* newest first */
-        int64_t *row = ring + ((((newest - back) % entries) + entries) % entries) * width;
-        if (__atomic_load_n(row, __ATOMIC_SEQ_CST) == key)
-            entry = row;
-    }
-    if (!entry)
-        Py_RETURN_FALSE;
-    int64_t clock[4096];
-    memcpy(clock, entry + 1, (size_t)(width - 1) * 8);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (__atomic_load_n(entry, __ATOMIC_SEQ_CST) != key)
-        Py_RETURN_FALSE;    /* reused while we copied: so long ago it cannot matter */
-    join_into(vc, clock, width - 1);
-    Py_RETURN_TRUE;
+    return PyLong_FromSsize_t(joined);
 }
 
 /* The clock ``vc`` (width - 1 entries) into ``entry`` after its key, then the key;
@@ -1129,6 +1170,7 @@ static PyMethodDef methods[] = {
     {"look_stores", look_stores, METH_VARARGS, "diff and record a rank's stores in one call"},
     {"written_pages", written_pages, METH_VARARGS, "a flag per page other origins write"},
     {"acquire", acquire, METH_VARARGS, "join the clock a rank released under a key"},
+    {"acquire_each", acquire_each, METH_VARARGS, "acquire() from each of several rings"},
     {"release", release, METH_VARARGS, "append the clock to the ring, end the epoch"},
     {"publish", publish, METH_VARARGS, "write the clock into a cell, end the epoch"},
     {"join", join, METH_VARARGS, "join the clock in a cell"},
