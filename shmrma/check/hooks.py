@@ -406,10 +406,6 @@ def _note(win, kind, target_rank, target, defaults, op=None, perform=None, held=
     check = _check_of(win)
     if check is None or target_rank == constants.PROC_NULL:
         return perform()
-    if (kind == PUT or kind == GET) and len(held) == 1:
-        done = check.quick_access(kind, target_rank, target, defaults, perform, held[0][1])
-        if done is not DECLINED:
-            return done
     try:
         target_rank = operator.index(target_rank)       # numpy ints, as mpi4py takes
         runs, basic = _runs(check.state, target_rank, target, defaults)
@@ -421,6 +417,20 @@ def _note(win, kind, target_rank, target, defaults, op=None, perform=None, held=
     own = check.loads is not None and (target_rank == check.me or check.loads.shared)
     with check.loads.quiet() if own else contextlib.nullcontext():
         return _noted(check, kind, target_rank, runs, basic, defaults, op, perform, held)
+
+
+def _put_or_get(win, kind, origin, target_rank, target, role, call):
+    """A Put or Get: the quick path (WindowCheck.quick_access) where it takes it, else
+    _note."""
+    def perform():
+        return call(win, origin, target_rank, target)
+    check = getattr(win, "_race_check", None)
+    if check is not None and target_rank != constants.PROC_NULL:
+        done = check.quick_access(kind, target_rank, target, origin, perform, role)
+        if done is not DECLINED:
+            return done
+    return _note(win, kind, target_rank, target, origin, perform=perform,
+                 held=((origin, role),))
 
 
 def _noted(check, kind, target_rank, runs, basic, defaults, op, perform, held):
@@ -507,14 +517,10 @@ def _install_rma(Win):
         "Rput", "Rget", "Raccumulate", "Rget_accumulate")}
 
     def Put(self, origin, target_rank, target=None):
-        _note(self, PUT, target_rank, target, origin,
-              perform=lambda: real["Put"](self, origin, target_rank, target),
-              held=((origin, READ),))
+        _put_or_get(self, PUT, origin, target_rank, target, READ, real["Put"])
 
     def Get(self, origin, target_rank, target=None):
-        _note(self, GET, target_rank, target, origin,
-              perform=lambda: real["Get"](self, origin, target_rank, target),
-              held=((origin, WRITTEN),))
+        _put_or_get(self, GET, origin, target_rank, target, WRITTEN, real["Get"])
 
     def Accumulate(self, origin, target_rank, target=None, op=rma.ops.SUM):
         _note(self, ACCUMULATE, target_rank, target, origin, op,
@@ -944,8 +950,9 @@ def _install_counters(Win):
         signal = getattr(request, "_race_signal", None)
         if signal is not None and request._active:
             check, target, mode, key = signal
-            check.complete_locally([target], mode)
-            check.complete([target], mode)     # the signal completes the covered RMA (A15)
+            if mode:    # (a pure notification completes no RMA)
+                check.complete_locally((target,), mode)
+                check.complete((target,), mode)     # the signal completes the covered RMA (A15)
             clock().publish(key)
 
     def signalled(request):
