@@ -906,7 +906,8 @@ def test_a_look_in_one_c_call_matches_diff_then_record(seed):
                 memory[changed] ^= np.uint8(rng.integers(1, 256))
             vc = rng.integers(0, 6, 3).astype(np.int64)
             clocks[:] = rng.integers(0, 6, 3)
-            stamp, epoch, grain = int(rng.integers(1, 6)), int(rng.integers(0, 8)), 2 ** (step % 4)
+            stamp, epoch = int(rng.integers(1, 6)), int(rng.integers(0, 8))
+            grain = 2 ** (step % 4)
             accesses.use_native(True)
             lows, highs, found, site = accesses._racecheck.look_stores(
                 memory.ctypes.data, shadows[0].ctypes.data, len(memory), grain, 10 ** 6,

@@ -950,9 +950,9 @@ def _install_counters(Win):
         signal = getattr(request, "_race_signal", None)
         if signal is not None and request._active:
             check, target, mode, key = signal
-            if mode:    # (a pure notification completes no RMA)
+            if mode:    # the signal completes the covered RMA (A15); a pure notification none
                 check.complete_locally((target,), mode)
-                check.complete((target,), mode)     # the signal completes the covered RMA (A15)
+                check.complete((target,), mode)
             clock().publish(key)
 
     def signalled(request):
