@@ -697,6 +697,50 @@ def test_a_call_site_in_c_matches_python():
     assert len(set(texts[True])) == 2, texts       # the comprehension's line, the lambda's
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_a_signal_in_one_c_call_matches_complete_then_publish(seed):
+    """Differential: racecheck.c's signal (a counter's signal: the covered RMA's
+    records completed at the target, then the clock published into the counter's
+    cell) leaves the records, the cell and the clock that WindowLog.complete on the
+    numpy path followed by Clock.publish_here leave (A15), pure notifications
+    (no modes) included."""
+    import numpy as np
+    from shmrma.check import accesses, clock as clocks
+    if clocks._racecheck is None:
+        pytest.skip("the C extension is not built")
+    (c_log, numpy_log), rng = _random_log(seed)
+    keep_all = (lambda target, rows: len(rows))
+    sessions = [clocks.Session(_AnonymousSegment(clocks.Session._rank_size(3) * 3
+                                                 + clocks.HEADER + clocks.DEDUP * 8), 3)
+                for _ in range(2)]
+    mes = [clocks.Clock(session, 1) for session in sessions]
+    try:
+        for step in range(150):
+            access, origin = _random_access(rng), int(rng.integers(0, 3))
+            for native, log in ((True, c_log), (False, numpy_log)):
+                accesses.use_native(native)
+                log.add(0, origin, access, keep_all)
+            if step % 3:
+                continue
+            vc, modes, key = rng.integers(1, 50, 3).astype(np.int64), step % 8, 1 + step % 7
+            for me in mes:
+                me.vc[:] = vc
+            accesses.use_native(True)
+            c_me = mes[0]
+            assert accesses._racecheck.signal(*c_log.cells[0], int(modes), c_me.own_cell(key),
+                                              c_me.width, key, c_me.vc_address, c_me.me)
+            accesses.use_native(False)
+            p_me = mes[1]
+            if modes:
+                numpy_log.complete(0, p_me.me, p_me.epoch, int(modes))
+            p_me.publish_here(p_me.cells[p_me._cell_index(p_me.me, key, claim=True)], key)
+            assert np.array_equal(c_log.rows(0), numpy_log.rows(0)), step
+            assert np.array_equal(c_me.vc, p_me.vc), step
+            assert np.array_equal(sessions[0].block(1)[3], sessions[1].block(1)[3]), step
+    finally:
+        accesses.use_native(True)
+
+
 def test_a_waitall_looks_once_in_its_own_thread_only():
     """Clock.one_look: in a Waitall the first release or acquire looks at the rank's
     own memory and the later ones do not, in the calling thread; another thread,

@@ -146,6 +146,7 @@ class Clock:
         self._cells_at = {}     # rank -> the address of its cells
         self._bases = {}        # ranks -> the addresses of their cells (join_cells)
         self._cell_bytes = (1 + session.nranks) * 8
+        self.width = 1 + session.nranks         # of a cell or ring entry: key, clock
         self._rings = {}        # rank -> acquire()'s arguments for its ring
         self._each = {}         # ranks -> acquire_each()'s rings
         self._watched = []      # windows whose local loads may observe atomics (Win.Sync)
@@ -335,6 +336,14 @@ class Clock:
                                self.session.nranks + 1, key, self.vc_address, self.me)
         else:
             self.publish_here(self.cells[index], key)
+
+    def own_cell(self, key):
+        """The address of this rank's cell for ``key`` (claimed the first time), for
+        racecheck.c; None without C, or when every cell is taken (publish() says so)."""
+        if not self._c_ring:
+            return None
+        index = self._cell_index(self.me, key, claim=True)
+        return None if index is None else self._cell_base(self.me) + index * self._cell_bytes
 
     def publish_here(self, cell, key):
         """publish()'s write in Python: the reference of racecheck.c's, the fallback."""

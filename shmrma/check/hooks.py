@@ -314,6 +314,23 @@ class WindowCheck:
             if modes == 7 and only is None:
                 self.pending.discard(target)
 
+    def signal(self, target, mode, key):
+        """A counter's signal: the RMA of the kinds in ``mode`` to ``target`` complete
+        there (A15), then this rank's clock published under the counter's ``key``; in
+        one C call (racecheck.c's signal) where it can, else complete() and
+        Clock.publish()."""
+        c = clock()
+        c.prepare_release()
+        pending = target in self.pending
+        cell = c.own_cell(key)
+        if cell is None or accesses._native is None or not accesses._native.signal(
+                *self.log.cells[target], mode if pending else 0, cell, c.width, key,
+                c.vc_address, c.me):
+            self.complete((target,), mode)
+            c.publish(key)
+        elif pending and mode == 7:
+            self.pending.discard(target)
+
     def complete_locally(self, targets=None, modes=7, only=None):
         """The origin's buffers of the calls now complete locally (R35): report those
         the program changed since (at ``targets``, None for all; see origin.Buffers)."""
@@ -950,10 +967,9 @@ def _install_counters(Win):
         signal = getattr(request, "_race_signal", None)
         if signal is not None and request._active:
             check, target, mode, key = signal
-            if mode:    # the signal completes the covered RMA (A15); a pure notification none
+            if mode:    # a pure notification completes no RMA
                 check.complete_locally((target,), mode)
-                check.complete((target,), mode)
-            clock().publish(key)
+            check.signal(target, mode, key)
 
     def signalled(request):
         waited = getattr(request, "_race_counter", None)

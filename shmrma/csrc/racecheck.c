@@ -1036,6 +1036,38 @@ static PyObject *publish(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* signal(records, count_cell, lock_cell, modes, cell, width, key, vc, me): a counter's
+ * signal in one call: with ``modes``, this rank's pending records of those kinds at
+ * the target stamped with its epoch (complete_locked: False when the target's lock
+ * stayed busy, nothing done), then its clock published into its cell for the key
+ * (publish): True. */
+static PyObject *signal_counter(PyObject *self, PyObject *args)
+{
+    Py_ssize_t address, count_cell, lock_cell, cell_address, width, vc_address, me;
+    int modes;
+    long long key;
+    if (!PyArg_ParseTuple(args, "nnninnLnn", &address, &count_cell, &lock_cell, &modes,
+                          &cell_address, &width, &key, &vc_address, &me))
+        return NULL;
+    if (width < 2 || me < 0 || me >= width - 1) {
+        PyErr_SetString(PyExc_ValueError, "signal: width >= 2, 0 <= me < width - 1");
+        return NULL;
+    }
+    int64_t *vc = (int64_t *)vc_address;
+    if (modes) {
+        int32_t *lock = (int32_t *)lock_cell;
+        if (!try_lock(lock))
+            Py_RETURN_FALSE;
+        stamp_pending((struct record *)address,
+                      (Py_ssize_t)__atomic_load_n((int64_t *)count_cell, SC), (int)me, vc[me],
+                      modes, 0, 0, -1);
+        unlock(lock);
+    }
+    write_clock((int64_t *)cell_address, vc, width, key, 0);
+    vc[me] += 1;
+    Py_RETURN_TRUE;
+}
+
 /* join(cell, width, vc): join the clock in a cell (after its key) into ``vc``. */
 static PyObject *join(PyObject *self, PyObject *args)
 {
@@ -1174,6 +1206,7 @@ static PyMethodDef methods[] = {
     {"release", release, METH_VARARGS, "append the clock to the ring, end the epoch"},
     {"publish", publish, METH_VARARGS, "write the clock into a cell, end the epoch"},
     {"join", join, METH_VARARGS, "join the clock in a cell"},
+    {"signal", signal_counter, METH_VARARGS, "complete a signal's RMA, publish its clock"},
     {"join_keyed", join_keyed, METH_VARARGS, "join the clock of each rank's cell for a key"},
 #ifdef INTERNAL_FRAMES
     {"user_site", user_site, METH_VARARGS, "the site of the program's innermost frame"},
