@@ -24,6 +24,7 @@ stores into directly (loads.py watches those). Not seen: loads, and a store that
 writes the value already there.
 """
 import ctypes
+import functools
 import time
 import zlib
 
@@ -103,7 +104,12 @@ class Stores:
         shadow_address, nbytes = shadow.own()
         self._diff_args = ((shadow.own_address, shadow_address, nbytes, self.grain, MAX_RUNS,
                             check.log.lock_cell(check.me)) if nbytes else None)
-        self._same_args = self._diff_args[:3] if nbytes else None
+        # unchanged(): whether this rank's memory is as it last looked (no store since,
+        # or none it can find): the look would record nothing; one C call, or False
+        # (not known) without C
+        self.unchanged = (functools.partial(accesses._native.same, *self._diff_args[:3])
+                          if nbytes and accesses._native is not None else
+                          (lambda: True) if not nbytes else (lambda: False))
         self._look_args = (self._diff_args + (check.log._records_address(check.me),
                                               check.log._count_cell(check.me))
                            if nbytes and accesses._native is not None else None)
@@ -122,13 +128,6 @@ class Stores:
             return [], []
         return accesses.diff(self.shadow.own_address, address, nbytes, self.grain, MAX_RUNS,
                              lock)
-
-    def unchanged(self):
-        """Whether this rank's memory is as it last looked (no store since, or none it
-        can find): the look would record nothing. Without C: not known, False."""
-        if self._same_args is None:
-            return True
-        return accesses._native is not None and accesses._native.same(*self._same_args)
 
     def look(self):
         """Record this rank's stores since it last looked (before it releases): in C,
