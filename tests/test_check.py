@@ -851,6 +851,84 @@ def test_one_run_given_as_two_ints_is_the_run_as_arrays():
         accesses._racecheck.scan(log._records_address(0), count, 8, 8, *codes)
 
 
+@pytest.mark.parametrize("checked_stores", [True, False])
+def test_quick_put_and_get_in_c_match_shadowed_and_record(checked_stores):
+    """Differential: racecheck.c's quick (the quick path's Put and Get: run, call and
+    record in one call) leaves the records, memory and shadow that shadowed() (or the
+    call then record(), stores unchecked) leave, reports the same races and unseen
+    stores, counts only the accesses that race with nothing; and declines, having
+    done nothing, a buffer that is not C-contiguous or bytes outside the target's
+    memory."""
+    import numpy as np
+    from shmrma.check import accesses
+    if accesses._racecheck is None:
+        pytest.skip("the C extension is not built")
+    native = accesses._racecheck
+    (c_log, other_log), rng = _random_log(7)
+    keep_all = (lambda target, rows: len(rows))
+    memories = [np.zeros(512, np.uint8) for _ in range(2)]
+    shadows = [np.zeros(512, np.uint8) for _ in range(2)]
+    counter = np.zeros(1, np.int64)
+    vc = np.zeros(3, np.int64)
+    raced = unseen_met = clean = 0
+    for step in range(200):
+        origin, other = int(rng.integers(0, 3)), _random_access(rng)
+        for log in (c_log, other_log):
+            log.add(0, (origin + 1) % 3, other, keep_all)
+        if step % 5 == 0:       # the target's own store, not looked at yet
+            where = int(rng.integers(0, 512))
+            for memory in memories:
+                memory[where] ^= 0x5a
+        kind = accesses.PUT if step % 2 else accesses.GET
+        disp, data = int(rng.integers(0, 60)), rng.random(int(rng.integers(1, 4)))
+        vc[:] = rng.integers(0, 6, 3)
+        site, epoch = int(rng.integers(0, 8)), int(rng.integers(0, 8))
+        results = []
+        for log, memory, shadow, quick_one in ((c_log, memories[0], shadows[0], True),
+                                               (other_log, memories[1], shadows[1], False)):
+            at = memory[disp * 8:disp * 8 + data.nbytes]
+
+            def perform(at=at):
+                if kind == accesses.PUT:
+                    at[:] = data.view(np.uint8)
+            cells = log.cells[0]
+            addresses = ((memory.ctypes.data, shadow.ctypes.data) if checked_stores
+                         else (None, None))
+            if quick_one:
+                target = (*cells, *addresses, 8, len(memory))
+                done = native.quick(target, kind, disp, data, 3, site, epoch, origin,
+                                    vc.ctypes.data, accesses.CAPACITY, kind == accesses.PUT,
+                                    True, perform, counter.ctypes.data)
+                assert done is not False, step
+                results.append(done)
+                continue
+            log_args = (cells[0], cells[1], disp * 8, disp * 8 + data.nbytes, kind, 0, 3,
+                        site, epoch, origin, cells[2], vc.ctypes.data, accesses.CAPACITY)
+            if checked_stores:
+                _, found, unseen = native.shadowed(*log_args, *addresses, True,
+                                                   kind == accesses.PUT, perform,
+                                                   data if kind == accesses.PUT else None)
+            else:
+                perform()
+                found, unseen = native.record(*log_args), None
+            results.append(None if found == [] and unseen is None else (found, unseen))
+        assert results[0] == results[1], step
+        assert np.array_equal(c_log.rows(0), other_log.rows(0)), step
+        assert np.array_equal(memories[0], memories[1]), step
+        assert np.array_equal(shadows[0], shadows[1]), step
+        raced += results[0] is not None and bool(results[0][0])
+        unseen_met += results[0] is not None and results[0][1] is not None
+        clean += results[0] is None
+    assert counter[0] == clean              # the clean accesses, counted in C
+    assert raced and clean and (unseen_met or not checked_stores), (raced, unseen_met)
+    target = (*c_log.cells[0], None, None, 8, 512)
+    for array, disp in ((np.ones(8)[::2], 0), (np.ones(4), 63), (np.ones(4), -1)):
+        assert native.quick(target, accesses.PUT, disp, array, 3, 0, 0, 0, vc.ctypes.data,
+                            accesses.CAPACITY, True, True, lambda: 1 / 0,
+                            counter.ctypes.data) is False
+    assert counter[0] == clean
+
+
 def test_a_look_at_unchanged_memory_needs_no_lock():
     """racecheck.c's diff: memory equal to its shadow is no store, found without the
     target's checking lock (an RMA in progress changes the memory first); memory that

@@ -131,6 +131,7 @@ class Clock:
         self.session, self.me = session, rank
         self.vc, self.ring_index, self.ring, self.cells, self.sites = session.block(rank)
         self._accesses = self.ring_index + 8    # beside the ring index, on this rank's line
+        self.counter_address = self._accesses   # where C counts the accesses it checked
         self.vc[:] = 0
         self.vc[rank] = 1
         self.vc_address = self.vc.ctypes.data

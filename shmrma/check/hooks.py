@@ -208,64 +208,42 @@ class WindowCheck:
         return (result,)
 
     def quick_access(self, kind, target, disp, array, perform, role):
-        """A Put or Get of a contiguous numpy array at an int displacement, the common
-        case, in one C call (racecheck.c's shadowed where the target's stores are
-        checked, else the call and then record) and few Python steps: what
-        shadowed_access or access does for it. DECLINED, having done nothing, for any
-        other case (the general path then does it)."""
-        found = self._quick_run(target, disp, array)
-        if found is None:
-            return DECLINED
-        where, basic, low, high = found
-        c = clock()
-        c.observe_local()
-        site = c.site_here(2)       # past _note and the call's wrapper
-        epoch = self.epoch_kind(target)
-        log = (where.records, where.count_cell, low, high, kind, 0, basic, site, epoch,
-               c.me, where.lock_cell, c.vc_address, accesses.CAPACITY)
-        if where.memory is None:    # its stores are not checked: the call, then its record
-            result, unseen = perform(), None
-            found = accesses._native.record(*log)
-        else:
-            done = accesses._native.shadowed(
-                *log, where.memory, where.shadow, target != self.me, kind == PUT, perform,
-                array if kind == PUT else None)
-            if done is None:
-                return DECLINED     # the lock stayed busy: nothing done
-            result, found, unseen = done
-        self.pending.add(target)
-        self.last_site = site
-        if found is None or found or unseen is not None:    # a race, or a full log
-            self._quick_report(c, target, Access(numpy.array([low]), numpy.array([high]), kind,
-                                                 0, basic, site, epoch), found, unseen)
-        else:
-            c.accesses += 1
-        self.last_held = self.buffers.hold_array(target, kind, site, array, role)
-        return result
-
-    def _quick_run(self, target, disp, array):
-        """(the target's QuickTarget, the basic type's code, the one run's first and
-        last + 1 bytes) of a quick access, or None where quick_access declines."""
+        """A Put or Get of a numpy array at an int displacement, the common case, made
+        and recorded in one C call (racecheck.c's quick: what shadowed_access or access
+        does for it) and few Python steps. DECLINED, having done nothing, for any other
+        case (the general path then does it)."""
         quick = self.quick
         if (quick is None or type(target) is not int or type(array) is not numpy.ndarray
-                or not 0 <= target < len(quick) or accesses._native is None
-                or self.entered is not None):
-            return None
-        basic = _basic_codes.get(array.dtype)
-        where = quick[target]
-        if (basic is None or where is None or not array.flags.c_contiguous
+                or not 0 <= target < len(quick) or self.entered is not None
                 or not (disp is None or type(disp) is int)):
-            return None
-        low = (disp or 0) * where.unit
-        high = low + array.nbytes
-        if not 0 <= low < high <= where.size:
-            return None
-        return where, basic, low, high
+            return DECLINED
+        where, basic = quick[target], _basic_codes.get(array.dtype)
+        if where is None or basic is None:
+            return DECLINED
+        c = clock()
+        c.observe_local()
+        site = c.site_here(2)       # past _put_or_get and the call's wrapper
+        epoch = self.epoch_kind(target)
+        done = accesses._native.quick(where, kind, disp or 0, array, basic, site, epoch, c.me,
+                                      c.vc_address, accesses.CAPACITY, kind == PUT,
+                                      target != self.me, perform, c.counter_address)
+        if done is False:
+            return DECLINED
+        self.pending.add(target)
+        self.last_site = site
+        if done is not None:        # a race, an unseen store, or not recorded yet
+            low = (disp or 0) * where.unit
+            self._quick_report(c, target, Access(numpy.array([low]),
+                                                 numpy.array([low + array.nbytes]), kind, 0,
+                                                 basic, site, epoch), *done)
+        self.last_held = self.buffers.hold_array(target, kind, site, array, role)
+        return None
 
     def _quick_report(self, c, target, access, found, unseen):
         """A quick access that races (``found``: the racing records' indices, None
-        when the log was full: the Python path records it, pruning), or met a store
-        its target had not looked at (``unseen``)."""
+        when it is not recorded yet, the log full or its lock busy: the Python path
+        records it, waiting and pruning), or met a store its target had not looked at
+        (``unseen``)."""
         races = (self.log.record(target, c.me, access, c.vc, c.vc_address, self._prune)
                  if found is None else self.log.records[target][found])
         self._checked(c, target, access, races)
@@ -274,9 +252,10 @@ class WindowCheck:
 
     def _quick_targets(self):
         """Per target, what quick_access needs (a QuickTarget), or None where it
-        declines: memory
-        not mapped here under checked stores, or this rank's loads watched on it (an
-        RMA's own copies are not loads)."""
+        declines: memory not mapped here under checked stores, or this rank's loads
+        watched on it (an RMA's own copies are not loads); None for all without C."""
+        if accesses._native is None:
+            return None
         if self.stores is not None and type(self.stores) is not stores.Stores:
             return None     # a dynamic window's: its offsets are addresses
         found = []

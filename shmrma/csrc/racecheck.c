@@ -394,17 +394,65 @@ static Py_ssize_t runs_bytes(const struct access *a)
  * None when the lock stayed busy (nothing done: the Python path does it all), else
  * (perform's result, the racing records or None when the log is full, the unseen
  * run or None). */
+/* Where an access's record goes, with its target's memory and shadow (0 when the
+ * target's stores are not checked). */
+struct log_target {
+    Py_ssize_t records, count_cell, lock_cell, vc, capacity, memory, shadow;
+};
+
+/* shadowed()'s work once its arguments are taken: NULL with *busy set when the lock
+ * stayed busy (nothing done), NULL with an exception on error, else (perform's result,
+ * the racing records or None when the log is full, the unseen run or None). */
+static PyObject *access_shadowed(const struct access *a, const struct log_target *t,
+                                 int check_unseen, int writes_memory, PyObject *perform,
+                                 const Py_buffer *source, int *busy)
+{
+    int32_t *lock = (int32_t *)t->lock_cell;
+    *busy = !try_lock(lock);
+    if (*busy)
+        return NULL;
+    int64_t first = 0, last = 0;
+    int unseen = check_unseen && unseen_run(a, (const unsigned char *)t->memory,
+                                            (unsigned char *)t->shadow, &first, &last);
+    PyObject *result = PyObject_CallNoArgs(perform), *found = NULL;
+    if (result) {
+        if (writes_memory)
+            copy_runs(a, (const unsigned char *)t->memory,
+                      source ? (const unsigned char *)source->buf : NULL,
+                      (unsigned char *)t->shadow);
+        int64_t *count = (int64_t *)t->count_cell;
+        int full;       /* then found is NULL: the Python path prunes, then records */
+        found = scan_and_add(a, (struct record *)t->records, count,
+                             (Py_ssize_t)__atomic_load_n(count, SC), (const int64_t *)t->vc,
+                             t->capacity, codes.pending, &full);
+    }
+    unlock(lock);
+    if (!result)
+        return NULL;
+    if (!found && PyErr_Occurred()) {
+        Py_DECREF(result);
+        return NULL;
+    }
+    PyObject *run = unseen ? Py_BuildValue("(LL)", (long long)first, (long long)last)
+                           : (Py_INCREF(Py_None), Py_None);
+    if (!found) {
+        Py_INCREF(Py_None);
+        found = Py_None;
+    }
+    return run ? Py_BuildValue("(NNN)", result, found, run) : NULL;
+}
+
 static PyObject *shadowed(PyObject *self, PyObject *args)
 {
     struct access a = {0};
-    Py_ssize_t address, count_cell, lock_cell, vc, capacity, memory, shadow;
+    struct log_target t;
     int writes_memory, check_unseen;
     PyObject *lows, *highs, *perform, *source_object = Py_None;
-    if (!ready() || !PyArg_ParseTuple(args, "nnOOiiiiiinnnnnppO|O", &address, &count_cell,
+    if (!ready() || !PyArg_ParseTuple(args, "nnOOiiiiiinnnnnppO|O", &t.records, &t.count_cell,
                                       &lows, &highs, &a.kind, &a.op, &a.basic, &a.site,
-                                      &a.epoch, &a.me, &lock_cell, &vc, &capacity, &memory,
-                                      &shadow, &check_unseen, &writes_memory, &perform,
-                                      &source_object)
+                                      &a.epoch, &a.me, &t.lock_cell, &t.vc, &t.capacity,
+                                      &t.memory, &t.shadow, &check_unseen, &writes_memory,
+                                      &perform, &source_object)
             || take_runs(&a, lows, highs) < 0)
         return NULL;
     Py_buffer source = {0};
@@ -420,44 +468,104 @@ static PyObject *shadowed(PyObject *self, PyObject *args)
             return NULL;
         }
     }
-    int32_t *lock = (int32_t *)lock_cell;
-    if (!try_lock(lock)) {
-        if (source.buf)
-            PyBuffer_Release(&source);
-        release_access(&a);
-        Py_RETURN_NONE;
-    }
-    int64_t first = 0, last = 0;
-    int unseen = check_unseen && unseen_run(&a, (const unsigned char *)memory,
-                                      (unsigned char *)shadow, &first, &last);
-    PyObject *result = PyObject_CallNoArgs(perform), *found = NULL;
-    if (result) {
-        if (writes_memory)
-            copy_runs(&a, (const unsigned char *)memory, (const unsigned char *)source.buf,
-                      (unsigned char *)shadow);
-        int64_t *count = (int64_t *)count_cell;
-        int full;       /* then found is NULL: the Python path prunes, then records */
-        found = scan_and_add(&a, (struct record *)address, count,
-                             (Py_ssize_t)__atomic_load_n(count, SC), (const int64_t *)vc,
-                             capacity, codes.pending, &full);
-    }
-    unlock(lock);
+    int busy;
+    PyObject *done = access_shadowed(&a, &t, check_unseen, writes_memory, perform,
+                                     source.buf ? &source : NULL, &busy);
     if (source.buf)
         PyBuffer_Release(&source);
     release_access(&a);
-    if (!result)
+    if (busy)
+        Py_RETURN_NONE;
+    return done;
+}
+
+/* quick(target, kind, disp, array, basic, site, epoch, me, vc, capacity, put,
+ *       check_unseen, perform, counter): WindowCheck.quick_access's C part, a Put
+ * (``put``) or Get of a C-contiguous buffer at displacement ``disp``. ``target`` is
+ * its QuickTarget (records, count cell, lock cell, memory, shadow, unit, size;
+ * memory None when the target's stores are not checked). False when it declines,
+ * having done nothing: the buffer not C-contiguous, bytes outside the target's
+ * memory, the lock busy. Else the call is made and recorded (shadowed(), or the
+ * call then record()) and: None, the access counted at ``counter``, when it races
+ * with nothing and met no unseen store; (the racing records' indices or None when
+ * it is not recorded yet, the unseen run or None) for the Python path to report. */
+static PyObject *quick(PyObject *self, PyObject *args)
+{
+    struct access a = {0};
+    struct log_target t;
+    PyObject *target, *array, *perform, *memory, *shadow;
+    Py_ssize_t disp, unit, size, counter;
+    int put, check_unseen;
+    if (!ready() || !PyArg_ParseTuple(args, "O!inOiiiinnppOn", &PyTuple_Type, &target,
+                                      &a.kind, &disp, &array, &a.basic, &a.site, &a.epoch,
+                                      &a.me, &t.vc, &t.capacity, &put, &check_unseen,
+                                      &perform, &counter)
+            || !PyArg_ParseTuple(target, "nnnOOnn", &t.records, &t.count_cell, &t.lock_cell,
+                                 &memory, &shadow, &unit, &size))
         return NULL;
-    if (!found && PyErr_Occurred()) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(array, &view, PyBUF_C_CONTIGUOUS) < 0) {
+        PyErr_Clear();      /* not C-contiguous: the general path takes it */
+        Py_RETURN_FALSE;
+    }
+    a.low = (int64_t)disp * unit;
+    a.high = a.low + view.len;
+    if (a.low < 0 || a.low >= a.high || a.high > size) {
+        PyBuffer_Release(&view);
+        Py_RETURN_FALSE;    /* the real call raises its error on the general path */
+    }
+    a.lows = &a.low;
+    a.highs = &a.high;
+    a.runs = 1;
+    PyObject *found, *unseen = Py_None, *done = NULL;
+    if (memory == Py_None) {        /* stores unchecked: the call, then its record */
+        PyObject *result = PyObject_CallNoArgs(perform);
+        PyBuffer_Release(&view);
+        if (result == NULL)
+            return NULL;
         Py_DECREF(result);
-        return NULL;
+        int32_t *lock = (int32_t *)t.lock_cell;
+        if (!try_lock(lock))
+            return Py_BuildValue("(OO)", Py_None, Py_None);     /* Python records it */
+        int64_t *count = (int64_t *)t.count_cell;
+        int full;
+        found = scan_and_add(&a, (struct record *)t.records, count,
+                             (Py_ssize_t)__atomic_load_n(count, SC), (const int64_t *)t.vc,
+                             t.capacity, codes.pending, &full);
+        unlock(lock);
+        if (found == NULL) {
+            if (!full)
+                return NULL;
+            Py_INCREF(Py_None);
+            found = Py_None;
+        }
+    } else {
+        t.memory = PyLong_AsSsize_t(memory);
+        t.shadow = PyLong_AsSsize_t(shadow);
+        int busy = 0;
+        if (!PyErr_Occurred())
+            done = access_shadowed(&a, &t, check_unseen, put, perform, put ? &view : NULL,
+                                   &busy);
+        PyBuffer_Release(&view);
+        if (busy)
+            Py_RETURN_FALSE;
+        if (done == NULL)
+            return NULL;
+        found = PyTuple_GET_ITEM(done, 1);
+        unseen = PyTuple_GET_ITEM(done, 2);
+        Py_INCREF(found);
     }
-    PyObject *run = unseen ? Py_BuildValue("(LL)", (long long)first, (long long)last)
-                           : (Py_INCREF(Py_None), Py_None);
-    if (!found) {
+    PyObject *reply;
+    if (found != Py_None && PyList_GET_SIZE(found) == 0 && unseen == Py_None) {
+        __atomic_fetch_add((int64_t *)counter, 1, SC);      /* Clock.accesses */
         Py_INCREF(Py_None);
-        found = Py_None;
+        reply = Py_None;
+    } else {
+        reply = Py_BuildValue("(OO)", found, unseen);
     }
-    return run ? Py_BuildValue("(NNN)", result, found, run) : NULL;
+    Py_DECREF(found);
+    Py_XDECREF(done);
+    return reply;
 }
 
 /* The locked part of stores(): forget the rank's records of the access's kind stamped
@@ -1199,6 +1307,7 @@ static PyMethodDef methods[] = {
     {"stores", stores, METH_VARARGS, "record a rank's own stores, forgetting ordered ones"},
     {"diff", diff, METH_VARARGS, "the byte runs where memory differs from its shadow"},
     {"same", same, METH_VARARGS, "whether memory equals its shadow throughout"},
+    {"quick", quick, METH_VARARGS, "a Put or Get of a contiguous buffer, made and recorded"},
     {"look_stores", look_stores, METH_VARARGS, "diff and record a rank's stores in one call"},
     {"written_pages", written_pages, METH_VARARGS, "a flag per page other origins write"},
     {"acquire", acquire, METH_VARARGS, "join the clock a rank released under a key"},
