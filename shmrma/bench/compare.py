@@ -417,11 +417,11 @@ for _title in ("--check: Halo A3 n=4 counters, us/iter", "--check: Halo n=4 Fenc
         "watch has every page away; the look that finds the stencil's 32 KiB store diffs "
         "and records it in one C call, about 4 us; 4 looks an iteration of Halo A3, 2 of "
         "the Fence halo), its loads with page faults (a twentieth of the run time after its "
-        "first 64 periods), and each call with Python bookkeeping (about 4.5 us a checked "
-        "Put, 1.4 us of it its origin buffer's copy and compare, 2.5 us a counter's signal): "
+        "first 64 periods), and each call with Python bookkeeping (about 3 us a checked "
+        "Put and 0.85 us more at its completion, 2.5 us a counter's signal with its look): "
         "on the development machine the CPU time per rank and iteration at 4 ranks was "
-        "about 59-61 us (Halo A3) and 61-62 us (Fence) checked against 19.5 and 21 unchecked, "
-        "and the wall-time ratio 3.0-3.4 (Halo A3) and 2.2-3.4 (Fence) from run to run; "
+        "about 53-55 us checked against 19.5 (Halo A3) and 21 (Fence) unchecked, and the "
+        "wall-time ratio 2.3-2.8 (Halo A3) and 1.9-2.6 (Fence) from run to run; "
         "--check=no-local, which leaves the loads and stores out, is the row below")
 
 # shmrma's forms against each other, from two cases of the same run: the proposals'
