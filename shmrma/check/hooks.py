@@ -420,7 +420,7 @@ def _put_or_get(win, kind, origin, target_rank, target, role, call):
     _note."""
     def perform():
         return call(win, origin, target_rank, target)
-    check = getattr(win, "_race_check", None)
+    check = _check_of(win)
     if check is not None and target_rank != constants.PROC_NULL:
         done = check.quick_access(kind, target_rank, target, origin, perform, role)
         if done is not DECLINED:
