@@ -130,8 +130,8 @@ class Clock:
     def __init__(self, session, rank):
         self.session, self.me = session, rank
         self.vc, self.ring_index, self.ring, self.cells, self.sites = session.block(rank)
-        self._accesses = self.ring_index + 8    # beside the ring index, on this rank's line
-        self.counter_address = self._accesses   # where C counts the accesses it checked
+        # the count of accesses checked (C counts there too), beside the ring index
+        self.counter_address = self.ring_index + 8
         self.vc[:] = 0
         self.vc[rank] = 1
         self.vc_address = self.vc.ctypes.data
@@ -146,8 +146,8 @@ class Clock:
         self._cells_found = {}  # (rank, key) -> the index of that rank's cell for the key
         self._cells_at = {}     # rank -> the address of its cells
         self._bases = {}        # ranks -> the addresses of their cells (join_cells)
-        self._cell_bytes = (1 + session.nranks) * 8
         self.width = 1 + session.nranks         # of a cell or ring entry: key, clock
+        self._cell_bytes = self.width * 8
         self._rings = {}        # rank -> acquire()'s arguments for its ring
         self._each = {}         # ranks -> acquire_each()'s rings
         self._watched = []      # windows whose local loads may observe atomics (Win.Sync)
@@ -159,11 +159,11 @@ class Clock:
     @property
     def accesses(self):
         """RMA accesses this rank had checked (the summary adds every rank's)."""
-        return atomic.load64(self._accesses)
+        return atomic.load64(self.counter_address)
 
     @accesses.setter
     def accesses(self, n):
-        atomic.store64(self._accesses, n)
+        atomic.store64(self.counter_address, n)
 
     @property
     def epoch(self):
@@ -334,7 +334,7 @@ class Clock:
             return
         if self._c_ring:
             _racecheck.publish(self._cells_at[self.me] + index * self._cell_bytes,
-                               self.session.nranks + 1, key, self.vc_address, self.me)
+                               self.width, key, self.vc_address, self.me)
         else:
             self.publish_here(self.cells[index], key)
 
@@ -359,7 +359,7 @@ class Clock:
             return
         if self._c_ring:
             _racecheck.join(self._cells_at[rank] + index * self._cell_bytes,
-                            self.session.nranks + 1, self.vc_address)
+                            self.width, self.vc_address)
         else:
             numpy.maximum(self.vc, self.session.block(rank)[3][index, 1:], out=self.vc)
 
@@ -372,7 +372,7 @@ class Clock:
         bases = self._bases.get(ranks)
         if bases is None:
             bases = self._bases[ranks] = tuple(self._cell_base(rank) for rank in ranks)
-        _racecheck.join_keyed(bases, self._cell_bytes, CELLS, key, self.session.nranks + 1,
+        _racecheck.join_keyed(bases, self._cell_bytes, CELLS, key, self.width,
                               self.vc_address)
 
     def _cell_base(self, rank):

@@ -263,8 +263,7 @@ class WindowCheck:
             addresses = (None, None) if self.stores is None else self.stores.addresses(target)
             own = self.loads is not None and (target == self.me or self.loads.shared)
             found.append(None if addresses is None or own else QuickTarget(
-                self.log._records_address(target), self.log._count_cell(target),
-                self.log.lock_cell(target), *addresses, self.state.units[target],
+                *self.log.cells[target], *addresses, self.state.units[target],
                 self.state.sizes[target]))
         return found
 

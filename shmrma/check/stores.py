@@ -110,8 +110,7 @@ class Stores:
         self.unchanged = (functools.partial(accesses._native.same, *self._diff_args[:3])
                           if nbytes and accesses._native is not None else
                           (lambda: True) if not nbytes else (lambda: False))
-        self._look_args = (self._diff_args + (check.log._records_address(check.me),
-                                              check.log._count_cell(check.me))
+        self._look_args = (self._diff_args + check.log.cells[check.me][:2]
                            if nbytes and accesses._native is not None else None)
 
     def _start(self, check, shadow):

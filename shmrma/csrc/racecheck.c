@@ -299,6 +299,32 @@ static PyObject *scan_and_add(const struct access *a, struct record *rows, int64
     return found;
 }
 
+/* Where an access's record goes, with its target's memory and shadow (0 when the
+ * target's stores are not checked). */
+struct log_target {
+    Py_ssize_t records, count_cell, lock_cell, vc, capacity, memory, shadow;
+};
+
+/* Scan and then append or renew the access's record under its target's checking
+ * lock, taken with a few tries, never sleeping: the racing records' indices; NULL
+ * with *busy set when the lock stayed busy, with *full set when the log had no room
+ * (nothing recorded either way), else with an exception. */
+static PyObject *record_locked(const struct access *a, const struct log_target *t,
+                               int *busy, int *full)
+{
+    int32_t *lock = (int32_t *)t->lock_cell;
+    *full = 0;
+    *busy = !try_lock(lock);
+    if (*busy)
+        return NULL;
+    int64_t *count = (int64_t *)t->count_cell;
+    PyObject *found = scan_and_add(a, (struct record *)t->records, count,
+                                   (Py_ssize_t)__atomic_load_n(count, SC),
+                                   (const int64_t *)t->vc, t->capacity, codes.pending, full);
+    unlock(lock);
+    return found;
+}
+
 /* record(records, count_cell, lows, highs, kind, op, basic, site, epoch, me,
  *        lock_cell, vc, capacity): under the target's checking lock (a wait cell,
  * taken with a few tries, never sleeping), scan and then append or renew; the
@@ -307,26 +333,17 @@ static PyObject *scan_and_add(const struct access *a, struct record *rows, int64
 static PyObject *record(PyObject *self, PyObject *args)
 {
     struct access a = {0};
-    Py_ssize_t address, count_cell, lock_cell, vc, capacity;
+    struct log_target t;
     PyObject *lows, *highs;
-    if (!ready() || !PyArg_ParseTuple(args, "nnOOiiiiiinnn", &address, &count_cell, &lows,
-                                      &highs, &a.kind, &a.op, &a.basic, &a.site, &a.epoch,
-                                      &a.me, &lock_cell, &vc, &capacity)
+    if (!ready() || !PyArg_ParseTuple(args, "nnOOiiiiiinnn", &t.records, &t.count_cell,
+                                      &lows, &highs, &a.kind, &a.op, &a.basic, &a.site,
+                                      &a.epoch, &a.me, &t.lock_cell, &t.vc, &t.capacity)
             || take_runs(&a, lows, highs) < 0)
         return NULL;
-    int32_t *lock = (int32_t *)lock_cell;
-    if (!try_lock(lock)) {
-        release_access(&a);
-        Py_RETURN_NONE;
-    }
-    int64_t *count = (int64_t *)count_cell;
-    int full;
-    PyObject *found = scan_and_add(&a, (struct record *)address, count,
-                                   (Py_ssize_t)__atomic_load_n(count, SC),
-                                   (const int64_t *)vc, capacity, codes.pending, &full);
-    unlock(lock);
+    int busy, full;
+    PyObject *found = record_locked(&a, &t, &busy, &full);
     release_access(&a);
-    if (full)       /* the Python path prunes, then records */
+    if (busy || full)   /* the Python path waits, or prunes, then records */
         Py_RETURN_NONE;
     return found;
 }
@@ -394,12 +411,6 @@ static Py_ssize_t runs_bytes(const struct access *a)
  * None when the lock stayed busy (nothing done: the Python path does it all), else
  * (perform's result, the racing records or None when the log is full, the unseen
  * run or None). */
-/* Where an access's record goes, with its target's memory and shadow (0 when the
- * target's stores are not checked). */
-struct log_target {
-    Py_ssize_t records, count_cell, lock_cell, vc, capacity, memory, shadow;
-};
-
 /* shadowed()'s work once its arguments are taken: NULL with *busy set when the lock
  * stayed busy (nothing done), NULL with an exception on error, else (perform's result,
  * the racing records or None when the log is full, the unseen run or None). */
@@ -524,19 +535,12 @@ static PyObject *quick(PyObject *self, PyObject *args)
         if (result == NULL)
             return NULL;
         Py_DECREF(result);
-        int32_t *lock = (int32_t *)t.lock_cell;
-        if (!try_lock(lock))
-            return Py_BuildValue("(OO)", Py_None, Py_None);     /* Python records it */
-        int64_t *count = (int64_t *)t.count_cell;
-        int full;
-        found = scan_and_add(&a, (struct record *)t.records, count,
-                             (Py_ssize_t)__atomic_load_n(count, SC), (const int64_t *)t.vc,
-                             t.capacity, codes.pending, &full);
-        unlock(lock);
+        int busy, full;
+        found = record_locked(&a, &t, &busy, &full);
         if (found == NULL) {
-            if (!full)
+            if (!busy && !full)
                 return NULL;
-            Py_INCREF(Py_None);
+            Py_INCREF(Py_None);     /* not recorded: the Python path records it */
             found = Py_None;
         }
     } else {
