@@ -17,7 +17,8 @@ else:
                               Get_hw_resource_info, Get_library_version, Get_processor_name,
                               Get_version, Init, Pcontrol,
                               Init_thread, Is_finalized, Is_initialized, Is_thread_main,
-                              Query_thread, VERSION, SUBVERSION, Wtick, Wtime, get_vendor)
+                              Query_thread, VERSION, SUBVERSION, Wtick, Wtime, get_vendor,
+                              _set_abort_status)
     from .memory import Alloc_mem, Free_mem, get_address as Get_address
     from .request import REQUEST_NULL, Grequest, Prequest, Request, Status
     from .status import F_ERROR, F_SOURCE, F_STATUS_SIZE, F_TAG

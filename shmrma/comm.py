@@ -30,7 +30,7 @@ class CommState(mailbox.CommCore):
                  "topology", "area", "large_area", "nbc", "attributes", "locks", "commctx",
                  "errhandler")
 
-    def __init__(self, context, ranks, slot, name=""):
+    def __init__(self, context, ranks, slot, name="", parent=None):
         self.context = context
         self.ranks = tuple(ranks)
         me = job.world_rank()
@@ -47,8 +47,10 @@ class CommState(mailbox.CommCore):
         self.attributes = {}    # attributes.Attributes of every handle to it
         self.locks = None       # commlock.py's lock table, at first use
         self.commctx = None     # commlock.py's private duplicate, at first use
-        # mpi4py sets ERRORS_RETURN on every communicator it makes or starts with
-        self.errhandler = errhandler.ERRORS_RETURN
+        # mpi4py sets its policy's handler on every communicator it makes or starts
+        # with; without one, a new communicator inherits its parent's (MPI-3.1 §8.3)
+        self.errhandler = errhandler.for_new(
+            errhandler.ERRORS_ARE_FATAL if parent is None else parent.errhandler)
 
     def subcontext(self, kind):
         return self.context * SUBCONTEXTS + kind
@@ -441,7 +443,7 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
         handle._state_value = state
         if state is not None:
             handle._check_kind(state)
-            _serve_errhandler(handle)
+            serve_errhandler(handle)
         return handle
 
     def __init__(self, comm=None):
@@ -457,7 +459,7 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
         handle = super(Comm, cls).__new__(cls)
         handle._state_value = state
         if state is not None:
-            _serve_errhandler(handle)
+            serve_errhandler(handle)
         return handle
 
     def _own_class(self):
@@ -622,8 +624,7 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
 
     def Abort(self, errorcode=0):
         world = job.current()
-        sys.stderr.write("shmrma: rank %d called Abort(%d); ending the job\n"
-                         % (world.rank, errorcode))
+        sys.stderr.write(job.abort_line(world.rank, self._s.name, errorcode))
         sys.stderr.flush()
         world.fail(world.rank)
         os._exit(errorcode & 0xFF or 1)
@@ -943,7 +944,7 @@ class _NoProc:
 _NO_PROC = _NoProc()
 
 
-def _serve_errhandler(handle):
+def serve_errhandler(handle):
     """A new handle routes errors to its communicator's handler, as its others do."""
     if handle._state_value.errhandler is not errhandler.ERRORS_RETURN:
         errhandler.switch_class(handle, handle._state_value.errhandler)

@@ -3,39 +3,71 @@ import operator
 import socket
 import time
 
-from . import __version__, errors
+from . import __version__, constants, errors
 
 VERSION = 3
 SUBVERSION = 1
 
-_state = {"initialized": True, "finalized": False}
+# The highest thread level every call honours (MPI-3.1 §12.4.3). Calls from
+# several threads at once are not all safe yet, so no more than SERIALIZED: one
+# thread at a time, any thread.
+THREAD_SUPPORTED = constants.THREAD_SERIALIZED
+
+# A rank is initialized when it starts, at the level mpi4py asks by default;
+# mpi4py_alias.py undoes that for rc.initialize = False, and Init or Init_thread
+# then chooses the level.
+_state = {"initialized": True, "finalized": False, "thread_level": THREAD_SUPPORTED}
 
 
 def Init():
+    """Initialize the MPI execution environment (as MPICH, at THREAD_SINGLE)."""
+    Init_thread(constants.THREAD_SINGLE)
+
+
+def Init_thread(required=constants.THREAD_MULTIPLE):
+    """Initialize with the thread level ``required``; returns the level provided."""
+    required = operator.index(required)
+    if not constants.THREAD_SINGLE <= required <= constants.THREAD_MULTIPLE:
+        errors.fail(errors.ERR_ARG, "Init_thread: required must be THREAD_SINGLE, "
+                    "THREAD_FUNNELED, THREAD_SERIALIZED or THREAD_MULTIPLE, not %d" % required)
+    if not _state["initialized"]:   # a second Init is harmless, as shmrma always was
+        _state["thread_level"] = min(required, THREAD_SUPPORTED)
     _state["initialized"] = True
-
-
-def Init_thread(required=3):
-    Init()
-    return required
+    return _state["thread_level"]
 
 
 def Query_thread():
-    return 3
+    """The thread level provided."""
+    return _state["thread_level"]
 
 
 def Is_initialized():
+    """Whether MPI was initialized."""
     return _state["initialized"]
 
 
 def Is_finalized():
+    """Whether MPI was finalized."""
     return _state["finalized"]
 
 
 def Finalize():
+    """Terminate the MPI execution environment: deliver the sends still queued."""
     from . import mailbox
     mailbox.flush_before_exit()
     _state["finalized"] = True
+
+
+def uninitialized():
+    """Back to the state before Init (mpi4py's rc.initialize = False)."""
+    _state["initialized"] = False
+
+
+def _set_abort_status(status):
+    """mpi4py's helper for ``python -m mpi4py``: end the job with ``status`` at exit,
+    as ``COMM_WORLD.Abort(status)`` would (0: end normally)."""
+    from . import job
+    job.abort_at_exit(operator.index(status))
 
 
 def Is_thread_main():

@@ -124,6 +124,25 @@ _PREDEFINED_NUMBERS = {None: 0, "ERRORS_RETURN": 1, "ERRORS_ARE_FATAL": 2, "ERRO
 _by_number.update({number: name for name, number in _PREDEFINED_NUMBERS.items() if name})
 
 
+# The handler new communicators, windows, files and sessions start with, as
+# mpi4py's ``rc.errors`` chooses it (mpi4py_alias.py applies it): "exception",
+# its default, sets ERRORS_RETURN on every object mpi4py makes, "abort" and "fatal"
+# ERRORS_ABORT and ERRORS_ARE_FATAL; "default" (None here) leaves MPI's own
+# defaults: a new communicator inherits its parent's handler (MPI-3.1 §8.3), a
+# window or session starts with ERRORS_ARE_FATAL, a file with FILE_NULL's (§13.7).
+_policy = [ERRORS_RETURN]
+
+
+def set_policy(handler):
+    """Make ``handler`` (a predefined one, or None for MPI's defaults) the policy."""
+    _policy[0] = handler
+
+
+def for_new(mpi_default):
+    """The handler a new object starts with: the policy's, else ``mpi_default``."""
+    return _policy[0] or mpi_default
+
+
 def settable(handler, kind):
     """The handler an object of ``kind`` keeps for Set_errhandler(handler): a
     predefined constant or the user handler; ERR_ARG for anything else."""

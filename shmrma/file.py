@@ -276,7 +276,8 @@ class FileState:
         self.atomic = False
         self.position = 0               # the individual file pointer, in etypes
         self.split = None               # (call, bytes moved) of a split collective begun
-        self.errhandler = _null_file_errhandler[0]    # FILE_NULL's, the files' default
+        # the policy's (mpi4py's rc.errors), else FILE_NULL's, the files' default
+        self.errhandler = errhandler.for_new(_null_file_errhandler[0])
         self.view = View(0, datatypes.BYTE, datatypes.BYTE, representations.lookup("native"))
         self.pointer = None
         self.closed = False

@@ -5,9 +5,10 @@ import pickle
 import zlib
 
 from . import constants, errors, job
+from . import errhandler as handlers
 from .collective import Collectives, own_allgather, own_bcast, own_dumps
 from .comm import (HANDSHAKE, TOPOLOGY_CLASSES, Comm, CommState, Completed, claim_slot,
-                   release_slot)
+                   release_slot, serve_errhandler)
 from .nonblocking import NonblockingCollectives
 from .persistent import PersistentCollectives
 from .request import Request, Status
@@ -66,7 +67,7 @@ class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm
             return COMM_NULL
         index = colors.index(color)
         ranks = [state.ranks[r] for _, r in members[color]]
-        return Intracomm(CommState(base + index, ranks, slots[index]))
+        return Intracomm(CommState(base + index, ranks, slots[index], parent=state))
 
     # --- process topologies (topology.py and graph.py build on this module) ---
     def Create_cart(self, dims, periods=None, reorder=False):
@@ -137,8 +138,8 @@ class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm
         tag = zlib.crc32(stringtag.encode()) & 0x7FFFFFFF
         comm = _created_by_leader(_SESSIONS, world_ranks, tag, stringtag)
         comm._s.info.update(hints)
-        if errhandler is not None:
-            comm.Set_errhandler(errhandler)
+        # the handler given, else the policy's or MPI-4.0's default (§11.3.1)
+        comm.Set_errhandler(errhandler or handlers.for_new(handlers.ERRORS_ARE_FATAL))
         return comm
 
 
@@ -171,9 +172,11 @@ class _Duplication(Request):
                 self._error = plan
             else:
                 base, slots = plan
-                state = CommState(base, self._parent._s.ranks, slots[0])
-                state.topology = self._parent._s.topology
+                parent = self._parent._s
+                state = CommState(base, parent.ranks, slots[0], parent=parent)
+                state.topology = parent.topology
                 self._comm._state_value = state
+                serve_errhandler(self._comm)
                 if self._info is not None:
                     self._comm.Set_info(self._info)
                 self._parent._copy_attributes_to(self._comm)
@@ -237,7 +240,7 @@ def _created_by_leader(channel, world_ranks, tag, label=None):
                         "hash and were used at once; use other stringtags"
                         % (label, sent_label))
     base, slots = _planned(plan)
-    return Intracomm(CommState(base, world_ranks, slots[0]))
+    return Intracomm(CommState(base, world_ranks, slots[0], parent=state))
 
 
 def _planned(plan):

@@ -9,6 +9,7 @@ channels (laid out here, interpreted by the mailbox).
 """
 import os
 import struct
+import sys
 
 from . import atomic, errors, segments
 
@@ -256,7 +257,29 @@ def new_job_id():
     return os.urandom(5).hex()
 
 
+# What MPI launchers tell each process they start: the number of processes
+# (MPICH's and Intel MPI's Hydra, Slurm's PMI-2: PMI_SIZE; Open MPI:
+# OMPI_COMM_WORLD_SIZE; MVAPICH2: MV2_COMM_WORLD_SIZE).
+LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
+
+
+def _refuse_foreign_launcher():
+    """A program that an MPI launcher started as one of N > 1 processes would be a
+    world of one here, each copy computing alone: an error that says what to do,
+    never a silent singleton."""
+    for name in LAUNCHER_SIZE_VARIABLES:
+        value = os.environ.get(name, "").strip()
+        if value.isdigit() and int(value) > 1:
+            errors.fail(errors.ERR_OTHER, (
+                "this process was started by an MPI launcher as one of %s processes "
+                "(%s=%s), but shmrma starts its ranks itself: each process would be a "
+                "world of one. Run the program with `shmrma-run -n %s prog.py`, or set "
+                "SHMRMA_BACKEND=mpi to run it on the MPI that launched it (mpi4py)")
+                % (value, name, value, value))
+
+
 def _start_singleton():
+    _refuse_foreign_launcher()
     job_id = os.environ.get("SHMRMA_JOB") or new_job_id()
     world = World.create(job_id, 1)
     become_rank(world, 0)
@@ -267,6 +290,30 @@ def _start_singleton():
 def _singleton_exit(world):
     world.set_state(world.rank, EXITED)
     segments.sweep(world.job_id)
+    if _abort_status[0]:
+        sys.stdout.flush()
+        sys.stderr.write(abort_line(world.rank, "MPI_COMM_WORLD", _abort_status[0]))
+        sys.stderr.flush()
+        os._exit(_abort_status[0] & 0xFF or 1)
+
+
+# The status a rank ends the job with at exit, when not 0 (mpi4py.run's
+# set_abort_status: COMM_WORLD.Abort(status) once Python exits).
+_abort_status = [0]
+
+
+def abort_at_exit(status):
+    _abort_status[0] = status
+
+
+def abort_status():
+    return _abort_status[0]
+
+
+def abort_line(rank, comm_name, status):
+    """What a rank that aborts the job says (MPI_Abort, named as MPICH names it)."""
+    return "shmrma: rank %d called MPI_Abort(%s, %d); ending the job\n" % (
+        rank, comm_name or "comm", status)
 
 
 # Modules above this layer keep per-process state (mailboxes, communicators);

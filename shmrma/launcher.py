@@ -18,7 +18,7 @@ import sys
 import time
 import traceback
 
-from . import check, errors, job, segments
+from . import check, errors, job, mpi4py_alias, segments
 
 GRACE_SECONDS = 1.0
 DIAGNOSTIC_SECONDS = 1.0
@@ -62,6 +62,7 @@ class Job:
     """A set of forked ranks sharing one world segment."""
 
     def __init__(self, nranks, timeout=None, tag_output=False):
+        mpi4py_alias.enabled()      # a bad SHMRMA_MPI4PY fails here, not in every rank
         self.nranks = nranks
         self.timeout = timeout
         self.tag_output = tag_output
@@ -119,11 +120,12 @@ class Job:
             for fd in list(self.diagnostics.values()) + list(self.readers):
                 os.close(fd)
             _whole_lines(sys.stdout, sys.stderr)
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.signal(signal.SIGINT, _interrupted)
             faulthandler.register(signal.SIGUSR1, file=diag_write, all_threads=True)
             import atexit
             atexit._clear()
             job.become_rank(self.world, rank)
+            mpi4py_alias.install()
             code = rank_main(rank)
         except KeyboardInterrupt:
             code = 128 + signal.SIGINT  # a second Ctrl-C while the rank was ending
@@ -430,6 +432,16 @@ def _restore_wakeups(previous):
         signal.signal(signum, handler)
 
 
+_interrupt_seen = False
+
+
+def _interrupted(signum, frame):
+    """A rank's SIGINT handler: Python's own, noting that the signal came."""
+    global _interrupt_seen
+    _interrupt_seen = True
+    signal.default_int_handler(signum, frame)
+
+
 def _in_main_thread():
     import threading
     return threading.current_thread() is threading.main_thread()
@@ -452,10 +464,13 @@ def run_rank_body(world, rank, body, print_failure=True):
         code, failure = _system_exit_code(exc)
     except errors.JobAborted as exc:
         code, failure = 1, "shmrma: rank %d stopped: %s\n" % (rank, exc.message)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         if _in_main_thread():
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # the launcher's own SIGINT follows
-        code, failure = 128 + signal.SIGINT, "shmrma: rank %d interrupted\n" % rank
+        code = 128 + signal.SIGINT
+        # Ctrl-C: one line per rank; a KeyboardInterrupt the program raised: its traceback
+        failure = ("shmrma: rank %d interrupted\n" % rank if _interrupt_seen
+                   else _user_traceback(exc))
     except BaseException as exc:
         code, failure = 1, _user_traceback(exc)
     if failure and print_failure:
@@ -465,6 +480,9 @@ def run_rank_body(world, rank, body, print_failure=True):
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
+    if job.abort_status():     # as COMM_WORLD.Abort(status) at exit (mpi4py.run)
+        code = job.abort_status() & 0xFF or 1
+        sys.stderr.write(job.abort_line(rank, "MPI_COMM_WORLD", job.abort_status()))
     if code == 0:
         world.set_state(rank, job.EXITED)
     else:

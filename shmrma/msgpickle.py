@@ -15,8 +15,15 @@ import pickle as _pickle
 
 from . import atomic
 
-DEFAULT_PROTOCOL = int(os.environ.get("MPI4PY_PICKLE_PROTOCOL", _pickle.HIGHEST_PROTOCOL))
-DEFAULT_THRESHOLD = int(os.environ.get("MPI4PY_PICKLE_THRESHOLD", 1024 ** 2 // 4))  # 0.25 MiB
+
+
+def _from_environment():
+    """mpi4py's defaults, which MPI4PY_PICKLE_PROTOCOL and _THRESHOLD change."""
+    return (int(os.environ.get("MPI4PY_PICKLE_PROTOCOL", _pickle.HIGHEST_PROTOCOL)),
+            int(os.environ.get("MPI4PY_PICKLE_THRESHOLD", 1024 ** 2 // 4)))  # 0.25 MiB
+
+
+DEFAULT_PROTOCOL, DEFAULT_THRESHOLD = _from_environment()
 
 
 class Pickle:
@@ -131,3 +138,17 @@ else:
 
 _messages = pickle = Pickle()
 _engage(pickle)
+
+
+def reread_environment():
+    """Take the defaults from the environment again, as mpi4py does when its MPI
+    module is imported (a program may set them before ``from mpi4py import MPI``,
+    after shmrma's MPI was loaded); MPI.pickle's settings still at the old
+    defaults follow."""
+    global DEFAULT_PROTOCOL, DEFAULT_THRESHOLD
+    old = DEFAULT_PROTOCOL, DEFAULT_THRESHOLD
+    DEFAULT_PROTOCOL, DEFAULT_THRESHOLD = _from_environment()
+    if pickle._dumps is _pickle.dumps and pickle._protocol == old[0]:
+        pickle.PROTOCOL = DEFAULT_PROTOCOL
+    if pickle._threshold == old[1]:
+        pickle.THRESHOLD = DEFAULT_THRESHOLD

@@ -11,9 +11,11 @@ USAGE = """\
 usage: shmrma-run -n N [options] script.py [args...]
        shmrma-run -n N [options] -m module [args...]
        shmrma-run -n N [options] -c code [args...]
+       shmrma-run -n N [options] python [-u] [-B] [-W arg] (script.py | -m module | -c code) [args...]
 
 Start N ranks of a Python program that uses `from shmrma import MPI`
-(or mpi4py's API) on this machine; ranks are processes sharing memory.
+or `from mpi4py import MPI` (shmrma's MPI inside the job) on this machine;
+ranks are processes sharing memory.
 
 options:
   -n, -np N          number of ranks (default 1)
@@ -33,6 +35,8 @@ options:
   --backend NAME     shm (default: processes sharing memory) or mpi (the
                      installed MPI's mpiexec with mpi4py; see "Running on a
                      cluster" in the README); SHMRMA_BACKEND sets the default
+  --no-mpi4py-alias  leave `import mpi4py` to the installed mpi4py, whose
+                     MPI is then a world of one in each rank (SHMRMA_MPI4PY=0)
   --version          print shmrma's version and exit
   -h, --help         show this help and exit
 
@@ -56,6 +60,26 @@ class Options:
         self.args = []
         self.backend = None   # "shm" or "mpi"; None: SHMRMA_BACKEND's
         self.check = None     # --check: SHMRMA_CHECK's value for the race checker
+        self.mpi4py_alias = True    # --no-mpi4py-alias: SHMRMA_MPI4PY=0
+        self.python_flags = set()   # the interpreter's -u, -B before the program
+        self.warnoptions = []       # its -W options
+
+    def python_argv(self):
+        """The interpreter options given before the program, as python takes them."""
+        flags = {name: flag for flag, name in _PYTHON_FLAGS.items()}
+        return ([flags[name] for name in sorted(self.python_flags)] +
+                ["-W" + option for option in self.warnoptions])
+
+    def apply_python_options(self):
+        """Give this interpreter, which the ranks fork from, those options."""
+        import warnings
+        if "dont_write_bytecode" in self.python_flags:
+            sys.dont_write_bytecode = True
+        if "unbuffered" in self.python_flags:
+            for stream in (sys.stdout, sys.stderr):
+                stream.reconfigure(write_through=True)
+        sys.warnoptions.extend(self.warnoptions)
+        warnings._processoptions(self.warnoptions)
 
 
 def parse(argv):
@@ -84,17 +108,60 @@ def parse(argv):
             options.timeout = _positive(_next(items, item), item, float)
         elif item == "--backend" or item.startswith("--backend="):
             options.backend = _backend_name(item.partition("=")[2] or _next(items, item))
-        elif item in ("-m", "-c"):
-            options.mode = "module" if item == "-m" else "code"
-            options.target = _next(items, item)
-            options.args = items
-            return options
-        elif item.startswith("-") and item != "-":
+        elif item == "--no-mpi4py-alias":
+            options.mpi4py_alias = False
+        elif item.startswith("-") and item not in ("-", "-m", "-c"):
             raise UsageError("unknown option %s" % item)
         else:
-            options.mode, options.target, options.args = "script", item, items
+            if _is_python(item):     # `python prog.py`, as after mpiexec -n N
+                _python_options(items, options)
+            else:
+                items.insert(0, item)
+            _program(items, options)
             return options
     raise UsageError("no program given: name a script, -m module or -c code")
+
+
+def _program(items, options):
+    """The program: ``-m module``, ``-c code`` or a script, and its arguments."""
+    if not items:
+        raise UsageError("no program given: name a script, -m module or -c code")
+    item = items.pop(0)
+    if item in ("-m", "-c"):
+        options.mode = "module" if item == "-m" else "code"
+        options.target = _next(items, item)
+    else:
+        options.mode, options.target = "script", item
+    options.args = items
+
+
+def _is_python(word):
+    """Whether ``word`` names a Python interpreter (python, python3, python3.11, or
+    this one's path): its ranks then run in shmrma-run's own interpreter."""
+    name = os.path.basename(word)
+    return (name.startswith("python") and name[6:].replace(".", "").isdigit() or
+            name == "python" or os.path.realpath(word) == os.path.realpath(sys.executable))
+
+
+# Python's own options that shmrma-run takes after the interpreter's name: each
+# acts in the ranks, which are forks of shmrma-run's interpreter
+_PYTHON_FLAGS = {"-u": "unbuffered", "-B": "dont_write_bytecode"}
+
+
+def _python_options(items, options):
+    while items and items[0].startswith("-") and items[0] not in ("-m", "-c", "-"):
+        flag = items.pop(0)
+        if flag in _PYTHON_FLAGS:
+            options.python_flags.add(_PYTHON_FLAGS[flag])
+        elif flag == "-W":
+            options.warnoptions.append(_next(items, flag))
+        elif flag.startswith("-W"):
+            options.warnoptions.append(flag[2:])
+        else:
+            raise UsageError(
+                "python %s: the ranks run in shmrma-run's own Python, which cannot take "
+                "that option now; give it to that Python instead: python %s -m shmrma.run "
+                "-n N ..." % (flag, flag))
 
 
 def _checked_environment():
@@ -195,6 +262,10 @@ def main(argv=None):
     if options.check:
         from . import check
         os.environ[check.CHECK_VARIABLE] = options.check
+    if not options.mpi4py_alias:
+        from .mpi4py_alias import VARIABLE
+        os.environ[VARIABLE] = "0"
+    options.apply_python_options()
     # Import the runtime once here, before the fork, so no rank pays for it again;
     # it loads no numpy and starts no thread (forking after a thread is unsafe).
     from . import MPI, launcher  # noqa: F401

@@ -69,8 +69,9 @@ class Session(HandleBase, SameReferent, IntHandle, handlers.ErrorHandling, Buffe
     @classmethod
     def Init(cls, info=None, errhandler=None):
         hints = to_dict(info)
-        handler = handlers.ERRORS_RETURN if errhandler is None else \
-            handlers.settable(errhandler, "Session")
+        # as mpi4py: the policy's handler (rc.errors) wins over the one given
+        handler = handlers.for_new(handlers.ERRORS_ARE_FATAL if errhandler is None else
+                                   handlers.settable(errhandler, "Session"))
         session = cls()
         session._state = SessionState(hints, handler)
         handlers.switch_class(session, handler)
@@ -104,11 +105,19 @@ class Session(HandleBase, SameReferent, IntHandle, handlers.ErrorHandling, Buffe
         return make_group(_members(pset_name))
 
     def Get_info(self):
-        from .environment import Query_thread
         info = Info.Create(self._s.info)
-        info.Set("thread_level", _THREAD_LEVELS[Query_thread()])
+        info.Set("thread_level", _THREAD_LEVELS[_thread_level(self._s.info)])
         return info
 
+
+
+def _thread_level(hints):
+    """A session's thread level: the one its info asked for ("thread_level", MPI-4.0
+    §11.3.1), else the highest, as far as the process supports it."""
+    from .environment import THREAD_SUPPORTED
+    asked = {name: level for level, name in _THREAD_LEVELS.items()}.get(
+        str(hints.get("thread_level", "")).upper(), constants.THREAD_MULTIPLE)
+    return min(asked, THREAD_SUPPORTED)
 
 
 def _members(pset_name):

@@ -413,7 +413,7 @@ class WindowState:
         self.attributes = {}    # attributes.Attributes of every handle to it
         self.update_hints(hints)
         self.name = ""
-        self.errhandler = errhandler.ERRORS_RETURN
+        self.errhandler = errhandler.for_new(errhandler.ERRORS_ARE_FATAL)  # MPI-3.1 §8.3.2
         self.data_segments = []
         self.targets = []
         self.places = None      # CREATE: where each rank's memory is (_describe_memory)

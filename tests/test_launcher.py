@@ -386,7 +386,7 @@ def test_abort_status(run_shmrma, tmp_path):
     result = run_shmrma(["-n", "2", prog], timeout=30)
     assert time.monotonic() - start < 10
     assert result.returncode == 5
-    assert "rank 1 called Abort(5)" in result.stderr
+    assert "rank 1 called MPI_Abort(MPI_COMM_WORLD, 5)" in result.stderr
     assert culprit_lines(result.stderr) == [
         "shmrma-run: rank 1 exited with status 5; the job was ended"]
     assert_swept(tmp_path)

@@ -5,9 +5,9 @@
 
 The suite comes from mpi4py 4.1.2's source distribution (fetched once with pip
 into ~/.cache/shmrma, or taken from --source, the sdist's folder). At each rank
-count every module runs under ``shmrma-run`` in every rank, with a shim package
-first on sys.path whose ``mpi4py.MPI`` is ``shmrma.MPI`` (mpi4py's other
-modules, such as mpi4py.util, come from the installed mpi4py). Each rank
+count every module runs under ``shmrma-run`` in every rank, where ``from mpi4py
+import MPI`` is ``shmrma.MPI`` (shmrma/mpi4py_alias.py; mpi4py's other modules,
+such as mpi4py.util, come from the installed mpi4py). Each rank
 reports every test method's outcome; a method passes when it passed on every
 rank (its subtests included). A module that cannot be imported counts all its
 tests as failed, and one that hangs is ended by the launcher's --timeout, its
@@ -32,41 +32,6 @@ import unittest
 
 VERSION = "4.1.2"
 CACHE = os.path.join(os.path.expanduser("~"), ".cache", "shmrma")
-SHIM = '''"""mpi4py's name, shmrma's MPI (written by tools/mpi4py_suite.py)."""
-import os
-import sys
-
-import mpi4py_real_path
-import shmrma.MPI as MPI
-
-__path__ = [os.path.dirname(__file__), mpi4py_real_path.PATH]
-sys.modules["mpi4py.MPI"] = MPI
-__version__ = "%s"
-
-
-def get_include():
-    return os.path.join(mpi4py_real_path.PATH, "include")
-
-
-def get_config():
-    return {}
-
-
-def profile(*args, **kwargs):
-    pass
-
-
-class _Rc:
-    initialize = finalize = threads = True
-    thread_level = "multiple"
-    errors = "exception"
-
-    def __call__(self, **kwargs):
-        vars(self).update(kwargs)
-
-
-rc = _Rc()
-''' % VERSION
 
 
 def fetch(cache=CACHE):
@@ -81,18 +46,6 @@ def fetch(cache=CACHE):
         archive.extractall(cache, filter="data") if hasattr(tarfile, "data_filter") \
             else archive.extractall(cache)
     return folder
-
-
-def write_shim(where):
-    """A package folder holding the ``mpi4py`` shim; returns what goes on sys.path."""
-    import importlib.util
-    real = os.path.dirname(importlib.util.find_spec("mpi4py").origin)
-    os.makedirs(os.path.join(where, "mpi4py"), exist_ok=True)
-    with open(os.path.join(where, "mpi4py", "__init__.py"), "w") as out:
-        out.write(SHIM)
-    with open(os.path.join(where, "mpi4py_real_path.py"), "w") as out:
-        out.write("PATH = %r\n" % real)
-    return where
 
 
 # --- in every rank --------------------------------------------------------------------
@@ -176,8 +129,8 @@ def run_module(module):
     return result
 
 
-def worker(shim, test_dir, modules, out_dir):
-    sys.path[:0] = [shim, test_dir]
+def worker(test_dir, modules, out_dir):
+    sys.path[:0] = [test_dir]
     from shmrma import MPI
     import arrayimpl
     _host_backends_only(arrayimpl)
@@ -219,14 +172,13 @@ def run(ranks, modules, source, timeout, flags=(), stderrs=None):
     test_dir = os.path.join(source, "test")
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        shim = write_shim(os.path.join(tmp, "shim"))
         for n in ranks:
             for name in modules:
                 out_dir = os.path.join(tmp, "%s-%d" % (name, n))
                 os.makedirs(out_dir)
                 launcher = [sys.executable, "-m", "shmrma.run", "-n", str(n), *flags,
                             "--timeout", str(timeout), os.path.abspath(__file__),
-                            "--worker", "--shim", shim, "--source", source, "--out",
+                            "--worker", "--source", source, "--out",
                             out_dir, "--modules", name]
                 proc = subprocess.run(launcher, cwd=test_dir, capture_output=True,
                                       text=True, timeout=timeout + 60)
@@ -265,12 +217,11 @@ def main(argv=None):
     parser.add_argument("--timeout", type=int, default=300, help="per run, seconds")
     parser.add_argument("--json", help="write the counts here")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--shim", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     modules = [m.strip() for m in args.modules.split(",") if m.strip()]
     if args.worker:
-        worker(args.shim, os.path.join(args.source, "test"), modules, args.out)
+        worker(os.path.join(args.source, "test"), modules, args.out)
         return 0
     source = os.path.abspath(args.source) if args.source else fetch()
     ranks = [int(r) for r in args.ranks.split(",")]

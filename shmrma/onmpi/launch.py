@@ -89,7 +89,7 @@ def command(options, mpiexec):
     argv += oversubscribe_flag(mpiexec, options.nranks)
     if options.tag_output:
         argv += tag_output_flag(mpiexec)
-    argv += [sys.executable, "-m", "mpi4py"]
+    argv += [sys.executable] + options.python_argv() + ["-m", "mpi4py"]
     if options.mode == "module":
         argv += ["-m", options.target]
     elif options.mode == "code":
