@@ -402,16 +402,28 @@ def cell_wait(addr, old, timeout):
         return v
     now = time.monotonic
     deadline = None if timeout >= 1e9 else now() + timeout
-    global _left
-    going_on = _left[:2] == (addr, old) and now() - _left[2] < _GOING_ON
+    going_on = _goes_on(addr, old)
     v = _spin_and_sleep(addr, old, load, sleepers, deadline, 0 if going_on else _spin,
                         0 if going_on else _yields)
-    _left = (addr if v == old else None, old, now())
+    _waits.left = (addr if v == old else None, old, now())
     return v
 
 
-# (cell, value, when) of the wait this process left unsatisfied last (atomic.c's wait_left)
-_left, _GOING_ON = (None, None, 0.0), 1e-3
+# (cell, value, when) of the wait this thread left unsatisfied last (atomic.c's wait_left)
+_waits = threading.local()
+_GOING_ON = 1e-3
+
+
+def _goes_on(addr, old):
+    left = getattr(_waits, "left", (None, None, 0.0))
+    return left[:2] == (addr, old) and time.monotonic() - left[2] < _GOING_ON
+
+
+def wait_goes_on(addr, old):
+    """Would cell_wait(addr, old) now be the wait this thread left a moment ago,
+    going on (which sleeps without spinning again)?"""
+    addr = _check(addr, 8, "wait_goes_on")
+    return _goes_on(addr, ((old & _M32) ^ _H32) - _H32)
 
 
 def _spin_and_sleep(addr, old, load, sleepers, deadline, spin, yields):

@@ -10,6 +10,7 @@ sequentially consistent:
     cas32/64(addr, expected, desired) -> old       (swapped iff old == expected)
     fence()                                        full memory barrier
     cell_wait(addr, old, timeout) -> value         wait until value != old
+    wait_goes_on(addr, old) -> bool                such a wait would go on the last one
     cell_add(addr, delta) -> old                   add and wake sleepers
     cell_store(addr, v)                            store and wake sleepers
     cell_wake(addr)                                wake every sleeper
@@ -42,16 +43,16 @@ import os
 __all__ = [
     "load32", "load64", "store32", "store64", "fetch_add32", "fetch_add64",
     "exchange32", "exchange64", "cas32", "cas64", "fence",
-    "cell_wait", "cell_add", "cell_store", "cell_wake", "barrier_arrive", "memcpy",
-    "vm_write", "vm_read", "get_wait_params", "set_wait_params", "forget",
+    "cell_wait", "wait_goes_on", "cell_add", "cell_store", "cell_wake", "barrier_arrive",
+    "memcpy", "vm_write", "vm_read", "get_wait_params", "set_wait_params", "forget",
     "BACKEND", "NATIVE_IMPORT_ERROR", "use_backend", "available_backends",
 ]
 
 _FUNCS = (
     "load32", "load64", "store32", "store64", "fetch_add32", "fetch_add64",
     "exchange32", "exchange64", "cas32", "cas64", "fence",
-    "cell_wait", "cell_add", "cell_store", "cell_wake", "barrier_arrive", "memcpy",
-    "vm_write", "vm_read", "get_wait_params", "set_wait_params",
+    "cell_wait", "wait_goes_on", "cell_add", "cell_store", "cell_wake", "barrier_arrive",
+    "memcpy", "vm_write", "vm_read", "get_wait_params", "set_wait_params",
 )
 
 BACKEND = None
@@ -113,7 +114,7 @@ def _select():
 # Placeholders so that linters see the names; _select() rebinds them.
 load32 = load64 = store32 = store64 = fetch_add32 = fetch_add64 = None
 exchange32 = exchange64 = cas32 = cas64 = fence = None
-cell_wait = cell_add = cell_store = cell_wake = memcpy = None
+cell_wait = wait_goes_on = cell_add = cell_store = cell_wake = memcpy = None
 forget = _forget_nothing   # forget(address, nbytes): memory about to be unmapped
 get_wait_params = set_wait_params = None
 

@@ -392,19 +392,26 @@ def test_cell_wait_timeout_zero(backend, shm):
 @pytest.mark.timeout(60)
 def test_a_wait_spins_once_not_at_every_slice(backend, shm):
     """The one wait policy (atomic.c): a long wait, made of slices between the job's
-    checks, spins and yields at its start only; a new wait spins again. With a
-    20 ms spin, ten 50 ms slices of one wait burn about one spin of CPU, not ten."""
+    checks, spins and yields at its start only (its next slice goes on it, so it
+    sleeps at once); a new wait, later or on another value, or one whose cell
+    changed, spins again. Per thread: another thread's wait is its own."""
     c = shm.addr
     atomic.store32(c, 5)
-    atomic.set_wait_params(20000, 0)
-    started = time.thread_time()
-    for _ in range(10):
-        assert atomic.cell_wait(c, 5, 0.05) == 5
-    assert time.thread_time() - started < 0.12
-    time.sleep(0.01)            # the wait ended: the next one is new
-    started = time.thread_time()
-    atomic.cell_wait(c, 5, 0.05)
-    assert time.thread_time() - started > 0.015
+    assert not atomic.wait_goes_on(c, 5)
+    for _ in range(3):
+        assert atomic.cell_wait(c, 5, 0.01) == 5
+        assert atomic.wait_goes_on(c, 5)
+    assert not atomic.wait_goes_on(c, 6) and not atomic.wait_goes_on(c + 8, 5)
+    other = []
+    thread = threading.Thread(target=lambda: other.append(atomic.wait_goes_on(c, 5)))
+    thread.start()
+    thread.join()
+    assert other == [False]
+    time.sleep(0.01)            # longer than a slice's way back: the next wait is new
+    assert not atomic.wait_goes_on(c, 5)
+    atomic.store32(c, 6)
+    assert atomic.cell_wait(c, 5, 0.01) == 6    # it ended: the wait was satisfied
+    assert not atomic.wait_goes_on(c, 5)
 
 
 @pytest.mark.parametrize("timeout", [0.05, 0.3])

@@ -312,6 +312,13 @@ wait_left(int32_t *cell, int32_t value)
     t_left_at = now_ns();
 }
 
+/* Is a wait for *cell != old the one this thread left a moment ago, going on? */
+static int
+goes_on(int32_t *cell, int32_t old)
+{
+    return cell == t_left_cell && old == t_left_old && now_ns() - t_left_at < GOING_ON_NS;
+}
+
 int
 wait_changed(int32_t *cell, int32_t old, double timeout, int32_t *out)
 {
@@ -324,7 +331,7 @@ wait_changed(int32_t *cell, int32_t old, double timeout, int32_t *out)
         *out = v;
         return 0;
     }
-    if (cell == t_left_cell && old == t_left_old && now_ns() - t_left_at < GOING_ON_NS)
+    if (goes_on(cell, old))
         spin = yields = 0;
     /* > ~31 years (or inf) means: no deadline */
     deadline = timeout >= 1e9 ? -1 : now_ns() + (int64_t)(timeout * 1e9);
@@ -386,6 +393,18 @@ n_cell_wait(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     if (get_timeout(args[2], "cell_wait", &timeout) < 0) return NULL;
     if (wait_changed(cell, I32(o), timeout, &v) < 0) return NULL;
     return PyLong_FromLong(v);
+}
+
+static PyObject *
+n_wait_goes_on(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    int32_t *cell;
+    uint64_t o;
+
+    if (check_nargs("wait_goes_on", nargs, 2) < 0) return NULL;
+    if (!(cell = get_addr(args[0], 8, "wait_goes_on"))) return NULL;
+    if (get_u64(args[1], &o) < 0) return NULL;
+    return PyBool_FromLong(goes_on(cell, I32(o)));
 }
 
 /* Arrive at a counting barrier: the last of `size` arrivals resets the
@@ -588,6 +607,9 @@ static PyMethodDef atomic_functions[] = {
     FC(fence, "fence(): full (seq_cst) memory barrier."),
     FC(cell_wait, "cell_wait(addr, old, timeout) -> value: wait (GIL released) until the "
                   "cell's value != old or timeout seconds have passed."),
+    FC(wait_goes_on, "wait_goes_on(addr, old) -> bool: a cell_wait(addr, old) now would "
+       "be the wait this thread left a moment ago going on, which sleeps without "
+       "spinning again."),
     FC(cell_add, "cell_add(addr, delta) -> old: fetch_add on the cell, wake sleepers."),
     FC(cell_store, "cell_store(addr, v): store into the cell, wake sleepers."),
     FC(cell_wake, "cell_wake(addr): wake every process sleeping on the cell."),
