@@ -253,8 +253,13 @@ def forget():
     _current = None
 
 
+JOB_PREFIX_VARIABLE = "SHMRMA_JOB_PREFIX"
+
+
 def new_job_id():
-    return os.urandom(5).hex()
+    """A random job id, after SHMRMA_JOB_PREFIX: the test suite sets it, so that it
+    counts as its leaks only its own jobs' segments, not another run's."""
+    return os.environ.get(JOB_PREFIX_VARIABLE, "") + os.urandom(5).hex()
 
 
 # What MPI launchers tell each process they start: the number of processes

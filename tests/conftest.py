@@ -11,7 +11,10 @@ import time
 import pytest
 
 SHM_DIR = "/dev/shm"
-SEGMENT_PREFIX = "shmrma."
+# This session's jobs, and only they, have ids that start with its own prefix: a
+# test run beside it (another checkout's, a benchmark's) is not its leak.
+os.environ["SHMRMA_JOB_PREFIX"] = "t%x" % os.getpid()
+SEGMENT_PREFIX = "shmrma." + os.environ["SHMRMA_JOB_PREFIX"]
 # Segments of a job that is still ending (or of a sweeper still at work) may
 # linger a moment; a leak is what is still there after this long.
 LEAK_GRACE_SECONDS = 2.0

@@ -15,6 +15,7 @@ import sys
 import time
 import types
 
+import conftest
 import pytest
 
 from shmrma.bench import cli, compare, jobs, osu as rank_program
@@ -82,24 +83,7 @@ WINDOWS = {"create": "MPI_Win_create", "allocate": "MPI_Win_allocate",
 # ---------------------------------------------------------------- helpers
 
 def shmrma_segments():
-    try:
-        return {n for n in os.listdir(SHM_DIR) if n.startswith("shmrma.")}
-    except FileNotFoundError:
-        return set()
-
-
-def mapped_by_a_live_process(names):
-    """The names some running process still maps: the live jobs of another test
-    session on the same machine, not leaks (every job started here has ended)."""
-    found = set()
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open("/proc/%s/maps" % pid) as f:
-                maps = f.read()
-        except OSError:
-            continue
-        found |= {name for name in names if "/dev/shm/" + name in maps}
-    return found
+    return conftest.shmrma_segments()   # this session's jobs' only
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -113,7 +97,6 @@ def no_segments_left():
     while leaked and time.monotonic() < deadline:
         time.sleep(0.05)
         leaked &= shmrma_segments()
-    leaked -= mapped_by_a_live_process(leaked)
     assert not leaked, "segments left in /dev/shm by shmrma-bench jobs: %s" % sorted(leaked)
 
 
