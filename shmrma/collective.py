@@ -359,18 +359,47 @@ class Collectives:
 
     def _scatter_buffers(self, sendbuf, recvbuf, op, counts):
         """(send, receive, byte offsets of every rank's block) of Reduce_scatter
-        (``counts`` items per rank) and Reduce_scatter_block (None: blocks of the
-        receive count). With IN_PLACE the whole vector is in recvbuf, and this
-        rank's block of the result goes to its front."""
+        (``counts`` items per rank) and Reduce_scatter_block (None: equal blocks).
+        With IN_PLACE the whole vector is in recvbuf, and this rank's block of the
+        result goes to its front."""
+        if counts is None:
+            send, receive = self._block_buffers(sendbuf, recvbuf)
+            counts = [receive.count] * self.size
+        else:
+            send, receive, counts = self._vector_buffers(sendbuf, recvbuf, counts)
+        op.check(send.datatype, "reduction")
+        item = buffers.item_bytes(send.datatype)
+        offsets = [0]
+        for count in counts:
+            offsets.append(offsets[-1] + count * item)
+        return send, receive, offsets
+
+    def _block_buffers(self, sendbuf, recvbuf):
+        """Reduce_scatter_block's (send, receive), parsed as mpi4py parses them
+        (for_reduce_scatter_block in its msgbuffer.pxi): a count given or inferred is
+        the count of one block, the buffer split in one block per rank, both for
+        the send buffer and, with IN_PLACE, for the receive buffer that holds the
+        whole vector; recvcount is that one count (MPI-3.1, section 5.10.1)."""
+        if _in_place(sendbuf) is constants.IN_PLACE:
+            whole = buffers.message(recvbuf, writable=True, blocks=self.size)
+            return _snapshot(whole), buffers.Prefix(whole, whole.count)
+        receive = buffers.message(recvbuf, writable=True)
+        send = buffers.message(sendbuf, writable=False, blocks=self.size)
+        buffers.check_reduction_pair(send, receive)
+        return send, receive
+
+    def _vector_buffers(self, sendbuf, recvbuf, counts):
+        """Reduce_scatter's (send, receive, counts), parsed as mpi4py parses them
+        (for_reduce_scatter): the buffers' counts are whole, the send buffer's (or
+        with IN_PLACE the receive buffer's) is the sum of the counts."""
         if _in_place(sendbuf) is constants.IN_PLACE:
             whole = buffers.message(recvbuf, writable=True)
-            send = buffers.Message(memoryview(bytes(whole.data)), whole.count,
-                                   whole.datatype)
-            counts = _block_counts(counts, whole.count // self.size, self.size)
+            send = _snapshot(whole)
+            counts = _block_counts(counts, self.size)
             receive = buffers.Prefix(whole, counts[self._s.rank])
         else:
             receive = buffers.message(recvbuf, writable=True)
-            counts = _block_counts(counts, receive.count, self.size)
+            counts = _block_counts(counts, self.size)
             if counts[self._s.rank] != receive.count:
                 raise ValueError("recvcounts[%d] is %d but the receive buffer holds %d "
                                  "items" % (self._s.rank, counts[self._s.rank],
@@ -380,12 +409,7 @@ class Collectives:
         if send.count != sum(counts):
             raise ValueError("the send buffer holds %d items, the blocks of all ranks %d; "
                              "make them equal" % (send.count, sum(counts)))
-        op.check(send.datatype, "reduction")
-        item = buffers.item_bytes(send.datatype)
-        offsets = [0]
-        for count in counts:
-            offsets.append(offsets[-1] + count * item)
-        return send, receive, offsets
+        return send, receive, counts
 
     # --- buffer plumbing ---
     def _parts_of(self, buf, writable):
@@ -637,8 +661,7 @@ def _reduce_buffers(sendbuf, recvbuf, op):
     """(send, receive) messages of a reduction at a rank that receives the result."""
     receive = buffers.message(recvbuf, writable=True)
     if _in_place(sendbuf) is constants.IN_PLACE:
-        send = buffers.Message(memoryview(bytes(receive.data)), receive.count,
-                               receive.datatype)
+        send = _snapshot(receive)
     else:
         send = buffers.message(sendbuf, writable=False)
         buffers.check_reduction_pair(send, receive)
@@ -650,10 +673,8 @@ def _dump_each(items):
     return [_dumps(item) for item in items]
 
 
-def _block_counts(counts, block, size):
-    """Every rank's count of a reduce-scatter: as given, or ``block`` each."""
-    if counts is None:
-        return [block] * size
+def _block_counts(counts, size):
+    """Every rank's count of a Reduce_scatter, as given."""
     if None in counts:
         raise ValueError("rank %d's receive buffer is not valid (its own error says why)"
                          % counts.index(None))
@@ -662,6 +683,12 @@ def _block_counts(counts, block, size):
         raise ValueError("recvcounts: expecting %d counts (one per rank), got %d"
                          % (size, len(counts)))
     return counts
+
+
+def _snapshot(whole):
+    """A copy of a receive buffer's items, the send side of an IN_PLACE reduction
+    (the fold overwrites the buffer)."""
+    return buffers.Message(memoryview(bytes(whole.data)), whole.count, whole.datatype)
 
 
 def _count_or_none(recvbuf):

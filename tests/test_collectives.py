@@ -803,3 +803,65 @@ def test_persistent_neighbor_collectives_on_a_ring():
     for rank, rounds in enumerate(shmrma.launch(body, 3, timeout=50)):
         assert rounds == [[10 * step + (rank - 1) % 3, 10 * step + (rank + 1) % 3]
                           for step in range(2)]
+
+
+def _blocking(comm, name, *args):
+    getattr(comm, name)(*args)
+
+
+def _nonblocking(comm, name, *args):
+    getattr(comm, "I" + name[0].lower() + name[1:])(*args).Wait()
+
+
+def _persistent(comm, name, *args):
+    request = getattr(comm, name + "_init")(*args)
+    request.Start()
+    request.Wait()
+    request.Free()
+
+
+FORMS = {"blocking": _blocking, "nonblocking": _nonblocking, "persistent": _persistent}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_reduce_scatter_block_counts_one_block_as_mpi4py(form):
+    """MPI-3.1 section 5.10.1: Reduce_scatter_block's recvcount is one block. mpi4py
+    parses both a [buf, count, type] send buffer and, with IN_PLACE, the receive
+    buffer that holds the whole vector with count as one block's count (the buffer
+    split in one block per rank), in all three forms; a send count of the whole
+    vector is a ValueError, as is a buffer that does not split in blocks. The
+    results are mpi4py 4.1.2 + MPICH 5.0's at 3 ranks."""
+    def body():
+        comm, rank = MPI.COMM_WORLD, MPI.COMM_WORLD.rank
+        run = FORMS[form]
+        out = []
+        whole = np.arange(1, 10, dtype="i4") + rank
+        run(comm, "Reduce_scatter_block", MPI.IN_PLACE, [whole, 3, MPI.INT], MPI.SUM)
+        out.append(whole.tolist())
+        whole = np.arange(1, 10, dtype="i4") + rank
+        run(comm, "Reduce_scatter_block", MPI.IN_PLACE, [whole, 1, MPI.INT], MPI.SUM)
+        out.append(whole.tolist())
+        send, got = np.arange(1, 7, dtype="i4") * (rank + 1), np.full(3, -1, "i4")
+        run(comm, "Reduce_scatter_block", [send, 2, MPI.INT], [got, 2, MPI.INT], MPI.SUM)
+        out.append(got.tolist())
+        for refused in ([send, 6, MPI.INT], [np.arange(7, dtype="i4"), MPI.INT]):
+            with pytest.raises(ValueError):
+                run(comm, "Reduce_scatter_block", refused, [got, 2, MPI.INT], MPI.SUM)
+        with pytest.raises(ValueError):
+            run(comm, "Reduce_scatter_block", MPI.IN_PLACE, np.zeros(10, "i4"), MPI.SUM)
+        return out
+
+    results = shmrma.launch(body, 3, timeout=50)
+    # Reduce_scatter_block(IN_PLACE, [arange(1, 10) + rank, 3, INT], SUM): MPICH gives
+    # rank 0 [6, 9, 12, 4, 5, 6, 7, 8, 9] (block 0 summed over the ranks at the
+    # front, the rest of the buffer as it was); shmrma gave [6, 2, 3, ...] (count 3
+    # taken as the whole vector), and its Reduce_scatter_block_init a ValueError
+    assert results[0][0] == [6, 9, 12, 4, 5, 6, 7, 8, 9]
+    assert results[1][0] == [15, 18, 21, 5, 6, 7, 8, 9, 10]
+    assert results[2][0] == [24, 27, 30, 6, 7, 8, 9, 10, 11]
+    # [..., 1, INT]: MPICH gives rank 0 [6, 2, 3, ...], rank 1 [9, 3, ...], rank 2 [12, 4, ...]
+    assert [result[1][:2] for result in results] == [[6, 2], [9, 3], [12, 4]]
+    # Reduce_scatter_block([arange(1, 7) * (rank + 1), 2, INT], [got, 2, INT], SUM):
+    # MPICH gives [6, 12], [18, 24], [30, 36], got[2] untouched
+    assert [result[2] for result in results] == [[6, 12, -1], [18, 24, -1], [30, 36, -1]]

@@ -291,7 +291,8 @@ def _collectives(comm, name, spec, check, nonblocking):
     else:
         run("Exscan", [src, count, dtype], [_target(spec, count), count, dtype], MPI.SUM)
     got = _target(spec, count)
-    run("Reduce_scatter_block", [src, size * count, dtype], [got, count, dtype], MPI.SUM)
+    # mpi4py: the send buffer's count is one block's, as the receive buffer's
+    run("Reduce_scatter_block", [src, count, dtype], [got, count, dtype], MPI.SUM)
     check.check(label % "Reduce_scatter_block", got, _expected(
         spec, count, sum(v[rank * per:(rank + 1) * per] for v in values)))
 
@@ -433,7 +434,7 @@ def _large_item_reductions():
             send = base[:2 * n * items] + rank
             got = np.full(2 * n, SENTINEL)
             if name == "Reduce_scatter_block":
-                comm.Reduce_scatter_block([send, items, every_other], [got, 1, every_other], op)
+                comm.Reduce_scatter_block([send, 1, every_other], [got, 1, every_other], op)
             elif name == "Reduce_scatter":
                 comm.Reduce_scatter([send, items, every_other], [got, 1, every_other],
                                     [1] * size, op)
