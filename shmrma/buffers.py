@@ -147,10 +147,10 @@ item_bytes = derived.packed_item_bytes
 
 def _spread(data, start, count, datatype):
     """The Items of ``count`` items of ``datatype`` from byte ``start`` of ``data``,
-    checked to lie inside it."""
+    checked to lie inside it (items that touch no byte lie inside any buffer)."""
     items = derived.Items(datatype, count)
     low, high = start + items.low, start + items.high
-    if count and (low < 0 or high > len(data)):
+    if items.low < items.high and (low < 0 or high > len(data)):     # bytes touched
         raise ValueError("message: %d items of %s starting at byte %d reach bytes "
                          "%d..%d, outside the buffer of %d bytes"
                          % (count, type_name(datatype), start, low, high, len(data)))
@@ -361,12 +361,8 @@ def vector_message(msg, writable, blocks):
         data = view.cast("B") if view.format != "B" or view.ndim != 1 else view
     if counts is None and len(data):
         extent = _positive_extent(datatype, "infer count")
-    else:
+    else:   # given counts take any extent, as in mpi4py: a type of size 0 moves nothing
         extent = datatype.Get_extent()[1]       # ERR_TYPE for a null datatype, as in MPI
-        if extent <= 0:
-            raise ValueError("message: datatype %s has extent %d; the parts of a vector "
-                             "collective need a positive extent"
-                             % (type_name(datatype), extent))
     counts = _counts_of(counts, len(data), extent, blocks)
     displs = _displs_of(displs, counts, blocks)
     for rank, (count, displ) in enumerate(zip(counts, displs)):

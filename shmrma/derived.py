@@ -230,8 +230,11 @@ class Items:
             self.dense = is_dense(datatype)
             self.nbytes = count * layout.packed_size
             span = (count - 1) * extent
-            self.low = min(0, span) + true_low if count else 0
-            self.high = max(0, span) + true_high if count else 0
+            # items of a type of size 0 touch no byte, wherever their extent
+            # spaces them (MPI-3.1 section 4.1: a type map of no entries)
+            touches = count and len(layout)
+            self.low = min(0, span) + true_low if touches else 0
+            self.high = max(0, span) + true_high if touches else 0
         self._index = None
 
     @property

@@ -865,3 +865,59 @@ def test_reduce_scatter_block_counts_one_block_as_mpi4py(form):
     # Reduce_scatter_block([arange(1, 7) * (rank + 1), 2, INT], [got, 2, INT], SUM):
     # MPICH gives [6, 12], [18, 24], [30, 36], got[2] untouched
     assert [result[2] for result in results] == [[6, 12, -1], [18, 24, -1], [30, 36, -1]]
+
+
+def _zero_size_calls(comm, T, receive):
+    """(name, args) of the vector collectives (and Gather, Scatter, Allgather and
+    Alltoall) with 2 items of type T per rank, into ``receive()`` buffers."""
+    size, rank = comm.size, comm.rank
+    counts, displs, types = [2] * size, [0] * size, [T] * size
+    send = bytes(range(16 * rank, 16 * rank + 8))
+    calls = []
+    for in_place in (False, True):
+        own = MPI.IN_PLACE if in_place else [send, 2, T]
+        root_own = MPI.IN_PLACE if in_place and rank == 0 else [send, 2, T]
+        calls += [
+            ("Gatherv", (root_own, [receive(), counts, displs, T], 0)),
+            ("Scatterv", ([send, counts, displs, T],
+                          MPI.IN_PLACE if in_place and rank == 0 else [receive(), 2, T], 0)),
+            ("Allgatherv", (own, [receive(), counts, displs, T])),
+            ("Alltoallv", (MPI.IN_PLACE if in_place else [send, counts, displs, T],
+                           [receive(), counts, displs, T])),
+            ("Alltoallw", (MPI.IN_PLACE if in_place else [send, counts, displs, types],
+                           [receive(), counts, displs, types]))]
+    calls += [("Gather", ([send, 2, T], [receive(), 2, T], 0)),
+              ("Scatter", ([send, 2, T], [receive(), 2, T], 0)),
+              ("Allgather", ([send, 2, T], [receive(), 2, T])),
+              ("Alltoall", ([send, 2, T], [receive(), 2, T]))]
+    return calls
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_zero_size_types_move_nothing_in_the_vector_collectives(form):
+    """MPI-3.1 section 4.1: a datatype of size 0 (an empty type map) moves nothing,
+    whatever its extent. MPICH takes Gatherv, Scatterv, Allgatherv, Alltoallv and
+    Alltoallw of 2 items of Create_contiguous(0) (extent 0) or of it resized to
+    extent 8, with and without IN_PLACE, in the three forms, and leaves every
+    receive buffer as it was (8 bytes of 0xEE here stay 0xEE); shmrma refused
+    extent 0 ("the parts of a vector collective need a positive extent") and the
+    extent 8 items as reaching past the buffer."""
+    def body():
+        comm = MPI.COMM_WORLD
+        zero = MPI.INT.Create_contiguous(0).Commit()
+        spaced = zero.Create_resized(0, 8).Commit()
+        buffers = []
+
+        def receive():
+            buffers.append(bytearray(b"\xee" * 8))
+            return buffers[-1]
+        for datatype in (zero, spaced):
+            for name, args in _zero_size_calls(comm, datatype, receive):
+                FORMS[form](comm, name, *args)
+        zero.Free()
+        spaced.Free()
+        return [bytes(buf) for buf in buffers]
+
+    for received in shmrma.launch(body, 3, timeout=50):
+        assert received and set(received) == {b"\xee" * 8}
