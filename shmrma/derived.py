@@ -348,7 +348,20 @@ def _make(layout, lb, ub, basic):
 def _made(datatype, combiner, old_types, integers=(), counts=()):
     """``datatype`` with its constructor and arguments recorded for Get_contents."""
     datatype._handle.record(combiner, integers, counts, old_types)
+    if len(old_types) == 1 and same_as_old(datatype, old_types[0]):
+        datatype._handle.engine = datatypes.engine_type(old_types[0]._handle)
     return datatype
+
+
+def same_as_old(datatype, old):
+    """Has ``datatype`` the type map and bounds of the one type it is built from?
+    MPICH's datatype engine then holds it as that type (datatype.engine_type)."""
+    new, was = datatype._handle, old._handle
+    if (new.lb, new.extent, new.size) != (was.lb, was.extent, was.size):
+        return False
+    layout, old_layout = Layout.of(datatype), Layout.of(old)
+    return len(layout) == len(old_layout) <= _SMALL and \
+        layout.as_lists() == old_layout.as_lists()
 
 
 def _mpi_size(layout):
@@ -563,7 +576,7 @@ def create_struct(cls, blocklengths, displacements, datatypes):
     lengths = [_non_negative(operator.index(b), "blocklength", call) for b in blocklengths]
     displacements = [operator.index(d) for d in _same_length(displacements, len(lengths))]
     members = [_old(member, "struct") for member in _same_length(datatypes, len(lengths))]
-    parts, lows, highs, alignment = [], [], [], 1
+    parts, lows, highs = [], [], []
     for length, start, member in zip(lengths, displacements, members):
         if length:
             extent = member.extent
@@ -572,16 +585,35 @@ def create_struct(cls, blocklengths, displacements, datatypes):
             parts.append(Layout.of(member).replicated_blocks(copies))
             lows.append(start + member.lb)
             highs.append(start + (length - 1) * extent + member.ub)
-        alignment = max(alignment, _alignment(member))
     if parts:
         layout = Layout(*(_concatenated(column) for column in zip(*parts)))
         lb, ub = min(lows), max(highs)
     else:
         layout, lb, ub = Layout([], [], []), 0, 0
+    alignment = _struct_alignment(lengths, members)
     ub = lb + -(-(ub - lb) // alignment) * alignment
     result = _make(layout, lb, ub, layout.basic())
     return _made(result, COMBINER_STRUCT, members,
                  counts=[len(lengths)] + lengths + displacements)
+
+
+def _struct_alignment(lengths, members):
+    """What a struct's extent is rounded up to, as MPICH 5.0 rounds it. MPI-4.1
+    section 5.1.6 lets the extent of a struct hold an epsilon of padding, "the least
+    non-negative increment needed to round extent(Typemap) to the next multiple of
+    max k_i", k_i the alignment of each type; MPICH's datatype engine (yaksa's
+    yaksi_type_create_struct) takes it so: a struct whose members are all one type
+    (datatype.engine_type; zero blocklengths counted) it makes an hindexed type,
+    whose extent is not padded, and any other it rounds up to the largest alignment
+    of its members of nonzero blocklength. So Create_struct([2, 2], [0, 11],
+    [INT, INT]) has extent 19 and [INT, FLOAT] at [0, 5] 12, as MPICH gives them.
+    Open MPI (opal_datatype_add) rounds every struct to the largest alignment of its
+    members of nonzero count, one type or not (19 would be 20 there); shmrma follows
+    MPICH, the library its results are compared with."""
+    if len({datatypes.engine_type(member._handle) for member in members}) <= 1:
+        return 1
+    return max([_alignment(member) for length, member in zip(lengths, members) if length],
+               default=1)
 
 
 def _alignment(datatype):
