@@ -269,11 +269,12 @@ def message(msg, writable, blocks=0, sparse=False, handles=False):
     if not datatype and total == 0:     # MPICH lets nothing of a null type through
         return Message(data[:0], 0, datatype)
     size = item_bytes(datatype)
-    if not datatype.is_predefined:
+    padded = writable and derived.has_padding(datatype)
+    if not datatype.is_predefined or padded:
         items = _spread(data, start, total, datatype)
         if sparse:      # RMA copies through the layout itself
             return Message(data, count, datatype, first=start)
-        if not items.dense:
+        if not items.dense or padded:   # a receive writes only the type map's bytes
             return PackedMessage(data, start, items, count, writable)
         start += items.low
     end = start + total * size
@@ -373,10 +374,11 @@ def vector_message(msg, writable, blocks):
             raise ValueError("message: rank %d's %d items from item %d reach byte %d, "
                              "outside the buffer of %d bytes"
                              % (rank, count, displ, (displ + count) * extent, len(data)))
-    if not datatype.is_predefined:
+    padded = writable and derived.has_padding(datatype)
+    if not datatype.is_predefined or padded:
         for count, displ in zip(counts, displs):
             _spread(data, displ * extent, count, datatype)
-        if not (derived.is_dense(datatype) and datatype.lb == 0):
+        if not (derived.is_dense(datatype) and datatype.lb == 0) or padded:
             return _packed_vector(data, counts, displs, datatype, writable)
     return VectorMessage(data, counts, displs, extent)
 

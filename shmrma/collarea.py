@@ -528,12 +528,14 @@ def _combine(call, area, parity, start, size, wanted, combine):
 
 def _vector_datatypes():
     """(datatype, extent) of the predefined datatypes a vector message may name on the
-    C path: those of positive extent, but the Sync handles' (they never take it)."""
+    C path: those of positive extent, but the Sync handles' (they never take it) and
+    the pair types with padding, whose size is less than their extent (a receive
+    leaves their padding as it is, which the C path's copies of whole parts would not)."""
     unique = {id(datatype): datatype for datatype in datatypes.PREDEFINED.values()}
     return tuple((datatype, datatype.Get_extent()[1]) for datatype in unique.values()
                  if datatype is not datatypes.DATATYPE_NULL
                  and datatype.type_class != datatypes.HANDLE
-                 and datatype.Get_extent()[1] > 0)
+                 and datatype.Get_size() == datatype.Get_extent()[1] > 0)
 
 
 if atomic.BACKEND == "c":

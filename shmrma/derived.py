@@ -5,7 +5,8 @@ and lengths of one item, in type-map order, each run of one basic type, with
 adjacent runs merged. Copies through a type use a byte index built from the
 blocks with numpy, never a Python loop per element. A predefined type is one
 block of its extent (a pair type's padding travels with it, as in its C
-struct), so "packed" bytes of a pair keep numpy's structured layout.
+struct), so "packed" bytes of a pair keep numpy's structured layout; a receive
+writes only the members of each pair, its padding left as it was (Layout.members).
 """
 import operator
 
@@ -92,7 +93,7 @@ class Layout:
     arrays; ``offsets``, ``lengths`` and ``basic_ids`` are always arrays (made on
     first use), and the layout's own computations use whichever form it holds."""
 
-    __slots__ = ("_lists", "_arrays", "_index", "_alignment", "_distinct")
+    __slots__ = ("_lists", "_arrays", "_index", "_alignment", "_distinct", "_members")
 
     def __init__(self, offsets, lengths, basic_ids):
         if len(offsets) <= _SMALL:
@@ -104,6 +105,7 @@ class Layout:
         self._index = None
         self._alignment = None
         self._distinct = None
+        self._members = False       # not computed yet (None: no padding in the blocks)
 
     @classmethod
     def of(cls, datatype):
@@ -204,6 +206,25 @@ class Layout:
                                       dtype=numpy.int64)
         return int(self.offsets.min()), int(ends.max())
 
+    @property
+    def members(self):
+        """Which packed bytes of one item are the type map's, as a bool array, or None
+        when all are: the padding of a pair type (DOUBLE_INT's last 4 bytes) travels
+        with it but is no member of it, and MPI writes only the members."""
+        if self._members is False:
+            self._members = self._member_mask()
+        return self._members
+
+    def _member_mask(self):
+        masks = {i: _pair_members(_basics[i]) for i in self.distinct_basic_ids}
+        if all(mask is None for mask in masks.values()):
+            return None
+        _, lengths, basic_ids = self.as_lists()
+        return numpy.concatenate([
+            numpy.ones(length, dtype=bool) if masks[basic_id] is None
+            else numpy.tile(masks[basic_id], length // len(masks[basic_id]))
+            for length, basic_id in zip(lengths, basic_ids)])
+
     def basic(self):
         """The one basic type of every block, or None when they differ (a mixed struct)."""
         ids = self.distinct_basic_ids
@@ -216,7 +237,8 @@ class Items:
     and packed bytes, either one dense run or through a byte index of the layout.
     Messages pack and unpack through it as RMA does: one mechanism for both."""
 
-    __slots__ = ("datatype", "count", "dense", "nbytes", "low", "high", "_index")
+    __slots__ = ("datatype", "count", "dense", "nbytes", "low", "high", "_index",
+                 "_members")
 
     def __init__(self, datatype, count):
         self.datatype = datatype
@@ -236,6 +258,15 @@ class Items:
             self.low = min(0, span) + true_low if touches else 0
             self.high = max(0, span) + true_high if touches else 0
         self._index = None
+        self._members = False
+
+    @property
+    def members(self):
+        """Which packed bytes are the type map's (Layout.members), or None when all."""
+        if self._members is False:
+            mask = Layout.of(self.datatype).members if has_padding(self.datatype) else None
+            self._members = None if mask is None else numpy.tile(mask, self.count)
+        return self._members
 
     @property
     def index(self):
@@ -253,12 +284,36 @@ class Items:
         """Write packed bytes (the first ``nbytes`` of them, by default all) into the
         items whose item 0 starts at byte ``first`` of the writable ``data``."""
         nbytes = self.nbytes if nbytes is None else nbytes
-        if self.dense:
+        members = self.members
+        if members is not None:     # a pair's padding is left as it is, as MPI leaves it
+            keep = members[:nbytes]
+            numpy.frombuffer(data, dtype=numpy.uint8)[first + self.index[:nbytes][keep]] = \
+                numpy.frombuffer(packed, dtype=numpy.uint8, count=nbytes)[keep]
+        elif self.dense:
             start = first + self.low
             data[start:start + nbytes] = memoryview(packed).cast("B")[:nbytes]
         else:
             numpy.frombuffer(data, dtype=numpy.uint8)[first + self.index[:nbytes]] = \
                 numpy.frombuffer(packed, dtype=numpy.uint8, count=nbytes)
+
+
+def _pair_members(basic):
+    """The bytes of one item of a predefined type that are its members, as a bool
+    array, or None when every byte is one (all but the pair types with padding)."""
+    dtype = basic.dtype
+    if dtype.names is None or basic.Get_size() == dtype.itemsize:
+        return None
+    mask = numpy.zeros(dtype.itemsize, dtype=bool)
+    for field, offset in dtype.fields.values():
+        mask[offset:offset + field.itemsize] = True
+    return mask
+
+
+def has_padding(datatype):
+    """Do the items of ``datatype`` hold bytes that are no member of its type map
+    (a pair type's padding), which a receive must leave as they are?"""
+    return datatype.size < packed_item_bytes(datatype) and Layout.of(datatype).members \
+        is not None
 
 
 def packed_item_bytes(datatype):

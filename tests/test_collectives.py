@@ -921,3 +921,138 @@ def test_zero_size_types_move_nothing_in_the_vector_collectives(form):
 
     for received in shmrma.launch(body, 3, timeout=50):
         assert received and set(received) == {b"\xee" * 8}
+
+
+# (value format, index offset, extent) of the pair types whose C struct has padding
+PADDED_PAIRS = {"SHORT_INT": ("i2", 4, 8), "DOUBLE_INT": ("f8", 8, 16),
+                "LONG_INT": ("i8", 8, 16)}
+PAIR_ITEMS = 3
+
+
+def _pairs(name, rank, count, fill):
+    """``count`` pairs of rank ``rank`` (value (7k + 3 rank) % 5, index 10 rank + k)
+    in a buffer of ``fill`` bytes: the padding is ``fill``."""
+    value, at, extent = PADDED_PAIRS[name]
+    buf = bytearray([fill]) * (extent * count)
+    for k in range(count):
+        np.frombuffer(buf, value, 1, k * extent)[...] = (7 * k + 3 * rank) % 5
+        np.frombuffer(buf, "i4", 1, k * extent + at)[...] = 10 * rank + k
+    return buf
+
+
+def _folded_pairs(name, op, ranks, count, into, first=0):
+    """``into`` with pairs first..first+count-1 of the ranks ``ranks`` folded by
+    MINLOC/MAXLOC written over its members, its padding as it was."""
+    value, at, extent = PADDED_PAIRS[name]
+    out = bytearray(into)
+    for k in range(count):
+        item = k + first
+        pairs = [((7 * item + 3 * r) % 5, 10 * r + item) for r in ranks]
+        best = (min if op == "MINLOC" else max)(v for v, _ in pairs)
+        index = min(i for v, i in pairs if v == best)
+        np.frombuffer(out, value, 1, k * extent)[...] = best
+        np.frombuffer(out, "i4", 1, k * extent + at)[...] = index
+    return bytes(out)
+
+
+def _pair_reduction(comm, form, kind, name, op, in_place):
+    """Run reduction ``kind`` of PAIR_ITEMS pairs a rank into a receive buffer of 0xEE
+    (IN_PLACE: the rank's pairs with padding 0x20 + rank); (got, expected)."""
+    rank, size, T = comm.rank, comm.size, getattr(MPI, name)
+    whole = kind.startswith("Reduce_scatter")
+    items = PAIR_ITEMS * (size if whole else 1)
+    send = _pairs(name, rank, items, 0x10 + rank)
+    got = (_pairs(name, rank, items, 0x20 + rank) if in_place
+           else bytearray(b"\xee") * (len(send) // (size if whole else 1)))
+    before = bytes(got)
+    sendbuf = MPI.IN_PLACE if in_place else [send, T]
+    if kind == "Reduce":
+        sendbuf = sendbuf if rank == 0 else [send, T]
+        FORMS[form](comm, kind, sendbuf, [got, T], getattr(MPI, op), 0)
+    elif kind == "Reduce_scatter":
+        FORMS[form](comm, kind, sendbuf, [got, T], [PAIR_ITEMS] * size, getattr(MPI, op))
+    elif kind == "Reduce_scatter_block":
+        recv = [got, PAIR_ITEMS, T]
+        FORMS[form](comm, kind, sendbuf if in_place else [send, PAIR_ITEMS, T], recv,
+                    getattr(MPI, op))
+    else:
+        FORMS[form](comm, kind, sendbuf, [got, T], getattr(MPI, op))
+    ranks = {"Scan": range(rank + 1), "Exscan": range(rank)}.get(kind, range(size))
+    first = rank * PAIR_ITEMS if whole else 0
+    if (kind == "Reduce" and rank) or (kind == "Exscan" and not rank):
+        return bytes(got), before      # nothing defined arrives: the buffer as it was
+    return bytes(got), _folded_pairs(name, op, ranks, PAIR_ITEMS, before, first)
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_reductions_of_pairs_write_only_value_and_index(form):
+    """MPI-3.1 section 5.9.4: MINLOC and MAXLOC reduce (value, index) pairs; the bytes
+    of a SHORT_INT, DOUBLE_INT or LONG_INT between and after its members are padding,
+    no part of the type map, and MPICH leaves them as they were in the receive
+    buffer. Allreduce(send, [recv of 0xEE, DOUBLE_INT], MINLOC) at 3 ranks gives, in
+    MPICH, 000000000000000000000000eeeeeeee... (value 0.0, index 0, padding 0xEE);
+    shmrma wrote its ranks' send padding there (10101010 from rank 0), and so did
+    Reduce, Reduce_scatter, Scan and Exscan, and every IN_PLACE form (MPICH keeps
+    the rank's own padding). Every reduction, blocking, nonblocking and persistent,
+    with and without IN_PLACE, against the pairs folded here."""
+    kinds = ["Reduce", "Allreduce", "Reduce_scatter", "Reduce_scatter_block", "Scan",
+             "Exscan"]
+
+    def body():
+        comm, wrong = MPI.COMM_WORLD, []
+        for kind in kinds:
+            for name in PADDED_PAIRS:
+                for op in ("MINLOC", "MAXLOC"):
+                    for in_place in (False, True):
+                        got, expected = _pair_reduction(comm, form, kind, name, op, in_place)
+                        if got != expected:
+                            wrong.append((kind, name, op, in_place, got.hex(), expected.hex()))
+        return wrong
+
+    assert shmrma.launch(body, 3, timeout=80) == [[], [], []]
+
+
+def test_reduce_local_of_pairs_writes_only_value_and_index():
+    """MPI-4.1 section 6.9.7: Reduce_local with MINLOC on DOUBLE_INT leaves the
+    padding of the inout buffer's pairs as it was, as MPICH does."""
+    for name in PADDED_PAIRS:
+        for op in ("MINLOC", "MAXLOC"):
+            inout, T = _pairs(name, 1, PAIR_ITEMS, 0xEE), getattr(MPI, name)
+            getattr(MPI, op).Reduce_local([_pairs(name, 0, PAIR_ITEMS, 0x10), T], [inout, T])
+            assert bytes(inout) == _folded_pairs(name, op, [0, 1], PAIR_ITEMS,
+                                                 _pairs(name, 1, PAIR_ITEMS, 0xEE))
+
+
+@pytest.mark.timeout(60)
+def test_moving_pairs_leaves_the_receivers_padding():
+    """MPI-3.1 section 4.1: a message moves its type map; the padding of a DOUBLE_INT
+    is no part of it. Bcast, Sendrecv, Gather, Gatherv, Allgather and Alltoall of
+    DOUBLE_INT pairs into 0xEE buffers at 3 ranks: MPICH writes value and index and
+    leaves every pair's last 4 bytes 0xEE (rank 1's Bcast of 2 pairs:
+    000000000000000000000000eeeeeeee000000000000f03f00000000eeeeeeee); shmrma wrote
+    the sender's padding there."""
+    def body():
+        comm, T = MPI.COMM_WORLD, MPI.DOUBLE_INT
+        rank, size = comm.rank, comm.size
+        mine = _pairs("DOUBLE_INT", rank, 2, 0x10 + rank)
+        got = {name: bytearray(b"\xee") * (16 * n) for name, n in (
+            ("Bcast", 2), ("Sendrecv", 2), ("Gather", 2 * size), ("Gatherv", 2 * size),
+            ("Allgather", 2 * size), ("Alltoall", size))}
+        comm.Bcast([mine if rank == 0 else got["Bcast"], T], 0)
+        comm.Sendrecv([mine, T], (rank + 1) % size, 0, [got["Sendrecv"], T],
+                      (rank - 1) % size, 0)
+        comm.Gather([mine, T], [got["Gather"], T], 0)
+        comm.Gatherv([mine, T], [got["Gatherv"], [2] * size, T], 0)
+        comm.Allgather([mine, T], [got["Allgather"], T])
+        comm.Alltoall([_pairs("DOUBLE_INT", rank, size, 0x10 + rank), T],
+                      [got["Alltoall"], T])
+        receives = {"Sendrecv", "Allgather", "Alltoall"} | (
+            {"Gather", "Gatherv"} if rank == 0 else {"Bcast"})
+        return {name: bytes(buf) for name, buf in got.items() if name in receives}
+
+    for received in shmrma.launch(body, 3, timeout=50):
+        for name, buf in received.items():
+            pads = {buf[k + 12:k + 16] for k in range(0, len(buf), 16)}
+            members = {buf[k:k + 12] for k in range(0, len(buf), 16)}
+            assert pads == {b"\xee" * 4} and b"\xee" * 12 not in members, name
