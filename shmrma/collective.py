@@ -342,8 +342,7 @@ class Collectives:
             self._reduce_and_scatter("Reduce_scatter_block", sendbuf, recvbuf, op, None, taken)
 
     def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=ops.SUM):
-        if recvcounts is None:  # every rank's receive count, as mpi4py gathers them
-            recvcounts = own_allgather(self, _count_or_none(recvbuf))
+        recvcounts = receive_counts(self, sendbuf, recvbuf, recvcounts)
         self._folding("Ireduce_scatter", lambda send, receive, counts, op:
                       self._reduce_and_scatter("Reduce_scatter", send, receive, op, counts),
                       sendbuf, recvbuf, recvcounts, op)
@@ -689,6 +688,20 @@ def _snapshot(whole):
     """A copy of a receive buffer's items, the send side of an IN_PLACE reduction
     (the fold overwrites the buffer)."""
     return buffers.Message(memoryview(bytes(whole.data)), whole.count, whole.datatype)
+
+
+def receive_counts(comm, sendbuf, recvbuf, recvcounts):
+    """Reduce_scatter's recvcounts: as given or, left out, every rank's receive count,
+    gathered as mpi4py gathers them (for_reduce_scatter in its msgbuffer.pxi). With
+    IN_PLACE mpi4py gathers nothing (the receive buffer holds the whole vector, so
+    it tells no rank's count) and takes the missing counts for a TypeError; so does
+    this, at every rank, before any of them waits for the others."""
+    if recvcounts is not None:
+        return recvcounts
+    if _in_place(sendbuf) is constants.IN_PLACE:
+        raise TypeError("Reduce_scatter with IN_PLACE needs recvcounts, one count per "
+                        "rank: the receive buffer holds the whole vector")
+    return own_allgather(comm, _count_or_none(recvbuf))
 
 
 def _count_or_none(recvbuf):

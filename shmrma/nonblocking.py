@@ -18,10 +18,10 @@ import collections
 from . import atomic, buffers, constants, errors, job
 from . import op as ops
 from .collarea import SLICED_ABOVE, SMALL_SLOT, slices
-from .collective import (TABLE, _count_or_none, _entry, _Parts, _parts_stream,
-                         _plain, _plain_message, _reduce_buffers, _reduce_send)
+from .collective import (TABLE, _entry, _Parts, _parts_stream, _plain, _plain_message,
+                         _reduce_buffers, _reduce_send, receive_counts)
 from .collective import _fold_into as _fold_parts_into
-from .collective import _in_place, own_allgather
+from .collective import _in_place
 from .nbcarea import Operation, SlicedFold, channel_of, mismatch
 from .request import Request
 
@@ -360,8 +360,7 @@ class NonblockingCollectives:
                               recvcounts)
         if request is not False:
             return request
-        if recvcounts is None:  # every rank's receive count, as mpi4py gathers them
-            recvcounts = own_allgather(self, _count_or_none(recvbuf))
+        recvcounts = receive_counts(self, sendbuf, recvbuf, recvcounts)
         return self._ireduce_scatter("Ireduce_scatter", sendbuf, recvbuf, op, recvcounts)
 
     def _ireduce_scatter(self, name, sendbuf, recvbuf, op, counts):

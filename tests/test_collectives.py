@@ -1056,3 +1056,23 @@ def test_moving_pairs_leaves_the_receivers_padding():
             pads = {buf[k + 12:k + 16] for k in range(0, len(buf), 16)}
             members = {buf[k:k + 12] for k in range(0, len(buf), 16)}
             assert pads == {b"\xee" * 4} and b"\xee" * 12 not in members, name
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_reduce_scatter_in_place_without_recvcounts_is_a_type_error(form):
+    """mpi4py gathers Reduce_scatter's left-out recvcounts from the receive buffers,
+    but not with IN_PLACE, whose buffer holds the whole vector: there the missing
+    counts are a TypeError at every rank (mpi4py 4.1.2 + MPICH 5.0, 2 ranks), where
+    shmrma gathered the whole counts and raised ValueError. With the counts given
+    it reduces: [0, 2, 4, 3, 4, 5] and [6, 8, 10, 3, 4, 5] from arange(6) each."""
+    def body():
+        comm, size = MPI.COMM_WORLD, MPI.COMM_WORLD.size
+        whole = np.arange(3 * size, dtype="i4")
+        with pytest.raises(TypeError):
+            FORMS[form](comm, "Reduce_scatter", MPI.IN_PLACE, whole, None, MPI.SUM)
+        FORMS[form](comm, "Reduce_scatter", MPI.IN_PLACE, [whole, 3 * size, MPI.INT],
+                    [3] * size, MPI.SUM)
+        return whole.tolist()
+
+    assert shmrma.launch(body, 2, timeout=50) == [[0, 2, 4, 3, 4, 5], [6, 8, 10, 3, 4, 5]]
