@@ -403,10 +403,68 @@ def cell_wait(addr, old, timeout):
     now = time.monotonic
     deadline = None if timeout >= 1e9 else now() + timeout
     going_on = _goes_on(addr, old)
-    v = _spin_and_sleep(addr, old, load, sleepers, deadline, 0 if going_on else _spin,
-                        0 if going_on else _yields)
+    held = mpi_lock.give_up()       # a wait blocks only its own thread
+    try:
+        v = _spin_and_sleep(addr, old, load, sleepers, deadline, 0 if going_on else _spin,
+                            0 if going_on else _yields)
+    finally:
+        mpi_lock.take_back(held)
     _waits.left = (addr if v == old else None, old, now())
     return v
+
+
+class _MPILock:
+    """The rank's MPI lock (native.h says what it guards and why), on a recursive
+    threading lock: ``with mpi_lock:``; cell_wait gives it up while it waits."""
+
+    def __init__(self):
+        self._lock = threading.RLock()
+        self._first = None
+        self.shared = False     # a second thread has taken it
+
+    def __enter__(self):
+        self._lock.acquire()
+        if not self.shared:
+            me = threading.get_ident()
+            if self._first is None:
+                self._first = me
+            elif me != self._first:
+                self.shared = True
+        return self
+
+    def __exit__(self, *exc):
+        self._lock.release()
+
+    def give_up(self):
+        """Give the lock up however deep this thread holds it: what take_back takes."""
+        return self._lock._release_save() if self._lock._is_owned() else None
+
+    def take_back(self, held):
+        if held is not None:
+            self._lock._acquire_restore(held)
+
+
+mpi_lock = _MPILock()
+
+
+def mpi_lock_shared():
+    """Has a second thread taken the rank's MPI lock?"""
+    return mpi_lock.shared
+
+
+_turns = [False]
+
+
+def taking_turns():
+    """Does (or did) the process run a second Python thread, or was take_turns()
+    called? Sticky, as atomic.c's."""
+    if not _turns[0]:
+        _turns[0] = threading.active_count() > 1
+    return _turns[0]
+
+
+def take_turns():
+    _turns[0] = True
 
 
 # (cell, value, when) of the wait this thread left unsatisfied last (atomic.c's wait_left)

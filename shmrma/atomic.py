@@ -19,6 +19,10 @@ sequentially consistent:
     memcpy(dst_addr, src_addr, nbytes)
     vm_write(pid, remote, local, n) / vm_read   copies to/from another process's memory
     get_wait_params() -> (spin, yields); set_wait_params(spin, yields)
+    mpi_lock                                   `with mpi_lock:` the rank's MPI lock
+                                               (csrc/native.h), which every wait gives up
+    mpi_lock_shared() -> bool                  a second thread has taken it
+    taking_turns() -> bool; take_turns()       a second Python thread runs (or ran)
 
 A wait cell is 8 bytes at an 8-byte-aligned address: the int32 value, then
 the uint32 count of sleepers.  cell_wait spins briefly, yields, then sleeps on
@@ -45,6 +49,7 @@ __all__ = [
     "exchange32", "exchange64", "cas32", "cas64", "fence",
     "cell_wait", "wait_goes_on", "cell_add", "cell_store", "cell_wake", "barrier_arrive",
     "memcpy", "vm_write", "vm_read", "get_wait_params", "set_wait_params", "forget",
+    "mpi_lock", "mpi_lock_shared", "taking_turns", "take_turns",
     "BACKEND", "NATIVE_IMPORT_ERROR", "use_backend", "available_backends",
 ]
 
@@ -52,7 +57,8 @@ _FUNCS = (
     "load32", "load64", "store32", "store64", "fetch_add32", "fetch_add64",
     "exchange32", "exchange64", "cas32", "cas64", "fence",
     "cell_wait", "wait_goes_on", "cell_add", "cell_store", "cell_wake", "barrier_arrive",
-    "memcpy", "vm_write", "vm_read", "get_wait_params", "set_wait_params",
+    "memcpy", "vm_write", "vm_read", "get_wait_params", "set_wait_params", "mpi_lock",
+    "mpi_lock_shared", "taking_turns", "take_turns",
 )
 
 BACKEND = None
@@ -117,5 +123,6 @@ exchange32 = exchange64 = cas32 = cas64 = fence = None
 cell_wait = wait_goes_on = cell_add = cell_store = cell_wake = memcpy = None
 forget = _forget_nothing   # forget(address, nbytes): memory about to be unmapped
 get_wait_params = set_wait_params = None
+mpi_lock = mpi_lock_shared = taking_turns = take_turns = None
 
 _select()

@@ -12,7 +12,7 @@ import operator
 import pickle
 import struct
 
-from . import buffers, constants, errors
+from . import atomic, buffers, constants, errors
 from . import op as ops
 from .collarea import (Call, exchange, fast_allgather, fast_allgather_bytes,
                        fast_allgatherv, fast_allreduce, fast_alltoall, fast_alltoallv,
@@ -48,15 +48,25 @@ class Collectives:
     barrier = Barrier
 
     # --- objects -------------------------------------------------------------------
+    # Each holds the communicator's lock for its name, as mpi4py's do (msgpickle.pxi),
+    # once threads take turns (in_turn): two threads calling one at once on one
+    # communicator then take turns. bcast's and allgather's C paths miss then.
     def bcast(self, obj=None, root=0):
-        return self._bcast_objects(obj, root, _dumps, _loads)
+        return self._bcast_objects(obj, root, _dumps, _loads, "bcast")
 
-    def _bcast_objects(self, obj, root, dumps, loads):
+    def _bcast_objects(self, obj, root, dumps, loads, turn=None):
         me = self._s.rank
         data = _pickled_or_none(dumps, obj) if me == root else None
         taken = fast_bcast_bytes(self._state_value, data, root)
         if type(taken) is bytes:
             return obj if me == root else loads(taken)
+        if turn is not None and taken is False and atomic.taking_turns():
+            return in_turn(self, turn, self._bcast_in_python, obj, root, dumps, loads, data,
+                           None)
+        return self._bcast_in_python(obj, root, dumps, loads, data, taken)
+
+    def _bcast_in_python(self, obj, root, dumps, loads, data, taken):
+        me = self._s.rank
         call = Call(self, "bcast", taken or None)
         root = local(call, self._root, root)
         got = _Objects(loads)
@@ -66,6 +76,11 @@ class Collectives:
         return obj if me == root else got.load(root)
 
     def gather(self, sendobj, root=0):
+        if atomic.taking_turns():
+            return in_turn(self, "gather", self._gather_objects, sendobj, root)
+        return self._gather_objects(sendobj, root)
+
+    def _gather_objects(self, sendobj, root):
         call = Call(self, "gather")
         root = local(call, self._root, root)
         me = self._s.rank
@@ -75,14 +90,21 @@ class Collectives:
         return got.with_own(sendobj, me, self.size) if me == root else None
 
     def allgather(self, sendobj):
-        return self._allgather_objects(sendobj, _dumps, _loads)
+        return self._allgather_objects(sendobj, _dumps, _loads, "allgather")
 
-    def _allgather_objects(self, sendobj, dumps, loads):
+    def _allgather_objects(self, sendobj, dumps, loads, turn=None):
         me = self._s.rank
         data = _pickled_or_none(dumps, sendobj)
         taken = fast_allgather_bytes(self._state_value, data)
         if type(taken) is list:
             return [sendobj if rank == me else loads(item) for rank, item in enumerate(taken)]
+        if turn is not None and taken is False and atomic.taking_turns():
+            return in_turn(self, turn, self._allgather_in_python, sendobj, dumps, loads,
+                           data, None)
+        return self._allgather_in_python(sendobj, dumps, loads, data, taken)
+
+    def _allgather_in_python(self, sendobj, dumps, loads, data, taken):
+        me = self._s.rank
         call = Call(self, "allgather", taken or None)
         got = _Objects(loads)
         exchange(call, data or local(call, dumps, sendobj),
@@ -90,6 +112,11 @@ class Collectives:
         return got.with_own(sendobj, me, self.size)
 
     def scatter(self, sendobj=None, root=0):
+        if atomic.taking_turns():
+            return in_turn(self, "scatter", self._scatter_objects, sendobj, root)
+        return self._scatter_objects(sendobj, root)
+
+    def _scatter_objects(self, sendobj, root):
         call = Call(self, "scatter")
         root = local(call, self._root, root)
         me = self._s.rank
@@ -102,6 +129,11 @@ class Collectives:
         return items[me] if me == root else got.load(root)
 
     def alltoall(self, sendobj):
+        if atomic.taking_turns():
+            return in_turn(self, "alltoall", self._alltoall_objects, sendobj)
+        return self._alltoall_objects(sendobj)
+
+    def _alltoall_objects(self, sendobj):
         call = Call(self, "alltoall")
         me = self._s.rank
         items = local(call, _sequence_of_size, sendobj, self.size, "alltoall")
@@ -666,6 +698,16 @@ def _reduce_buffers(sendbuf, recvbuf, op):
         buffers.check_reduction_pair(send, receive)
     op.check(send.datatype, "reduction")
     return send, receive
+
+
+def in_turn(comm, key, call, *args):
+    """``call(*args)`` holding mpi4py's lock of the communicator for ``key``
+    (CommState.lock), as its object collectives do once the process runs a second
+    thread (atomic.taking_turns: until then one thread alone calls them, and holding
+    it would cost a fifth of a bcast). A program that looks at the locks
+    (MPI._comm_lock_table) makes them take turns from then on, as mpi4py's always do."""
+    with comm._s.lock(key):
+        return call(*args)
 
 
 def _dump_each(items):

@@ -5,10 +5,12 @@ context id separates its traffic: user point-to-point, collectives and
 Create_group handshakes each use their own sub-context, so a user's ANY_TAG
 receive never takes a collective's message.
 """
+import itertools
 import numbers
 import operator
 import os
 import sys
+import threading
 import warnings
 
 from . import atomic, attributes, buffers, constants, errhandler, errors, job, mailbox
@@ -45,7 +47,7 @@ class CommState(mailbox.CommCore):
         self.info = {}
         self.topology = None    # a topology.Topology for a Cartcomm, Graphcomm...
         self.attributes = {}    # attributes.Attributes of every handle to it
-        self.locks = None       # commlock.py's lock table, at first use
+        self.locks = {}         # mpi4py's per-communicator locks (lock, commlock.py)
         self.commctx = None     # commlock.py's private duplicate, at first use
         # mpi4py sets its policy's handler on every communicator it makes or starts
         # with; without one, a new communicator inherits its parent's (MPI-3.1 §8.3)
@@ -54,6 +56,15 @@ class CommState(mailbox.CommCore):
 
     def subcontext(self, kind):
         return self.context * SUBCONTEXTS + kind
+
+    def lock(self, key):
+        """mpi4py's lock of this communicator for ``key`` ("bcast", ...), made at first
+        use: its object collectives hold it, so that two threads calling one at once
+        on one communicator take turns instead of mixing their messages."""
+        lock = self.locks.get(key)
+        if lock is None:    # setdefault is one step: two threads get one lock
+            lock = self.locks.setdefault(key, threading.Lock())
+        return lock
 
 
 # --- barrier slots in the world segment ---------------------------------------
@@ -179,13 +190,12 @@ class BufferAttachment:
         return Iflush_buffer() if self._s is not None else None
 
 
-_sync_ids = [0]
+_sync_ids = itertools.count(1)     # next() is one step: threads never share an id
 _NO_BYTES = memoryview(bytearray(0))   # where an acknowledgement is received
 
 
 def _next_sync_id():
-    _sync_ids[0] = (_sync_ids[0] + 1) % mailbox.SYNC_IDS
-    return _sync_ids[0]
+    return next(_sync_ids) % mailbox.SYNC_IDS
 
 
 class Joint(Request):
@@ -992,7 +1002,7 @@ class Message(HandleBase, IntHandle):
     def Probe(cls, comm, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
         """Probe, and take the message out of matching: only the Message's Recv
         receives it (a receive posted meanwhile cannot)."""
-        probe = _Probe(comm, source, tag)
+        probe = _Probe(comm, source, tag, claim=True)
         probe.wait()
         probe.report(status)
         return cls._claimed(probe)
@@ -1000,7 +1010,7 @@ class Message(HandleBase, IntHandle):
     @classmethod
     def Iprobe(cls, comm, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
         """A Message when one matches now, else None."""
-        probe = _Probe(comm, source, tag)
+        probe = _Probe(comm, source, tag, claim=True)
         mailbox.mailbox().progress()
         if not probe.found():
             return None
@@ -1015,9 +1025,7 @@ class Message(HandleBase, IntHandle):
         if probe.message is None:
             message._handle = _NO_PROC
             return message
-        found = probe.message   # the first match, so the first with its own source and tag
-        arrived = mailbox.mailbox().find(found.context, found.source, found.tag, True)
-        message._handle = _Matched(probe.state, arrived)
+        message._handle = _Matched(probe.state, probe.message)     # taken out of matching
         return message
 
     # --- matched receives ---
@@ -1058,7 +1066,11 @@ MESSAGE_NO_PROC._handle = _NO_PROC
 
 
 class _Probe:
-    def __init__(self, comm, source, tag):
+    """A probe; one that claims (Mprobe, Improbe) takes the message it finds out of
+    matching in the same step, so no other thread's probe or receive matches it."""
+
+    def __init__(self, comm, source, tag, claim=False):
+        self.claim = claim
         self.state = comm._s
         self.source = comm._peer(source, "source", wildcard=True)
         self.tag = comm._tag(tag, wildcard=True)
@@ -1069,10 +1081,10 @@ class _Probe:
         self.peers = () if world_source < 0 else (world_source,)
 
     def found(self):
-        if self.source == constants.PROC_NULL:
+        if self.source == constants.PROC_NULL or (self.claim and self.message is not None):
             return True
         self.message = mailbox.mailbox().find(self.state.subcontext(P2P), self.world_source,
-                                              self.tag, False)
+                                              self.tag, self.claim)
         return self.message is not None
 
     def wait(self):

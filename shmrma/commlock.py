@@ -5,32 +5,22 @@ mpi4py's object reductions talk on (mpi4py's commimpl.pxi ``_comm_lock``,
 Both hang off the communicator itself (its CommState), so every handle of one
 communicator shares them, and Comm.Free frees the duplicate with it.
 """
-import threading
-
-from . import mailbox
+from . import atomic, mailbox
 from .intercomm import Intercomm
 from .intracomm import Intracomm
 
-_table_lock = threading.Lock()     # guards the creation of tables and locks
-
 
 def lock_table(comm):
-    """The communicator's {key: threading.Lock} table, created on first use."""
-    state = comm._s
-    with _table_lock:
-        if state.locks is None:
-            state.locks = {}
-        return state.locks
+    """The communicator's {key: threading.Lock} table (comm.CommState.lock). A
+    program that looks at it sees each object collective's lock once it ran, as in
+    mpi4py: from now on they take them (collective.in_turn)."""
+    atomic.take_turns()
+    return comm._s.locks
 
 
 def comm_lock(comm, key=None):
     """The communicator's lock for ``key``, created on first use."""
-    table = lock_table(comm)
-    with _table_lock:
-        lock = table.get(key)
-        if lock is None:
-            lock = table[key] = threading.Lock()
-        return lock
+    return comm._s.lock(key)
 
 
 class _Context:

@@ -104,9 +104,10 @@ class TypeHandle:
 
     @property
     def dtype(self):
-        if callable(self._dtype):
-            self._dtype = self._dtype()
-        return self._dtype
+        made = self._dtype      # read once: another thread may make it meanwhile
+        if callable(made):
+            made = self._dtype = made()
+        return made
 
     def record(self, combiner, integers=(), counts=(), datatypes=()):
         """Keep the constructor and its arguments; the handle holds each argument type."""

@@ -8,15 +8,20 @@ from . import __version__, constants, errors
 VERSION = 3
 SUBVERSION = 1
 
-# The highest thread level every call honours (MPI-3.1 §12.4.3). Calls from
-# several threads at once are not all safe yet, so no more than SERIALIZED: one
-# thread at a time, any thread.
-THREAD_SUPPORTED = constants.THREAD_SERIALIZED
 
-# A rank is initialized when it starts, at the level mpi4py asks by default;
-# mpi4py_alias.py undoes that for rc.initialize = False, and Init or Init_thread
-# then chooses the level.
-_state = {"initialized": True, "finalized": False, "thread_level": THREAD_SUPPORTED}
+def supported_thread_level():
+    """The highest thread level every call honours (MPI-3.1 §12.4.3): any thread may
+    call at any time (the rank's MPI lock, csrc/native.h, makes calls made at once
+    behave as if made one after the other, and every wait gives it up); under the
+    race checker, whose records follow one thread at a time, SERIALIZED."""
+    from .check import requested
+    return constants.THREAD_SERIALIZED if requested() else constants.THREAD_MULTIPLE
+
+
+# A rank is initialized when it starts, at the level mpi4py asks by default (the
+# supported one, None until first asked); mpi4py_alias.py undoes that for
+# rc.initialize = False, and Init or Init_thread then chooses the level.
+_state = {"initialized": True, "finalized": False, "thread_level": None}
 
 
 def Init():
@@ -31,13 +36,15 @@ def Init_thread(required=constants.THREAD_MULTIPLE):
         errors.fail(errors.ERR_ARG, "Init_thread: required must be THREAD_SINGLE, "
                     "THREAD_FUNNELED, THREAD_SERIALIZED or THREAD_MULTIPLE, not %d" % required)
     if not _state["initialized"]:   # a second Init is harmless, as shmrma always was
-        _state["thread_level"] = min(required, THREAD_SUPPORTED)
+        _state["thread_level"] = min(required, supported_thread_level())
     _state["initialized"] = True
-    return _state["thread_level"]
+    return Query_thread()
 
 
 def Query_thread():
     """The thread level provided."""
+    if _state["thread_level"] is None:
+        _state["thread_level"] = supported_thread_level()
     return _state["thread_level"]
 
 

@@ -6,6 +6,8 @@ both runtimes; programs compare against the ``MPI.ERR_*`` names, never numbers.
 
 import operator
 
+from . import atomic
+
 SUCCESS = 0
 ERR_BUFFER = 1
 ERR_COUNT = 2
@@ -154,9 +156,10 @@ def last_used_code():
 
 
 def _new_user_code(error_class):
-    _last_used[0] += 1
-    code = _last_used[0]
-    _user_class_of[code] = code if error_class is None else error_class
+    with atomic.mpi_lock:       # one new code per call, whichever threads call
+        _last_used[0] += 1
+        code = _last_used[0]
+        _user_class_of[code] = code if error_class is None else error_class
     return code
 
 

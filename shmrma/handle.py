@@ -10,6 +10,7 @@ import itertools
 import operator
 import weakref
 
+from . import atomic
 from .errors import ERR_ARG, fail
 from .status import Status
 
@@ -27,8 +28,11 @@ class _IntHandles:
             return 0
         number = self.numbers.get(handle)
         if number is None:
-            number = self.numbers[handle] = next(self.counter)
-            self.objects[number] = handle
+            with atomic.mpi_lock:   # one number per handle, whichever threads ask
+                number = self.numbers.get(handle)
+                if number is None:
+                    number = self.numbers[handle] = next(self.counter)
+                    self.objects[number] = handle
         return number
 
     def handle(self, number, kind):

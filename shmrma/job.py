@@ -382,6 +382,14 @@ def job_problem(peers=(), what=None):
     return None
 
 
+def wake_threads():
+    """Ring this rank's doorbell when a second thread has taken its MPI lock: what
+    one thread completed, another may be waiting for on it (csrc/native.h)."""
+    if atomic.mpi_lock_shared():
+        world = current()
+        atomic.cell_add(world.doorbell(world.rank), 1)
+
+
 def wait_until(address, condition, what, peers=()):
     """Block until ``condition(value)`` holds for the 32-bit cell at ``address``.
 
@@ -394,15 +402,18 @@ def wait_until(address, condition, what, peers=()):
         wait_cell(address, value, what, peers)
 
 
-def wait_cell(address, old, what, peers=()):
-    """Block until the 32-bit cell at ``address`` no longer holds ``old``.
+def wait_cell(address, old, what, peers=(), until=None):
+    """Block until the 32-bit cell at ``address`` no longer holds ``old``, or until
+    ``until()`` holds at the end of a slice.
 
     ``what`` (a string or a zero-argument callable giving one) says what is
     awaited; it is published for the launcher's timeout report once the wait
     outlasts a slice. ``peers`` are world ranks whose exit makes the wait hopeless.
+    ``until`` is the waiter's own condition, looked at again at every slice: what
+    another thread of this rank completed ends the wait even if its ring was missed.
     """
     value = atomic.cell_wait(address, old, WAIT_SLICE)
-    if value != old:
+    if value != old or (until is not None and until()):
         return value
     world = current()
     text = what() if callable(what) else what
@@ -419,7 +430,7 @@ def wait_cell(address, old, what, peers=()):
                 raise problem
             run_idle_hooks()
             value = atomic.cell_wait(address, old, WAIT_SLICE)
-            if value != old:
+            if value != old or (until is not None and until()):
                 return value
     finally:
         world.clear_waiting()

@@ -34,6 +34,7 @@ an object receive, ``payload`` (the bytes). A synchronous send's receiver
 acknowledges the match itself, as soon as a receive takes the message.
 """
 import atexit
+import functools
 import os
 import struct
 from collections import deque
@@ -138,6 +139,23 @@ class Core:
         self.payload = None
 
 
+def _locked(method):
+    """A Mailbox method run holding the rank's MPI lock, as the C engine's entry points
+    are (csrc/transport.c): it then rings this rank's doorbell when it completed
+    what another thread may wait for (a receive, a queued send)."""
+    @functools.wraps(method)
+    def locked(self, *args, **kwargs):
+        with atomic.mpi_lock:
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                if self.events != self.events_rung:
+                    self.events_rung = self.events
+                    if atomic.mpi_lock_shared():
+                        atomic.cell_add(self.doorbell, 1)
+    return locked
+
+
 class Mailbox:
     """The transport and matching state of this process (the fallback engine)."""
 
@@ -160,8 +178,10 @@ class Mailbox:
         self.queued = 0
         self.doorbell = world.doorbell(self.me)
         self.seen_bell = None
+        self.events = self.events_rung = 0  # receives completed, queued sends pushed
 
     # --- sending -------------------------------------------------------------
+    @_locked
     def send(self, dest, context, tag, data, flags, hold=False):
         """Hand ``data`` (bytes-like) to the transport: None once it is in the ring,
         else a ticket for sent() (the data was copied: the caller may reuse it; the C
@@ -179,9 +199,11 @@ class Mailbox:
         self._flush_queue(dest)
         return self.tickets[dest]
 
+    @_locked
     def sent(self, dest, ticket):
         return self.pushed[dest] >= ticket
 
+    @_locked
     def queued_dests(self):
         """The ranks queued sends wait to reach."""
         return tuple(dest for dest, queue in enumerate(self.queues) if queue)
@@ -227,6 +249,7 @@ class Mailbox:
                 queue.popleft()
                 self.queued -= 1
                 self.pushed[dest] += 1
+                self.events += 1
             elif flagged:
                 return
             else:
@@ -238,6 +261,7 @@ class Mailbox:
         self.send(arrived.source, context, arrived.flags >> SYNC_SHIFT, b"", 0)
 
     # --- receiving -----------------------------------------------------------
+    @_locked
     def progress(self):
         """Move arrived records into the matching engine and push queued sends."""
         bell = atomic.load32(self.doorbell)
@@ -287,6 +311,7 @@ class Mailbox:
                 return
         self.unexpected[arrived.source].append(arrived)
 
+    @_locked
     def deliver(self, arrived, target):
         """A receive into ``target`` (None: an object receive) completed by ``arrived``."""
         core = Core(arrived.context, constants.ANY_SOURCE, constants.ANY_TAG, target)
@@ -312,7 +337,9 @@ class Mailbox:
         else:
             core.target[:nbytes] = arrived.inline
         core.done = True
+        self.events += 1
 
+    @_locked
     def find(self, context, source, tag, remove):
         """The first unexpected message matching, per source in arrival order."""
         sources = range(len(self.unexpected)) if source == constants.ANY_SOURCE else (source,)
@@ -325,11 +352,13 @@ class Mailbox:
                     return arrived
         return None
 
+    @_locked
     def leftovers(self):
         """(tags of the unexpected messages, number of posted receives): tests check
         that a call left nothing behind."""
         return [arrived.tag for queue in self.unexpected for arrived in queue], len(self.posted)
 
+    @_locked
     def irecv(self, context, source, tag, target):
         """A receive, matched now with an unexpected message or posted for later."""
         core = Core(context, source, tag, target)
@@ -341,6 +370,7 @@ class Mailbox:
             self.posted.append(core)
         return core
 
+    @_locked
     def cancel(self, core):
         try:
             self.posted.remove(core)
@@ -349,6 +379,7 @@ class Mailbox:
             return False
 
     # --- waiting -------------------------------------------------------------
+    @_locked
     def wait_core(self, core, timeout):
         """Progress and wait (at most ``timeout`` seconds) until ``core`` is done."""
         bell = self.progress()
@@ -365,7 +396,7 @@ def wait_for(box, condition, what, peers=()):
         job.run_idle_hooks()
         if condition():
             return
-        job.wait_cell(box.doorbell, bell, what, peers)
+        job.wait_cell(box.doorbell, bell, what, peers, until=condition)
 
 
 # --- the fast paths of point-to-point calls (shmrma/csrc/transport.c) ----------------

@@ -143,22 +143,26 @@ class Channel(_CHANNEL_BASE):
                    atomic.load64(self._finished_at(rank)) for rank in range(self.n))
 
     # --- starting, progress ---
+    # Both hold the rank's MPI lock (csrc/native.h): another thread may progress
+    # this channel too (_progress_all), and the outbox and _active are the rank's.
     def start(self, operation):
-        self.started += 1
-        operation.step = self.started
-        self.operations.append(operation)
-        _active.add(self)
-        self.progress()
+        with atomic.mpi_lock:
+            self.started += 1
+            operation.step = self.started
+            self.operations.append(operation)
+            _active.add(self)
+            self.progress()
 
     def progress(self):
         """Deposit what may be, complete what can be, finish steps in order."""
-        for operation in self.operations:
-            if not operation.deposited and not self._deposit(operation):
-                break
-        for operation in self.operations:
-            if not operation.read and operation.deposited:
-                operation.try_read(self)
-        self._finish_steps()
+        with atomic.mpi_lock:
+            for operation in self.operations:
+                if not operation.deposited and not self._deposit(operation):
+                    break
+            for operation in self.operations:
+                if not operation.read and operation.deposited:
+                    operation.try_read(self)
+            self._finish_steps()
 
     def _deposit(self, operation):
         step = operation.step
@@ -281,8 +285,9 @@ class Channel(_CHANNEL_BASE):
 
     def free(self):
         """The communicator was freed: unmap once nothing of ours is read any more."""
-        self.freed = 1
-        self._close_if_done()
+        with atomic.mpi_lock:
+            self.freed = 1
+            self._close_if_done()
 
     def _close_if_done(self):
         if self.freed and not self.operations and self.region is not None and \
@@ -326,7 +331,6 @@ class Operation:
 
     def complete(self, views, error=None):
         """Read the sources' streams (once): the error the request raises, if any."""
-        self.read = True
         self.stream = None
         if error is not None:
             self.error = self.error or error
@@ -336,6 +340,8 @@ class Operation:
             except Exception as exc:  # a mismatch, a user op's own error
                 self.error = exc
         self.finish_with = None
+        self.read = True    # last: the thread that waits for it takes it as done
+        job.wake_threads()
 
     def try_read(self, channel):
         channel._read(self)
@@ -472,10 +478,11 @@ def _outbox_of(world_rank, generation, size):
 def _progress_all():
     """A rank waiting for anything runs its collectives' deposits and reads: others
     may be waiting for them."""
-    for channel in list(_active):
-        channel.progress()
-    if _outboxes:
-        _outboxes[0].release()
+    with atomic.mpi_lock:
+        for channel in list(_active):
+            channel.progress()
+        if _outboxes:
+            _outboxes[0].release()
 
 
 @job.on_new_rank

@@ -15,8 +15,8 @@ raises at the call and its neighbors at Wait, naming it; nobody waits forever.
 """
 import struct
 
-from . import buffers, constants, errors
-from .collective import _Parts
+from . import atomic, buffers, constants, errors
+from .collective import _Parts, in_turn
 from .comm import _dumps, _loads
 from .nonblocking import _start, _take
 
@@ -151,6 +151,9 @@ class NeighborCollectives:
     # --- objects ---
     def neighbor_allgather(self, sendobj):
         """Every in-neighbor's object, in in-edge order (None along PROC_NULL)."""
+        if atomic.taking_turns():   # mpi4py's communicator lock (collective.in_turn)
+            return in_turn(self, "neighbor_allgather", self._objects, "neighbor_allgather",
+                           lambda outdegree: _dumps(sendobj), True)
         return self._objects("neighbor_allgather", lambda outdegree: _dumps(sendobj), True)
 
     def neighbor_alltoall(self, sendobj):
@@ -161,6 +164,9 @@ class NeighborCollectives:
             if len(items) != outdegree:
                 raise ValueError("expecting %d items, got %d" % (outdegree, len(items)))
             return [_dumps(item) for item in items]
+        if atomic.taking_turns():
+            return in_turn(self, "neighbor_alltoall", self._objects, "neighbor_alltoall",
+                           outgoing, False)
         return self._objects("neighbor_alltoall", outgoing, False)
 
     def _objects(self, name, outgoing, gather):

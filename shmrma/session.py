@@ -114,10 +114,10 @@ class Session(HandleBase, SameReferent, IntHandle, handlers.ErrorHandling, Buffe
 def _thread_level(hints):
     """A session's thread level: the one its info asked for ("thread_level", MPI-4.0
     §11.3.1), else the highest, as far as the process supports it."""
-    from .environment import THREAD_SUPPORTED
+    from .environment import supported_thread_level
     asked = {name: level for level, name in _THREAD_LEVELS.items()}.get(
         str(hints.get("thread_level", "")).upper(), constants.THREAD_MULTIPLE)
-    return min(asked, THREAD_SUPPORTED)
+    return min(asked, supported_thread_level())
 
 
 def _members(pset_name):

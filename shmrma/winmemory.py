@@ -112,7 +112,10 @@ def reach_taken_pages():
 def _forced_copy(pid, remote, local, nbytes, write):
     fd = _proc_mem.get(pid)
     if fd is None:
-        fd = _proc_mem[pid] = os.open("/proc/%d/mem" % pid, os.O_RDWR | os.O_CLOEXEC)
+        opened = os.open("/proc/%d/mem" % pid, os.O_RDWR | os.O_CLOEXEC)
+        fd = _proc_mem.setdefault(pid, opened)     # one, if two threads opened it
+        if fd != opened:
+            os.close(opened)
     done = 0
     while done < nbytes:
         if write:

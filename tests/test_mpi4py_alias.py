@@ -141,22 +141,22 @@ RC_PROGRAM = '''
 
 
 @pytest.mark.parametrize("settings,env,expected", [
-    ([], {}, "True 2 RETURN RETURN RETURN RETURN []"),
+    ([], {}, "True 3 RETURN RETURN RETURN RETURN []"),
     (["thread_level=single"], {}, "True 0 RETURN RETURN RETURN RETURN []"),
+    (["thread_level=serialized"], {}, "True 2 RETURN RETURN RETURN RETURN []"),
     (["threads=false"], {}, "True 0 RETURN RETURN RETURN RETURN []"),
     (["initialize=false"], {}, "False 2 RETURN RETURN RETURN RETURN []"),
-    (["errors=default"], {}, "True 2 FATAL FATAL FATAL FATAL []"),
-    (["errors=fatal"], {}, "True 2 FATAL FATAL FATAL FATAL []"),
-    (["errors=abort"], {}, "True 2 ABORT ABORT ABORT ABORT []"),
+    (["errors=default"], {}, "True 3 FATAL FATAL FATAL FATAL []"),
+    (["errors=fatal"], {}, "True 3 FATAL FATAL FATAL FATAL []"),
+    (["errors=abort"], {}, "True 3 ABORT ABORT ABORT ABORT []"),
     (["errors=default"], {"MPI4PY_RC_ERRORS": "abort"},
-     "True 2 ABORT ABORT ABORT ABORT []"),
-    (["thread_level=many"], {}, "True 2 RETURN RETURN RETURN RETURN "
+     "True 3 ABORT ABORT ABORT ABORT []"),
+    (["thread_level=many"], {}, "True 3 RETURN RETURN RETURN RETURN "
      "[\"mpi4py.rc.thread_level: unexpected value 'many'\"]"),
 ])
 def test_mpi4py_rc_takes_effect_at_import(run_shmrma, tmp_path, settings, env, expected):
     """mpi4py.rc and MPI4PY_RC_* (which win) act when mpi4py.MPI is imported, as in
-    mpi4py: initialization, the thread level (at most THREAD_SERIALIZED, what shmrma
-    supports), the error handler of the predefined communicators and of every
+    mpi4py: initialization, the thread level, the error handler of the predefined communicators and of every
     object made next; an unexpected value is mpi4py's RuntimeWarning."""
     result = run_shmrma(["-n", 2, write(tmp_path, RC_PROGRAM), *settings], env=env)
     assert result.returncode == 0, result.stderr

@@ -16,10 +16,9 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 import mpi4py_suite  # noqa: E402
 
 EXPECTED = {"test_win": 100, "test_rma": 36, "test_rma_nb": 14, "test_util_sync": 78}
-# passed at 2 ranks (of: test_datatype 50, exceptions 55, p2p_obj 92 (mpi4py's comm
-# lock), util_pkl5 126 (intercommunicators), buffer 16 (release() of a
-# numpy-backed buffer), objmodel 17 (_sizeof, _addressof: C handle memory));
-# the others pass whole
+# passed at 2 ranks (of: test_datatype 50, exceptions 55, util_pkl5 126
+# (intercommunicators), buffer 16 (release() of a numpy-backed buffer), objmodel 17
+# (_sizeof, _addressof: C handle memory)); the others pass whole
 FLOORS = {
     "test_address": 6, "test_attributes": 60, "test_buffer": 11, "test_cco_buf": 72,
     "test_cco_nb_buf": 70, "test_cco_nb_vec": 62, "test_cco_ngh_buf": 16, "test_cco_ngh_obj": 8,
@@ -29,10 +28,10 @@ FLOORS = {
     "test_handle": 37, "test_objmodel": 15, "test_errorcode": 6, "test_exceptions": 54,
     "test_grequest": 7, "test_group": 52, "test_info": 17, "test_mpimem": 2,
     "test_msgspec": 123, "test_msgzero": 8, "test_op": 11, "test_p2p_buf": 52,
-    "test_p2p_buf_matched": 11, "test_p2p_buf_part": 12, "test_p2p_obj": 88,
+    "test_p2p_buf_matched": 11, "test_p2p_buf_part": 12, "test_p2p_obj": 92,
     "test_p2p_obj_matched": 10, "test_pack": 6, "test_pickle": 6, "test_request": 12,
     "test_session": 9, "test_status": 11, "test_util_dtlib": 24, "test_util_pkl5": 114,
-    "test_util_pool": 40,
+    "test_util_pool": 40, "test_threads": 3, "test_toplevel": 7,
 }
 
 

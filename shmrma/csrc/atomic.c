@@ -312,6 +312,153 @@ wait_left(int32_t *cell, int32_t value)
     t_left_at = now_ns();
 }
 
+/* ------------------------------------------------------------------ */
+/* the rank's MPI lock (native.h says what it guards)                   */
+/* ------------------------------------------------------------------ */
+
+/* Read and written with the GIL held only, but for g_lock_word, the futex word
+ * a thread that found the lock taken sleeps on (without the GIL): the holder
+ * bumps it when it gives the lock back to sleepers. */
+static __thread char t_thread;          /* its address tells the threads apart */
+static char *g_lock_owner;              /* the holder's &t_thread; NULL: free */
+static long g_lock_depth;
+static long g_lock_sleepers;
+static uint32_t g_lock_word;
+static char *g_lock_first;              /* the first thread that took it */
+static int g_lock_shared;               /* a second one did */
+
+void
+mpi_lock(void)
+{
+    char *me = &t_thread;
+    while (g_lock_owner != NULL && g_lock_owner != me) {
+        uint32_t seen = __atomic_load_n(&g_lock_word, SC);
+        g_lock_sleepers++;
+        Py_BEGIN_ALLOW_THREADS
+        syscall(SYS_futex, &g_lock_word, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+        Py_END_ALLOW_THREADS
+        g_lock_sleepers--;
+    }
+    if (me != g_lock_first && !g_lock_shared) {
+        if (g_lock_first == NULL)
+            g_lock_first = me;
+        else
+            g_lock_shared = 1;
+    }
+    g_lock_owner = me;
+    g_lock_depth++;
+}
+
+void
+mpi_unlock(void)
+{
+    if (--g_lock_depth > 0)
+        return;
+    g_lock_owner = NULL;
+    if (g_lock_sleepers) {
+        __atomic_fetch_add(&g_lock_word, 1u, SC);
+        syscall(SYS_futex, &g_lock_word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+    }
+}
+
+int
+mpi_lock_shared(void)
+{
+    return g_lock_shared;
+}
+
+/* Give the lock up, however deep this thread holds it (a wait): the depth to
+ * take it back with, 0 when it did not hold it. */
+static long
+mpi_lock_give_up(void)
+{
+    long depth;
+    if (g_lock_owner != &t_thread)
+        return 0;
+    depth = g_lock_depth;
+    g_lock_depth = 1;
+    mpi_unlock();
+    return depth;
+}
+
+static void
+mpi_lock_take_back(long depth)
+{
+    if (depth == 0)
+        return;
+    mpi_lock();
+    g_lock_depth = depth;
+}
+
+/* The lock for Python's steps on the rank's MPI state: ``with mpi_lock:``. */
+typedef struct {
+    PyObject_HEAD
+} MPILock;
+
+static PyObject *
+mpilock_enter(PyObject *self, PyObject *unused)
+{
+    mpi_lock();
+    Py_INCREF(self);
+    return self;
+}
+
+static PyObject *
+mpilock_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    mpi_unlock();
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef mpilock_methods[] = {
+    {"__enter__", (PyCFunction)mpilock_enter, METH_NOARGS, "take the rank's MPI lock"},
+    {"__exit__", (PyCFunction)(void (*)(void))mpilock_exit, METH_FASTCALL,
+     "give it back"},
+    {NULL}
+};
+
+static PyTypeObject MPILockType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "shmrma._native.MPILock",
+    .tp_basicsize = sizeof(MPILock),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The rank's MPI lock (native.h), for Python's steps on its MPI state: "
+              "recursive; every wait gives it up while it waits.",
+    .tp_methods = mpilock_methods,
+};
+
+static PyObject *
+n_mpi_lock_shared(PyObject *m, PyObject *unused)
+{
+    return PyBool_FromLong(g_lock_shared);
+}
+
+static int g_take_turns;
+
+int
+taking_turns(void)
+{
+    if (!g_take_turns) {
+        PyInterpreterState *interp = PyThreadState_GetInterpreter(PyThreadState_Get());
+        PyThreadState *first = PyInterpreterState_ThreadHead(interp);
+        g_take_turns = first != NULL && PyThreadState_Next(first) != NULL;
+    }
+    return g_take_turns;
+}
+
+static PyObject *
+n_taking_turns(PyObject *m, PyObject *unused)
+{
+    return PyBool_FromLong(taking_turns());
+}
+
+static PyObject *
+n_take_turns(PyObject *m, PyObject *unused)
+{
+    g_take_turns = 1;
+    Py_RETURN_NONE;
+}
+
 /* Is a wait for *cell != old the one this thread left a moment ago, going on? */
 static int
 goes_on(int32_t *cell, int32_t old)
@@ -322,7 +469,7 @@ goes_on(int32_t *cell, int32_t old)
 int
 wait_changed(int32_t *cell, int32_t old, double timeout, int32_t *out)
 {
-    long spin = g_spin, yields = g_yields;
+    long spin = g_spin, yields = g_yields, held;
     int64_t deadline;
     int32_t v = __atomic_load_n(cell, SC);
     int r;
@@ -335,16 +482,20 @@ wait_changed(int32_t *cell, int32_t old, double timeout, int32_t *out)
         spin = yields = 0;
     /* > ~31 years (or inf) means: no deadline */
     deadline = timeout >= 1e9 ? -1 : now_ns() + (int64_t)(timeout * 1e9);
+    held = mpi_lock_give_up();      /* a wait blocks only its own thread */
     for (;;) {
         Py_BEGIN_ALLOW_THREADS
         r = cell_wait_nogil(cell, old, deadline, spin, yields, &v);
         Py_END_ALLOW_THREADS
         if (r != WAIT_CHECK)
             break;
-        if (PyErr_CheckSignals() < 0)
+        if (PyErr_CheckSignals() < 0) {
+            mpi_lock_take_back(held);
             return -1;
+        }
         spin = yields = 0;      /* already spun: go straight back to sleep */
     }
+    mpi_lock_take_back(held);
     wait_left(v == old ? cell : NULL, old);
     *out = v;
     return 0;
@@ -594,6 +745,13 @@ n_set_wait_params(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 }
 
 static PyMethodDef atomic_functions[] = {
+    {"mpi_lock_shared", (PyCFunction)n_mpi_lock_shared, METH_NOARGS,
+     "mpi_lock_shared() -> bool: a second thread has taken the rank's MPI lock."},
+    {"taking_turns", (PyCFunction)n_taking_turns, METH_NOARGS,
+     "taking_turns() -> bool: the process runs (or ran) a second Python thread, or "
+     "take_turns() was called."},
+    {"take_turns", (PyCFunction)n_take_turns, METH_NOARGS,
+     "take_turns(): from now on taking_turns() is True."},
     FC(load32, "load32(addr) -> int: seq_cst load of the int32 at addr."),
     FC(load64, "load64(addr) -> int: seq_cst load of the int64 at addr."),
     FC(store32, "store32(addr, v): seq_cst store of v mod 2**32."),
@@ -635,7 +793,10 @@ atomic_init(PyObject *module)
     g_yields = env_count("SHMRMA_YIELDS", DEFAULT_YIELDS);
     if (PyModule_AddIntConstant(module, "DEFAULT_SPIN", DEFAULT_SPIN) < 0 ||
             PyModule_AddIntConstant(module, "DEFAULT_YIELDS", DEFAULT_YIELDS) < 0 ||
-            PyModule_AddIntConstant(module, "MEMCPY_NOGIL_MIN", MEMCPY_NOGIL_MIN) < 0)
+            PyModule_AddIntConstant(module, "MEMCPY_NOGIL_MIN", MEMCPY_NOGIL_MIN) < 0 ||
+            PyType_Ready(&MPILockType) < 0 ||
+            PyModule_AddObject(module, "mpi_lock", PyType_GenericNew(&MPILockType, NULL,
+                                                                     NULL)) < 0)
         return -1;
     return PyModule_AddFunctions(module, atomic_functions);
 }

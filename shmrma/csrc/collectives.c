@@ -650,6 +650,8 @@ n_coll_allgather_bytes(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     int parity, r, me;
     if (check_nargs("coll_allgather_bytes", nargs, 2) < 0)
         return NULL;
+    if (taking_turns())
+        Py_RETURN_FALSE;
     data = args[1];
     if (!(c = coll_comm(args[0])) || !PyBytes_CheckExact(data) ||
             PyBytes_GET_SIZE(data) > c->areas[SMALL].slot)
@@ -685,6 +687,8 @@ n_coll_bcast_bytes(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     int parity, me;
     if (check_nargs("coll_bcast_bytes", nargs, 3) < 0)
         return NULL;
+    if (taking_turns())
+        Py_RETURN_FALSE;
     data = args[1];
     if (!(c = coll_comm(args[0])) || (root = plain_int(args[2])) < 0 || root >= c->size)
         Py_RETURN_FALSE;

@@ -203,6 +203,37 @@ now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* --- the rank's MPI lock (atomic.c) ------------------------------------------
+ * MPI-3.1 §12.4: with THREAD_MULTIPLE, calls made at once by several threads
+ * behave as if made one after the other, and a blocking call blocks only its
+ * own thread.  Every step on this process's MPI state that may let the GIL go
+ * midway (a large copy, a read of another process's memory, a Python
+ * callback) or that is a Python function of several steps holds this lock; a
+ * wait never does: wait_changed, the one wait, gives it up while it waits and
+ * takes it back after.  It is recursive, taken and given back with the GIL
+ * held (which guards its fields), so taking it free costs a few plain loads
+ * and stores; a thread that finds another holding it (a holder that let the
+ * GIL go) sleeps without the GIL until it is given back. */
+void mpi_lock(void);
+void mpi_unlock(void);
+/* Has a second thread ever taken the lock?  From then on a step that completes
+ * what another thread may wait for rings this rank's doorbell (wake_threads). */
+int mpi_lock_shared(void);
+
+/* Whether the object collectives take turns on mpi4py's communicator lock
+ * (collective.py's in_turn): once the process runs a second Python thread, or
+ * Python said so (take_turns); sticky.  Their C paths miss then, so the Python
+ * path runs them holding it. */
+int taking_turns(void);
+
+/* Wake this rank's threads waiting on its doorbell, when there may be any. */
+static inline void
+wake_threads(int32_t *doorbell)
+{
+    if (mpi_lock_shared())
+        cell_bump(doorbell);
+}
+
 /* --- the wait policy (atomic.c) --------------------------------------------- */
 
 extern long g_spin, g_yields;

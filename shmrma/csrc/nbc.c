@@ -272,7 +272,11 @@ channel_bind(ChannelCore *c, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *
 channel_finish_steps(ChannelCore *c, PyObject *unused)
 {
-    if (finish_steps(c) < 0)
+    int rc;
+    mpi_lock();
+    rc = finish_steps(c);
+    mpi_unlock();
+    if (rc < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -557,13 +561,17 @@ try_read(NbcOp *o)
         return -1;
     o->read = 1;
     release_args(o);
+    wake_threads(c->doorbells[c->me]);     /* its own thread may be waiting for it */
     return 1;
 }
 
 static PyObject *
 nbcop_try_read(NbcOp *o, PyObject *channel)
 {
-    int rc = try_read(o);
+    int rc;
+    mpi_lock();
+    rc = try_read(o);
+    mpi_unlock();
     if (rc < 0)
         return NULL;
     return PyBool_FromLong(rc);
@@ -608,27 +616,34 @@ static PyObject *
 nbcop_wait(NbcOp *o, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     int rc;
-    if (!c_can_complete(o, nargs, kwnames, args))
-        return request_python_path(g_python_wait, (PyObject *)o, args, nargs, kwnames);
-    rc = wait_bell(o->channel->doorbells[o->channel->me], poll_op, o, WAIT_SLICE);
-    if (rc < 0)
-        return NULL;
+    PyObject *done = NULL;
+    mpi_lock();
+    if (c_can_complete(o, nargs, kwnames, args) &&
+            (rc = wait_bell(o->channel->doorbells[o->channel->me], poll_op, o,
+                            WAIT_SLICE)) != 0)
+        done = rc < 0 ? NULL : report(o);
+    else
+        rc = 0;
+    mpi_unlock();
     if (rc == 0)        /* a long wait: Python waits on, with the job's abort checks */
         return request_python_path(g_python_wait, (PyObject *)o, args, nargs, kwnames);
-    return report(o);
+    return done;
 }
 
 static PyObject *
 nbcop_test(NbcOp *o, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     int rc;
-    if (!c_can_complete(o, nargs, kwnames, args))
-        return request_python_path(g_python_test, (PyObject *)o, args, nargs, kwnames);
-    if ((rc = try_read(o)) < 0)
-        return NULL;
+    PyObject *done = NULL;
+    mpi_lock();
+    if (c_can_complete(o, nargs, kwnames, args) && (rc = try_read(o)) != 0)
+        done = rc < 0 ? NULL : report(o);
+    else
+        rc = 0;
+    mpi_unlock();
     if (rc == 0)
         return request_python_path(g_python_test, (PyObject *)o, args, nargs, kwnames);
-    return report(o);
+    return done;
 }
 
 static void
@@ -1001,7 +1016,7 @@ deposit(NbcOp *o)
 /* nbc_start(channel, kind, sendbuf, recvbuf, op, root) -> the request, or False;
  * Ireduce_scatter passes its recvcounts for root */
 static PyObject *
-n_nbc_start(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+start_locked(PyObject *const *args, Py_ssize_t nargs)
 {
     ChannelCore *c;
     NbcOp *o;
@@ -1046,6 +1061,16 @@ n_nbc_start(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     return (PyObject *)o;
+}
+
+static PyObject *
+n_nbc_start(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *started;
+    mpi_lock();         /* the channel's state, and the set of active channels */
+    started = start_locked(args, nargs);
+    mpi_unlock();
+    return started;
 }
 
 /* nbc_setup(**constants): the area's layout and the Python helpers. */

@@ -15,8 +15,13 @@
  * This file owns this process's matching state: the messages that arrived
  * before a receive wanted them (per source, in arrival order), the receives
  * posted before their message arrived (in posting order), and the sends that
- * wait for room in a full ring (per destination).  Everything runs with the
- * GIL held but the waits, which release it.
+ * wait for room in a full ring (per destination).  Every entry point holds the
+ * rank's MPI lock (native.h) while it touches that state, so calls from several
+ * threads happen one after the other: large copies, reads of another process's
+ * memory and the Python callbacks let the GIL go midway, but not the lock.
+ * The waits give it up.  What one thread completes that another may wait for
+ * (a receive it posted, a send it queued) rings this rank's doorbell when
+ * the lock is shared (unlock).
  */
 #include "native.h"
 
@@ -151,6 +156,7 @@ typedef struct {
     Py_ssize_t direct_min;      /* the smallest held send a receiver reads directly */
     int read_peers;             /* this rank may read its senders' memory (SHMRMA_VM_READV) */
     PyObject *new_staging, *attach_staging;
+    uint64_t events, events_rung;   /* receives completed, queued sends pushed; rung */
 } Transport;
 
 static PyTypeObject CoreType, ArrivedType, TransportType;
@@ -158,6 +164,25 @@ static PyTypeObject CoreType, ArrivedType, TransportType;
 
 /* The transport of this process: the last one made (one per rank). */
 static Transport *g_current = NULL;
+
+/* An entry point's hold of the MPI lock: unlock() rings this rank's doorbell
+ * when the call completed something since the last ring, so that another
+ * thread waiting on the doorbell for it looks again. */
+static inline void
+lock(void)
+{
+    mpi_lock();
+}
+
+static inline void
+unlock(Transport *t)
+{
+    if (t->events != t->events_rung) {
+        t->events_rung = t->events;
+        wake_threads(t->doorbell);
+    }
+    mpi_unlock();
+}
 
 /* ------------------------------------------------------------------ */
 /* rings                                                                */
@@ -450,6 +475,7 @@ flush_queue(Transport *t, int dest)
             free_msg(pop(q));
             t->queued--;
             t->pushed[dest]++;
+            t->events++;
         }
         else if (flagged)
             return;
@@ -608,10 +634,9 @@ complete(Transport *t, Core *c, int32_t source, int32_t flags, int32_t context, 
     c->tag = tag;
     c->flags = flags;
     c->count = nbytes;
-    c->done = 1;
     if (staged && (name = PyBytes_FromStringAndSize(data, len)) == NULL)
-        return -1;
-    if (!c->has_view) {
+        rc = -1;
+    else if (!c->has_view) {
         if (staged)
             result = PyObject_CallFunction(t->fetch, "OL", name, (long long)nbytes);
         else
@@ -635,6 +660,10 @@ complete(Transport *t, Core *c, int32_t source, int32_t flags, int32_t context, 
     else
         copy_large(c->view.buf, data, (size_t)nbytes);
     Py_XDECREF(name);
+    /* done last: the thread that waits for it reads the payload once it sees done
+     * (a copy and a fetch let the GIL go) */
+    c->done = 1;
+    t->events++;
     return rc;
 }
 
@@ -773,6 +802,7 @@ received_part(Transport *t, int source, int64_t length, int64_t nbytes)
         return 0;
     if (p->core != NULL) {
         p->core->done = 1;
+        t->events++;
         Py_DECREF(p->core);
     }
     else
@@ -1289,6 +1319,37 @@ ticket_of(int64_t ticket)
     return PyLong_FromLongLong(ticket);
 }
 
+/* A message of view's bytes (data's) to dest, the lock held: 0 when it went in,
+ * else its ticket; -1 with an exception on failure. */
+static int64_t
+send_payload(Transport *t, int32_t dest, int32_t context, int32_t tag, int32_t flags,
+             PyObject *data, Py_buffer *view, int hold)
+{
+    PyObject *name;
+    int64_t ticket;
+    if (view->len > t->inline_max && dest == t->me)
+        return send_to_self(t, flags, context, tag, view);
+    if (view->len > t->inline_max && t->staging_out[dest].base == NULL &&
+            open_staging(t, dest) < 0)
+        return -1;
+    if (view->len > t->inline_max && t->staging_out[dest].base != NULL)
+        return send_staged(t, dest, flags, context, tag, data, view, hold);
+    if (view->len <= t->inline_max)
+        return send_record(t, dest, flags, context, tag, view->len, view->buf, view->len);
+    /* no room in /dev/shm for a staging ring: a segment of its own */
+    name = PyObject_CallFunctionObjArgs(t->stage, data, NULL);
+    if (name == NULL || !PyBytes_Check(name)) {
+        if (name && !PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "stage() must return bytes");
+        Py_XDECREF(name);
+        return -1;
+    }
+    ticket = send_record(t, dest, flags | FLAG_IN_SEGMENT, context, tag, view->len,
+                         PyBytes_AS_STRING(name), PyBytes_GET_SIZE(name));
+    Py_DECREF(name);
+    return ticket;
+}
+
 /* send(dest, context, tag, data, flags[, hold]) -> None (in the ring) or a
  * ticket.  A payload larger than a quarter of the ring streams through the
  * pair's staging ring in chunks (held, not copied, while it waits for room
@@ -1300,10 +1361,7 @@ t_send(Transport *t, PyObject *const *args, Py_ssize_t nargs)
 {
     int32_t dest, context, tag, flags;
     Py_buffer view;
-    PyObject *name = NULL;
     int64_t ticket;
-    const char *data;
-    Py_ssize_t len;
     int hold = 0;
     if (nargs == 6 && (hold = PyObject_IsTrue(args[5])) < 0)
         return NULL;
@@ -1313,40 +1371,9 @@ t_send(Transport *t, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     if (PyObject_GetBuffer(args[3], &view, PyBUF_C_CONTIGUOUS) < 0)
         return NULL;
-    data = view.buf;
-    len = view.len;
-    if (len > t->inline_max && dest == t->me) {
-        ticket = send_to_self(t, flags, context, tag, &view);
-        PyBuffer_Release(&view);
-        return ticket_of(ticket);
-    }
-    if (len > t->inline_max && dest != t->me && t->staging_out[dest].base == NULL) {
-        int opened = open_staging(t, dest);
-        if (opened < 0) {
-            PyBuffer_Release(&view);
-            return NULL;
-        }
-    }
-    if (len > t->inline_max && dest != t->me && t->staging_out[dest].base != NULL) {
-        ticket = send_staged(t, dest, flags, context, tag, args[3], &view, hold);
-        PyBuffer_Release(&view);
-        return ticket_of(ticket);
-    }
-    if (len > t->inline_max) {
-        name = PyObject_CallFunctionObjArgs(t->stage, args[3], NULL);
-        if (name == NULL || !PyBytes_Check(name)) {
-            if (name && !PyErr_Occurred())
-                PyErr_SetString(PyExc_TypeError, "stage() must return bytes");
-            Py_XDECREF(name);
-            PyBuffer_Release(&view);
-            return NULL;
-        }
-        data = PyBytes_AS_STRING(name);
-        len = PyBytes_GET_SIZE(name);
-        flags |= FLAG_IN_SEGMENT;
-    }
-    ticket = send_record(t, dest, flags, context, tag, view.len, data, len);
-    Py_XDECREF(name);
+    lock();
+    ticket = send_payload(t, dest, context, tag, flags, args[3], &view, hold);
+    unlock(t);
     PyBuffer_Release(&view);
     return ticket_of(ticket);
 }
@@ -1357,12 +1384,16 @@ t_sent(Transport *t, PyObject *const *args, Py_ssize_t nargs)
 {
     int32_t dest;
     long long ticket;
+    int sent;
     if (check_nargs("sent", nargs, 2) < 0 || world_rank(t, args[0], 0, &dest) < 0)
         return NULL;
     ticket = PyLong_AsLongLong(args[1]);
     if (ticket == -1 && PyErr_Occurred())
         return NULL;
-    return PyBool_FromLong(t->pushed[dest] >= (uint64_t)ticket);
+    lock();
+    sent = t->pushed[dest] >= (uint64_t)ticket;
+    unlock(t);
+    return PyBool_FromLong(sent);
 }
 
 static PyObject *
@@ -1372,16 +1403,19 @@ t_queued_dests(Transport *t, PyObject *unused)
     int dest;
     if (result == NULL)
         return NULL;
+    lock();
     for (dest = 0; dest < t->n; dest++)
         if (t->queues[dest].head) {
             if ((rank = PyLong_FromLong(dest)) == NULL || PyList_Append(result, rank) < 0) {
                 Py_XDECREF(rank);
-                Py_DECREF(result);
-                return NULL;
+                Py_CLEAR(result);
+                break;
             }
             Py_DECREF(rank);
         }
-    Py_SETREF(result, PyList_AsTuple(result));
+    unlock(t);
+    if (result != NULL)
+        Py_SETREF(result, PyList_AsTuple(result));
     return result;
 }
 
@@ -1389,9 +1423,11 @@ static PyObject *
 t_progress(Transport *t, PyObject *unused)
 {
     int32_t bell;
-    if (progress(t, &bell) < 0)
-        return NULL;
-    return PyLong_FromLong(bell);
+    int rc;
+    lock();
+    rc = progress(t, &bell);
+    unlock(t);
+    return rc < 0 ? NULL : PyLong_FromLong(bell);
 }
 
 /* irecv(context, source, tag, target) -> Core, matched now or posted */
@@ -1401,26 +1437,26 @@ t_irecv(Transport *t, PyObject *const *args, Py_ssize_t nargs)
     int32_t context, source, tag;
     Core *c;
     Msg *m;
+    int rc;
     if (check_nargs("irecv", nargs, 4) < 0 || int32_arg(args[0], &context) < 0 ||
             world_rank(t, args[1], 1, &source) < 0 || int32_arg(args[2], &tag) < 0)
         return NULL;
     if ((c = new_core(context, source, tag, args[3])) == NULL)
         return NULL;
-    if (progress(t, NULL) < 0) {
+    lock();
+    rc = progress(t, NULL);
+    if (rc == 0 && (m = find(t, context, source, tag, 1)) != NULL) {
+        rc = complete(t, c, m->peer, m->flags, m->context, m->tag, m->nbytes, m->data,
+                      m->len);
+        PyMem_Free(m);
+    }
+    else if (rc == 0)
+        post(t, c);
+    unlock(t);
+    if (rc < 0) {
         Py_DECREF(c);
         return NULL;
     }
-    if ((m = find(t, context, source, tag, 1)) != NULL) {
-        int rc = complete(t, c, m->peer, m->flags, m->context, m->tag, m->nbytes, m->data,
-                          m->len);
-        PyMem_Free(m);
-        if (rc < 0) {
-            Py_DECREF(c);
-            return NULL;
-        }
-    }
-    else
-        post(t, c);
     return (PyObject *)c;
 }
 
@@ -1428,15 +1464,19 @@ static PyObject *
 t_cancel(Transport *t, PyObject *core)
 {
     Core *c = (Core *)core;
+    int posted;
     if (!PyObject_TypeCheck(core, &CoreType)) {
         PyErr_SetString(PyExc_TypeError, "cancel(): expecting a Core");
         return NULL;
     }
-    if (!c->posted)
-        Py_RETURN_FALSE;
-    unpost(t, c);
-    Py_DECREF(c);
-    Py_RETURN_TRUE;
+    lock();
+    posted = c->posted;
+    if (posted)
+        unpost(t, c);
+    unlock(t);
+    if (posted)
+        Py_DECREF(c);
+    return PyBool_FromLong(posted);
 }
 
 /* find(context, source, tag, remove) -> Arrived or None */
@@ -1445,17 +1485,21 @@ t_find(Transport *t, PyObject *const *args, Py_ssize_t nargs)
 {
     int32_t context, source, tag;
     int remove;
-    Msg *m, *copy;
+    Msg *m;
     if (check_nargs("find", nargs, 4) < 0 || int32_arg(args[0], &context) < 0 ||
             world_rank(t, args[1], 1, &source) < 0 || int32_arg(args[2], &tag) < 0 ||
             (remove = PyObject_IsTrue(args[3])) < 0)
         return NULL;
-    if ((m = find(t, context, source, tag, remove)) == NULL)
-        Py_RETURN_NONE;
-    if (remove)
+    lock();
+    m = find(t, context, source, tag, remove);
+    if (m != NULL && !remove)
+        m = new_msg(m->peer, m->flags, m->context, m->tag, m->nbytes, m->data, m->len);
+    unlock(t);
+    if (m != NULL)
         return new_arrived(m);
-    copy = new_msg(m->peer, m->flags, m->context, m->tag, m->nbytes, m->data, m->len);
-    return copy ? new_arrived(copy) : NULL;
+    if (PyErr_Occurred())
+        return NULL;
+    Py_RETURN_NONE;
 }
 
 /* deliver(arrived, target) -> Core completed by the message */
@@ -1478,7 +1522,9 @@ t_deliver(Transport *t, PyObject *const *args, Py_ssize_t nargs)
     if ((c = new_core(m->context, ANY_SOURCE, ANY_TAG, args[1])) == NULL)
         return NULL;
     a->msg = NULL;
+    lock();
     rc = complete(t, c, m->peer, m->flags, m->context, m->tag, m->nbytes, m->data, m->len);
+    unlock(t);
     PyMem_Free(m);
     if (rc < 0) {
         Py_DECREF(c);
@@ -1495,6 +1541,7 @@ t_wait_core(Transport *t, PyObject *const *args, Py_ssize_t nargs)
     double timeout;
     int64_t deadline;
     int32_t bell, seen;
+    int rc;
     if (check_nargs("wait_core", nargs, 2) < 0 ||
             get_timeout(args[1], "wait_core", &timeout) < 0)
         return NULL;
@@ -1504,18 +1551,19 @@ t_wait_core(Transport *t, PyObject *const *args, Py_ssize_t nargs)
     }
     c = (Core *)args[0];
     deadline = now_ns() + (int64_t)(timeout * 1e9);
+    lock();
     for (;;) {
         int64_t left;
-        if (progress(t, &bell) < 0)
-            return NULL;
-        if (c->done)
-            Py_RETURN_TRUE;
+        if ((rc = progress(t, &bell)) < 0 || c->done)
+            break;
         left = deadline - now_ns();
         if (left <= 0)
-            Py_RETURN_FALSE;
-        if (wait_changed(t->doorbell, bell, left * 1e-9, &seen) < 0)
-            return NULL;
+            break;
+        if ((rc = wait_changed(t->doorbell, bell, left * 1e-9, &seen)) < 0)
+            break;
     }
+    unlock(t);
+    return rc < 0 ? NULL : PyBool_FromLong(c->done);
 }
 
 static PyObject *
@@ -1527,19 +1575,23 @@ t_leftovers(Transport *t, PyObject *unused)
     int s;
     if (tags == NULL)
         return NULL;
-    for (s = 0; s < t->n; s++) {
+    lock();
+    for (s = 0; s < t->n && tags; s++) {
         Msg *m;
         for (m = t->unexpected[s].head; m; m = m->next) {
             if ((tag = PyLong_FromLong(m->tag)) == NULL || PyList_Append(tags, tag) < 0) {
                 Py_XDECREF(tag);
-                Py_DECREF(tags);
-                return NULL;
+                Py_CLEAR(tags);
+                break;
             }
             Py_DECREF(tag);
         }
     }
     for (c = t->posted_head; c; c = c->next)
         posted++;
+    unlock(t);
+    if (tags == NULL)
+        return NULL;
     result = Py_BuildValue("(On)", tags, posted);
     Py_DECREF(tags);
     return result;
@@ -1818,6 +1870,22 @@ receive_args(PyObject *state, PyObject *buf, PyObject *source_obj, PyObject *tag
     return 0;
 }
 
+/* A fast send's record into the ring, when nothing waits before it and it fits:
+ * whether it went in. */
+static int
+fast_push(Transport *t, int32_t world, int32_t flags, int32_t context, int32_t tag,
+          const char *data, Py_ssize_t len)
+{
+    int pushed;
+    if (len > t->inline_max)
+        return 0;
+    lock();
+    pushed = t->queues[world].head == NULL &&
+        push(t, world, flags, context * SUBCONTEXTS + P2P, tag, len, data, len);
+    unlock(t);
+    return pushed;
+}
+
 /* p2p_send(state, buf, dest, tag, flags) -> bool: the message is in the ring */
 static PyObject *
 n_p2p_send(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
@@ -1836,22 +1904,15 @@ n_p2p_send(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
             (tag = fast_tag(args[3], 0)) == MISSING || (flags = plain_int(args[4])) < 0)
         Py_RETURN_FALSE;
     world = c->ranks[dest];
-    if (t->queues[world].head)
-        Py_RETURN_FALSE;
     if (PyBytes_CheckExact(args[1])) {
         data = PyBytes_AS_STRING(args[1]);
         len = PyBytes_GET_SIZE(args[1]);
-        if (len > t->inline_max)
-            Py_RETURN_FALSE;
-        pushed = push(t, world, (int32_t)flags, c->context * SUBCONTEXTS + P2P, tag, len, data,
-                      len);
-        return PyBool_FromLong(pushed);
+        return PyBool_FromLong(fast_push(t, world, (int32_t)flags, c->context, tag, data,
+                                         len));
     }
     if (operand_get(args[1], 0, &o) < 0)
         Py_RETURN_FALSE;
-    pushed = o.view.len <= t->inline_max &&
-        push(t, world, (int32_t)flags, c->context * SUBCONTEXTS + P2P, tag, o.view.len,
-             o.view.buf, o.view.len);
+    pushed = fast_push(t, world, (int32_t)flags, c->context, tag, o.view.buf, o.view.len);
     operand_release(&o);
     return PyBool_FromLong(pushed);
 }
@@ -1885,9 +1946,7 @@ n_p2p_sendobj(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         len = PyBytes_GET_SIZE(data);
     }
     world = c->ranks[dest];
-    if (t->queues[world].head == NULL && len <= t->inline_max &&
-            push(t, world, FLAG_PICKLED, c->context * SUBCONTEXTS + P2P, tag, len, pickled,
-                 len)) {
+    if (fast_push(t, world, FLAG_PICKLED, c->context, tag, pickled, len)) {
         Py_XDECREF(data);
         Py_RETURN_TRUE;
     }
@@ -1948,39 +2007,41 @@ fast_receive(CommCore *c, PyObject *target, int32_t source, int32_t tag, int wai
     int32_t world = source == ANY_SOURCE ? ANY_SOURCE : c->ranks[source];
     int64_t deadline;
     Msg *m;
+    int rc;
     Core *core = new_core(context, world, tag, target);
     if (core == NULL)
         return NULL;
-    if (progress(t, &bell) < 0)
-        goto fail;
+    lock();
+    if ((rc = progress(t, &bell)) < 0)
+        goto done;
     if ((m = find(t, context, world, tag, 1)) != NULL) {
-        int rc = complete(t, core, m->peer, m->flags, m->context, m->tag, m->nbytes, m->data,
-                          m->len);
+        rc = complete(t, core, m->peer, m->flags, m->context, m->tag, m->nbytes, m->data,
+                      m->len);
         PyMem_Free(m);
-        if (rc < 0)
-            goto fail;
-        return core;
+        goto done;
     }
     post(t, core);
-    if (!wait)
-        return core;
     deadline = now_ns() + (int64_t)(WAIT_SLICE * 1e9);
-    while (!core->done) {
+    while (wait && !core->done) {
         int64_t left = deadline - now_ns();
         if (left <= 0)
             break;
-        if (wait_changed(t->doorbell, bell, left * 1e-9, &seen) < 0 || progress(t, &bell) < 0) {
+        if ((rc = wait_changed(t->doorbell, bell, left * 1e-9, &seen)) < 0 ||
+                (rc = progress(t, &bell)) < 0) {
             if (core->posted) {
                 unpost(t, core);
                 Py_DECREF(core);
             }
-            goto fail;
+            break;
         }
     }
+done:
+    unlock(t);
+    if (rc < 0) {
+        Py_DECREF(core);
+        return NULL;
+    }
     return core;
-fail:
-    Py_DECREF(core);
-    return NULL;
 }
 
 /* p2p_recv(state, buf, source, tag, status) -> True (received, status
