@@ -459,6 +459,7 @@ def run_rank_body(world, rank, body, print_failure=True):
     value = failure = None
     try:
         value = body()
+        _join_threads()
         code = 0
     except SystemExit as exc:
         code, failure = _system_exit_code(exc)
@@ -488,6 +489,19 @@ def run_rank_body(world, rank, body, print_failure=True):
     else:
         world.fail(rank)
     return code, value, failure
+
+
+def _join_threads():
+    """Wait for the threads the program left running, as Python does before it exits
+    (a thread that is not a daemon outlives the main code: dask-mpi's client thread)."""
+    import threading
+    while True:
+        running = [thread for thread in threading.enumerate() if not thread.daemon
+                   and thread is not threading.current_thread() and thread.is_alive()]
+        if not running:
+            return
+        for thread in running:
+            thread.join()
 
 
 def _user_traceback(exc):
