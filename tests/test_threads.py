@@ -128,6 +128,30 @@ def test_a_second_thread_makes_the_lock_shared():
     assert shmrma.launch(body, 1) == [(False, False, True)]
 
 
+def test_a_forked_child_is_not_stuck_behind_another_threads_lock():
+    """A thread holds the lock while the main thread forks (os.fork, a Spawn): the
+    child, which has no such thread, can take it."""
+    def body():
+        held, release = threading.Event(), threading.Event()
+
+        def holder():
+            with atomic.mpi_lock:
+                held.set()
+                release.wait(10)
+        thread = threading.Thread(target=holder)
+        thread.start()
+        held.wait(10)
+        pid = os.fork()
+        if pid == 0:
+            with atomic.mpi_lock:
+                os._exit(7)
+        _, status = os.waitpid(pid, 0)
+        release.set()
+        thread.join()
+        return os.waitstatus_to_exitcode(status)
+    assert shmrma.launch(body, 1, timeout=30) == [7]
+
+
 def test_thread_level_and_main_thread():
     """THREAD_MULTIPLE is provided; Is_thread_main says which thread is main."""
     def body():

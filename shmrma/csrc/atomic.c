@@ -23,6 +23,8 @@
  */
 #include "native.h"
 
+#include <pthread.h>
+
 
 /* ------------------------------------------------------------------ */
 /* wait tuning                                                          */
@@ -359,6 +361,18 @@ mpi_unlock(void)
         __atomic_fetch_add(&g_lock_word, 1u, SC);
         syscall(SYS_futex, &g_lock_word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
     }
+}
+
+/* A forked child has only the thread that forked: the lock is its if that
+ * thread held it, else free, and nobody sleeps on it. */
+static void
+mpi_lock_after_fork(void)
+{
+    if (g_lock_owner != &t_thread) {
+        g_lock_owner = NULL;
+        g_lock_depth = 0;
+    }
+    g_lock_sleepers = 0;
 }
 
 int
@@ -791,6 +805,10 @@ atomic_init(PyObject *module)
 {
     g_spin = env_count("SHMRMA_SPIN", DEFAULT_SPIN);
     g_yields = env_count("SHMRMA_YIELDS", DEFAULT_YIELDS);
+    if (pthread_atfork(NULL, NULL, mpi_lock_after_fork) != 0) {
+        PyErr_SetString(PyExc_RuntimeError, "pthread_atfork failed");
+        return -1;
+    }
     if (PyModule_AddIntConstant(module, "DEFAULT_SPIN", DEFAULT_SPIN) < 0 ||
             PyModule_AddIntConstant(module, "DEFAULT_YIELDS", DEFAULT_YIELDS) < 0 ||
             PyModule_AddIntConstant(module, "MEMCPY_NOGIL_MIN", MEMCPY_NOGIL_MIN) < 0 ||
