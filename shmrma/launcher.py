@@ -478,6 +478,7 @@ def run_rank_body(world, rank, body, print_failure=True):
         sys.stderr.write(failure)
     try:
         atexit._run_exitfuncs()
+        _finalize_installed_mpi4py()
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -489,6 +490,20 @@ def run_rank_body(world, rank, body, print_failure=True):
     else:
         world.fail(rank)
     return code, value, failure
+
+
+def _finalize_installed_mpi4py():
+    """A rank that used the installed mpi4py (SHMRMA_MPI4PY=0) ends as Python would:
+    with its MPI finalized, which mpi4py leaves to the interpreter's own exit (that a
+    rank's os._exit skips), so that its MPI's shared memory goes with it."""
+    installed = sys.modules.get("mpi4py.MPI")
+    if installed is None or installed.__name__ != "mpi4py.MPI":
+        return      # none, or shmrma's own MPI under mpi4py's name
+    try:
+        if installed.Is_initialized() and not installed.Is_finalized():
+            installed.Finalize()
+    except Exception as exc:  # noqa: BLE001 - the rank ends anyway; say why it could not
+        sys.stderr.write("shmrma: the installed mpi4py's Finalize failed: %s\n" % exc)
 
 
 def _join_threads():
