@@ -125,6 +125,7 @@ class Job:
             import atexit
             atexit._clear()
             job.become_rank(self.world, rank)
+            _inherited_mpi4py[:] = [sys.modules.get("mpi4py.MPI")]
             mpi4py_alias.install()
             code = rank_main(rank)
         except KeyboardInterrupt:
@@ -492,13 +493,19 @@ def run_rank_body(world, rank, body, print_failure=True):
     return code, value, failure
 
 
+# The installed mpi4py.MPI the rank found loaded when it started (its launcher's,
+# which the fork copied: not the rank's own to finalize)
+_inherited_mpi4py = [None]
+
+
 def _finalize_installed_mpi4py():
-    """A rank that used the installed mpi4py (SHMRMA_MPI4PY=0) ends as Python would:
+    """A rank that loaded the installed mpi4py (SHMRMA_MPI4PY=0) ends as Python would:
     with its MPI finalized, which mpi4py leaves to the interpreter's own exit (that a
     rank's os._exit skips), so that its MPI's shared memory goes with it."""
     installed = sys.modules.get("mpi4py.MPI")
-    if installed is None or installed.__name__ != "mpi4py.MPI":
-        return      # none, or shmrma's own MPI under mpi4py's name
+    if installed is None or installed.__name__ != "mpi4py.MPI" or \
+            installed is _inherited_mpi4py[0]:
+        return      # none, shmrma's own under mpi4py's name, or the launcher's
     try:
         if installed.Is_initialized() and not installed.Is_finalized():
             installed.Finalize()

@@ -62,9 +62,19 @@ def enabled():
 
 
 def install():
-    """Make this rank's ``mpi4py.MPI`` shmrma's MPI, unless SHMRMA_MPI4PY=0."""
-    if enabled() and not any(isinstance(f, _Finder) for f in sys.meta_path):
+    """Make this rank's ``mpi4py.MPI`` shmrma's MPI, unless SHMRMA_MPI4PY=0. A rank
+    forked from a process that had loaded the installed one (a test session that
+    calls shmrma.launch) drops it from its modules, so that its imports find ours."""
+    if not enabled():
+        return
+    if not any(isinstance(f, _Finder) for f in sys.meta_path):
         sys.meta_path.insert(0, _Finder())
+    inherited = sys.modules.get("mpi4py.MPI")
+    if inherited is not None and inherited.__name__ == "mpi4py.MPI":
+        del sys.modules["mpi4py.MPI"]
+        package = sys.modules.get("mpi4py")
+        if getattr(package, "MPI", None) is inherited:
+            del package.MPI
 
 
 class _Finder(importlib.abc.MetaPathFinder):

@@ -12,6 +12,15 @@ def raises_mpi(error_class, match=None):
                          check=lambda exc: exc.Get_error_class() == error_class)
 
 
+def job_segments():
+    """This job's names still in /dev/shm (the world segment never is; another
+    program's names are not this job's)."""
+    import os
+    from shmrma import job, segments
+    prefix = "%s%s." % (segments.NAME_PREFIX, job.current().job_id)
+    return sorted(n for n in os.listdir(segments.SHM_DIR) if n.startswith(prefix))
+
+
 def nothing_left_behind(comm):
     """No message waits unmatched and no receive is still posted on this rank; the
     barriers keep the peers from sending anything new meanwhile."""

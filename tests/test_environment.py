@@ -8,7 +8,6 @@ addresses dynamic windows use).
 """
 import array
 import ctypes
-import os
 import socket
 import time
 
@@ -16,7 +15,8 @@ import numpy as np
 import pytest
 
 import shmrma
-from shmrma import MPI, job
+from shmrma import MPI
+from mpitest import job_segments
 
 ERROR_CLASSES = ["SUCCESS", "ERR_BUFFER", "ERR_COUNT", "ERR_TYPE", "ERR_TAG", "ERR_COMM",
                  "ERR_RANK", "ERR_ROOT", "ERR_GROUP", "ERR_OP", "ERR_ARG", "ERR_TRUNCATE",
@@ -24,11 +24,6 @@ ERROR_CLASSES = ["SUCCESS", "ERR_BUFFER", "ERR_COUNT", "ERR_TYPE", "ERR_TAG", "E
                  "ERR_SIZE", "ERR_DISP", "ERR_LOCKTYPE", "ERR_ASSERT", "ERR_RMA_CONFLICT",
                  "ERR_RMA_SYNC", "ERR_RMA_RANGE", "ERR_RMA_ATTACH", "ERR_RMA_SHARED",
                  "ERR_RMA_FLAVOR", "ERR_KEYVAL", "ERR_WIN_COUNTER"]
-
-
-def job_segments():
-    prefix = "shmrma.%s." % job.current().job_id
-    return sorted(n for n in os.listdir("/dev/shm") if n.startswith(prefix))
 
 
 def mapped_file(address):

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 import shmrma
-from shmrma import MPI, segments
+from shmrma import MPI
 
-from mpitest import raises_mpi
+from mpitest import job_segments, raises_mpi
 
 RDWR_NEW = MPI.MODE_RDWR | MPI.MODE_CREATE
 
@@ -38,11 +38,6 @@ def opened(path, amode=RDWR_NEW, comm=None):
     return MPI.File.Open(comm or MPI.COMM_WORLD, path, amode)
 
 
-def shm_names():
-    return {name for name in os.listdir(segments.SHM_DIR)
-            if name.startswith(segments.NAME_PREFIX)}
-
-
 # --- opening and closing -----------------------------------------------------------
 
 @pytest.mark.timeout(60)
@@ -53,11 +48,11 @@ def test_open_close_delete_on_close(tmp_path, nprocs):
     kept, dropped = str(tmp_path / "kept"), str(tmp_path / "dropped")
 
     def body():
-        before = shm_names()
+        before = set(job_segments())
         f = opened(kept)
         g = opened(dropped, RDWR_NEW | MPI.MODE_DELETE_ON_CLOSE)
         MPI.COMM_WORLD.Barrier()
-        assert shm_names() <= before
+        assert set(job_segments()) <= before
         assert f.Get_amode() == RDWR_NEW and f.amode == RDWR_NEW
         assert (f.group_size, f.group_rank) == (MPI.COMM_WORLD.size, MPI.COMM_WORLD.rank)
         group = f.Get_group()

@@ -197,6 +197,27 @@ def test_a_foreign_launchers_process_is_no_silent_singleton(tmp_path):
     assert alone.returncode == 0 and alone.stdout == "1\n", alone.stderr
 
 
+def test_ranks_forked_from_a_process_that_loaded_mpi4py_get_shmrmas(tmp_path):
+    """shmrma.launch from a process that had loaded the installed mpi4py (a test
+    session, a notebook): the ranks' ``from mpi4py import MPI`` is shmrma's all the
+    same, and they end without touching the launcher's MPI (finalizing the copy a
+    fork made of it crashed)."""
+    prog = write(tmp_path, '''
+        import shmrma
+        from mpi4py import MPI as installed     # the launcher's own, an MPICH singleton
+
+        def body():
+            from mpi4py import MPI
+            return MPI.__name__, MPI.COMM_WORLD.allreduce(1)
+
+        print(shmrma.launch(body, 2), installed.COMM_WORLD.Get_size())
+    ''')
+    result = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout == "[('shmrma.MPI', 2), ('shmrma.MPI', 2)] 1\n"
+
+
 def _without_installed_mpi4py():
     """In a rank: mpi4py as if it were not installed."""
     from shmrma import mpi4py_alias

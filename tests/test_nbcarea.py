@@ -9,7 +9,6 @@ wraps; a rank far ahead of the others waits for a slot without holding anyone
 up, even while it blocks in a point-to-point call; every segment is unlinked
 once nobody needs its name.
 """
-import os
 import time
 
 import numpy as np
@@ -17,12 +16,7 @@ import pytest
 
 import shmrma
 from shmrma import MPI, job, nbcarea
-from mpitest import nothing_left_behind
-
-
-def _job_names():
-    prefix = "shmrma.%s." % job.current().job_id
-    return sorted(name for name in os.listdir("/dev/shm") if name.startswith(prefix))
+from mpitest import job_segments, nothing_left_behind
 
 
 def _large_streams():
@@ -110,23 +104,23 @@ def _names_after_free():
     rank = comm.rank
     world = job.current()
     comm.Barrier()
-    before = _job_names()
+    before = job_segments()
     half = comm.Split(rank % 2, rank)
     half.Iallreduce(np.ones(4), np.zeros(4)).Wait()
     half.Iallreduce(np.ones(1 << 16), np.zeros(1 << 16)).Wait()     # via the outboxes
     comm.Barrier()
-    during = _job_names()
+    during = job_segments()
     comm.Barrier()
     channels = [world.shared_name("nbc.%d" % state.context)[1:]
                 for state in (half._s, comm._s)]
     outboxes = [world.shared_name("outbox.%d.1" % r)[1:] for r in range(comm.size)]
     half.Free()
     comm.Barrier()
-    freed = _job_names()
+    freed = job_segments()
     comm.Barrier()      # nobody starts the next collective (and maps names) before
     comm.Iallgather(np.ones(1 << 16), np.zeros(comm.size << 16)).Wait()   # all map all
     comm.Barrier()
-    after = _job_names()
+    after = job_segments()
     return before, during, freed, after, channels, outboxes
 
 

@@ -7,24 +7,18 @@ that never wait for their receiver even when the ring is full, PROC_NULL peers,
 mpi4py's buffer specifications, and errors that say what to fix and change
 nothing. Edge cases were compared with mpi4py 4.1 + MPICH 5.0.
 """
-import os
 import time
 
 import numpy as np
 import pytest
 
 import shmrma
-from shmrma import MPI, job, mailbox
-from mpitest import dead_rank_ends_the_job, nothing_left_behind, raises_mpi
+from shmrma import MPI, mailbox
+from mpitest import (dead_rank_ends_the_job, job_segments, nothing_left_behind,
+                     raises_mpi)
 
 KIB = 1024
 MIB = 1024 * KIB
-
-
-def job_segments():
-    """This job's segments still named in /dev/shm (the world segment never is)."""
-    prefix = "shmrma.%s." % job.current().job_id
-    return sorted(n for n in os.listdir("/dev/shm") if n.startswith(prefix))
 
 
 def pattern(n, seed):

@@ -8,9 +8,7 @@ collectives on a communicator per thread and RMA on one window. A race shows up
 one run in many, so each kind runs several jobs.
 """
 import os
-import sys
 import threading
-import time
 
 import pytest
 
