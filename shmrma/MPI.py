@@ -1,8 +1,8 @@
 """The mpi4py-shaped namespace: ``from shmrma import MPI``. Names only, no logic."""
 # flake8: noqa: F401
-from . import backend as _backend
+from . import settings as _settings
 
-if _backend.selected() == "mpi":
+if _settings.backend() == "mpi":
     # mpi4py's namespace with shmrma's extensions; this module gives way to it
     import sys as _sys
     from .onmpi import namespace as _namespace
@@ -22,11 +22,13 @@ else:
     from .memory import Alloc_mem, Free_mem, get_address as Get_address
     from .request import REQUEST_NULL, Grequest, Prequest, Request, Status
     from .status import F_ERROR, F_SOURCE, F_STATUS_SIZE, F_TAG
-    from .handle import handle_of as _handleof
+    from .status import handle_of as _handleof
     from .attributes import APPNUM, IO, LASTUSEDCODE, TAG_UB, UNIVERSE_SIZE, WTIME_IS_GLOBAL
     from .msgpickle import Pickle, pickle
-    from .comm import (BSEND_OVERHEAD, MESSAGE_NO_PROC, MESSAGE_NULL, Attach_buffer, Comm,
-                       Detach_buffer, Flush_buffer, Iflush_buffer, Message)
+    from .bsend import (BSEND_OVERHEAD, Attach_buffer, Detach_buffer, Flush_buffer,
+                        Iflush_buffer)
+    from .comm import Comm
+    from .message import MESSAGE_NO_PROC, MESSAGE_NULL, Message
     from .intercomm import Intercomm
     from .intracomm import COMM_NULL, COMM_SELF, COMM_WORLD, Intracomm
     from .commlock import (comm_lock as _comm_lock, commctx_inter as _commctx_inter,
@@ -69,7 +71,6 @@ else:
 
 
 # Under SHMRMA_CHECK=1 (shmrma-run --check) the race checker wraps the calls it watches.
-from . import check as _check  # noqa: E402
-if _check.requested():
+if _settings.checking():
     from .check.hooks import install as _install_race_checker
     _install_race_checker()

@@ -46,7 +46,7 @@ import struct
 
 from . import atomic, constants, errors, job, segments
 from . import datatype as datatypes
-from .comm import slot_barrier
+from .slots import slot_barrier
 
 AREA_HEADER = 64                # the step counter, a wait cell, alone on its line
 SLOT_HEADER = 64

@@ -19,7 +19,8 @@ from .collarea import (Call, exchange, fast_allgather, fast_allgather_bytes,
                        fast_bcast, fast_bcast_bytes, fast_gather, fast_gatherv, fast_reduce,
                        fast_reduce_scatter_block, fast_scan, fast_scatter, fast_scatterv,
                        WholeItemsTooLarge, fold, local)
-from .comm import _dumps, _loads, slot_barrier
+from .slots import slot_barrier
+from .transfers import _dumps, _loads
 from .derived import element_dtype
 
 TABLE = struct.Struct("<qq")     # (offset, length) of one part in a stream with a table

@@ -1,87 +1,31 @@
-"""Communicators and point-to-point messaging (mpi4py's ``Comm``/``Intracomm``).
-
-A communicator is a context id plus the world ranks of its members. Its
-context id separates its traffic: user point-to-point, collectives and
-Create_group handshakes each use their own sub-context, so a user's ANY_TAG
-receive never takes a collective's message.
-"""
-import itertools
+"""``MPI.Comm``: what every communicator can do (its point-to-point calls, its
+group, attributes, error handler, integer handles, Free); Intracomm and
+Intercomm build on it (intracomm.py, intercomm.py). Its state is a
+communicator.CommState."""
 import numbers
 import operator
 import os
 import sys
-import threading
 import warnings
 
-from . import atomic, attributes, buffers, constants, errhandler, errors, job, mailbox
+from . import attributes, buffers, constants, errhandler, errors, job, mailbox
 from .attributes import Attributes
+from .bsend import BufferAttachment, _attached
+from .communicator import CommState
 from .group import make_group
-from .handle import HandleBase, IntHandle, constant
+from .handle import IntHandle
+from .mailbox import P2P, SYNC_ACK
+from .message import Message, _Probe
 from .partitioned import PartitionedReceive, PartitionedSend
-from .request import Prequest, Request
+from .slots import release_slot
 from .status import Status, check_arg as check_status
-
-from .mailbox import COLLECTIVE, HANDSHAKE, NONBLOCKING, P2P, SUBCONTEXTS, SYNC_ACK  # noqa: F401
-
-
-class CommState(mailbox.CommCore):
-    """What a communicator is, shared by its handle and its duplicates by reference;
-    its base holds what the point-to-point fast paths need of it."""
-
-    __slots__ = ("context", "ranks", "rank", "slot", "name", "world_to_rank", "info",
-                 "topology", "area", "large_area", "nbc", "attributes", "locks", "commctx",
-                 "errhandler")
-
-    def __init__(self, context, ranks, slot, name="", parent=None):
-        self.context = context
-        self.ranks = tuple(ranks)
-        me = job.world_rank()
-        self.rank = self.ranks.index(me) if me in self.ranks else constants.UNDEFINED
-        self.slot = slot
-        self.name = name
-        self.world_to_rank = {w: i for i, w in enumerate(self.ranks)}
-        self.freed = False
-        self.area = self.large_area = None   # the collective areas (collarea.py), at first use
-        self.nbc = None         # the nonblocking collectives' channel (nbcarea.py), at first use
-        self._bind(context, self.ranks, job.world_size(), me)
-        self.info = {}
-        self.topology = None    # a topology.Topology for a Cartcomm, Graphcomm...
-        self.attributes = {}    # attributes.Attributes of every handle to it
-        self.locks = {}         # mpi4py's per-communicator locks (lock, commlock.py)
-        self.commctx = None     # commlock.py's private duplicate, at first use
-        # mpi4py sets its policy's handler on every communicator it makes or starts
-        # with; without one, a new communicator inherits its parent's (MPI-3.1 §8.3)
-        self.errhandler = errhandler.for_new(
-            errhandler.ERRORS_ARE_FATAL if parent is None else parent.errhandler)
-
-    def subcontext(self, kind):
-        return self.context * SUBCONTEXTS + kind
-
-    def lock(self, key):
-        """mpi4py's lock of this communicator for ``key`` ("bcast", ...), made at first
-        use: its object collectives hold it, so that two threads calling one at once
-        on one communicator take turns instead of mixing their messages."""
-        lock = self.locks.get(key)
-        if lock is None:    # setdefault is one step: two threads get one lock
-            lock = self.locks.setdefault(key, threading.Lock())
-        return lock
+from .transfers import (_NO_BYTES, Completed, Joint, Persistent, Receive, Send, SyncSend,
+                        _dumps, _loads, _next_sync_id, _null_status)
 
 
-# --- barrier slots in the world segment ---------------------------------------
-
-def claim_slot(world, members):
-    """Find a free barrier slot and give it ``members`` references."""
-    start = world.new_contexts(0) % job.MAX_COMM_SLOTS
-    for offset in range(job.MAX_COMM_SLOTS):
-        slot = (start + offset) % job.MAX_COMM_SLOTS
-        if slot == job.WORLD_SLOT:
-            continue
-        address = world.slot_address(slot) + job.OFF_SLOT_REFS
-        if atomic.cas32(address, 0, members) == 0:
-            atomic.store32(world.slot_address(slot) + job.OFF_SLOT_COUNT, 0)
-            return slot
-    errors.fail(errors.ERR_OTHER, "too many communicators alive at once (%d); free the ones "
-                "you no longer need with comm.Free()" % job.MAX_COMM_SLOTS)
+_fast_send, _fast_recv, _fast_irecv = mailbox.p2p_send, mailbox.p2p_recv, mailbox.p2p_irecv
+_fast_sendobj, _fast_recvobj = mailbox.p2p_sendobj, mailbox.p2p_recvobj
+_MISS, _NativeCore = mailbox.MISS, mailbox.NativeCore
 
 
 def _rank_number(rank):
@@ -96,335 +40,15 @@ def _rank_number(rank):
         raise
 
 
-def release_slot(world, slot, references=1):
-    """Give up ``references`` to the slot: True when they were its last."""
-    address = world.slot_address(slot)
-    left = atomic.fetch_add32(address + job.OFF_SLOT_REFS, -references) - references
-    atomic.forget(address, job.SLOT_BYTES)  # the next communicator may take another slot
-    return left == 0
-
-
-def barrier_cells(state):
-    """(arrival count, generation wait cell) of the communicator's counting barrier."""
-    address = job.current().slot_address(state.slot)
-    return address + job.OFF_SLOT_COUNT, address + job.OFF_SLOT_GENERATION
-
-
-def slot_barrier(state):
-    """Counting barrier on the communicator's slot: one native call when it opens fast."""
-    size = len(state.ranks)
-    if size == 1:
-        return
-    count_cell, generation_cell = barrier_cells(state)
-    awaited = atomic.barrier_arrive(count_cell, generation_cell, size, job.WAIT_SLICE)
-    if awaited is not None:
-        job.wait_cell(generation_cell, awaited,
-                      lambda: "Barrier on %s (%d ranks)" % (state.name or "a communicator",
-                                                            size),
-                      state.ranks)
-
-
-# --- the buffer of the buffered send mode ---------------------------------------
-# Bsend takes no room (every send is buffered in shared memory and is in the
-# receiver's queue when it returns), but programs attach a buffer first, one at a
-# time per owner: the process (MPI.Attach_buffer) or a communicator (MPI-4.1).
-BSEND_OVERHEAD = 96     # MPICH's: what each Bsend takes of the attached buffer
-_attached = {}          # None (the process) or a CommState -> the attached buffer
-
-
-def _attach(owner, buf, where):
-    if owner in _attached:
-        errors.fail(errors.ERR_OTHER, "Attach_buffer: a buffer is attached to %s already; "
-                    "Detach_buffer it first" % where)
-    if buf is None or buf is constants.BUFFER_AUTOMATIC:
-        buf = constants.BUFFER_AUTOMATIC
-    else:
-        buffers.as_view(buf, writable=True)     # BufferError when read-only, as mpi4py
-    _attached[owner] = buf
-
-
-def _detach(owner):
-    """The buffer attached (BUFFER_AUTOMATIC included); with none, an empty
-    MPI.buffer, as mpi4py on MPICH returns."""
-    if owner in _attached:
-        return _attached.pop(owner)
-    from .memory import buffer_class
-    return buffer_class().fromaddress(0, 0)
-
-
-def Attach_buffer(buf):  # noqa: N802 - MPI's name
-    _attach(None, buf, "the process")
-
-
-def Detach_buffer():  # noqa: N802 - MPI's name
-    return _detach(None)
-
-
-def Flush_buffer():  # noqa: N802 - MPI's name
-    """Nothing to wait for: a buffered message is in its receiver's queue once Bsend
-    returned."""
-
-
-def Iflush_buffer():  # noqa: N802 - MPI's name
-    return Completed()
-
-
-class BufferAttachment:
-    """MPI-4.1's buffers of communicators and sessions: one per object (its state,
-    ``_s``, which raises for a null or freed one), named in messages as
-    ``_buffer_owner``."""
-
-    _buffer_owner = "this communicator"
-
-    def Attach_buffer(self, buf):
-        _attach(self._s, buf, self._buffer_owner)
-
-    def Detach_buffer(self):
-        return _detach(self._s)
-
-    def Flush_buffer(self):
-        if self._s is not None:     # a live object, else its error
-            Flush_buffer()
-
-    def Iflush_buffer(self):
-        return Iflush_buffer() if self._s is not None else None
-
-
-_sync_ids = itertools.count(1)     # next() is one step: threads never share an id
-_NO_BYTES = memoryview(bytearray(0))   # where an acknowledgement is received
-
-
-def _next_sync_id():
-    return next(_sync_ids) % mailbox.SYNC_IDS
-
-
-class Joint(Request):
-    """Requests made one: complete once all its parts are. It reports the status,
-    result and error of its last part (Isendrecv: the receive)."""
-
-    def __init__(self, *parts):
-        self._null = False
-        self._parts = parts
-
-    def _poll(self):
-        return all(part._poll() for part in self._parts)
-
-    def _pending(self):
-        return next((part for part in self._parts if not part._poll()), self._parts[-1])
-
-    def _describe(self):
-        return self._pending()._describe()
-
-    def _peers(self):
-        return self._pending()._peers()
-
-    def _report_to(self, status):
-        self._parts[-1]._report_to(status)
-
-    def _finish(self, status):
-        """Finish every part (raising the first one's error once all are), report."""
-        self._null = True
-        error = None
-        for part in self._parts:
-            try:
-                part._finish(None)
-            except errors.Exception as exc:
-                error = error or exc
-        if status is not None:
-            self._report_to(status)
-        self._result = self._parts[-1]._result
-        if error is not None:
-            raise error
-
-
-class SyncSend(Joint):
-    """Issend: complete once the message is out and its receiver matched it (the
-    acknowledgement arrived); it reports an empty status, as a send does."""
-
-    def __init__(self, send, acknowledged, dest):
-        super().__init__(send, acknowledged)
-        self._dest = dest
-
-    def _describe(self):
-        return "rank %d to start receiving a synchronous send (Ssend/Issend)" % self._dest
-
-    def _report_to(self, status):
-        status._clear()
-
-
-# --- requests of point-to-point calls --------------------------------------------
-
-class Receive(Request):
-    """A receive into a buffer (``target`` set) or of a pickled object: the
-    transport's core, and what completing it means for the caller."""
-
-    _source = constants.ANY_SOURCE     # the sender's rank, once complete
-    _error_class = errors.SUCCESS
-    _cancelled = False
-
-    def __init__(self, state, core, finish=None, loads=None):
-        self._null = False
-        self._done = False
-        self.state = state
-        self.core = core
-        self.finish = finish        # what turns the bytes received into the user's buffer
-        self.loads = loads or _loads    # what turns them into an object (MPI.pickle's)
-
-    def _poll(self):
-        if not self._done and self.core.done:
-            self._complete()
-        return self._done
-
-    def _complete(self):
-        core = self.core
-        self._source = source = self.state.world_to_rank.get(core.source, core.source)
-        if core.error:
-            self._error_class = core.error
-            self._error = errors.Exception(
-                errors.ERR_TRUNCATE,
-                "a message of %d bytes from rank %d (tag %d) does not fit the receive "
-                "buffer of %d bytes; post a larger buffer (Probe tells the size)"
-                % (core.count, source, core.tag, core.capacity))
-        elif core.target is None:
-            # an empty message is None, as mpi4py loads it (collective failure notices)
-            self._result = self.loads(core.payload) if core.count else None
-        else:
-            self._convert(core.count)
-        self._done = True
-
-    def _report_to(self, status):
-        # no Status is made in advance: most receives are waited for without one
-        if self._cancelled:
-            status._clear()
-            status.cancelled = True
-        elif self._done:
-            status._fill(self._source, self.core.tag, self.core.count, self._error_class)
-        else:
-            status._clear()
-
-    def _convert(self, nbytes):
-        if self.finish is None:
-            return
-        try:
-            self.finish(nbytes)
-        except errors.Exception as exc:   # handles received from a non-handle send
-            self._error_class = exc.Get_error_class()
-            self._error = exc
-
-    def _describe(self):
-        core = self.core
-        source = ("any rank" if core.want_source == constants.ANY_SOURCE
-                  else "rank %d" % self.state.world_to_rank[core.want_source])
-        tag = "any tag" if core.want_tag == constants.ANY_TAG else "tag %d" % core.want_tag
-        return "a message from %s with %s" % (source, tag)
-
-    def _peers(self):
-        want = self.core.want_source
-        return () if want == constants.ANY_SOURCE else (want,)
-
-    def Cancel(self):
-        if not self._done and mailbox.mailbox().cancel(self.core):
-            self._cancelled = True
-            self._done = True
-
-
-class Send(Request):
-    """A send: complete once its record is in the destination's ring."""
-
-    def __init__(self, dest, ticket, what):
-        self._null = False
-        self.dest, self.ticket = dest, ticket
-        self.what = what
-
-    def _poll(self):
-        if self.ticket is not None and mailbox.mailbox().sent(self.dest, self.ticket):
-            self.ticket = None
-        return self.ticket is None
-
-    def _describe(self):
-        return self.what
-
-    def _peers(self):
-        return (self.dest,)
-
-
-class Persistent(Prequest):
-    """Send_init, Recv_init and the other ``*_init``: inactive until Start, which
-    makes the operation anew from the same arguments (a send reads its buffer
-    then); Wait or Test completes it and leaves it inactive, to be started again."""
-
-    _persistent = True
-
-    def __init__(self, operation):
-        self._null = False
-        self._operation = operation     # makes one nonblocking operation
-        self._inner = None
-
-    @property
-    def _inactive(self):
-        return self._inner is None
-
-    def Start(self):
-        self._check_startable(self._inner is not None)
-        self._inner = self._operation()
-
-    def _poll(self):
-        return self._inner is None or self._inner._poll()
-
-    def _describe(self):
-        return self._inner._describe() if self._inner is not None else "nothing"
-
-    def _report_to(self, status):
-        if self._inner is None:
-            status._clear()
-        else:
-            self._inner._report_to(status)
-
-    def _peers(self):
-        return self._inner._peers() if self._inner is not None else ()
-
-    def _finish(self, status):
-        inner, self._inner = self._inner, None
-        if inner is None:
-            if status is not None:
-                status._clear()
-            return
-        inner._finish(status)
-        self._result = inner._result
-
-    def Cancel(self):
-        if self._inner is not None:
-            self._inner.Cancel()
-
-
-class Completed(Request):
-    """A request that is complete when created (PROC_NULL peers)."""
-
-    def __init__(self, status=None, result=None):
-        self._null = False
-        self._status = status or Status()
-        self._result = result
-
-
-_loads, _dumps = mailbox.loads, mailbox.dumps
-_fast_send, _fast_recv, _fast_irecv = mailbox.p2p_send, mailbox.p2p_recv, mailbox.p2p_irecv
-_fast_sendobj, _fast_recvobj = mailbox.p2p_sendobj, mailbox.p2p_recvobj
-_MISS, _NativeCore = mailbox.MISS, mailbox.NativeCore
-
-
-def _null_status():
-    status = Status()
-    status._fill(constants.PROC_NULL, constants.ANY_TAG, 0)
-    return status
-
-
 # --- communicators ----------------------------------------------------------------
 
 # integer handle -> the communicator it names (those toint() gave out, until freed)
 _by_number = {}
-# the class of a communicator handle by its topology kind (None: none), filled by
-# intracomm.py and topology.py, which build on this module
-TOPOLOGY_CLASSES = {}
+# the class of a communicator handle by its kind: its topology (None: none), or
+# INTER; filled by intracomm.py, intercomm.py, topology.py and graph.py, which build
+# on this module (it never imports them)
+COMM_CLASSES = {}
+INTER = "inter"
 
 
 class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
@@ -479,8 +103,12 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
 
     def Dup(self, info=None):
         """A new communicator of the same group and topology, of this handle's class."""
-        from .intracomm import duplicate    # every shmrma communicator is an intracomm
-        return duplicate(self, info)
+        return self._duplicate(info)
+
+    def _duplicate(self, info):
+        """Dup's work, which each kind of communicator does its way (Intracomm's)."""
+        self._s     # a null or freed communicator raises here
+        raise TypeError("a %s cannot be duplicated" % type(self).__name__)
 
     def Clone(self):
         return self.Dup()
@@ -504,13 +132,13 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
         kind asks for (Intracomm, Cartcomm, Graphcomm, Distgraphcomm), as mpi4py's."""
         number = operator.index(number)
         if number == 0:     # COMM_NULL, of COMM_NULL's class (Intracomm here)
-            return TOPOLOGY_CLASSES[None]()
+            return COMM_CLASSES[None]()
         state = _by_number.get(number)
         if state is None or state.freed:
             errors.fail(errors.ERR_COMM, "%d is not the integer handle of a live "
                         "communicator; pass what toint() returned" % number)
         kind = None if state.topology is None else state.topology.kind
-        return TOPOLOGY_CLASSES[kind]._handle_of(state)
+        return COMM_CLASSES[kind]._handle_of(state)
 
     # --- attributes (attributes.py) ---
     def _attributes(self):
@@ -529,8 +157,7 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
     def Get_parent(cls):
         """The null intercommunicator, as MPI gives a process nobody spawned: every
         shmrma rank starts under shmrma-run (Spawn is not there)."""
-        from .intercomm import Intercomm    # a subclass of this one
-        return Intercomm()
+        return COMM_CLASSES[INTER]()
 
     def __reduce__(self):
         # as mpi4py: a null handle pickles (the predefined ones by name, in their
@@ -937,169 +564,7 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
     improbe = Improbe
 
 
-class _Matched:
-    """What a Message refers to: a message taken out of matching, until received
-    (``arrived`` is None then, for every Message copied from the same one)."""
-
-    __slots__ = ("state", "arrived", "__weakref__")   # weakref: integer handles
-
-    def __init__(self, state, arrived):
-        self.state, self.arrived = state, arrived
-
-
-class _NoProc:
-    """The handle of a message from PROC_NULL."""
-
-
-_NO_PROC = _NoProc()
-
-
 def serve_errhandler(handle):
     """A new handle routes errors to its communicator's handler, as its others do."""
     if handle._state_value.errhandler is not errhandler.ERRORS_RETURN:
         errhandler.switch_class(handle, handle._state_value.errhandler)
-
-
-class Message(HandleBase, IntHandle):
-    """``MPI.Message``: a message Mprobe took out of matching; Recv or recv (and
-    their I-forms) receive it once, then it is MESSAGE_NULL. ``Message(other)``
-    is another handle to ``other``'s message."""
-
-    def _predefined(self):
-        return self._handle is _NO_PROC
-
-    def _free(self):
-        """Nothing to free: a message goes when it is received (mpi4py's free)."""
-
-    def __init__(self, message=None):
-        if message is not None and not isinstance(message, Message):
-            raise TypeError("Message() takes a Message, not %s" % type(message).__name__)
-        self._handle = None if message is None else message._handle
-
-    def __bool__(self):
-        return self._handle is not None
-
-    def __eq__(self, other):
-        if not isinstance(other, Message):
-            return NotImplemented
-        return self._handle is other._handle
-
-    __hash__ = None
-
-    def __reduce__(self):
-        # as mpi4py: the predefined handles by name, other handles not at all
-        for name in ("MESSAGE_NULL", "MESSAGE_NO_PROC"):
-            constant = globals()[name]
-            if self is constant:
-                return name
-            if self._handle is constant._handle:
-                return (type(self), (constant,))
-        raise ValueError("cannot serialize '%s.%s' instance"
-                         % (type(self).__module__, type(self).__name__))
-
-    # --- matching probes (Comm.Mprobe and Comm.Improbe) ---
-    @classmethod
-    def Probe(cls, comm, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
-        """Probe, and take the message out of matching: only the Message's Recv
-        receives it (a receive posted meanwhile cannot)."""
-        probe = _Probe(comm, source, tag, claim=True)
-        probe.wait()
-        probe.report(status)
-        return cls._claimed(probe)
-
-    @classmethod
-    def Iprobe(cls, comm, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
-        """A Message when one matches now, else None."""
-        probe = _Probe(comm, source, tag, claim=True)
-        mailbox.mailbox().progress()
-        if not probe.found():
-            return None
-        probe.report(status)
-        return cls._claimed(probe)
-
-    probe, iprobe = Probe, Iprobe   # the objects' messages are received with recv
-
-    @classmethod
-    def _claimed(cls, probe):
-        message = cls()
-        if probe.message is None:
-            message._handle = _NO_PROC
-            return message
-        message._handle = _Matched(probe.state, probe.message)     # taken out of matching
-        return message
-
-    # --- matched receives ---
-    def _receive(self, target=None, finish=None):
-        handle = self._handle
-        if handle is _NO_PROC:
-            if self is not MESSAGE_NO_PROC:    # the predefined handle stays as it is
-                self._handle = None
-            return Completed(_null_status())
-        if handle is None or handle.arrived is None:
-            errors.fail(errors.ERR_REQUEST, "the message was received already (or is "
-                        "MESSAGE_NULL); Mprobe for a new one")
-        arrived, handle.arrived, self._handle = handle.arrived, None, None
-        core = mailbox.mailbox().deliver(arrived, target)
-        receive = Receive(handle.state, core, finish)
-        receive._poll()
-        return receive
-
-    def Irecv(self, buf):
-        if self._handle is _NO_PROC or buf is None:
-            return self._receive()
-        received = buffers.message(buf, writable=True, handles=True)
-        return self._receive(received.data, received.finish)
-
-    def Recv(self, buf, status=None):
-        self.Irecv(buf).Wait(status)
-
-    def irecv(self):
-        return self._receive()
-
-    def recv(self, status=None):
-        return self._receive().wait(status)
-
-
-MESSAGE_NULL = constant(Message())
-MESSAGE_NO_PROC = constant(Message())
-MESSAGE_NO_PROC._handle = _NO_PROC
-
-
-class _Probe:
-    """A probe; one that claims (Mprobe, Improbe) takes the message it finds out of
-    matching in the same step, so no other thread's probe or receive matches it."""
-
-    def __init__(self, comm, source, tag, claim=False):
-        self.claim = claim
-        self.state = comm._s
-        self.source = comm._peer(source, "source", wildcard=True)
-        self.tag = comm._tag(tag, wildcard=True)
-        self.message = None
-        world_source = (self.source if self.source in (constants.ANY_SOURCE, constants.PROC_NULL)
-                        else self.state.ranks[self.source])
-        self.world_source = world_source
-        self.peers = () if world_source < 0 else (world_source,)
-
-    def found(self):
-        if self.source == constants.PROC_NULL or (self.claim and self.message is not None):
-            return True
-        self.message = mailbox.mailbox().find(self.state.subcontext(P2P), self.world_source,
-                                              self.tag, self.claim)
-        return self.message is not None
-
-    def wait(self):
-        if not self.found():
-            mailbox.wait_for(mailbox.mailbox(), self.found, self.describe, self.peers)
-
-    def describe(self):
-        return "Probe for a message from %s" % (
-            "any rank" if self.source == constants.ANY_SOURCE else "rank %d" % self.source)
-
-    def report(self, status):
-        if status is None:
-            return
-        if self.message is None:
-            status._copy_from(_null_status())
-        else:
-            status._fill(self.state.world_to_rank[self.message.source], self.message.tag,
-                         self.message.nbytes)

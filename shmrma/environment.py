@@ -4,18 +4,10 @@ import socket
 import time
 
 from . import __version__, constants, errors
+from .settings import supported_thread_level
 
 VERSION = 3
 SUBVERSION = 1
-
-
-def supported_thread_level():
-    """The highest thread level every call honours (MPI-3.1 §12.4.3): any thread may
-    call at any time (the rank's MPI lock, csrc/native.h, makes calls made at once
-    behave as if made one after the other, and every wait gives it up); under the
-    race checker, whose records follow one thread at a time, SERIALIZED."""
-    from .check import requested
-    return constants.THREAD_SERIALIZED if requested() else constants.THREAD_MULTIPLE
 
 
 # A rank is initialized when it starts, at the level mpi4py asks by default (the

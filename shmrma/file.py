@@ -32,7 +32,7 @@ from . import atomic, buffers, derived, errhandler, errors
 from . import datarep as representations
 from . import datatype as datatypes
 from .collective import own_bcast
-from .comm import Completed
+from .transfers import Completed
 from .constants import ANY_SOURCE, ANY_TAG
 from .group import GroupMembers
 from .handle import Handle, constant

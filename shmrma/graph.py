@@ -12,7 +12,8 @@ its messages arrive, which is not defined; MPI leaves it open).
 import operator
 
 from . import constants, errors
-from .comm import TOPOLOGY_CLASSES
+from .comm import COMM_CLASSES
+from .intracomm import TOPOLOGY_MAKERS
 from .topology import Topocomm, Topology, agreed, with_topology
 
 # ints told apart by identity, as mpi4py's (the addresses of MPI's sentinels)
@@ -253,5 +254,8 @@ class Distgraphcomm(Topocomm):
                 None if weights is None else (list(weights[0]), list(weights[1])))
 
 
-TOPOLOGY_CLASSES[constants.GRAPH] = Graphcomm
-TOPOLOGY_CLASSES[constants.DIST_GRAPH] = Distgraphcomm
+COMM_CLASSES[constants.GRAPH] = Graphcomm
+COMM_CLASSES[constants.DIST_GRAPH] = Distgraphcomm
+TOPOLOGY_MAKERS.update(Create_graph=create_graph, Graph_map=graph_map,
+                       Create_dist_graph_adjacent=create_dist_graph_adjacent,
+                       Create_dist_graph=create_dist_graph)

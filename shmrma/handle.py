@@ -12,7 +12,6 @@ import weakref
 
 from . import atomic
 from .errors import ERR_ARG, fail
-from .status import Status
 
 
 class _IntHandles:
@@ -162,17 +161,6 @@ class SameReferent:
 
 class Handle(HandleBase, SameReferent, IntHandle):
     _handle = None
-
-
-def handle_of(obj):
-    """mpi4py's ``MPI._handleof``: the MPI handle of a handle object (its int, as
-    ``obj.handle``), the address of a Status's five C ints (what MPI_Status is)."""
-    if isinstance(obj, IntHandle):
-        return obj.handle
-    if isinstance(obj, Status):
-        return obj._fields.buffer_info()[0]
-    raise TypeError("_handleof() takes an MPI object (Comm, Datatype, Status...), not %s"
-                    % type(obj).__name__)
 
 
 def constant(obj):

@@ -7,17 +7,26 @@ import zlib
 from . import constants, errors, job
 from . import errhandler as handlers
 from .collective import Collectives, own_allgather, own_bcast, own_dumps
-from .comm import (HANDSHAKE, TOPOLOGY_CLASSES, Comm, CommState, Completed, claim_slot,
-                   release_slot, serve_errhandler)
+from .comm import COMM_CLASSES, Comm, serve_errhandler
+from .communicator import CommState
+from .mailbox import HANDSHAKE
+from .slots import claim_slot, release_slot
+from .transfers import Completed
 from .nonblocking import NonblockingCollectives
 from .persistent import PersistentCollectives
 from .request import Request, Status
 
 _IDUP_TAG = -1000   # below every user tag: Idup's plans never meet Create_group's
+# name of an Intracomm method that makes a topology -> the function that does it,
+# registered by topology.py and graph.py
+TOPOLOGY_MAKERS = {}
 
 
 class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm):
     """``MPI.Intracomm``."""
+
+    def _duplicate(self, info):
+        return duplicate(self, info)
 
     def Idup(self, info=None):
         """Nonblocking Dup: (the new communicator, a request). Rank 0 plans the new
@@ -69,34 +78,29 @@ class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm
         ranks = [state.ranks[r] for _, r in members[color]]
         return Intracomm(CommState(base + index, ranks, slots[index], parent=state))
 
-    # --- process topologies (topology.py and graph.py build on this module) ---
+    # --- process topologies: topology.py and graph.py, which build on this module,
+    # register how each is made (TOPOLOGY_MAKERS) ---
     def Create_cart(self, dims, periods=None, reorder=False):
-        from .topology import create_cart
-        return create_cart(self, dims, periods, reorder)
+        return TOPOLOGY_MAKERS["Create_cart"](self, dims, periods, reorder)
 
     def Cart_map(self, dims, periods=None):
-        from .topology import cart_map
-        return cart_map(self, dims, periods)
+        return TOPOLOGY_MAKERS["Cart_map"](self, dims, periods)
 
     def Create_graph(self, index, edges, reorder=False):
-        from .graph import create_graph
-        return create_graph(self, index, edges, reorder)
+        return TOPOLOGY_MAKERS["Create_graph"](self, index, edges, reorder)
 
     def Graph_map(self, index, edges):
-        from .graph import graph_map
-        return graph_map(self, index, edges)
+        return TOPOLOGY_MAKERS["Graph_map"](self, index, edges)
 
     def Create_dist_graph_adjacent(self, sources, destinations, sourceweights=None,
                                    destweights=None, info=None, reorder=False):
-        from .graph import create_dist_graph_adjacent
-        return create_dist_graph_adjacent(self, sources, destinations, sourceweights,
-                                          destweights, info, reorder)
+        return TOPOLOGY_MAKERS["Create_dist_graph_adjacent"](
+            self, sources, destinations, sourceweights, destweights, info, reorder)
 
     def Create_dist_graph(self, sources, degrees, destinations, weights=None, info=None,
                           reorder=False):
-        from .graph import create_dist_graph
-        return create_dist_graph(self, sources, degrees, destinations, weights, info,
-                                 reorder)
+        return TOPOLOGY_MAKERS["Create_dist_graph"](self, sources, degrees, destinations,
+                                                    weights, info, reorder)
 
     def Split_type(self, split_type, key=0, info=None):
         if split_type == constants.UNDEFINED:
@@ -307,7 +311,7 @@ def _bind_predefined():
         _bind(handle)
 COMM_NULL = Intracomm()
 COMM_NULL._constant = True     # free() leaves it alone (handle.IntHandle)
-TOPOLOGY_CLASSES[None] = Intracomm
+COMM_CLASSES[None] = Intracomm
 
 
 def _collectives_on_comm():

@@ -18,7 +18,7 @@ import sys
 import time
 import traceback
 
-from . import check, errors, job, mpi4py_alias, segments
+from . import check, errors, job, mpi4py_alias, segments, settings
 
 GRACE_SECONDS = 1.0
 DIAGNOSTIC_SECONDS = 1.0
@@ -62,14 +62,14 @@ class Job:
     """A set of forked ranks sharing one world segment."""
 
     def __init__(self, nranks, timeout=None, tag_output=False):
-        mpi4py_alias.enabled()      # a bad SHMRMA_MPI4PY fails here, not in every rank
+        settings.mpi4py_alias()     # a bad SHMRMA_MPI4PY fails here, not in every rank
         self.nranks = nranks
         self.timeout = timeout
         self.tag_output = tag_output
         self.job_id = job.new_job_id()
         self.world = job.World.create(self.job_id, nranks)
         self.race_check = None
-        if check.requested():
+        if settings.checking():
             from .check import clock
             self.race_check = clock.start_session(self.job_id, nranks)
         self.sweeper_fd = _start_sweeper(self.job_id)
@@ -82,8 +82,8 @@ class Job:
         """The job's exit status, after the race checker's summary when it ran."""
         if self.race_check is None:
             return status
-        from .check import report
-        text, found = report.summary(self.race_check)
+        from .check import clock
+        text, found = clock.summary(self.race_check)
         sys.stderr.write(text)
         return status or (check.RACE_STATUS if found else 0)
 

@@ -33,9 +33,8 @@ import os
 import sys
 import warnings
 
-from . import constants, environment, errhandler, msgpickle
+from . import constants, environment, errhandler, msgpickle, settings
 
-VARIABLE = "SHMRMA_MPI4PY"
 # the version of mpi4py whose API shmrma follows (the stand-in's __version__)
 MPI4PY_VERSION = "4.1.2"
 
@@ -51,21 +50,11 @@ _ERRORS = {"default": None, "exception": errhandler.ERRORS_RETURN,
 _TRUE, _FALSE = ("true", "yes", "on", "y", "1"), ("false", "no", "off", "n", "0")
 
 
-def enabled():
-    """Whether ranks answer ``mpi4py.MPI`` with shmrma's (SHMRMA_MPI4PY, default 1)."""
-    value = os.environ.get(VARIABLE, "1").strip().lower()
-    if value not in ("0", "1"):
-        raise ValueError("%s must be 1 (import mpi4py gives shmrma's MPI in a job, the "
-                         "default) or 0 (the installed mpi4py), not %r"
-                         % (VARIABLE, os.environ[VARIABLE]))
-    return value == "1"
-
-
 def install():
     """Make this rank's ``mpi4py.MPI`` shmrma's MPI, unless SHMRMA_MPI4PY=0. A rank
     forked from a process that had loaded the installed one (a test session that
     calls shmrma.launch) drops it from its modules, so that its imports find ours."""
-    if not enabled():
+    if not settings.mpi4py_alias():
         return
     if not any(isinstance(f, _Finder) for f in sys.meta_path):
         sys.meta_path.insert(0, _Finder())

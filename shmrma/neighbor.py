@@ -17,7 +17,7 @@ import struct
 
 from . import atomic, buffers, constants, errors
 from .collective import _Parts, in_turn
-from .comm import _dumps, _loads
+from .transfers import _dumps, _loads
 from .nonblocking import _start, _take
 
 COUNT = struct.Struct("<q")

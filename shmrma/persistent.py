@@ -9,7 +9,7 @@ order the nonblocking collectives they run need. The ``info`` argument is taken
 as an Info (no hint changes what they do) and checked like any other.
 """
 from . import op as ops
-from .comm import Persistent
+from .transfers import Persistent
 from .info import to_dict
 
 

@@ -166,19 +166,19 @@ def _python_options(items, options):
 
 def _checked_environment():
     """SHMRMA_CHECK, when --check does not set it, must hold a value it takes."""
-    from . import check
+    from . import settings
     try:
-        check.requested()
+        settings.checking()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
 
 def _check_mode(value):
-    from .check import MODES
-    if value in ("",) + MODES:
+    from .settings import CHECK_MODES
+    if value in ("",) + CHECK_MODES:
         return value or "1"
     raise UsageError("--check=%s: expected --check or --check=%s" % (
-        value, ", --check=".join(MODES)))
+        value, ", --check=".join(CHECK_MODES)))
 
 
 def _next(items, name):
@@ -189,9 +189,10 @@ def _next(items, name):
 
 def _backend_name(text=None):
     """The backend --backend names (``text``), else SHMRMA_BACKEND's."""
-    from . import backend
+    from . import settings
     try:
-        return backend.selected() if text is None else backend.checked(text, "--backend")
+        return settings.backend() if text is None else settings.checked_backend(text,
+                                                                              "--backend")
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
@@ -259,12 +260,11 @@ def main(argv=None):
     if options.backend == "mpi":
         from .onmpi import launch as mpi_launch
         return mpi_launch.run(options)
+    from . import settings
     if options.check:
-        from . import check
-        os.environ[check.CHECK_VARIABLE] = options.check
+        os.environ[settings.CHECK_VARIABLE] = options.check
     if not options.mpi4py_alias:
-        from .mpi4py_alias import VARIABLE
-        os.environ[VARIABLE] = "0"
+        os.environ[settings.MPI4PY_VARIABLE] = "0"
     options.apply_python_options()
     # Import the runtime once here, before the fork, so no rank pays for it again;
     # it loads no numpy and starts no thread (forking after a thread is unsafe).

@@ -8,7 +8,7 @@ job and no dynamic processes, so these are its only process sets.
 """
 from . import constants, errors, job
 from . import errhandler as handlers
-from .comm import BufferAttachment, _attached
+from .bsend import BufferAttachment, _attached
 from .group import make_group
 from .handle import HandleBase, IntHandle, SameReferent, constant
 from .info import Info, to_dict
@@ -114,7 +114,7 @@ class Session(HandleBase, SameReferent, IntHandle, handlers.ErrorHandling, Buffe
 def _thread_level(hints):
     """A session's thread level: the one its info asked for ("thread_level", MPI-4.0
     §11.3.1), else the highest, as far as the process supports it."""
-    from .environment import supported_thread_level
+    from .settings import supported_thread_level
     asked = {name: level for level, name in _THREAD_LEVELS.items()}.get(
         str(hints.get("thread_level", "")).upper(), constants.THREAD_MULTIPLE)
     return min(asked, supported_thread_level())

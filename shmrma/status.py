@@ -10,6 +10,7 @@ import operator
 from array import array
 
 from . import constants, errors
+from .handle import IntHandle
 
 COUNT_LO, COUNT_HI_AND_CANCELLED, SOURCE, TAG, ERROR = range(5)
 # the Fortran status (py2f) is the same five ints, as MPICH's MPI_Status_c2f gives them
@@ -188,3 +189,14 @@ def _lookup(datatype):
 def _derived():
     from . import derived     # datatypes sit above the status
     return derived
+
+
+def handle_of(obj):
+    """mpi4py's ``MPI._handleof``: the MPI handle of a handle object (its int, as
+    ``obj.handle``), the address of a Status's five C ints (what MPI_Status is)."""
+    if isinstance(obj, IntHandle):
+        return obj.handle
+    if isinstance(obj, Status):
+        return obj._fields.buffer_info()[0]
+    raise TypeError("_handleof() takes an MPI object (Comm, Datatype, Status...), not %s"
+                    % type(obj).__name__)

@@ -14,8 +14,8 @@ import operator
 
 from . import constants, errors
 from .buffers import is_integral
-from .comm import TOPOLOGY_CLASSES
-from .intracomm import COMM_NULL, Intracomm
+from .comm import COMM_CLASSES
+from .intracomm import COMM_NULL, TOPOLOGY_MAKERS, Intracomm
 from .neighbor import NeighborCollectives
 from .persistent import PersistentNeighborCollectives
 
@@ -325,4 +325,5 @@ class Cartcomm(Topocomm):
                                           [grid.periods[i] for i in kept]))
 
 
-TOPOLOGY_CLASSES[constants.CART] = Cartcomm
+COMM_CLASSES[constants.CART] = Cartcomm
+TOPOLOGY_MAKERS.update(Create_cart=create_cart, Cart_map=cart_map)

@@ -17,10 +17,11 @@ import subprocess
 import sys
 import time
 
+from ..settings import BACKEND_VARIABLE
+
 INSTALL_HINT = 'pip install -e ".[bench]"'
 KILL_GRACE_S = 5
 IMPL_VARIABLE = "SHMRMA_BENCH_IMPL"
-BACKEND_VARIABLE = "SHMRMA_BACKEND"     # shmrma/backend.py's
 # shmrma's backend under each implementation that runs shmrma's code path
 BACKEND_OF = {"shmrma": "shm", "shmrma-mpi": "mpi", "shmrma-check": "shm",
               "shmrma-check-no-local": "shm"}

@@ -23,30 +23,4 @@ every synchronization call of the job and decides that with vector clocks:
 ``SHMRMA_CHECK=no-local`` leaves both out. What each cannot see: README,
 "Finding data races".
 """
-import os
-
-CHECK_VARIABLE = "SHMRMA_CHECK"
-# SHMRMA_CHECK's values (--check=...) that leave out stores.py, loads.py, or both
-NO_STORES, NO_LOADS, NO_LOCAL = "no-stores", "no-loads", "no-local"
-MODES = (NO_STORES, NO_LOADS, NO_LOCAL)
 RACE_STATUS = 66        # the exit status of a job that reported a race (ThreadSanitizer's)
-
-
-def requested():
-    """Whether this process runs under the checker; a value of SHMRMA_CHECK it does
-    not know is an error (a typo would otherwise check what it meant to leave out)."""
-    value = os.environ.get(CHECK_VARIABLE, "")
-    if value not in ("", "0", "1") + MODES:
-        raise ValueError("%s=%r: expected 1 (check), 0 (do not), or one of %s" % (
-            CHECK_VARIABLE, value, ", ".join(MODES)))
-    return value not in ("", "0")
-
-
-def stores_watched():
-    """Whether the ranks' own stores to their window memory are checked too."""
-    return os.environ.get(CHECK_VARIABLE, "") not in (NO_STORES, NO_LOCAL)
-
-
-def loads_watched():
-    """Whether the ranks' own loads of their window memory are checked too."""
-    return os.environ.get(CHECK_VARIABLE, "") not in (NO_LOADS, NO_LOCAL)

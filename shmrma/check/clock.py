@@ -487,9 +487,18 @@ def clock():
     return _clock
 
 
+def summary(session):
+    """(the end-of-job line, whether a race was found)."""
+    races, checked = session.count(OFF_RACES), session.accesses()
+    if races:
+        return ("shmrma-check: %d data race%s found in %d RMA accesses checked (each pair of "
+                "code sites reported once, above)\n" % (races, "" if races == 1 else "s",
+                                                         checked), True)
+    return "shmrma-check: no data race found in %d RMA accesses checked\n" % checked, False
+
+
 def _singleton_summary(session):
     import sys
-    from .report import summary
     sys.stderr.write(summary(session)[0])
 
 

@@ -1127,7 +1127,7 @@ def install():
     _install_waitall(request.Request)
     _install_file_io()
     from .. import winmemory
-    from . import loads_watched
+    from ..settings import loads_watched
     if loads_watched():
         winmemory.reach_taken_pages()     # the private window memory a rank watches
 

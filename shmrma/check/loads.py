@@ -116,7 +116,7 @@ class Loads:
     def of(cls, check):
         """The watch on this rank's loads of the window, or None when they are not
         watched (see the module's text)."""
-        from . import loads_watched
+        from ..settings import loads_watched
         watched = _watched_memory(check.state, check.me) if loads_watched() else None
         slot = None if watched is None else _slot(*watched)
         return None if slot is None else cls(check, [(slot, watched[0])], watched[2])
@@ -125,7 +125,7 @@ class Loads:
     def attached(cls, check, address, nbytes):
         """The watch of a dynamic window (``check.loads``, or a new one) with the region
         just attached at ``address`` added; None while there is nothing to watch."""
-        from . import loads_watched
+        from ..settings import loads_watched
         slot = _slot(address, nbytes, False) if loads_watched() else None
         if slot is None:
             return check.loads

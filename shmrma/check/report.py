@@ -134,14 +134,3 @@ def unseen_store(window, target, run, me, access, site, dynamic=False):
                 window, _bytes_of(low, high, target, dynamic), target,
                 _describe(access.kind, me, site, access.epoch, target), target, me, call,
                 call))
-
-
-def summary(session):
-    """(the end-of-job line, whether a race was found)."""
-    from .clock import OFF_RACES
-    races, checked = session.count(OFF_RACES), session.accesses()
-    if races:
-        return ("shmrma-check: %d data race%s found in %d RMA accesses checked (each pair of "
-                "code sites reported once, above)\n" % (races, "" if races == 1 else "s",
-                                                         checked), True)
-    return "shmrma-check: no data race found in %d RMA accesses checked\n" % checked, False

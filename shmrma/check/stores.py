@@ -52,7 +52,7 @@ class Shadow:
     def of(cls, state):
         """A window's shadow (collective), or None when its stores are not checked."""
         from ..window import WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_CREATE
-        from . import stores_watched
+        from ..settings import stores_watched
         sizes = list(state.sizes)
         if not stores_watched():
             return None
@@ -250,7 +250,7 @@ class RegionShadows:
         are not checked."""
         from ..dynamic import table_bytes
         from ..window import WIN_FLAVOR_DYNAMIC
-        from . import stores_watched
+        from ..settings import stores_watched
         if state.flavor != WIN_FLAVOR_DYNAMIC or not stores_watched():
             return None
         n = len(state.sizes)

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from .. import backend
+from .. import settings
 
 TIMEOUT_STATUS = 124
 KILL_GRACE = 3.0        # seconds between SIGTERM and SIGKILL of a timed-out job
@@ -108,7 +108,7 @@ def run(options):
         sys.stderr.write("shmrma-run: --backend mpi: %s\n" % exc)
         return 1
     env = dict(os.environ)
-    env[backend.VARIABLE] = "mpi"
+    env[settings.BACKEND_VARIABLE] = "mpi"
     before = mpi_segments()
     job = subprocess.Popen(argv, env=env, start_new_session=True)
     forwarded = {sig: signal.signal(sig, lambda signum, frame: _signal_job(job, signum))

@@ -1,0 +1,81 @@
+"""The environment variables that choose how shmrma runs, read in one place.
+
+Each is described, with every other setting, in docs/settings.md.
+
+- ``SHMRMA_BACKEND``: which runtime ``from shmrma import MPI`` hands out: ``shm``
+  (the default), shmrma's shared-memory runtime, or ``mpi``, mpi4py on the
+  installed MPI (MPICH or Open MPI) for programs that outgrew one machine. The
+  launcher sets it for its ranks (``shmrma-run --backend mpi``); programs started
+  by ``mpiexec`` directly set it themselves.
+- ``SHMRMA_CHECK``: run under the race checker (``shmrma-run --check`` sets it);
+  ``no-stores``, ``no-loads`` and ``no-local`` leave out the ranks' own stores,
+  loads, or both.
+- ``SHMRMA_MPI4PY``: ``0`` leaves ``import mpi4py`` to the installed mpi4py in a
+  job's ranks (``shmrma-run --no-mpi4py-alias``); by default it is shmrma's MPI.
+"""
+import os
+
+from . import constants
+
+BACKEND_VARIABLE = "SHMRMA_BACKEND"
+BACKENDS = ("shm", "mpi")
+
+CHECK_VARIABLE = "SHMRMA_CHECK"
+# SHMRMA_CHECK's values (--check=...) that leave out the ranks' stores, loads, or both
+NO_STORES, NO_LOADS, NO_LOCAL = "no-stores", "no-loads", "no-local"
+CHECK_MODES = (NO_STORES, NO_LOADS, NO_LOCAL)
+
+MPI4PY_VARIABLE = "SHMRMA_MPI4PY"
+
+
+def checked_backend(name, where):
+    """``name`` if it names a backend; ValueError saying what ``where`` accepts."""
+    if name not in BACKENDS:
+        raise ValueError("%s must be 'shm' (shared memory on one machine, the default) or "
+                         "'mpi' (mpi4py on the installed MPI), not %r" % (where, name))
+    return name
+
+
+def backend():
+    """The backend SHMRMA_BACKEND names (``shm`` when unset)."""
+    return checked_backend(os.environ.get(BACKEND_VARIABLE, "").strip().lower() or "shm",
+                           BACKEND_VARIABLE)
+
+
+def checking():
+    """Whether this process runs under the race checker; a value of SHMRMA_CHECK it
+    does not know is an error (a typo would otherwise check what it meant to leave
+    out)."""
+    value = os.environ.get(CHECK_VARIABLE, "")
+    if value not in ("", "0", "1") + CHECK_MODES:
+        raise ValueError("%s=%r: expected 1 (check), 0 (do not), or one of %s" % (
+            CHECK_VARIABLE, value, ", ".join(CHECK_MODES)))
+    return value not in ("", "0")
+
+
+def stores_watched():
+    """Whether the checker watches the ranks' own stores to their window memory too."""
+    return os.environ.get(CHECK_VARIABLE, "") not in (NO_STORES, NO_LOCAL)
+
+
+def loads_watched():
+    """Whether the checker watches the ranks' own loads of their window memory too."""
+    return os.environ.get(CHECK_VARIABLE, "") not in (NO_LOADS, NO_LOCAL)
+
+
+def mpi4py_alias():
+    """Whether a job's ranks answer ``mpi4py.MPI`` with shmrma's (SHMRMA_MPI4PY, 1)."""
+    value = os.environ.get(MPI4PY_VARIABLE, "1").strip().lower()
+    if value not in ("0", "1"):
+        raise ValueError("%s must be 1 (import mpi4py gives shmrma's MPI in a job, the "
+                         "default) or 0 (the installed mpi4py), not %r"
+                         % (MPI4PY_VARIABLE, os.environ[MPI4PY_VARIABLE]))
+    return value == "1"
+
+
+def supported_thread_level():
+    """The highest thread level every call honours (MPI-3.1 §12.4.3): any thread may
+    call at any time (the rank's MPI lock, csrc/native.h, makes calls made at once
+    behave as if made one after the other, and every wait gives it up); under the
+    race checker, whose records follow one thread at a time, SERIALIZED."""
+    return constants.THREAD_SERIALIZED if checking() else constants.THREAD_MULTIPLE
