@@ -35,7 +35,7 @@ def backends():
     except ImportError as exc:
         print("C extension not available (%s); build it with "
               "`python setup.py build_ext --inplace`" % exc)
-    from shmrma import _fallback
+    from shmrma.core import _fallback
     found["atomics"] = _fallback
     return found
 

@@ -9,7 +9,7 @@ __version__ = "0.1.0"
 
 def native_backend():
     """Which atomic layer is active: "c" (the C extension) or "atomics" (the fallback)."""
-    from . import atomic
+    from .core import atomic
     return atomic.BACKEND
 
 
@@ -18,12 +18,12 @@ def launch(fn, nprocs, args=(), kwargs=None, timeout=None):
 
     Raises ``shmrma.LaunchError`` naming the failed rank, with its traceback.
     """
-    from .launcher import launch as run
+    from .run.launcher import launch as run
     return run(fn, nprocs, args, kwargs, timeout)
 
 
 def __getattr__(name):
     if name == "LaunchError":
-        from .launcher import LaunchError
+        from .run.launcher import LaunchError
         return LaunchError
     raise AttributeError("module 'shmrma' has no attribute %r" % name)

@@ -3,8 +3,9 @@ import operator
 import socket
 import time
 
-from . import __version__, constants, errors
-from .settings import supported_thread_level
+from . import __version__
+from .core import constants, errors
+from .core.settings import supported_thread_level
 
 VERSION = 3
 SUBVERSION = 1
@@ -52,7 +53,7 @@ def Is_finalized():
 
 def Finalize():
     """Terminate the MPI execution environment: deliver the sends still queued."""
-    from . import mailbox
+    from .p2p import transport as mailbox
     mailbox.flush_before_exit()
     _state["finalized"] = True
 
@@ -65,7 +66,7 @@ def uninitialized():
 def _set_abort_status(status):
     """mpi4py's helper for ``python -m mpi4py``: end the job with ``status`` at exit,
     as ``COMM_WORLD.Abort(status)`` would (0: end normally)."""
-    from . import job
+    from .core import job
     job.abort_at_exit(operator.index(status))
 
 
@@ -103,7 +104,7 @@ def Pcontrol(level):
 def Get_hw_resource_info():
     """MPI-4.1's hardware resource information: none is described (MPICH also
     returns an empty Info)."""
-    from .info import Info
+    from .core.info import Info
     return Info.Create()
 
 

@@ -3,7 +3,9 @@ import time
 
 import pytest
 
-from shmrma import MPI, fastpath, mailbox
+from shmrma import MPI
+from shmrma.rma import fastpath
+from shmrma.p2p import transport as mailbox
 
 
 def raises_mpi(error_class, match=None):
@@ -16,7 +18,7 @@ def job_segments():
     """This job's names still in /dev/shm (the world segment never is; another
     program's names are not this job's)."""
     import os
-    from shmrma import job, segments
+    from shmrma.core import job, segments
     prefix = "%s%s." % (segments.NAME_PREFIX, job.current().job_id)
     return sorted(n for n in os.listdir(segments.SHM_DIR) if n.startswith(prefix))
 

@@ -1,4 +1,4 @@
-"""Tests of the native atomic layer (shmrma.atomic), run on both backends.
+"""Tests of the native atomic layer (shmrma.core.atomic), run on both backends.
 
 Every test runs once on the C extension ("c") and once on the `atomics`
 fallback ("atomics"); the C run is skipped when the extension is not built.
@@ -16,7 +16,7 @@ import traceback
 
 import pytest
 
-from shmrma import atomic
+from shmrma.core import atomic
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 I32_MIN, I32_MAX = -2**31, 2**31 - 1
@@ -328,7 +328,7 @@ def _python(code, **env):
 @pytest.mark.timeout(60)
 def test_env_selects_backend_and_wait_params(backend):
     native = "1" if backend == "c" else "0"
-    code = ("from shmrma import atomic; "
+    code = ("from shmrma.core import atomic; "
             "print(atomic.BACKEND, atomic.NATIVE_IMPORT_ERROR, "
             "*atomic.get_wait_params())")
     assert _python(code, SHMRMA_NATIVE=native, SHMRMA_SPIN="7",
@@ -342,7 +342,7 @@ def test_env_selects_backend_and_wait_params(backend):
     if backend == "atomics":
         # extension missing (import blocked): fall back and keep the reason
         code = ("import sys; sys.modules['shmrma._native'] = None; "
-                "from shmrma import atomic; "
+                "from shmrma.core import atomic; "
                 "print(atomic.BACKEND, bool(atomic.NATIVE_IMPORT_ERROR)); "
                 "print(atomic.NATIVE_IMPORT_ERROR)")
         out = _python(code, SHMRMA_NATIVE="").splitlines()

@@ -600,7 +600,7 @@ def test_acquire_in_c_matches_python(seed):
     released = clocks.RING + 300            # the ring wrapped
     for n in range(released):
         ring[n % clocks.RING] = [1 + int(rng.integers(0, 400))] + list(rng.integers(0, 99, 3))
-    from shmrma import atomic
+    from shmrma.core import atomic
     atomic.store64(ring_index, released)
     for key in list(range(1, 420)) + [int(ring[(released - 1) % clocks.RING, 0])]:
         start = rng.integers(0, 50, 3).astype(np.int64)
@@ -655,7 +655,7 @@ def test_release_publish_and_join_in_c_match_python(seed):
             c_block, p_block = c_session.block(rank), p_session.block(rank)
             assert np.array_equal(c_block[2], p_block[2]), step      # the ring
             assert np.array_equal(c_block[3], p_block[3]), step      # the cells
-            from shmrma import atomic
+            from shmrma.core import atomic
             assert atomic.load64(c_block[1]) == atomic.load64(p_block[1])
 
 
@@ -1072,7 +1072,7 @@ def test_generated_corpus_precision_and_recall():
 def test_the_runtime_imports_without_numpy_with_or_without_the_checker(checking):
     """The launcher forks its ranks after importing the runtime, before any thread
     exists: numpy (whose BLAS starts threads) must not load then, checker or not."""
-    code = ("import sys; from shmrma import MPI, launcher; "
+    code = ("import sys; from shmrma import MPI; from shmrma.run import launcher; "
             "print('numpy' in sys.modules, 'shmrma.check.hooks' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=60, env=dict(os.environ, SHMRMA_CHECK=checking))

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 import shmrma
-from shmrma import MPI, fastpath
+from shmrma import MPI
+from shmrma.rma import fastpath
 from mpitest import dead_rank_ends_the_job
 
 CHUNKED = 40000     # float64s: 320 KB, past the small area and a large slot

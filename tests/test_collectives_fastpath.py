@@ -16,7 +16,10 @@ import numpy as np
 import pytest
 
 import shmrma
-from shmrma import MPI, atomic, collective, fastpath
+from shmrma import MPI
+from shmrma.core import atomic
+from shmrma.coll import blocking as collective
+from shmrma.rma import fastpath
 from mpitest import (alltoallv_case, assert_every_mode_agrees, run_in_every_mode,
                      vector_scenarios)
 

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import shmrma
-from shmrma import MPI, job
+from shmrma import MPI
+from shmrma.core import job
 from mpitest import raises_mpi
 
 

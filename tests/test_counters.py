@@ -1,5 +1,5 @@
 """Synchronization counters of the 2008 "Flexible RMA Synchronization" proposal
-(shmrma/counters.py; API.md §9; checklist §3.14 R152-R165, A14-A18, A22, A24, A31, A32).
+(shmrma/rma/counters.py; API.md §9; checklist §3.14 R152-R165, A14-A18, A22, A24, A31, A32).
 
 Every multi-rank body runs under ``shmrma.launch`` with a timeout. Ranks are
 ordered by messages, never by sleeps; one sleep gives a dying rank a head start,
@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 
 import shmrma
-from shmrma import MPI, atomic, fastpath
+from shmrma import MPI
+from shmrma.core import atomic
+from shmrma.rma import fastpath
 
 from mpitest import nothing_left_behind, raises_mpi
 

@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 import shmrma
-from shmrma import MPI, atomic, counters, winbarrier
+from shmrma import MPI
+from shmrma.core import atomic
+from shmrma.rma import counters, winbarrier
 from mpitest import assert_every_mode_agrees, run_in_every_mode
 
 RESTART = {"restart": "true"}
@@ -302,7 +304,8 @@ def test_only_the_signal_that_completes_a_sleeping_wait_wakes_it():
     def body():
         import resource
         import time
-        from shmrma import _native, request
+        from shmrma import _native
+        from shmrma.p2p import request
         comm = MPI.COMM_WORLD
         win = MPI.Win.Allocate(8, 8, comm=comm)
         sync = comm.bcast(win.Alloc_sync_objects(1)[0] if comm.rank == 0 else None)

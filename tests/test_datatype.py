@@ -10,10 +10,11 @@ import pickle
 import numpy as np
 import pytest
 
-from shmrma import MPI, derived
-from shmrma import datatype as dt
-from shmrma import errors
-from shmrma.datatype import DATATYPE_NULL, Datatype
+from shmrma import MPI
+from shmrma.types import derived
+from shmrma.types import datatype as dt
+from shmrma.core import errors
+from shmrma.types.datatype import DATATYPE_NULL, Datatype
 from mpitest import raises_mpi
 
 # name: (Get_name, size, extent, tocode, typestr, typechar)

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 import shmrma
-from shmrma import MPI, derived
+from shmrma import MPI
+from shmrma.types import derived
 
 # (size, lb, extent, true_lb, true_extent) read off mpi4py 4.1.2 on MPICH 5.0.2
 REFERENCE = {
@@ -92,7 +93,7 @@ def test_sizes_and_extents_match_mpich(name):
 
 
 def _packed(datatype, buffer, count=1):
-    from shmrma import derived
+    from shmrma.types import derived
     index = derived.Layout.of(datatype).byte_index(count, datatype.extent)
     return np.frombuffer(buffer, dtype=np.uint8)[index - datatype.true_lb
                                                  if datatype.true_lb < 0 else index]

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import shmrma
-from shmrma import MPI, atomic
+from shmrma import MPI
+from shmrma.core import atomic
 from mpitest import dead_rank_ends_the_job, nothing_left_behind, raises_mpi
 
 MIB = 1 << 20

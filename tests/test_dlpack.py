@@ -1,4 +1,4 @@
-"""DLPack producers as buffers (shmrma/dlpack.py), as mpi4py 4 takes them: objects
+"""DLPack producers as buffers (shmrma/types/dlpack.py), as mpi4py 4 takes them: objects
 with ``__dlpack__`` and ``__dlpack_device__`` on the host, legacy and versioned
 capsules, the read-only flag honoured, the producer kept alive while the buffer is
 in use; device memory (another DLPack device, ``__cuda_array_interface__``) is a
@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import shmrma
-from shmrma import MPI, dlpack
+from shmrma import MPI
+from shmrma.types import dlpack
 
 
 class Producer:

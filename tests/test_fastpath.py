@@ -1,4 +1,4 @@
-"""The RMA fast path (shmrma/fastpath.py, _native.c "RMA fast path") against the
+"""The RMA fast path (shmrma/rma/fastpath.py, _native.c "RMA fast path") against the
 Python path.
 
 Each call runs twice on equal data, with the fast path on and then off
@@ -17,7 +17,9 @@ import numpy as np
 import pytest
 
 import shmrma
-from shmrma import MPI, atomic, fastpath, passive, rma
+from shmrma import MPI
+from shmrma.core import atomic
+from shmrma.rma import fastpath, passive, calls as rma
 
 SIZE = 64           # bytes of window memory per rank
 UNIT = 4            # disp_unit of the comparison windows
@@ -585,7 +587,7 @@ def test_contended_accumulate_lock_declines_without_touching_anything():
     accumulating calls spin briefly, then decline, leaving window, result and lock
     as they were (the Python path then waits with the job's abort checks)."""
     def body():
-        from shmrma.control import OFF_ACCUMULATE_LOCK
+        from shmrma.rma.control import OFF_ACCUMULATE_LOCK
         win = MPI.Win.Allocate(SIZE, 8, comm=MPI.COMM_WORLD)
         mem = np.frombuffer(win.tomemory(), "i8")
         mem[:] = 5

@@ -1,7 +1,7 @@
 """Process groups (API.md §3; the groups of Start/Post and Get_group, checklist R28, R92, R93).
 
 Expected results were read off mpi4py 4.1 + MPICH 5.0 on a world of 4 ranks.
-The calling process's world rank comes from shmrma.job, replaced here by a stub.
+The calling process's world rank comes from shmrma.core.job, replaced here by a stub.
 """
 import pickle
 import sys
@@ -11,22 +11,22 @@ import numpy as np
 import pytest
 
 import shmrma
-from shmrma import errors
-from shmrma.constants import IDENT, PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL
-from shmrma.group import GROUP_EMPTY, GROUP_NULL, Group, make_group
+from shmrma.core import errors
+from shmrma.core.constants import IDENT, PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL
+from shmrma.comm.group import GROUP_EMPTY, GROUP_NULL, Group, make_group
 from mpitest import raises_mpi
 
 
 @pytest.fixture
 def as_world_rank(monkeypatch):
-    """Make shmrma.job.world_rank() answer a chosen rank, without starting a job."""
-    job = sys.modules.get("shmrma.job")
+    """Make shmrma.core.job.world_rank() answer a chosen rank, without starting a job."""
+    job = sys.modules.get("shmrma.core.job")
     if job is None:
         try:
-            import shmrma.job as job
+            import shmrma.core.job as job
         except ImportError:
-            job = types.ModuleType("shmrma.job")
-            monkeypatch.setitem(sys.modules, "shmrma.job", job)
+            job = types.ModuleType("shmrma.core.job")
+            monkeypatch.setitem(sys.modules, "shmrma.core.job", job)
             monkeypatch.setattr(shmrma, "job", job, raising=False)
 
     def set_rank(rank):

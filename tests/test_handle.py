@@ -1,7 +1,8 @@
 """Integer handles (toint/fromint, MPI 4.1 §19.3.6) of Datatype, Op, Group and Info."""
 import pytest
 
-from shmrma import MPI, errors
+from shmrma import MPI
+from shmrma.core import errors
 from mpitest import raises_mpi
 
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import shmrma
-from shmrma import MPI, atomic
+from shmrma import MPI
+from shmrma.core import atomic
 
 from mpitest import nothing_left_behind, raises_mpi
 

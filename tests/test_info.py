@@ -9,9 +9,9 @@ import pickle
 
 import pytest
 
-from shmrma import errors
-from shmrma.constants import MAX_INFO_KEY, MAX_INFO_VAL
-from shmrma.info import INFO_ENV, INFO_NULL, Info, to_dict
+from shmrma.core import errors
+from shmrma.core.constants import MAX_INFO_KEY, MAX_INFO_VAL
+from shmrma.core.info import INFO_ENV, INFO_NULL, Info, to_dict
 from mpitest import raises_mpi
 
 

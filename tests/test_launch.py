@@ -12,7 +12,8 @@ import time
 import pytest
 
 import shmrma
-from shmrma import MPI, job
+from shmrma import MPI
+from shmrma.core import job
 
 
 def job_segments(job):
@@ -214,7 +215,8 @@ def test_launch_from_a_singleton(tmp_path):
     path = tmp_path / "singleton_launch.py"
     path.write_text(textwrap.dedent('''
         import os, shmrma
-        from shmrma import MPI, job
+        from shmrma import MPI
+        from shmrma.core import job
         comm = MPI.COMM_WORLD
         assert (comm.Get_rank(), comm.Get_size()) == (0, 1)
         assert comm.allreduce(5) == 5

@@ -23,7 +23,8 @@ SHM_DIR = "/dev/shm"
 # created mid-job), and every rank can say "ready" through a file.
 PROLOGUE = '''
 import os, sys, time, signal, threading
-from shmrma import MPI, job as shmrma_job
+from shmrma import MPI
+from shmrma.core import job as shmrma_job
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
 JOB = shmrma_job.current().job_id
@@ -635,7 +636,7 @@ def test_singleton_without_launcher(tmp_path):
         c.Send(bytearray(1 << 20), dest=0, tag=1)
         win = MPI.Win.Allocate(1 << 16, comm=c)
         syncs = win.Alloc_sync_objects(2)
-        from shmrma import job as j
+        from shmrma.core import job as j
         job = j.current().job_id
         named = [n for n in os.listdir("/dev/shm") if n.startswith("shmrma.%s." % job)]
         print("rank", c.Get_rank(), "size", c.Get_size(), "job", job, "named", len(named))

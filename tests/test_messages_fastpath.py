@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 import shmrma
-from shmrma import MPI, comm as comm_module, fastpath
+from shmrma import MPI
+from shmrma.comm import comm as comm_module
+from shmrma.rma import fastpath
 from mpitest import nothing_left_behind
 
 FAST = ("_fast_send", "_fast_recv", "_fast_irecv", "_fast_sendobj", "_fast_recvobj")

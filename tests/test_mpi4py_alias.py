@@ -1,5 +1,5 @@
 """Programs written for mpi4py run under shmrma-run as they are: ``from mpi4py
-import MPI`` in a rank is shmrma's MPI (shmrma/mpi4py_alias.py), ``mpi4py.rc``
+import MPI`` in a rank is shmrma's MPI (shmrma/run/mpi4py_alias.py), ``mpi4py.rc``
 takes effect as in mpi4py, and no way of starting N processes leaves each with a
 silent world of one."""
 import importlib.machinery
@@ -11,7 +11,8 @@ import textwrap
 import pytest
 
 import shmrma
-from shmrma import MPI, job
+from shmrma import MPI
+from shmrma.core import job
 
 from mpitest import raises_mpi
 
@@ -220,7 +221,7 @@ def test_ranks_forked_from_a_process_that_loaded_mpi4py_get_shmrmas(tmp_path):
 
 def _without_installed_mpi4py():
     """In a rank: mpi4py as if it were not installed."""
-    from shmrma import mpi4py_alias
+    from shmrma.run import mpi4py_alias
     for name in [n for n in sys.modules if n == "mpi4py" or n.startswith("mpi4py.")]:
         del sys.modules[name]
     real = importlib.machinery.PathFinder.find_spec
@@ -246,7 +247,7 @@ def test_without_mpi4py_installed_a_stand_in_holds_rc_and_mpi():
 def _inheritance_under_mpis_defaults():
     """rc.errors = "default": new communicators inherit their parent's handler
     (MPI-3.1 §8.3), by every way of making one; windows start ERRORS_ARE_FATAL."""
-    from shmrma import mpi4py_alias
+    from shmrma.run import mpi4py_alias
 
     class Rc:
         errors = "default"

@@ -124,7 +124,7 @@ def test_fake_gpu_buffer_tests_are_skipped_unrun_and_left_out_of_the_counts():
 
 @pytest.mark.timeout(300)
 def test_file_modules_pass_at_1_2_and_3_ranks(source):
-    """MPI-IO (shmrma/file.py): mpi4py's test_file and test_io whole, every test on
+    """MPI-IO (shmrma/io/file.py): mpi4py's test_file and test_io whole, every test on
     every rank."""
     results = mpi4py_suite.run([1, 2, 3], ["test_file", "test_io"], source, 120)
     for (name, n), (passed, total, note) in results.items():

@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 
 import shmrma
-from shmrma import MPI, atomic, nbcarea, nonblocking
+from shmrma import MPI
+from shmrma.core import atomic
+from shmrma.coll import channel as nbcarea, nonblocking
 from mpitest import assert_every_mode_agrees, run_in_every_mode, vector_scenarios
 
 

@@ -1,4 +1,4 @@
-"""The nonblocking collectives' channel (shmrma/nbcarea.py): what its design must
+"""The nonblocking collectives' channel (shmrma/coll/channel.py): what its design must
 guarantee beyond the calls' results (tests/test_collectives.py has those).
 
 No checklist rule covers collectives; the behaviour is MPI-3.1 §5.12 (a
@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 
 import shmrma
-from shmrma import MPI, job, nbcarea
+from shmrma import MPI
+from shmrma.core import job
+from shmrma.coll import channel as nbcarea
 from mpitest import job_segments, nothing_left_behind
 
 
@@ -170,7 +172,7 @@ def _sliced_folds():
     overlapped and are waited for in reverse; a non-commutative user op must
     still fold in rank order, MINLOC pairs and a derived datatype must be cut at
     whole elements, IN_PLACE must work; Ireduce leaves the others' buffers be."""
-    from shmrma import nonblocking
+    from shmrma.coll import nonblocking
     comm = MPI.COMM_WORLD
     rank, size = comm.rank, comm.size
     n = 1 << 18 | 3         # 1 MiB of float32, not a multiple of the ranks

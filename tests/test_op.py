@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from shmrma import datatype as dt
-from shmrma import errors
-from shmrma import op as ops
-from shmrma.op import ACCUMULATE, GET_ACCUMULATE, OP_NULL, REDUCTION, Op
+from shmrma.types import datatype as dt
+from shmrma.core import errors
+from shmrma.types import op as ops
+from shmrma.types.op import ACCUMULATE, GET_ACCUMULATE, OP_NULL, REDUCTION, Op
 from mpitest import raises_mpi
 
 REDUCE_OPS = ["SUM", "PROD", "MAX", "MIN", "LAND", "BAND", "LOR", "BOR", "LXOR", "BXOR",

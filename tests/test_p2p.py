@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import shmrma
-from shmrma import MPI, mailbox
+from shmrma import MPI
+from shmrma.p2p import transport as mailbox
 from mpitest import (dead_rank_ends_the_job, job_segments, nothing_left_behind,
                      raises_mpi)
 

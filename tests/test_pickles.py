@@ -13,7 +13,8 @@ import pickle
 
 import pytest
 
-from shmrma import atomic, mailbox
+from shmrma.core import atomic
+from shmrma.p2p import transport as mailbox
 
 pytestmark = pytest.mark.skipif(atomic.BACKEND != "c", reason="the C extension's codec")
 

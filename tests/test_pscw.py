@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 import shmrma
-from shmrma import MPI, fastpath
+from shmrma import MPI
+from shmrma.rma import fastpath
 from mpitest import nothing_left_behind, raises_mpi
 
 
@@ -400,8 +401,8 @@ def test_post_and_complete_counters_wrap(seed):
     completes due) seeded just below 2^31 and 2^32 (white-box), 3 ranks run 12 rounds of
     a PSCW ring and of an all-to-all epoch across the wrap: every round matches, none
     hangs."""
-    from shmrma import atomic
-    from shmrma.control import OFF_COMPLETES
+    from shmrma.core import atomic
+    from shmrma.rma.control import OFF_COMPLETES
 
     def body():
         comm = MPI.COMM_WORLD

@@ -15,7 +15,8 @@ import textwrap
 
 import pytest
 
-from shmrma import MPI, job, segments
+from shmrma import MPI
+from shmrma.core import job, segments
 
 
 @pytest.fixture

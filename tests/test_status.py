@@ -9,7 +9,8 @@ import pytest
 
 import shmrma
 from mpitest import raises_mpi
-from shmrma import MPI, fastpath
+from shmrma import MPI
+from shmrma.rma import fastpath
 
 
 def test_constructor_takes_only_a_status():

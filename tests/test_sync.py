@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import shmrma
-from shmrma import MPI, atomic
+from shmrma import MPI
+from shmrma.core import atomic
 from mpitest import fatal_error_ends_the_job
 
 
@@ -806,7 +807,7 @@ def test_lock_counters_wrap(seed):
     2^32 (white-box: the ticket, read and write words of its control block), mixed
     exclusive and shared locking from 3 ranks across the wrap stays exclusive and
     never hangs."""
-    from shmrma import control
+    from shmrma.rma import control
 
     def body():
         comm = MPI.COMM_WORLD
@@ -1023,7 +1024,7 @@ def test_a_wait_for_a_dead_peer_ends_the_job(wait):
             if wait in ("lock", "lock_all"):
                 win.Lock(1, MPI.LOCK_EXCLUSIVE)     # held until death
             elif wait == "accumulate":
-                from shmrma.rma import AccumulateLock
+                from shmrma.rma.calls import AccumulateLock
                 AccumulateLock(win._state, 1).__enter__()   # held until death
             comm.Barrier()
             if wait == "wait":

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 import shmrma
-from shmrma import MPI, fastpath
+from shmrma import MPI
+from shmrma.rma import fastpath
 
 pytestmark = pytest.mark.skipif(not fastpath.AVAILABLE,
                                 reason="the sync fast path needs the C extension")
@@ -186,7 +187,7 @@ def test_common_cases_take_the_fast_path():
     Post/Wait/Test with plain arguments are done in C (the spies see True), Start and
     Post from the second use of a group on."""
     def body():
-        from shmrma import active, passive, winbarrier
+        from shmrma.rma import active, passive, winbarrier
         comm = MPI.COMM_WORLD
         rank, peer = comm.Get_rank(), 1 - comm.Get_rank()
         win = MPI.Win.Allocate(8, 8, comm=comm)
@@ -253,7 +254,7 @@ def test_lock_tickets_and_fence_arrivals_finish_in_python():
     Lock_all stuck on its second rank, and a Fence whose peer arrives 0.3 s late, each
     come back from C with what they drew and finish in the Python path."""
     def body():
-        from shmrma import passive, winbarrier
+        from shmrma.rma import passive, winbarrier
         comm = MPI.COMM_WORLD
         rank = comm.Get_rank()
         win = MPI.Win.Allocate(8, 8, comm=comm)

@@ -13,7 +13,8 @@ import threading
 import pytest
 
 import shmrma
-from shmrma import MPI, atomic
+from shmrma import MPI
+from shmrma.core import atomic
 
 PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs",
                        "threaded_calls.py")

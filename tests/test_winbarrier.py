@@ -1,5 +1,5 @@
 """The window barrier of the amendment: win.Ibarrier / win.Barrier, a nonblocking
-fence over the window's group (shmrma/winbarrier.py; checklist A1-A3, R166-R172)."""
+fence over the window's group (shmrma/rma/winbarrier.py; checklist A1-A3, R166-R172)."""
 import os
 import time
 
@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import shmrma
-from shmrma import MPI, fastpath
+from shmrma import MPI
+from shmrma.rma import fastpath
 
 from mpitest import raises_mpi
 

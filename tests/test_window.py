@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import shmrma
-from shmrma import MPI, job, segments
+from shmrma import MPI
+from shmrma.core import job, segments
 
 from mpitest import raises_mpi
 

@@ -6,7 +6,7 @@
 The suite comes from mpi4py 4.1.2's source distribution (fetched once with pip
 into ~/.cache/shmrma, or taken from --source, the sdist's folder). At each rank
 count every module runs under ``shmrma-run`` in every rank, where ``from mpi4py
-import MPI`` is ``shmrma.MPI`` (shmrma/mpi4py_alias.py; mpi4py's other modules,
+import MPI`` is ``shmrma.MPI`` (shmrma/run/mpi4py_alias.py; mpi4py's other modules,
 such as mpi4py.util, come from the installed mpi4py). Each rank
 reports every test method's outcome; a method passes when it passed on every
 rank (its subtests included). A module that cannot be imported counts all its

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 
-from ..settings import BACKEND_VARIABLE
+from ..core.settings import BACKEND_VARIABLE
 
 INSTALL_HINT = 'pip install -e ".[bench]"'
 KILL_GRACE_S = 5
@@ -185,7 +185,8 @@ def run_once(argv, env, timeout, cwd=None):
 # ---------------------------------------------------------------- machine facts
 
 def machine_facts(with_reference):
-    import shmrma
+    from .. import __version__
+    from ..core import atomic
     facts = {
         "nproc": os.cpu_count(),
         "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
@@ -194,8 +195,8 @@ def machine_facts(with_reference):
         "python": sys.version.split()[0],
         "python_executable": sys.executable,
         "numpy": _version_of("numpy"),
-        "shmrma_version": shmrma.__version__,
-        "shmrma_native_backend": shmrma.native_backend(),
+        "shmrma_version": __version__,
+        "shmrma_native_backend": atomic.BACKEND,
         "shmrma_run": find_tool("shmrma-run"),
         "loadavg_start": os.getloadavg(),
         "mpi4py": None,

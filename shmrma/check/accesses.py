@@ -18,8 +18,8 @@ concurrent accesses the second always sees the first.
 """
 import contextlib
 
-from .. import atomic, job
-from ..lazy import numpy
+from ..core import atomic, job
+from ..core.lazy import numpy
 
 try:        # the scan, add and complete in C (csrc/racecheck.c); numpy below otherwise
     from .. import _racecheck

@@ -20,8 +20,8 @@ once, so it never outlives the job; the launcher reads the race count from it.
 import threading
 import time
 
-from .. import atomic, job, segments
-from ..lazy import numpy
+from ..core import atomic, job, segments
+from ..core.lazy import numpy
 from . import report
 
 try:

@@ -15,16 +15,19 @@ import inspect
 import operator
 import zlib
 
-from .. import constants, dynamic, mailbox, memory, rma
-from .. import buffers
-from ..epoch import HELD_EXCLUSIVE
-from ..window import WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_DYNAMIC, share_segment
+from ..core import constants
+from ..rma import dynamic, calls as rma
+from ..p2p import transport as mailbox
+from ..types import memory
+from ..types import buffers
+from ..rma.epoch import HELD_EXCLUSIVE
+from ..rma.window import WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_DYNAMIC, share_segment
 from . import accesses, loads, origin, report, stores
 from .accesses import (ACCUMULATE, COMPARE_AND_SWAP, FETCH_AND_OP, GET, GET_ACCUMULATE,
                        PUT, Access)
 from .origin import READ, WRITTEN
 from .clock import clock, key_of
-from ..lazy import numpy
+from ..core.lazy import numpy
 
 FENCE, BARRIER, POST, COMPLETE, MESSAGE, COLLECTIVE, COUNTER = range(1, 8)
 CAS_CODE = -2
@@ -45,7 +48,7 @@ class WindowCheck:
     """The checker's view of one window on this rank."""
 
     def __init__(self, win, site):
-        from .. import job
+        from ..core import job
         state = win._s
         self.state, self.world = state, state.world_ranks
         n = len(self.world)
@@ -639,7 +642,7 @@ def _install_requests(classes):
 # --- window synchronization ----------------------------------------------------------
 
 def _install_window_sync(Win):
-    from ..passive import HELD_SHARED, LOCK_EXCLUSIVE
+    from ..rma.passive import HELD_SHARED, LOCK_EXCLUSIVE
     real = {name: getattr(Win, name) for name in (
         "Fence", "Barrier", "Ibarrier", "Start", "Complete", "Post", "Wait", "Test", "Lock",
         "Unlock", "Lock_all", "Unlock_all", "Flush", "Flush_all", "Flush_local",
@@ -768,7 +771,7 @@ def _install_window_sync(Win):
         if check is None or rank == constants.PROC_NULL:
             return
         rank = operator.index(rank)
-        from ..assertions import MODE_NOCHECK
+        from ..rma.assertions import MODE_NOCHECK
         # exclusive epochs are compared by exclusion, not by the order the lock
         # happened to give them (accesses.py): no clock moves here
         check.locks[rank] = (HELD_SHARED if assertion & MODE_NOCHECK
@@ -838,7 +841,7 @@ def _install_window_sync(Win):
 def _checked_window(win, site):
     """The window's check (collective), or None on every rank when /dev/shm has no
     room for its record: the window then goes unchecked, the program runs on."""
-    from .. import errors
+    from ..core import errors
     try:
         return WindowCheck(win, site)
     except errors.Exception as exc:
@@ -920,7 +923,7 @@ def _counter_key(sync):
 
 
 def _install_counters(Win):
-    from .. import counters
+    from ..rma import counters
     ops_init, object_init = Win.Sync_ops_init, Win.Sync_object_init
 
     def Sync_ops_init(self, target_rank, sync_mode, sync_counter, info=None):
@@ -1002,7 +1005,7 @@ def _install_messages(Comm):
     """A message is a release by its sender and an acquire by its receiver, keyed by
     (context, source, destination, tag, n): MPI's non-overtaking rule makes the n-th
     message of a source with a tag the n-th receive of that source and tag."""
-    from .. import comm as comm_module
+    from ..comm import comm as comm_module
     comm_module._fast_send = comm_module._fast_recv = comm_module._fast_irecv = mailbox._miss
     comm_module._fast_sendobj = comm_module._fast_recvobj = mailbox._miss_object
     send = Comm._isend_bytes
@@ -1111,7 +1114,10 @@ def install():
     if _installed:
         return
     _installed.append(True)
-    from .. import collective, comm, neighbor, nonblocking, request, winbarrier, window
+    from ..coll import blocking as collective, neighbor, nonblocking
+    from ..comm import comm
+    from ..p2p import request
+    from ..rma import winbarrier, window
     Win = window.Win
     _install_rma(Win)
     _install_window_sync(Win)
@@ -1126,8 +1132,8 @@ def install():
     _install_requests(classes)
     _install_waitall(request.Request)
     _install_file_io()
-    from .. import winmemory
-    from ..settings import loads_watched
+    from ..rma import winmemory
+    from ..core.settings import loads_watched
     if loads_watched():
         winmemory.reach_taken_pages()     # the private window memory a rank watches
 
@@ -1135,7 +1141,7 @@ def install():
 def _install_file_io():
     """File reads and writes reach the buffer with system calls, which fail on a
     page the load watch took away: they run with every page given back."""
-    from .. import file
+    from ..io import file
     transfer = file.FileState.transfer
 
     @functools.wraps(transfer)

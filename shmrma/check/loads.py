@@ -49,7 +49,7 @@ import mmap
 import os
 import time
 
-from ..lazy import numpy
+from ..core.lazy import numpy
 from . import report
 from .accesses import LOAD, LOCAL_STORE, Access
 from .clock import WARN_LOADS, clock
@@ -83,7 +83,7 @@ class Loads:
     their Detach (there an address is its own displacement)."""
 
     def __init__(self, check, slots, shared):
-        from ..window import WIN_FLAVOR_DYNAMIC
+        from ..rma.window import WIN_FLAVOR_DYNAMIC
         self.check, self.shared = check, shared
         state = check.state
         if state.flavor == WIN_FLAVOR_DYNAMIC:
@@ -103,7 +103,7 @@ class Loads:
         self.fully_armed = False    # the last arm took every page away
         self.resume_at = 0.0    # arm() leaves the pages be until then (over budget)
         self.started, self.spent = time.perf_counter(), 0.0
-        from .. import job
+        from ..core import job
         # ranks sharing a CPU wait out each other's faults too
         self.fault_cost = _fault_cost() * max(1.0, job.world_size() / (os.cpu_count() or 1))
         self.arm()
@@ -116,7 +116,7 @@ class Loads:
     def of(cls, check):
         """The watch on this rank's loads of the window, or None when they are not
         watched (see the module's text)."""
-        from ..settings import loads_watched
+        from ..core.settings import loads_watched
         watched = _watched_memory(check.state, check.me) if loads_watched() else None
         slot = None if watched is None else _slot(*watched)
         return None if slot is None else cls(check, [(slot, watched[0])], watched[2])
@@ -125,7 +125,7 @@ class Loads:
     def attached(cls, check, address, nbytes):
         """The watch of a dynamic window (``check.loads``, or a new one) with the region
         just attached at ``address`` added; None while there is nothing to watch."""
-        from ..settings import loads_watched
+        from ..core.settings import loads_watched
         slot = _slot(address, nbytes, False) if loads_watched() else None
         if slot is None:
             return check.loads
@@ -288,7 +288,7 @@ class _Quiet:
 
 def _watched_memory(state, me):
     """(address, bytes, shared) of the memory this rank watches, or None."""
-    from ..window import WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_CREATE, WIN_FLAVOR_SHARED
+    from ..rma.window import WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_CREATE, WIN_FLAVOR_SHARED
     if state.flavor == WIN_FLAVOR_SHARED:
         # every rank loads and stores every rank's memory: the whole segment
         if not state.data_segments:

@@ -10,8 +10,9 @@ the window barrier, a counter's signal, its request's Wait: R109, R116, R158); a
 difference is a store between the two. Plain loads cannot be seen this way: reading a
 Get's result buffer early goes unreported.
 """
-from .. import buffers, rma
-from ..lazy import numpy
+from ..types import buffers
+from ..rma import calls as rma
+from ..core.lazy import numpy
 from .accesses import GET, PUT
 
 HELD = 4096         # buffers a window keeps watching (then the oldest are let go)

@@ -28,8 +28,8 @@ import functools
 import time
 import zlib
 
-from .. import atomic
-from ..lazy import numpy
+from ..core import atomic
+from ..core.lazy import numpy
 from . import accesses, report
 from .accesses import STORE, Access
 from .clock import WARN_STORES, clock, key_of
@@ -51,8 +51,8 @@ class Shadow:
     @classmethod
     def of(cls, state):
         """A window's shadow (collective), or None when its stores are not checked."""
-        from ..window import WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_CREATE
-        from ..settings import stores_watched
+        from ..rma.window import WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_CREATE
+        from ..core.settings import stores_watched
         sizes = list(state.sizes)
         if not stores_watched():
             return None
@@ -96,7 +96,7 @@ class Stores:
     def __init__(self, check, shadow):
         """Collective: every rank's shadow holds its memory as created before any
         rank can reach it (a Lock_all right after the creation may)."""
-        from ..window import _agree
+        from ..rma.window import _agree
         self._start(check, shadow)
         self._found_runs(check.log.locked(check.me))
         _agree(check.state.comm, (None, None), "race checking")
@@ -236,7 +236,7 @@ class RegionShadows:
     of the window; the others map a segment when they first write into its region."""
 
     def __init__(self, segment, me, nranks):
-        from ..dynamic import TABLE_BYTES, RegionTable
+        from ..rma.dynamic import TABLE_BYTES, RegionTable
         self.segment, self.me = segment, me
         self.tables = [RegionTable(segment.buffer, rank * TABLE_BYTES, segment.address)
                        for rank in range(nranks)]
@@ -248,9 +248,9 @@ class RegionShadows:
     def of(cls, state):
         """A dynamic window's region shadows (collective), or None when its stores
         are not checked."""
-        from ..dynamic import table_bytes
-        from ..window import WIN_FLAVOR_DYNAMIC
-        from ..settings import stores_watched
+        from ..rma.dynamic import table_bytes
+        from ..rma.window import WIN_FLAVOR_DYNAMIC
+        from ..core.settings import stores_watched
         if state.flavor != WIN_FLAVOR_DYNAMIC or not stores_watched():
             return None
         n = len(state.sizes)
@@ -259,7 +259,7 @@ class RegionShadows:
 
     def attach(self, address, nbytes):
         """Shadow the region just attached: a copy of it as it is now."""
-        from .. import errors, job, segments
+        from ..core import errors, job, segments
         try:
             shadow = segments.Segment.create(job.current().job_id, nbytes)
         except errors.Exception as exc:
@@ -316,7 +316,7 @@ class RegionShadows:
         if target == self.me:
             return self.mine[address][0].address
         if name not in self.mapped:
-            from .. import segments
+            from ..core import segments
             self.mapped[name] = (target, segments.Segment.attach(name, size))
         return self.mapped[name][1].address
 
@@ -377,8 +377,8 @@ class DynamicStores(Stores):
 def _shared_or_none(comm, nbytes):
     """A segment every rank of ``comm`` maps (collective), or None on every rank when
     /dev/shm has no room for it: the stores then go unchecked, the program runs on."""
-    from .. import errors
-    from ..window import share_segment
+    from ..core import errors
+    from ..rma.window import share_segment
     try:
         return share_segment(comm, nbytes, "race checking")
     except errors.Exception as exc:
@@ -387,7 +387,7 @@ def _shared_or_none(comm, nbytes):
 
 
 def _no_room(exc):
-    from .. import errors
+    from ..core import errors
     if exc.Get_error_class() != errors.ERR_NO_MEM:
         raise exc
     clock().warn_once("the stores to window memory are not checked: no room for their "

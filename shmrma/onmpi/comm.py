@@ -12,8 +12,8 @@ import itertools
 
 from mpi4py import MPI as _mpi
 
-from .. import buffers
-from ..datatype import HANDLE_SYNC
+from ..types import buffers
+from ..types.datatype import HANDLE_SYNC
 from . import errors
 from .extends import Extends
 from .requests import PyRequest

@@ -36,9 +36,9 @@ import os
 import numpy as np
 from mpi4py import MPI as _mpi
 
-from .. import counters as rules
-from .. import errors as shm
-from ..synchandle import SYNC_NULL, Sync
+from ..rma import counters as rules
+from ..core import errors as shm
+from ..types.synchandle import SYNC_NULL, Sync
 from . import errors
 from .requests import PyRequest, empty, make_progress
 

@@ -12,7 +12,7 @@ import functools
 
 from mpi4py import MPI as _mpi
 
-from .. import errors as shm
+from ..core import errors as shm
 
 ERR_WIN_COUNTER = _mpi.Add_error_class()
 _WIN_COUNTER_CODE = _mpi.Add_error_code(ERR_WIN_COUNTER)

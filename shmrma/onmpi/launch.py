@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from .. import settings
+from ..core import settings
 
 TIMEOUT_STATUS = 124
 KILL_GRACE = 3.0        # seconds between SIGTERM and SIGKILL of a timed-out job

@@ -5,9 +5,9 @@ from mpi4py import MPI as _mpi
 from mpi4py.MPI import *  # noqa: F403
 from mpi4py.MPI import Exception
 
-from ..counters import MODE_WIN_ACCUMULATE, MODE_WIN_GET, MODE_WIN_PUT
-from ..datatype import HANDLE_SYNC
-from ..synchandle import SYNC_NULL, Sync
+from ..rma.counters import MODE_WIN_ACCUMULATE, MODE_WIN_GET, MODE_WIN_PUT
+from ..types.datatype import HANDLE_SYNC
+from ..types.synchandle import SYNC_NULL, Sync
 from .comm import Intracomm
 from .errors import ERR_WIN_COUNTER
 from .requests import Prequest, Request

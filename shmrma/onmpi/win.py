@@ -8,7 +8,7 @@ import uuid
 
 from mpi4py import MPI as _mpi
 
-from .. import errors as shm
+from ..core import errors as shm
 from . import errors
 from .comm import refuse_typed_handles
 from .counters import CounterCalls, CounterWindow, kind_of_call

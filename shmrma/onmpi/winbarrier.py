@@ -15,7 +15,7 @@ passive-target epoch instead (Lock_all, shared with the counter epochs):
 """
 from mpi4py import MPI as _mpi
 
-from .. import errors as shm
+from ..core import errors as shm
 from . import errors
 from .requests import PyRequest, empty, poll_until
 

@@ -1,0 +1,289 @@
+"""``shmrma-run``: start N ranks of a Python program on this machine.
+
+Usage: shmrma-run -n N [options] (script.py | -m module | -c code) [args...]
+"""
+import os
+import sys
+
+from .. import __version__
+
+USAGE = """\
+usage: shmrma-run -n N [options] script.py [args...]
+       shmrma-run -n N [options] -m module [args...]
+       shmrma-run -n N [options] -c code [args...]
+       shmrma-run -n N [options] python [-u] [-B] [-W arg] (script.py | -m module | -c code) [args...]
+
+Start N ranks of a Python program that uses `from shmrma import MPI`
+or `from mpi4py import MPI` (shmrma's MPI inside the job) on this machine;
+ranks are processes sharing memory.
+
+options:
+  -n, -np N          number of ranks (default 1)
+  --timeout SEC      end the job after SEC seconds, printing every rank's Python
+                     stack and what it waits for; exit status 124
+  -l, --tag-output   prefix every output line with the rank: [0] ...
+  --check            report data races: RMA accesses and a rank's own loads
+                     and stores to the same window bytes, one writing, that no
+                     synchronization orders (MPI-3.1 §11.7), and origin
+                     buffers changed before their call completed; one
+                     report per race on stderr, a summary at the end, exit
+                     status 66 when a race was found (shm backend only;
+                     SHMRMA_CHECK=1 does the same for a singleton or shmrma.launch)
+  --check=no-stores  the same without watching the ranks' own stores (faster)
+  --check=no-loads   the same without watching the ranks' own loads (faster)
+  --check=no-local   neither: RMA calls and origin buffers only (fastest)
+  --backend NAME     shm (default: processes sharing memory) or mpi (the
+                     installed MPI's mpiexec with mpi4py; see "Running on a
+                     cluster" in the README); SHMRMA_BACKEND sets the default
+  --no-mpi4py-alias  leave `import mpi4py` to the installed mpi4py, whose
+                     MPI is then a world of one in each rank (SHMRMA_MPI4PY=0)
+  --version          print shmrma's version and exit
+  -h, --help         show this help and exit
+
+The exit status is 0 when every rank exits 0; otherwise that of the first rank
+that failed (128+N for a rank killed by signal N), named on one line of stderr;
+66 when every rank exited 0 but --check reported a data race.
+"""
+
+
+class UsageError(Exception):
+    pass
+
+
+class Options:
+    def __init__(self):
+        self.nranks = 1
+        self.timeout = None
+        self.tag_output = False
+        self.mode = None      # "script", "module" or "code"
+        self.target = None
+        self.args = []
+        self.backend = None   # "shm" or "mpi"; None: SHMRMA_BACKEND's
+        self.check = None     # --check: SHMRMA_CHECK's value for the race checker
+        self.mpi4py_alias = True    # --no-mpi4py-alias: SHMRMA_MPI4PY=0
+        self.python_flags = set()   # the interpreter's -u, -B before the program
+        self.warnoptions = []       # its -W options
+
+    def python_argv(self):
+        """The interpreter options given before the program, as python takes them."""
+        flags = {name: flag for flag, name in _PYTHON_FLAGS.items()}
+        return ([flags[name] for name in sorted(self.python_flags)] +
+                ["-W" + option for option in self.warnoptions])
+
+    def apply_python_options(self):
+        """Give this interpreter, which the ranks fork from, those options."""
+        import warnings
+        if "dont_write_bytecode" in self.python_flags:
+            sys.dont_write_bytecode = True
+        if "unbuffered" in self.python_flags:
+            for stream in (sys.stdout, sys.stderr):
+                stream.reconfigure(write_through=True)
+        sys.warnoptions.extend(self.warnoptions)
+        warnings._processoptions(self.warnoptions)
+
+
+def parse(argv):
+    options = Options()
+    items = list(argv)
+    while items:
+        item = items.pop(0)
+        if item in ("-h", "--help"):
+            sys.stdout.write(USAGE)
+            sys.exit(0)
+        if item == "--version":
+            sys.stdout.write("shmrma-run (shmrma) %s\n" % __version__)
+            sys.exit(0)
+        if item in ("-l", "--tag-output"):
+            options.tag_output = True
+        elif item == "--check" or item.startswith("--check="):
+            options.check = _check_mode(item.partition("=")[2])
+        elif item in ("-n", "-np", "--np") or item.startswith(("-n=", "--timeout=")):
+            name, _, value = item.partition("=")
+            options_value = value or _next(items, name)
+            if name == "--timeout":
+                options.timeout = _positive(options_value, name, float)
+            else:
+                options.nranks = _positive(options_value, name, int)
+        elif item == "--timeout":
+            options.timeout = _positive(_next(items, item), item, float)
+        elif item == "--backend" or item.startswith("--backend="):
+            options.backend = _backend_name(item.partition("=")[2] or _next(items, item))
+        elif item == "--no-mpi4py-alias":
+            options.mpi4py_alias = False
+        elif item.startswith("-") and item not in ("-", "-m", "-c"):
+            raise UsageError("unknown option %s" % item)
+        else:
+            if _is_python(item):     # `python prog.py`, as after mpiexec -n N
+                _python_options(items, options)
+            else:
+                items.insert(0, item)
+            _program(items, options)
+            return options
+    raise UsageError("no program given: name a script, -m module or -c code")
+
+
+def _program(items, options):
+    """The program: ``-m module``, ``-c code`` or a script, and its arguments."""
+    if not items:
+        raise UsageError("no program given: name a script, -m module or -c code")
+    item = items.pop(0)
+    if item in ("-m", "-c"):
+        options.mode = "module" if item == "-m" else "code"
+        options.target = _next(items, item)
+    else:
+        options.mode, options.target = "script", item
+    options.args = items
+
+
+def _is_python(word):
+    """Whether ``word`` names a Python interpreter (python, python3, python3.11, or
+    this one's path): its ranks then run in shmrma-run's own interpreter."""
+    name = os.path.basename(word)
+    return (name.startswith("python") and name[6:].replace(".", "").isdigit() or
+            name == "python" or os.path.realpath(word) == os.path.realpath(sys.executable))
+
+
+# Python's own options that shmrma-run takes after the interpreter's name: each
+# acts in the ranks, which are forks of shmrma-run's interpreter
+_PYTHON_FLAGS = {"-u": "unbuffered", "-B": "dont_write_bytecode"}
+
+
+def _python_options(items, options):
+    while items and items[0].startswith("-") and items[0] not in ("-m", "-c", "-"):
+        flag = items.pop(0)
+        if flag in _PYTHON_FLAGS:
+            options.python_flags.add(_PYTHON_FLAGS[flag])
+        elif flag == "-W":
+            options.warnoptions.append(_next(items, flag))
+        elif flag.startswith("-W"):
+            options.warnoptions.append(flag[2:])
+        else:
+            raise UsageError(
+                "python %s: the ranks run in shmrma-run's own Python, which cannot take "
+                "that option now; give it to that Python instead: python %s -m shmrma.run "
+                "-n N ..." % (flag, flag))
+
+
+def _checked_environment():
+    """SHMRMA_CHECK, when --check does not set it, must hold a value it takes."""
+    from ..core import settings
+    try:
+        settings.checking()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _check_mode(value):
+    from ..core.settings import CHECK_MODES
+    if value in ("",) + CHECK_MODES:
+        return value or "1"
+    raise UsageError("--check=%s: expected --check or --check=%s" % (
+        value, ", --check=".join(CHECK_MODES)))
+
+
+def _next(items, name):
+    if not items:
+        raise UsageError("%s needs a value" % name)
+    return items.pop(0)
+
+
+def _backend_name(text=None):
+    """The backend --backend names (``text``), else SHMRMA_BACKEND's."""
+    from ..core import settings
+    try:
+        return settings.backend() if text is None else settings.checked_backend(text,
+                                                                              "--backend")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _positive(text, name, kind):
+    try:
+        value = kind(text)
+    except ValueError:
+        raise UsageError("%s expects a number, not %r" % (name, text)) from None
+    if value <= 0:
+        raise UsageError("%s must be positive, not %r" % (name, text))
+    return value
+
+
+def program_body(options):
+    """A function that runs the program in a rank as ``__main__``."""
+    import runpy
+    if options.mode == "script":
+        path = os.path.abspath(options.target)
+        argv = [options.target] + options.args
+
+        def body():
+            sys.argv = argv
+            sys.path[0] = os.path.dirname(path)
+            runpy.run_path(argv[0], run_name="__main__")  # argv[0] as typed, like python
+    elif options.mode == "module":
+        def body():
+            sys.argv = [options.target] + options.args
+            sys.path[0] = os.getcwd()
+            runpy.run_module(options.target, run_name="__main__", alter_sys=True)
+    else:
+        def body():
+            sys.argv = ["-c"] + options.args
+            sys.path[0] = ""
+            import types
+            main = types.ModuleType("__main__")
+            sys.modules["__main__"] = main
+            exec(compile(options.target, "<string>", "exec"), main.__dict__)
+    return body
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        options = parse(argv)
+        if options.backend is None:
+            options.backend = _backend_name()
+        from ..core.job import MAX_RANKS
+        if options.nranks > MAX_RANKS and options.backend == "shm":
+            raise UsageError("-n must be at most %d, not %d" % (MAX_RANKS, options.nranks))
+        if options.check and options.backend != "shm":
+            raise UsageError("--check works on the shm backend only: the race checker "
+                             "watches the ranks' shared memory, which the mpi backend has "
+                             "not; drop --backend mpi (or SHMRMA_BACKEND=mpi) to check")
+        if not options.check:
+            _checked_environment()
+    except UsageError as exc:
+        sys.stderr.write("shmrma-run: %s\n%s" % (exc, USAGE.split("\n\n")[0] + "\n"))
+        return 2
+    if options.mode == "script" and not os.path.isfile(options.target):
+        why = ("it is a directory; give the program's .py file, or -m MODULE"
+               if os.path.isdir(options.target) else "no such file")
+        sys.stderr.write("shmrma-run: can't open file %r: %s\n" % (options.target, why))
+        return 2
+    if options.backend == "mpi":
+        from ..onmpi import launch as mpi_launch
+        return mpi_launch.run(options)
+    from ..core import settings
+    if options.check:
+        os.environ[settings.CHECK_VARIABLE] = options.check
+    if not options.mpi4py_alias:
+        os.environ[settings.MPI4PY_VARIABLE] = "0"
+    options.apply_python_options()
+    # Import the runtime once here, before the fork, so no rank pays for it again;
+    # it loads no numpy and starts no thread (forking after a thread is unsafe).
+    from .. import MPI
+    from . import launcher  # noqa: F401
+    try:
+        runner = launcher.Job(options.nranks, timeout=options.timeout,
+                              tag_output=options.tag_output)
+    except Exception as exc:
+        sys.stderr.write("shmrma-run: cannot start the job: %s\n" % exc)
+        return 1
+    body = program_body(options)
+    runner.start(lambda rank: launcher.run_rank_body(runner.world, rank, body)[0])
+    outcome = runner.supervise()
+    sys.stderr.write(outcome.timeout_report)
+    if outcome.reason:
+        sys.stderr.write("shmrma-run: %s; the job was ended\n" % outcome.reason)
+    return runner.check_summary(outcome.status)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
