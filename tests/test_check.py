@@ -115,7 +115,7 @@ def assert_marked_races(program, nranks, env=None):
     ("local_cases.py", "allocate", "--check"), ("passive_cases.py", "", "--check=no-local")])
 def test_quick_put_and_get_report_what_the_general_path_reports(program, flavor, check):
     """Differential: the quick path of a Put or Get of a contiguous array
-    (hooks.WindowCheck.quick_access) reports the same races as the general path
+    (windowcheck.WindowCheck.quick_access) reports the same races as the general path
     (R126-R130), the target's stores it meets included, with the stores checked or
     not, and is taken."""
     runs = {mode: check_run(CASES / "quick_switch.py", 2, check,

@@ -10,8 +10,11 @@ every synchronization call of the job and decides that with vector clocks:
 - accesses.py: per window, the log of RMA accesses per target rank in shared
   memory, the conflict rules, and the completion of pending accesses.
 - report.py: what a race report says.
-- hooks.py: the wrappers that install the checker on Win, Comm and the requests
-  when ``SHMRMA_CHECK=1`` (``shmrma-run --check`` sets it); nothing of it runs, and
+- windowcheck.py: the checker's view of one window on one rank.
+- rmacalls.py, synccalls.py, messages.py, completion.py: the wrappers around the
+  RMA calls, the synchronization calls, the messages and collectives, and the
+  requests' completions; hooks.py installs them on Win, Comm and the requests
+  when ``SHMRMA_CHECK=1`` (``shmrma-run --check`` sets it). Nothing of it runs, and
   the fast paths keep their cost, when checking is off.
 
 - origin.py: the origin's buffers until the call completes there (R35).
