@@ -416,6 +416,13 @@ def test_help_and_list_name_every_benchmark(flag):
         assert "lock flush flush_local lock_all pscw fence" in lines["osu_put_latency"]
 
 
+def test_version_as_shmrma_run_prints_it():
+    """--version prints shmrma's version, as ``shmrma-run --version`` does, and exits 0."""
+    from shmrma import __version__
+    assert ok("--version") == "shmrma-bench (shmrma) %s\n" % __version__
+    assert "--version" in ok("--help")
+
+
 def test_benchmark_help_shows_omb_options():
     out = ok("osu_put_latency", "--help")
     assert out.startswith("usage: shmrma-bench osu_put_latency")
