@@ -179,6 +179,8 @@ def main():
           % (reps, BARRIER_REPS, TARGET_LOOP_S))
     rows = table_rows(results)
     print_table(rows)
+    print("ratio = shmrma / mpi4py as a time: below 1 shmrma is faster; a row passes "
+          "when its ratio is at most its target")
 
     if opts.json:
         write_report(opts.json, facts, {"quick": opts.quick, "startup_reps": reps,

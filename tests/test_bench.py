@@ -416,6 +416,13 @@ def test_help_and_list_name_every_benchmark(flag):
         assert "lock flush flush_local lock_all pscw fence" in lines["osu_put_latency"]
 
 
+def test_version_as_shmrma_run_prints_it():
+    """--version prints shmrma's version, as ``shmrma-run --version`` does, and exits 0."""
+    from shmrma import __version__
+    assert ok("--version") == "shmrma-bench (shmrma) %s\n" % __version__
+    assert "--version" in ok("--help")
+
+
 def test_benchmark_help_shows_omb_options():
     out = ok("osu_put_latency", "--help")
     assert out.startswith("usage: shmrma-bench osu_put_latency")
@@ -468,7 +475,9 @@ def test_value_at_picks_the_row_of_the_size():
         compare.value_at("", 1)
 
 
-def test_table_ratios_directions_and_noise():
+def test_table_ratios_read_one_way_and_noise():
+    """Every ratio is shmrma / reference as a time (bandwidths inverted first): below
+    1 shmrma is faster, whatever the row measures or holds it against."""
     lat = compare.Case("lat", "osu_put_latency", 8, against_mpi4py=0.25)
     bw = compare.Case("bw", "osu_get_bw", 4 * compare.MIB, against_mpi4py=1.0,
                       numpy_at_least=0.9)
@@ -484,15 +493,16 @@ def test_table_ratios_directions_and_noise():
         ("lat", "mpi4py"), ("bw", "mpi4py"), ("bw", "numpy copy"), ("alone", "mpi4py")]
     # latency: a time ratio shmrma / mpi4py
     assert rows[0]["ratio"] == pytest.approx(1.5 / 4.0)
-    assert rows[0]["target"] == 0.25 and not rows[0].get("higher_is_better")
+    assert rows[0]["target"] == 0.25 and "higher_is_better" not in rows[0]
     assert rows[0]["shmrma"] == "1.50 (noisy)" and rows[0]["reference"] == "4.00"
     # bandwidth: still a time ratio, mpi4py / shmrma
     assert bw.bandwidth and not lat.bandwidth
     assert rows[1]["ratio"] == pytest.approx(500.0 / 1050.0)
     assert rows[1]["shmrma"] == "1050.00" and rows[1]["reference"] == "500.00"
-    # numpy: shmrma / numpy bandwidth, higher is better
-    assert rows[2]["ratio"] == pytest.approx(1050.0 / 2000.0)
-    assert rows[2]["higher_is_better"] is True and rows[2]["target"] == 0.9
+    # numpy: a time ratio too, numpy / shmrma bandwidth; "shmrma's bandwidth at least
+    # 0.9 of the copy's" is a target of at most 1 / 0.9
+    assert rows[2]["ratio"] == pytest.approx(2000.0 / 1050.0)
+    assert rows[2]["target"] == pytest.approx(1 / 0.9) and "higher_is_better" not in rows[2]
     # no mpi4py samples: no ratio
     assert rows[3]["ratio"] is None and rows[3]["reference"] is None
 
@@ -521,19 +531,18 @@ def test_suite_cases_are_valid_benchmark_runs():
         assert "numpy" in case.impls(True) or not case.numpy_at_least
 
 
-def test_print_table_pass_and_miss_both_directions(capsys):
+def test_print_table_pass_and_miss(capsys):
+    """A row passes when its ratio (a time ratio) is at most its target."""
     rows = [
         {"metric": "lat ok", "shmrma": "1.00", "mpi4py": "5.00", "ratio": 0.2, "target": 0.25},
         {"metric": "lat equal", "shmrma": "1.00", "mpi4py": "4.00", "ratio": 0.25,
          "target": 0.25},
         {"metric": "lat slow", "shmrma": "2.00", "mpi4py": "4.00", "ratio": 0.5,
          "target": 0.25},
-        {"metric": "bw ok", "shmrma": "95.00", "mpi4py": "100.00", "ratio": 0.95,
-         "target": 0.9, "higher_is_better": True},
-        {"metric": "bw equal", "shmrma": "90.00", "mpi4py": "100.00", "ratio": 0.9,
-         "target": 0.9, "higher_is_better": True},
-        {"metric": "bw slow", "shmrma": "50.00", "mpi4py": "100.00", "ratio": 0.5,
-         "target": 0.9, "higher_is_better": True},
+        {"metric": "bw ok", "shmrma": "95.00", "mpi4py": "100.00", "ratio": 100 / 95,
+         "target": 1 / 0.9},
+        {"metric": "bw slow", "shmrma": "50.00", "mpi4py": "100.00", "ratio": 2.0,
+         "target": 1 / 0.9},
         {"metric": "no ref", "shmrma": "1.00", "mpi4py": None, "ratio": None,
          "target": 0.25},
     ]
@@ -545,9 +554,8 @@ def test_print_table_pass_and_miss_both_directions(capsys):
     assert body["lat ok"][-3:] == ["<=", "0.25", "PASS"]
     assert body["lat equal"][-1] == "PASS"
     assert body["lat slow"][-4:] == ["0.50", "<=", "0.25", "MISS"]
-    assert body["bw ok"][-3:] == [">=", "0.90", "PASS"]
-    assert body["bw equal"][-1] == "PASS"
-    assert body["bw slow"][-4:] == ["0.50", ">=", "0.90", "MISS"]
+    assert body["bw ok"][-4:] == ["1.05", "<=", "1.11", "PASS"]
+    assert body["bw slow"][-4:] == ["2.00", "<=", "1.11", "MISS"]
     assert body["no ref"][2:] == ["1.00", "-", "-", "<=", "0.25", "n/a"]
 
 

@@ -74,6 +74,9 @@ def test_results_markdown_holds_command_table_sweeps_and_facts(tmp_path, capsys)
     assert "![latency and bandwidth against message size](RESULTS.png)" in text
     assert "## osu_put_latency, us" in text and "| 1 | 2.00 | 4.00 | 0.50 |" in text
     assert '"mpi_library": "MPICH 5.0.2"' in text
+    assert "Ratios are shmrma / reference as a time (below 1: shmrma is faster)." in text
+    assert compare.RATIO_LEGEND % (compare.NOISY * 100) in text
+    assert "Median per size; %s." % compare.SWEEP_LEGEND in text
 
 
 def test_results_name_each_missed_target_with_its_known_reason():
@@ -89,7 +92,7 @@ def test_results_name_each_missed_target_with_its_known_reason():
                                "target <= 1.00. Each side's transfer is one memcpy of 4 MiB")
     assert lines[4] == ("- Accumulate 8 MiB float64 SUM + Flush, us against mpi4py: "
                         "1.17, target <= 1.00. No known reason: investigate.")
-    # the row against numpy's copy passes (7000 / 7500 >= 0.9): not listed
+    # the row against numpy's copy passes (7500 / 7000 <= 1 / 0.9): not listed
     assert compare.missed(compare.table([acc], {acc.title: {"shmrma": [5.0],
                                                              "mpi4py": [6.0]}})) == []
 
@@ -108,6 +111,9 @@ def test_progress_is_a_bar_on_a_terminal_and_lines_elsewhere():
     lines = log.getvalue().splitlines()
     assert len(lines) == 3 and lines[0].startswith("[" + "#" * 8 + "." * 16 + "] 1/3, ")
     assert " left  a" in lines[0] and lines[2].startswith("[" + "#" * 24 + "] 3/3, 0s left")
+    runs = io.StringIO()
+    jobs.Progress(2, runs, unit="runs").step("a")
+    assert runs.getvalue().startswith("[" + "#" * 12 + "." * 12 + "] 1/2 runs, ")
     tty = _Terminal()
     bar = jobs.Progress(2, tty)
     bar.step("x")
@@ -373,4 +379,18 @@ def test_json_holds_numbers_sweeps_and_machine_facts(tmp_path, monkeypatch, caps
     assert sweep["stats"]["shmrma"][0] == {"median": 1.1, "min": 1.0, "max": 1.2,
                                            "noisy": False}
     assert sweep["series"]["mpi4py"] == [2.1, 3.0]
-    assert "raw numbers: %s" % path in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "raw numbers: %s" % path in out
+    # the printed tables say which way their ratios read
+    assert compare.RATIO_LEGEND % (compare.NOISY * 100) in out
+    assert "ratio = shmrma / reference as a time" in out and "below 1 shmrma is faster" in out
+    assert "osu_put_latency (us, median per size; %s)" % compare.SWEEP_LEGEND in out
+
+
+def test_progress_lines_label_round_implementation_value_and_wall_time():
+    line = compare.progress_line(-1, 3, "mpi4py", "Put 8 B + Flush, us", 1.386, 0.31)
+    assert line.split() == ["warm-up", "mpi4py", "Put", "8", "B", "+", "Flush,", "us", "=",
+                            "1.39", "(this", "run", "took", "0.3", "s)"]
+    line = compare.progress_line(0, 3, "shmrma", "Put 8 B + Flush, us", 0.19, 0.2)
+    assert line.startswith("round 1/3  shmrma ")
+    assert line.endswith("Put 8 B + Flush, us = 0.19  (this run took 0.2 s)")

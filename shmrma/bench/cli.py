@@ -4,15 +4,17 @@ import argparse
 import subprocess
 import sys
 
+from .. import __version__
 from . import jobs
 from . import options as osu
 
 USAGE = """\
 usage: shmrma-bench NAME [OMB options] [--impl shmrma|shmrma-mpi|mpi4py|numpy]
-       shmrma-bench compare [--suite all|windows|sync|counters|memory|sweep|scaling|messages]
+       shmrma-bench compare [--suite all|windows|sync|counters|memory|sweep|scaling|messages|check]
                             [--quick] [--reps N] [--json FILE] [--plot FILE.png]
                             [--results FILE.md]
        shmrma-bench list
+       shmrma-bench --version
 
 Runs the OSU Micro-Benchmarks' one-sided tests (OMB 7.x conventions and
 output) on two ranks it starts itself.
@@ -47,6 +49,7 @@ output) on two ranks it starts itself.
               noisy flag and ratio as numbers, the sweeps per size and the
               machine facts
   list        the benchmarks and the sync modes each accepts
+  --version   print shmrma's version and exit
 """
 
 
@@ -56,6 +59,9 @@ def main(argv=None):
         print(USAGE.format(names=", ".join(osu.BENCHMARKS), hint=jobs.INSTALL_HINT),
               file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
+    if argv[0] == "--version":
+        print("shmrma-bench (shmrma) %s" % __version__)
+        return 0
     command, rest = argv[0], argv[1:]
     if command == "list":
         for bench in osu.BENCHMARKS.values():

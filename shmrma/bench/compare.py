@@ -8,7 +8,8 @@ the numpy copy reference; the counters cases also ``shmrma-run --backend mpi
 writes the bytecode caches), then REPS rounds, the order of the
 implementations reversed every round so none always goes first. The table
 holds medians; a case whose min-max spread exceeds NOISY of its median is
-flagged, since a shared machine drifts between runs. Some cases add rows computed
+flagged, since a shared machine drifts between runs. Every ratio reads one way
+(RATIO_LEGEND): shmrma / reference as a time, below 1 shmrma is faster. Some cases add rows computed
 from the same runs (``Case.extras``: a job's RSS and shared memory, the rate of
 accumulates from all ranks). ``--json`` keeps every row's median, min, max,
 noisy flag and ratio as numbers, the sweeps per size and the machine facts.
@@ -510,7 +511,7 @@ def measure(cases, have_reference, quick, reps, shmrma_path=None):
     """{case title: {impl: [values]}}, warm-up round first, then alternating rounds."""
     samples = {case.title: {impl: [] for impl in case.impls(have_reference)}
                for case in cases}
-    bar = jobs.Progress(sum(len(s) for s in samples.values()) * (reps + 1))
+    bar = jobs.Progress(sum(len(s) for s in samples.values()) * (reps + 1), unit="runs")
     for rnd in range(-1, reps):
         for case in cases:
             impls = case.impls(have_reference)
@@ -518,13 +519,19 @@ def measure(cases, have_reference, quick, reps, shmrma_path=None):
                 wall, out = jobs.run_once(case.argv(impl, quick),
                                           jobs.child_env(impl, shmrma_path), TIMEOUT_S)
                 value = case.value(out)
-                bar.step("%-7s %-10s %-44s %12.2f  (%.1f s)" % (
-                    "warm-up" if rnd < 0 else "%d/%d" % (rnd + 1, reps),
-                    impl, case.title, case.headline(value), wall))
+                bar.step(progress_line(rnd, reps, impl, case.title, case.headline(value),
+                                       wall))
                 if rnd >= 0:
                     samples[case.title][impl].append(value)
     bar.done()
     return samples
+
+
+def progress_line(rnd, reps, impl, title, value, wall):
+    """What one run adds to the progress: its round (the warm-up is not counted), the
+    implementation, the measurement and this run's value of it, and its wall time."""
+    return "%-9s  %-21s  %s = %.2f  (this run took %.1f s)" % (
+        "warm-up" if rnd < 0 else "round %d/%d" % (rnd + 1, reps), impl, title, value, wall)
 
 
 def summarize(values):
@@ -568,7 +575,7 @@ def sweeps(cases, samples):
 def print_sweep(sweep):
     """One sweep as a table: size, every implementation, the ratio to mpi4py."""
     impls = list(sweep["series"])
-    print("\n%s (%s, median per size)" % (sweep["title"], sweep["unit"]))
+    print("\n%s (%s, median per size; %s)" % (sweep["title"], sweep["unit"], SWEEP_LEGEND))
     print("%10s" % "size" + "".join("%14s" % impl for impl in impls) + "%8s" % "ratio")
     for i, size in enumerate(sweep["sizes"]):
         values = [sweep["series"][impl][i] for impl in impls]
@@ -621,8 +628,10 @@ def case_rows(case, runs):
                 (None, getattr(case, "mpi_backend_target", None))):
             rows.append(row(title, got["shmrma-mpi"], ref, against, target))
     if case.numpy_at_least:
-        rows.append(row(case.title, mine, got["numpy"], "numpy copy", case.numpy_at_least,
-                        higher_is_better=True))
+        # shmrma's bandwidth at least numpy_at_least of the copy's is, as a time ratio
+        # like every other row's, at most its inverse
+        rows.append(row(case.title, mine, got["numpy"], "numpy copy",
+                        1 / case.numpy_at_least, invert=True))
     if "shmrma-check" in got:
         rows.append(row(case.title, got["shmrma-check"], mine, "shmrma without --check",
                         case.target))
@@ -633,8 +642,9 @@ def case_rows(case, runs):
     return rows
 
 
-def row(metric, mine, ref, against, target, invert=False, higher_is_better=False):
-    """One row: the medians as text, the ratio mine / ref (ref / mine if ``invert``),
+def row(metric, mine, ref, against, target, invert=False):
+    """One row: the medians as text, the ratio mine / ref (ref / mine if ``invert``,
+    for a bandwidth or a rate: a time ratio either way, below 1 shmrma is faster),
     and under "stats" median, min, max and noisy of both sides."""
     ratio = None
     if ref and mine["median"] and ref["median"]:
@@ -642,8 +652,6 @@ def row(metric, mine, ref, against, target, invert=False, higher_is_better=False
     out = {"metric": metric, "shmrma": shown(mine), "reference": shown(ref),
            "against": against, "ratio": ratio, "target": target,
            "stats": {"shmrma": numbers(mine), "reference": numbers(ref)}}
-    if higher_is_better:
-        out["higher_is_better"] = True
     return out
 
 
@@ -665,10 +673,11 @@ def run(opts):
     facts["shmrma_path"] = os.path.abspath(opts.shmrma_path) if opts.shmrma_path else None
     reps = opts.reps
     started = time.time()
-    jobs.progress("shmrma-bench compare: %d cases (suite %s), 1 warm-up round then %d "
-                  "alternating rounds%s" % (len(suite), opts.suite, reps,
-                                            " (--quick: fewer iterations)" if opts.quick
-                                            else ""))
+    jobs.progress("shmrma-bench compare: %d cases (suite %s), 1 warm-up round (not "
+                  "counted) then %d alternating rounds%s; a line per run: its round, the "
+                  "implementation, the measurement = this run's value, its wall time"
+                  % (len(suite), opts.suite, reps,
+                     " (--quick: fewer iterations)" if opts.quick else ""))
     samples = measure(suite, not missing, opts.quick, reps, opts.shmrma_path)
     facts["loadavg_end"] = os.getloadavg()
     facts["elapsed_s"] = round(time.time() - started, 1)
@@ -678,6 +687,8 @@ def run(opts):
     print(jobs.describe(facts))
     print(CONVENTIONS % (reps, ", --quick iteration counts" if opts.quick else ""))
     jobs.print_table(rows, columns=("shmrma", "reference", "against"))
+    if rows:
+        print(RATIO_LEGEND % (NOISY * 100))
     for sweep in found:
         print_sweep(sweep)
     if opts.json:       # before the plot: a failure there must not lose the numbers
@@ -689,6 +700,15 @@ def run(opts):
         write_results(opts.results, facts, opts, rows, found, plot_path)
     return 0
 
+
+RATIO_LEGEND = (
+    "ratio = shmrma / reference as a time (a bandwidth or a rate is inverted first), so "
+    "below 1 shmrma is faster, and for memory smaller; on the --check rows shmrma is the "
+    "run with the race checker and the reference the same without it. A row passes when "
+    "its ratio is at most its target. (noisy): the runs' min-max spread exceeds %d %% of "
+    "the median: rerun before reading anything into that row.")
+SWEEP_LEGEND = ("ratio = shmrma / mpi4py as a time (a bandwidth inverted first): below 1 "
+                "shmrma is faster")
 
 CONVENTIONS = ("OSU conventions (OMB 7.x) unless named: 2 ranks, Win.Allocate, -s flush; "
                "latency = time of op + sync; bandwidth = 64 ops per flush, MB = 10^6 B. Rounds "
@@ -734,8 +754,8 @@ def _plot(found, opts, facts):
 
 def missed(rows):
     """Markdown lines naming each target this run missed, with its known reason."""
-    lines = ["- %s against %s: %.2f, target %s %.2f. %s." % (
-        r["metric"], r["against"], r["ratio"], jobs.target_sign(r), r["target"],
+    lines = ["- %s against %s: %.2f, target <= %.2f. %s." % (
+        r["metric"], r["against"], r["ratio"], r["target"],
         _sentence(WHEN_MISSED.get(r["metric"], "no known reason: investigate")))
         for r in rows if jobs.status(r) == "MISS"]
     return ["", "Targets this run missed:", ""] + lines if lines else []
@@ -755,10 +775,11 @@ def write_results(path, facts, opts, rows, found, plot_path):
              % (command, time.strftime("%Y-%m-%d", time.gmtime()), facts["elapsed_s"]), "",
              "```", jobs.describe(facts), "```", "",
              CONVENTIONS % (opts.reps, ", --quick iteration counts" if opts.quick else "")
-             + ". (noisy): the min-max spread exceeds %d %% of the median." % (NOISY * 100)]
+             + "."]
     if rows:
-        parts += ["", jobs.markdown_table(*jobs.table_cells(rows, ("shmrma", "reference",
-                                                                   "against")))]
+        parts += ["", RATIO_LEGEND % (NOISY * 100), "",
+                  jobs.markdown_table(*jobs.table_cells(rows, ("shmrma", "reference",
+                                                               "against")))]
         parts += missed(rows)
     if plot_path:
         parts += ["", "![latency and bandwidth against message size](%s)"
@@ -770,6 +791,7 @@ def write_results(path, facts, opts, rows, found, plot_path):
                 + ("-" if sweep_ratio(sweep, i) is None else "%.2f" % sweep_ratio(sweep, i),)
                 for i, size in enumerate(sweep["sizes"])]
         parts += ["", "## %s, %s" % (sweep["title"], sweep["unit"]), "",
+                  "Median per size; %s." % SWEEP_LEGEND, "",
                   jobs.markdown_table(("bytes",) + tuple(impls) + ("ratio",), body)]
     parts += ["", "Machine facts (JSON):", "", "```",
               json.dumps(facts, indent=1, default=str), "```", ""]

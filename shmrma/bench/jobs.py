@@ -42,8 +42,9 @@ class Progress:
 
     WIDTH = 24
 
-    def __init__(self, total, stream=None):
+    def __init__(self, total, stream=None, unit=""):
         self.total, self.done_steps, self.started = total, 0, time.time()
+        self.unit = " " + unit if unit else ""
         self.stream = stream or sys.stderr
         self.live = self.stream.isatty()
 
@@ -52,8 +53,9 @@ class Progress:
         elapsed = time.time() - self.started
         left = elapsed / self.done_steps * (self.total - self.done_steps)
         filled = self.WIDTH * self.done_steps // max(self.total, 1)
-        line = "[%s%s] %d/%d, %s left  %s" % ("#" * filled, "." * (self.WIDTH - filled),
-                                             self.done_steps, self.total, _duration(left), what)
+        line = "[%s%s] %d/%d%s, %s left  %s" % (
+            "#" * filled, "." * (self.WIDTH - filled), self.done_steps, self.total, self.unit,
+            _duration(left), what)
         if self.live:
             self.stream.write("\r\033[K" + line)
         else:
@@ -253,21 +255,17 @@ def _mpi_versions():
 
 def table_cells(rows, columns=("shmrma", "mpi4py")):
     """(head, body) of a results table. rows: dicts with metric, the columns, ratio
-    and target (None means n/a). A row passes when its ratio is at most its target,
-    or, for a row whose ``higher_is_better`` is set, at least its target."""
+    and target (None means n/a). Every ratio is shmrma / reference as a time (below
+    1 shmrma is faster), so a row passes when its ratio is at most its target."""
     head = ("measurement",) + tuple(columns) + ("ratio", "target", "")
     body = []
     for r in rows:
         ratio, target = r["ratio"], r["target"]
         body.append((r["metric"],) + tuple(r.get(c) or "-" for c in columns)
                     + ("-" if ratio is None else "%.2f" % ratio,
-                       "-" if target is None else ("%s %.2f" % (target_sign(r), target)),
+                       "-" if target is None else "<= %.2f" % target,
                        status(r)))
     return head, body
-
-
-def target_sign(row):
-    return ">=" if row.get("higher_is_better") else "<="
 
 
 def status(row):
@@ -275,8 +273,7 @@ def status(row):
     ratio, target = row["ratio"], row["target"]
     if ratio is None or target is None:
         return "n/a"
-    better = row.get("higher_is_better")
-    return "PASS" if (ratio >= target if better else ratio <= target) else "MISS"
+    return "PASS" if ratio <= target else "MISS"
 
 
 def print_table(rows, columns=("shmrma", "mpi4py")):
