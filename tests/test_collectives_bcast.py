@@ -175,7 +175,7 @@ def test_a_receiver_that_rejects_its_buffer_raises_alone(fast):
     """A broadcast's receiver whose buffer cannot hold the message (a column type on
     a too-short array) raises ValueError; nobody waits for a receiver, so the root
     and the other receivers complete with the data, as on MPICH, and the next
-    broadcasts work on every rank (README, "a broadcast's receiver")."""
+    broadcasts work on every rank (docs/api.md, Collectives: "a broadcast's receiver")."""
     def body():
         fastpath.enable(fast)
         comm = MPI.COMM_WORLD

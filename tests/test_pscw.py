@@ -1124,7 +1124,7 @@ win.Free()
 
 @pytest.mark.timeout(60)
 def test_a_sync_wait_spins_once(run_shmrma, tmp_path):
-    """The one wait policy (README "How ranks wait"): Win.Wait and Lock spin in C,
+    """The one wait policy (docs/settings.md, "How ranks wait"): Win.Wait and Lock spin in C,
     then hand the wait to Python, which sleeps without spinning again. With a
     100 ms spin, a 0.4 s wait burns one spin of CPU (about 0.15 s before)."""
     program = tmp_path / "spin_once.py"

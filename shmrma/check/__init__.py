@@ -23,7 +23,7 @@ every synchronization call of the job and decides that with vector clocks:
 - loads.py: the ranks' own loads of their window memory, the first of each page
   in an epoch, found by taking the pages away (off with ``SHMRMA_CHECK=no-loads``).
 
-``SHMRMA_CHECK=no-local`` leaves both out. What each cannot see: README,
-"Finding data races".
+``SHMRMA_CHECK=no-local`` leaves both out. What each cannot see: docs/check.md,
+"What it cannot see".
 """
 RACE_STATUS = 66        # the exit status of a job that reported a race (ThreadSanitizer's)
