@@ -14,7 +14,7 @@
  * raising what must be raised.  Before the first step they miss (False) with
  * nothing touched, as every fast path does.
  */
-#include "native.h"
+#include "../native.h"
 
 static Py_ssize_t AREA_HEADER, SLOT_HEADER, READ_LINE;
 static int SLICED_ABOVE;        /* from more ranks on, large folds are sliced */

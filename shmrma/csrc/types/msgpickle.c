@@ -10,7 +10,7 @@
  * way), so either end may be the C path or the Python one.  Anything else goes
  * to pickle.  tests/test_pickles.py compares the two on every kind.
  */
-#include "native.h"
+#include "../native.h"
 
 static PyObject *g_dumps, *g_loads, *g_protocol;
 static int g_quick;             /* the protocol is one whose pickles we write */

@@ -8,7 +8,7 @@
  * fallback (shmrma/_fallback.py) has the atomic layer only: there every call
  * takes the Python path.
  */
-#include "csrc/native.h"
+#include "native.h"
 
 static struct PyModuleDef native_module = {
     PyModuleDef_HEAD_INIT,

@@ -6,7 +6,7 @@
  * which raises whatever error the call deserves.  So every check here only
  * decides "handled or not": on any doubt, miss.
  */
-#include "native.h"
+#include "../native.h"
 
 int g_fast_enabled = 1;
 long g_proc_null = -1;

@@ -8,7 +8,7 @@
  * lock_all, and which ranks a Lock epoch covers).  The communication and
  * synchronization calls run on it.
  */
-#include "native.h"
+#include "../native.h"
 
 /* Offsets of the words of a rank's control block (shmrma/control.py), given by
  * rma_sync_setup(). */

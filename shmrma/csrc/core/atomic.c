@@ -21,7 +21,7 @@
  * no wake-up is lost.  The futex is the shared (non-private) variant because
  * the cell lives in memory mapped by several processes.
  */
-#include "native.h"
+#include "../native.h"
 
 #include <pthread.h>
 
