@@ -39,10 +39,12 @@ NATIVE_SOURCES = ["shmrma/csrc/%s.c" % name for name in (
 setup(
     ext_modules=[Extension(
         "shmrma._native", NATIVE_SOURCES,
-        depends=["shmrma/csrc/native.h"],
+        depends=["shmrma/csrc/%s.h" % name for name in (
+            "native", "core/core", "types/types", "p2p/p2p", "coll/coll", "rma/rma")],
         extra_compile_args=["-O2", "-std=c11"]),
         # -O3 vectorizes the store finder's compare: 32 KiB changed, 2.5 -> 1.8 us
         Extension("shmrma._racecheck", ["shmrma/csrc/check/racecheck.c"],
+                  depends=["shmrma/csrc/check/check.h", "shmrma/csrc/core/core.h"],
                   extra_compile_args=["-O3", "-std=c11"]),
         Extension("shmrma._pagewatch", ["shmrma/csrc/check/pagewatch.c"],
                   extra_compile_args=["-O2", "-std=gnu11"])],

@@ -11,7 +11,7 @@
  * come from accesses.py through setup(), their one definition.
  */
 #define PY_SSIZE_T_CLEAN
-#include "../native.h"     /* the wait cell's wake (wake_if_sleepers) */
+#include "check.h"     /* the wait cell's wake (wake_if_sleepers) */
 #if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030E0000
 #define Py_BUILD_CORE 1
 #include "internal/pycore_frame.h"

@@ -14,7 +14,7 @@
  * raising what must be raised.  Before the first step they miss (False) with
  * nothing touched, as every fast path does.
  */
-#include "../native.h"
+#include "coll.h"
 
 static Py_ssize_t AREA_HEADER, SLOT_HEADER, READ_LINE;
 static int SLICED_ABOVE;        /* from more ranks on, large folds are sliced */
@@ -1215,7 +1215,7 @@ static PyMethodDef collective_functions[] = {
 };
 
 int
-collectives_init(PyObject *module)
+area_init(PyObject *module)
 {
     return PyModule_AddFunctions(module, collective_functions);
 }

@@ -17,7 +17,7 @@
  * within a wait slice, or that would need the channel's queue run, goes on in
  * Python (request.Request.Wait), which checks the job's health as it waits.
  */
-#include "../native.h"
+#include "coll.h"
 
 static Py_ssize_t SLOTS, INLINE, SLOT_HEADER, LINE, OFF_GATED;
 static double WAIT_SLICE;
@@ -1116,7 +1116,7 @@ static PyMethodDef nbc_functions[] = {
 };
 
 int
-nbc_init(PyObject *module)
+channel_init(PyObject *module)
 {
     PyTypeObject *types[] = {&ChannelCoreType, &NbcOpType};
     const char *names[] = {"ChannelCore", "NbcOp"};

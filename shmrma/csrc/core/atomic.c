@@ -21,7 +21,7 @@
  * no wake-up is lost.  The futex is the shared (non-private) variant because
  * the cell lives in memory mapped by several processes.
  */
-#include "../native.h"
+#include "core.h"
 
 #include <pthread.h>
 
@@ -128,6 +128,9 @@ plain_int(PyObject *obj)
         PyErr_Clear();
     return v;
 }
+
+/* The fast paths' switch (core.h): rma_enable() turns them all off and on. */
+int g_fast_enabled = 1;
 
 #define I32(u) ((int32_t)(uint32_t)(u))
 

@@ -3,7 +3,7 @@
  * with shmrma/request.py: Wait and Test take the C path only without a status,
  * and hand every other call to the Python methods.
  */
-#include "../native.h"
+#include "p2p.h"
 
 int
 no_status(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)

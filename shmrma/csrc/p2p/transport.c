@@ -23,7 +23,7 @@
  * (a receive it posted, a send it queued) rings this rank's doorbell when
  * the lock is shared (unlock).
  */
-#include "../native.h"
+#include "p2p.h"
 
 /* The layout and codes shared with Python, set once by transport_setup()
  * from their one Python definition (job.py, mailbox.py, constants.py). */

@@ -4,7 +4,7 @@
  * of Completes in the control blocks, the ones the Python path uses (native.h:
  * "the synchronization objects").
  */
-#include "../native.h"
+#include "rma.h"
 
 static int
 spin_while(int32_t *cell, int32_t old)

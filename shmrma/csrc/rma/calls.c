@@ -6,9 +6,8 @@
  * which raises whatever error the call deserves.  So every check here only
  * decides "handled or not": on any doubt, miss.
  */
-#include "../native.h"
+#include "rma.h"
 
-int g_fast_enabled = 1;
 long g_proc_null = -1;
 
 /* A program that polls a flag (Fetch_and_op NO_OP or Get, then Flush, in a loop)
@@ -404,7 +403,7 @@ static PyMethodDef rma_functions[] = {
 };
 
 int
-rma_init(PyObject *module)
+rma_calls_init(PyObject *module)
 {
     return PyModule_AddFunctions(module, rma_functions);
 }

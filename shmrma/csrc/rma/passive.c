@@ -4,7 +4,7 @@
  * rank's control block, the one the Python path takes (native.h: "the
  * synchronization objects").
  */
-#include "../native.h"
+#include "rma.h"
 
 #define LOCK_EXCLUSIVE 234
 #define LOCK_SHARED 235
