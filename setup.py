@@ -33,7 +33,8 @@ WITHOUT = {"shmrma._racecheck": "the race checker (--check) will run slower",
 NATIVE_SOURCES = ["shmrma/csrc/%s.c" % name for name in (
     "native", "core/atomic", "p2p/request", "types/buffers", "types/op", "core/handle",
     "rma/fastpath", "rma/calls", "rma/passive", "rma/active", "rma/winbarrier",
-    "rma/counters", "p2p/transport", "coll/area", "coll/channel", "types/msgpickle")]
+    "rma/counters", "p2p/communicator", "p2p/matching", "p2p/rings", "p2p/transport",
+    "p2p/calls", "coll/area", "coll/channel", "types/msgpickle")]
 
 
 setup(

@@ -2,10 +2,13 @@
  * shmrma's C sources: the table of contents.
  *
  * The C sources mirror the Python packages of shmrma/ (the layers, bottom up:
- * core < types < p2p < coll < comm < rma < io < check): each C file serves one
- * Python module, its twin, in the folder of the twin's package, and each folder
- * has one header, which lists its files and declares what they share.  comm/,
- * io/ and launch/ have no C part.
+ * core < types < p2p < coll < comm < rma < io < check): each C file serves a
+ * Python module, its twin, and lies in the folder of the twin's package.  A
+ * file is named after the Python module it serves, or, where that module's C
+ * side holds more than one concept, after the concept it holds; each opens
+ * with a comment on its protocol or role.  Each folder has one header, which
+ * lists its files and declares what they share.  comm/, io/ and launch/ have
+ * no C part.
  *
  * shmrma._native, one module built from these files:
  *
@@ -26,9 +29,18 @@
  *   types/msgpickle.c    types/msgpickle.py  the pickles of objects in messages
  *
  *   p2p/p2p.h            point-to-point messages, communicators, requests
- *   p2p/transport.c      p2p/transport.py    the transport and MPI matching,
- *                                            the point-to-point fast paths,
- *                                            the core of communicators
+ *   p2p/transport.c      p2p/transport.py    the Transport, this process's
+ *                                            point-to-point engine, and what
+ *                                            it shares with Python
+ *   p2p/rings.c          p2p/transport.py    the rings: records from rank to
+ *                                            rank, queued sends, staging
+ *                                            rings, direct reads
+ *   p2p/matching.c       p2p/transport.py    MPI matching: posted receives,
+ *                                            unexpected messages
+ *   p2p/communicator.c   p2p/communicator.py CommCore, the core of
+ *                                            communicators
+ *   p2p/calls.c          p2p/transport.py    the point-to-point fast paths
+ *                                            (Send, Recv... of comm/comm.py)
  *   p2p/request.c        p2p/request.py      the Wait/Test helpers of the
  *                                            requests completed in C
  *
