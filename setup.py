@@ -34,7 +34,8 @@ NATIVE_SOURCES = ["shmrma/csrc/%s.c" % name for name in (
     "native", "core/atomic", "p2p/request", "types/buffers", "types/op", "core/handle",
     "rma/fastpath", "rma/calls", "rma/passive", "rma/active", "rma/winbarrier",
     "rma/counters", "p2p/communicator", "p2p/matching", "p2p/rings", "p2p/transport",
-    "p2p/calls", "coll/area", "coll/channel", "types/msgpickle")]
+    "p2p/calls", "coll/area", "coll/reductions", "coll/parts", "coll/channel",
+    "types/msgpickle")]
 
 
 setup(

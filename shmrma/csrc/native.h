@@ -45,8 +45,12 @@
  *                                            requests completed in C
  *
  *   coll/coll.h          collectives
- *   coll/area.c          coll/area.py        the blocking collectives on the
- *                                            collective areas
+ *   coll/area.c          coll/area.py        the collective areas' protocol,
+ *                                            Bcast, the objects' collectives
+ *   coll/reductions.c    coll/blocking.py    Allreduce, Reduce, Scan... on
+ *                                            the collective areas
+ *   coll/parts.c         coll/blocking.py    Gather, Scatter, Alltoall... on
+ *                                            the collective areas
  *   coll/channel.c       coll/channel.py     the nonblocking collectives on
  *                                            the channel
  *
