@@ -35,7 +35,7 @@ NATIVE_SOURCES = ["shmrma/csrc/%s.c" % name for name in (
     "rma/fastpath", "rma/calls", "rma/passive", "rma/active", "rma/winbarrier",
     "rma/counters", "p2p/communicator", "p2p/matching", "p2p/rings", "p2p/transport",
     "p2p/calls", "coll/area", "coll/reductions", "coll/parts", "coll/channel",
-    "types/msgpickle")]
+    "coll/nonblocking", "types/msgpickle")]
 
 
 setup(

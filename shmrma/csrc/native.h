@@ -51,8 +51,10 @@
  *                                            the collective areas
  *   coll/parts.c         coll/blocking.py    Gather, Scatter, Alltoall... on
  *                                            the collective areas
- *   coll/channel.c       coll/channel.py     the nonblocking collectives on
- *                                            the channel
+ *   coll/channel.c       coll/channel.py     the channel of the nonblocking
+ *                                            collectives, ChannelCore
+ *   coll/nonblocking.c   coll/nonblocking.py the nonblocking collectives
+ *                                            started in C, NbcOp
  *
  *   rma/rma.h            one-sided communication: the window table and the
  *                        synchronization objects

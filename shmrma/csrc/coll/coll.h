@@ -10,12 +10,17 @@
  *   parts.c         Gather, Allgather, Scatter, Alltoall and their vector
  *                   forms on the collective areas: the parts and their
  *                   tables (for coll/blocking.py)
- *   channel.c       the nonblocking collectives on the communicator's channel
- *                   (coll/channel.py's protocol, for coll/nonblocking.py)
+ *   channel.c       the communicator's channel of the nonblocking
+ *                   collectives, ChannelCore, and the finishing of its steps
+ *                   (coll/channel.py's protocol)
+ *   nonblocking.c   the nonblocking collectives started in C on the channel:
+ *                   NbcOp, its start, its reads, its Wait and Test
+ *                   (coll/nonblocking.py)
  *
  * They stand on the communicators' core (p2p/p2p.h).  This header declares
- * what the files of the collective areas share: the areas' layout and their
- * steps, area.c's.
+ * what the files of the collective areas share (the areas' layout and their
+ * steps, area.c's) and what the two of the channel share (ChannelCore and
+ * NbcOp, the finishing of steps).
  */
 #ifndef SHMRMA_COLL_H
 #define SHMRMA_COLL_H
@@ -84,11 +89,56 @@ HIDDEN int all_small(CommCore *c, int parity, int root);
 /* (parity, lengths, units) of the first step: Python goes on from there. */
 HIDDEN PyObject *hand_over(CommCore *c, int parity);
 
+/* --- the channel of the nonblocking collectives (channel.c, nonblocking.c) ------ */
+
+/* What channel.c reads of the area's layout and of the Python helpers;
+ * nbc_setup() sets them with the rest (nonblocking.c). */
+extern HIDDEN Py_ssize_t LINE, OFF_GATED;
+extern HIDDEN PyObject *g_active;       /* nbcarea._active */
+
+/* A communicator's channel as C sees it (nbcarea.Channel derives from it). */
+typedef struct {
+    PyObject_HEAD
+    char *base;                     /* the channel area; NULL until bound */
+    int32_t n, me;
+    int32_t **doorbells;            /* each member's */
+    long long started, deposited, finished;
+    int gated, freed;
+    PyObject *operations;           /* a list, in step order */
+} ChannelCore;
+
+/* A nonblocking collective started in C (nonblocking._FastCollective derives
+ * from it). */
+typedef struct {
+    PyObject_HEAD
+    ChannelCore *channel;
+    long long step;
+    int kind, named, root, op, etype;   /* kind: the fixed-size kind it runs as; named: the call's */
+    int deposited, read, null_;
+    Pair io;                        /* held until read */
+    /* the parts (gathers, scatters, alltoall), held until read: sends[r] is what
+     * the send buffer holds for rank r (gathers: all of it), recvs[r] where rank
+     * r's part lands in the receive buffer (scatters: all of it, from the root) */
+    Span *sends, *recvs;
+    int last;                       /* folds: ranks [0, last) are folded */
+    Py_ssize_t low, high;           /* folds: the bytes of each vector folded */
+    PyObject *error;
+} NbcOp;
+
+extern HIDDEN PyTypeObject ChannelCoreType, NbcOpType;
+
+/* The fewest steps a member finished, this one included (channel.c). */
+HIDDEN long long slowest(ChannelCore *c);
+/* Pop the done operations at the head, in step order, and publish the count
+ * (channel.c).  The caller holds the MPI lock. */
+HIDDEN int finish_steps(ChannelCore *c);
+
 /* --- this folder's parts of the module ---------------------------------------- */
 
 int area_init(PyObject *module);
 int reductions_init(PyObject *module);
 int parts_init(PyObject *module);
 int channel_init(PyObject *module);
+int nonblocking_init(PyObject *module);
 
 #endif
