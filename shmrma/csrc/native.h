@@ -5,10 +5,10 @@
  * core < types < p2p < coll < comm < rma < io < check): each C file serves a
  * Python module, its twin, and lies in the folder of the twin's package.  A
  * file is named after the Python module it serves, or, where that module's C
- * side holds more than one concept, after the concept it holds; each opens
- * with a comment on its protocol or role.  Each folder has one header, which
- * lists its files and declares what they share.  comm/, io/ and launch/ have
- * no C part.
+ * side holds more than one concept, after the concept it holds (no C file
+ * passes 1000 lines); each opens with a comment on its protocol or role.  Each
+ * folder has one header, which lists its files and declares what they share.
+ * comm/, io/ and launch/ have no C part.
  *
  * shmrma._native, one module built from these files:
  *
@@ -68,9 +68,11 @@
  *
  * The race checker's two modules, apart (csrc/check/check.h):
  *
- *   check/racecheck.c    check/accesses.py, check/stores.py, check/clock.py:
- *                        shmrma._racecheck
- *   check/pagewatch.c    check/loads.py: shmrma._pagewatch
+ *   check/racecheck.c    check/accesses.py   shmrma._racecheck: the module,
+ *                                            the access log, call sites
+ *   check/stores.c       check/stores.py     the store finder (in _racecheck)
+ *   check/clock.c        check/clock.py      the vector clocks (in _racecheck)
+ *   check/pagewatch.c    check/loads.py      shmrma._pagewatch: the load watch
  *
  * A file includes the header of its folder, which includes the headers of the
  * layers below; this one includes them all, for native.c.  A helper of a hot
