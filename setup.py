@@ -29,19 +29,27 @@ WITHOUT = {"shmrma._racecheck": "the race checker (--check) will run slower",
            "shmrma._pagewatch": "the race checker (--check) will not check loads"}
 
 
+# The C sources mirror the Python packages (shmrma/csrc/native.h lists them).
+NATIVE_SOURCES = ["shmrma/csrc/%s.c" % name for name in (
+    "native", "core/atomic", "p2p/request", "types/buffers", "types/op", "core/handle",
+    "rma/fastpath", "rma/calls", "rma/passive", "rma/active", "rma/winbarrier",
+    "rma/counters", "p2p/communicator", "p2p/matching", "p2p/rings", "p2p/transport",
+    "p2p/calls", "coll/area", "coll/reductions", "coll/parts", "coll/channel",
+    "coll/nonblocking", "types/msgpickle")]
+
+
 setup(
     ext_modules=[Extension(
-        "shmrma._native",
-        ["shmrma/_native.c"] + ["shmrma/csrc/%s.c" % name for name in (
-            "atomic", "request", "buffers", "op", "handle", "table", "rma", "passive",
-            "active", "winbarrier", "counters", "transport", "collectives", "nbc",
-            "pickles")],
-        depends=["shmrma/csrc/native.h"],
+        "shmrma._native", NATIVE_SOURCES,
+        depends=["shmrma/csrc/%s.h" % name for name in (
+            "native", "core/core", "types/types", "p2p/p2p", "coll/coll", "rma/rma")],
         extra_compile_args=["-O2", "-std=c11"]),
         # -O3 vectorizes the store finder's compare: 32 KiB changed, 2.5 -> 1.8 us
-        Extension("shmrma._racecheck", ["shmrma/csrc/racecheck.c"],
+        Extension("shmrma._racecheck", ["shmrma/csrc/check/%s.c" % name for name in (
+                      "racecheck", "stores", "clock")],
+                  depends=["shmrma/csrc/check/check.h", "shmrma/csrc/core/core.h"],
                   extra_compile_args=["-O3", "-std=c11"]),
-        Extension("shmrma._pagewatch", ["shmrma/csrc/pagewatch.c"],
+        Extension("shmrma._pagewatch", ["shmrma/csrc/check/pagewatch.c"],
                   extra_compile_args=["-O2", "-std=gnu11"])],
     cmdclass={"build_ext": OptionalBuildExt},
 )

@@ -10,7 +10,7 @@
  * way), so either end may be the C path or the Python one.  Anything else goes
  * to pickle.  tests/test_pickles.py compares the two on every kind.
  */
-#include "native.h"
+#include "types.h"
 
 static PyObject *g_dumps, *g_loads, *g_protocol;
 static int g_quick;             /* the protocol is one whose pickles we write */
@@ -292,7 +292,7 @@ static PyMethodDef pickle_functions[] = {
 };
 
 int
-pickles_init(PyObject *module)
+msgpickle_init(PyObject *module)
 {
     return PyModule_AddFunctions(module, pickle_functions);
 }

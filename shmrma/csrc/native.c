@@ -1,14 +1,14 @@
 /*
  * shmrma._native: the C extension module.  Each file of shmrma/csrc/ holds one
- * concept and is named after the Python module it serves (csrc/native.h lists
- * them and declares what they share); each adds its functions, types and
- * constants to the module in its init, and this file makes the module and
- * calls them.  The fast paths (rma.c, passive.c, active.c, winbarrier.c,
- * counters.c, ...) serve shmrma/fastpath.py and the modules it names; the
- * fallback (shmrma/_fallback.py) has the atomic layer only: there every call
- * takes the Python path.
+ * concept and sits in the folder of the Python package it serves (native.h
+ * lists them; each folder's header declares what its files share); each adds
+ * its functions, types and constants to the module in its init, and this file
+ * makes the module and calls them.  The fast paths (rma/calls.c, rma/passive.c,
+ * rma/active.c, rma/winbarrier.c, rma/counters.c, ...) serve rma/fastpath.py
+ * and the modules it names; the fallback (core/_fallback.py) has the atomic
+ * layer only: there every call takes the Python path.
  */
-#include "csrc/native.h"
+#include "native.h"
 
 static struct PyModuleDef native_module = {
     PyModuleDef_HEAD_INIT,
@@ -27,14 +27,16 @@ PyInit__native(void)
     if (mod == NULL)
         return NULL;
     if (atomic_init(mod) < 0 || buffers_init(mod) < 0 || op_init(mod) < 0 ||
-            table_init(mod) < 0 || rma_init(mod) < 0 || passive_init(mod) < 0 ||
+            fastpath_init(mod) < 0 || rma_calls_init(mod) < 0 || passive_init(mod) < 0 ||
             active_init(mod) < 0 || handle_init(mod) < 0 ||
-            transport_init(mod) < 0 || collectives_init(mod) < 0 || pickles_init(mod) < 0 ||
-            nbc_init(mod) < 0 || counters_init(mod) < 0 || winbarrier_init(mod) < 0) {
+            communicator_init(mod) < 0 || matching_init(mod) < 0 || transport_init(mod) < 0 ||
+            p2p_calls_init(mod) < 0 || area_init(mod) < 0 || reductions_init(mod) < 0 ||
+            parts_init(mod) < 0 || msgpickle_init(mod) < 0 || channel_init(mod) < 0 ||
+            nonblocking_init(mod) < 0 || counters_init(mod) < 0 || winbarrier_init(mod) < 0) {
         Py_DECREF(mod);
         return NULL;
     }
-    /* the assertions of the synchronization calls (shmrma/assertions.py) */
+    /* the assertions of the synchronization calls (rma/assertions.py) */
     if (PyModule_AddIntConstant(mod, "MODE_NOCHECK", MODE_NOCHECK) < 0 ||
             PyModule_AddIntConstant(mod, "MODE_NOPRECEDE", MODE_NOPRECEDE) < 0 ||
             PyModule_AddIntConstant(mod, "MODE_NOSUCCEED", MODE_NOSUCCEED) < 0 ||

@@ -3,7 +3,7 @@
  * accumulates and the reductions, as numpy computes them, and the ops the C
  * paths know (RMA_OPS, in the order rma_setup() receives their Op objects).
  */
-#include "native.h"
+#include "types.h"
 
 static const char *const op_names[N_OPS] = {
     "SUM", "PROD", "MAX", "MIN", "BAND", "BOR", "BXOR",

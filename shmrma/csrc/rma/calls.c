@@ -6,9 +6,8 @@
  * which raises whatever error the call deserves.  So every check here only
  * decides "handled or not": on any doubt, miss.
  */
-#include "native.h"
+#include "rma.h"
 
-int g_fast_enabled = 1;
 long g_proc_null = -1;
 
 /* A program that polls a flag (Fetch_and_op NO_OP or Get, then Flush, in a loop)
@@ -96,7 +95,8 @@ window_bytes(const FastTarget *slot, long long disp, Py_ssize_t nbytes)
 /* --- the accumulate lock (rma.AccumulateLock) --- */
 
 /* Both inline: the accumulating calls take the lock without a call (GCC's
- * heuristics inlined them in the larger unit _native.c was, not here). */
+ * heuristics inlined them when these calls lived in shmrma/_native.c, the
+ * larger unit, not here). */
 
 /* Spins of a contended acquire before missing: long enough for a holder in
  * C (well under a microsecond), short enough not to wait on a holder in
@@ -404,7 +404,7 @@ static PyMethodDef rma_functions[] = {
 };
 
 int
-rma_init(PyObject *module)
+rma_calls_init(PyObject *module)
 {
     return PyModule_AddFunctions(module, rma_functions);
 }

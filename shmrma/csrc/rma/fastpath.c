@@ -8,7 +8,7 @@
  * lock_all, and which ranks a Lock epoch covers).  The communication and
  * synchronization calls run on it.
  */
-#include "native.h"
+#include "rma.h"
 
 /* Offsets of the words of a rank's control block (shmrma/control.py), given by
  * rma_sync_setup(). */
@@ -369,7 +369,7 @@ static PyMethodDef table_functions[] = {
 };
 
 int
-table_init(PyObject *module)
+fastpath_init(PyObject *module)
 {
     if (PyType_Ready(&WinTableType) < 0)
         return -1;

@@ -1,10 +1,10 @@
 /*
  * Passive target synchronization (shmrma/passive.py) in C: Lock, Unlock,
  * Lock_all and Unlock_all in their common case, on the ticket lock of each
- * rank's control block, the one the Python path takes (native.h: "the
+ * rank's control block, the one the Python path takes (rma/rma.h: "the
  * synchronization objects").
  */
-#include "native.h"
+#include "rma.h"
 
 #define LOCK_EXCLUSIVE 234
 #define LOCK_SHARED 235

@@ -1,10 +1,10 @@
 /*
  * Active target synchronization (shmrma/active.py) in C: Start, Complete,
  * Post, Wait and Test in their common case, on the post matrix and the counts
- * of Completes in the control blocks, the ones the Python path uses (native.h:
+ * of Completes in the control blocks, the ones the Python path uses (rma/rma.h:
  * "the synchronization objects").
  */
-#include "native.h"
+#include "rma.h"
 
 static int
 spin_while(int32_t *cell, int32_t old)

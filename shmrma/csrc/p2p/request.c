@@ -1,9 +1,9 @@
 /*
- * What the requests completed in C (counters.c, winbarrier.c, nbc.c) share
- * with shmrma/request.py: Wait and Test take the C path only without a status,
- * and hand every other call to the Python methods.
+ * What the requests completed in C (rma/counters.c, rma/winbarrier.c,
+ * coll/nonblocking.c) share with shmrma/request.py: Wait and Test take the C
+ * path only without a status, and hand every other call to the Python methods.
  */
-#include "native.h"
+#include "p2p.h"
 
 int
 no_status(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)

@@ -15,7 +15,7 @@
  * Sync_object request adds its count to the counter at every Start (early
  * signals stay banked, A16) and completes when the counter is back to 0.
  */
-#include "native.h"
+#include "rma.h"
 
 enum { SYNC_OPS = 1, SYNC_OBJECT = 2 };
 

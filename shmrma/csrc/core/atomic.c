@@ -21,7 +21,7 @@
  * no wake-up is lost.  The futex is the shared (non-private) variant because
  * the cell lives in memory mapped by several processes.
  */
-#include "native.h"
+#include "core.h"
 
 #include <pthread.h>
 
@@ -128,6 +128,9 @@ plain_int(PyObject *obj)
         PyErr_Clear();
     return v;
 }
+
+/* The fast paths' switch (core.h): rma_enable() turns them all off and on. */
+int g_fast_enabled = 1;
 
 #define I32(u) ((int32_t)(uint32_t)(u))
 
@@ -315,7 +318,7 @@ wait_left(int32_t *cell, int32_t value)
 }
 
 /* ------------------------------------------------------------------ */
-/* the rank's MPI lock (native.h says what it guards)                   */
+/* the rank's MPI lock (core/core.h says what it guards)               */
 /* ------------------------------------------------------------------ */
 
 /* Read and written with the GIL held only, but for g_lock_word, the futex word
@@ -436,7 +439,7 @@ static PyTypeObject MPILockType = {
     .tp_name = "shmrma._native.MPILock",
     .tp_basicsize = sizeof(MPILock),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "The rank's MPI lock (native.h), for Python's steps on its MPI state: "
+    .tp_doc = "The rank's MPI lock (core/core.h), for Python's steps on its MPI state: "
               "recursive; every wait gives it up while it waits.",
     .tp_methods = mpilock_methods,
 };

@@ -2,27 +2,24 @@
  * reference and the fallback): the conflict scan, the append-or-renew of a
  * record and the completion of pending records, over a target's records in
  * the window's checking segment, under the target's checking lock (held by the
- * caller, or taken here with a few tries: record, shadowed, stores, diff); and
- * the comparison of a rank's window memory with its shadow copy that finds the
- * rank's own stores (check/stores.py).
+ * caller, or taken with a few tries: record, shadowed, stores, and the store
+ * finder's diff and look_stores).
+ * This file makes the module shmrma._racecheck; its table lists the functions
+ * of the store finder (check/stores.c) and of the vector clocks (check/clock.c)
+ * too, which check/check.h declares with what the three files share.
  *
  * A record is accesses.RECORD, a packed numpy dtype laid out as `struct record`
  * (every 8-byte field first, so no padding). The codes (kinds, epochs, PENDING)
  * come from accesses.py through setup(), their one definition.
  */
 #define PY_SSIZE_T_CLEAN
-#include "native.h"     /* the wait cell's wake (wake_if_sleepers) */
+#include "check.h"     /* the log's records, the checking lock, the other files */
 #if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030E0000
 #define Py_BUILD_CORE 1
 #include "internal/pycore_frame.h"
 #undef Py_BUILD_CORE
 #define INTERNAL_FRAMES 1   /* user_site reads the interpreter's frames */
 #endif
-
-struct record {
-    int64_t low, high, stamp;
-    int32_t origin, kind, op, basic, site, epoch;
-};
 
 static struct {
     int64_t pending;
@@ -45,17 +42,6 @@ static PyObject *setup(PyObject *self, PyObject *args)
     codes.ready = 1;
     Py_RETURN_NONE;
 }
-
-/* The access being checked or recorded: its sorted, disjoint byte runs and codes.
- * The runs are Python arrays' buffers (take_runs), or C arrays (look_stores). */
-struct access {
-    const int64_t *lows, *highs;
-    Py_ssize_t runs;
-    Py_buffer low_view, high_view;
-    int viewed;         /* the runs are the views' */
-    int64_t low, high;  /* the one run, given as two ints */
-    int32_t kind, op, basic, site, epoch, me;
-};
 
 static int writes(int32_t kind, int32_t op)
 {
@@ -142,7 +128,7 @@ static int take_runs(struct access *a, PyObject *lows, PyObject *highs)
     return 0;
 }
 
-static int ready(void)
+int ready(void)
 {
     if (!codes.ready)
         PyErr_SetString(PyExc_RuntimeError, "_racecheck.setup() was not called");
@@ -262,26 +248,6 @@ static PyObject *add(PyObject *self, PyObject *args)
     return PyLong_FromSsize_t(count);
 }
 
-
-#define LOCK_TRIES 64       /* then the Python path waits, with the job's checks */
-
-/* Take a target's checking lock (a wait cell) with a few tries, never sleeping. */
-static int try_lock(int32_t *lock)
-{
-    for (int i = 0; i < LOCK_TRIES; i++) {
-        int32_t expected = 0;
-        if (__atomic_compare_exchange_n(lock, &expected, 1, 0, SC, SC))
-            return 1;
-        sched_yield();
-    }
-    return 0;
-}
-
-static void unlock(int32_t *lock)
-{
-    __atomic_store_n(lock, 0, SC);
-    wake_if_sleepers(lock);
-}
 
 /* Scan the ``before`` records, then append or renew the access's (add_rows) and
  * publish the new count: the racing records' indices; NULL with *full set when
@@ -574,9 +540,9 @@ static PyObject *quick(PyObject *self, PyObject *args)
 
 /* The locked part of stores(): forget the rank's records of the access's kind stamped
  * ``seen`` or earlier, then scan_and_add with ``stamp``. */
-static PyObject *add_stores(const struct access *a, struct record *rows, int64_t *count,
-                            const int64_t *vc, Py_ssize_t capacity, int64_t stamp,
-                            int64_t seen, int *full)
+PyObject *add_stores(const struct access *a, struct record *rows, int64_t *count,
+                     const int64_t *vc, Py_ssize_t capacity, int64_t stamp,
+                     int64_t seen, int *full)
 {
     Py_ssize_t before = (Py_ssize_t)__atomic_load_n(count, SC), kept = 0;
     for (Py_ssize_t i = 0; i < before; i++) {
@@ -627,8 +593,8 @@ static PyObject *stores(PyObject *self, PyObject *args)
 /* Stamp ``me``'s pending records of the kinds in ``modes`` (MODE_WIN_PUT 1, GET 2,
  * ACCUMULATE 4) with ``epoch``; with ``kind`` >= 0, only those of that kind within
  * bytes low..high (one request's). */
-static void stamp_pending(struct record *rows, Py_ssize_t count, int me, int64_t epoch,
-                          int modes, int64_t low, int64_t high, int kind)
+void stamp_pending(struct record *rows, Py_ssize_t count, int me, int64_t epoch,
+                   int modes, int64_t low, int64_t high, int kind)
 {
     for (Py_ssize_t i = 0; i < count; i++) {
         struct record *r = &rows[i];
@@ -674,297 +640,6 @@ static PyObject *complete_locked(PyObject *self, PyObject *args)
     Py_RETURN_TRUE;
 }
 
-#define DIFF_BLOCK 64
-#define DIFF_CHUNK 4096     /* a multiple of DIFF_BLOCK */
-/* Whether ``size`` bytes differ (a word's: one load each when it is 8 bytes). */
-static int word_differs(const unsigned char *a, const unsigned char *b, Py_ssize_t size)
-{
-    if (size == 8) {
-        uint64_t x, y;
-        memcpy(&x, a, 8);
-        memcpy(&y, b, 8);
-        return x != y;
-    }
-    return memcmp(a, b, (size_t)size) != 0;
-}
-
-/* A bit per 8-byte word of a 64-byte block: set where memory and shadow differ. */
-static uint64_t changed_words8(const unsigned char *memory, const unsigned char *shadow)
-{
-    uint64_t changed = 0;
-    for (int w = 0; w < DIFF_BLOCK / 8; w++) {
-        uint64_t x, y;
-        memcpy(&x, memory + 8 * w, 8);
-        memcpy(&y, shadow + 8 * w, 8);
-        changed |= (uint64_t)(x != y) << w;
-    }
-    return changed;
-}
-
-/* Byte runs found by a diff, in C arrays that grow. */
-struct runs {
-    int64_t *lows, *highs;
-    Py_ssize_t count, room;
-};
-
-static int append_run(struct runs *r, Py_ssize_t low, Py_ssize_t high)
-{
-    if (r->count == r->room) {
-        Py_ssize_t room = r->room ? 2 * r->room : 16;
-        int64_t *lows = PyMem_Realloc(r->lows, (size_t)room * 8);
-        if (lows == NULL)
-            return -1;
-        r->lows = lows;
-        int64_t *highs = PyMem_Realloc(r->highs, (size_t)room * 8);
-        if (highs == NULL)
-            return -1;
-        r->highs = highs;
-        r->room = room;
-    }
-    r->lows[r->count] = low;
-    r->highs[r->count] = high;
-    r->count++;
-    return 0;
-}
-
-static void free_runs(struct runs *r)
-{
-    PyMem_Free(r->lows);
-    PyMem_Free(r->highs);
-}
-
-/* The runs as (lows, highs) lists of ints, or NULL. */
-static PyObject *runs_lists(const struct runs *r)
-{
-    PyObject *lows = PyList_New(r->count), *highs = PyList_New(r->count);
-    for (Py_ssize_t i = 0; lows && highs && i < r->count; i++) {
-        PyObject *low = PyLong_FromLongLong(r->lows[i]), *high = PyLong_FromLongLong(r->highs[i]);
-        if (low == NULL || high == NULL) {
-            Py_XDECREF(low);
-            Py_XDECREF(high);
-            Py_CLEAR(lows);
-            break;
-        }
-        PyList_SET_ITEM(lows, i, low);
-        PyList_SET_ITEM(highs, i, high);
-    }
-    if (lows == NULL || highs == NULL) {
-        Py_XDECREF(lows);
-        Py_XDECREF(highs);
-        return PyErr_NoMemory();
-    }
-    return Py_BuildValue("(NN)", lows, highs);
-}
-
-/* The runs of ``grain``-byte words where ``memory`` differs from its ``shadow`` (see
- * diff()), appended to ``out``, the shadow brought up to date on them: 0, or -1 when
- * out of memory. */
-static int find_stores(const unsigned char *memory, unsigned char *shadow, Py_ssize_t nbytes,
-                       Py_ssize_t grain, Py_ssize_t max_runs, struct runs *out)
-{
-    Py_ssize_t run_low = -1, run_high = -1;
-    for (Py_ssize_t block = 0; block < nbytes; block += DIFF_BLOCK) {
-        if (block % DIFF_CHUNK == 0) {      /* skip unchanged chunks in one memcmp */
-            Py_ssize_t chunk_end = block + DIFF_CHUNK < nbytes ? block + DIFF_CHUNK : nbytes;
-            if (!memcmp(memory + block, shadow + block, (size_t)(chunk_end - block))) {
-                block = chunk_end - DIFF_BLOCK;
-                continue;
-            }
-        }
-        Py_ssize_t end = block + DIFF_BLOCK < nbytes ? block + DIFF_BLOCK : nbytes;
-        Py_ssize_t words = (end - block + grain - 1) / grain;
-        uint64_t changed = 0, every = words == 64 ? ~(uint64_t)0 : ((uint64_t)1 << words) - 1;
-        if (grain == 8 && end - block == DIFF_BLOCK) {
-            /* the common case (float64 and int64 windows), compared and copied inline */
-            changed = changed_words8(memory + block, shadow + block);
-            if (!changed)
-                continue;
-            memcpy(shadow + block, memory + block, DIFF_BLOCK);
-        } else {
-            if (!memcmp(memory + block, shadow + block, (size_t)(end - block)))
-                continue;
-            /* which words changed (a block holds at most 64), then one copy of it */
-            for (Py_ssize_t w = 0; w < words; w++) {
-                Py_ssize_t word = block + w * grain;
-                if (word_differs(memory + word, shadow + word,
-                                 word + grain <= end ? grain : end - word))
-                    changed |= (uint64_t)1 << w;
-            }
-            memcpy(shadow + block, memory + block, (size_t)(end - block));
-        }
-        if (changed == every && block == run_high) {   /* a run going on through the block */
-            run_high = end;
-            continue;
-        }
-        for (Py_ssize_t w = 0; w < words; w++) {
-            if (!(changed >> w & 1))
-                continue;
-            Py_ssize_t word = block + w * grain;
-            Py_ssize_t size = word + grain <= end ? grain : end - word;
-            if (word == run_high || (out->count >= max_runs && word - run_high < DIFF_BLOCK)) {
-                run_high = word + size;
-                continue;
-            }
-            if (run_low >= 0 && append_run(out, run_low, run_high) < 0)
-                return -1;
-            run_low = word;
-            run_high = word + size;
-        }
-    }
-    if (run_low >= 0 && append_run(out, run_low, run_high) < 0)
-        return -1;
-    return 0;
-}
-
-static int valid_grain(Py_ssize_t grain)
-{
-    if (grain != 1 && grain != 2 && grain != 4 && grain != 8) {
-        PyErr_SetString(PyExc_ValueError, "grain: 1, 2, 4 or 8");
-        return 0;
-    }
-    return 1;
-}
-
-/* Memory equal to its shadow throughout needs no lock: the owner's stores are all
- * made (it is the caller), and an RMA writing meanwhile updates the memory first, so
- * a block it is halfway through differs and takes the locked pass. */
-static int unchanged(const unsigned char *memory, const unsigned char *shadow,
-                     Py_ssize_t nbytes)
-{
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    return !memcmp(memory, shadow, (size_t)nbytes);
-}
-
-/* diff(memory, shadow, nbytes, grain, max_runs[, lock_cell]): the runs of ``grain``-byte words
- * (1, 2, 4 or 8, from the window's start) where ``memory`` differs from its
- * ``shadow`` copy, as (lows, highs) lists, the shadow brought up to date on them.
- * Once ``max_runs`` are found, runs less than a block apart merge (a coarser
- * answer). Whole blocks are compared first: memory that did not change costs a
- * memcmp. With ``lock_cell``, under that lock, taken with a few tries: None when it
- * stayed busy. */
-static PyObject *diff(PyObject *self, PyObject *args)
-{
-    Py_ssize_t memory_address, shadow_address, nbytes, grain, max_runs, lock_cell = 0;
-    if (!PyArg_ParseTuple(args, "nnnnn|n", &memory_address, &shadow_address, &nbytes, &grain,
-                          &max_runs, &lock_cell)
-            || !valid_grain(grain))
-        return NULL;
-    const unsigned char *memory = (const unsigned char *)memory_address;
-    unsigned char *shadow = (unsigned char *)shadow_address;
-    int32_t *lock = (int32_t *)lock_cell;
-    if (lock) {
-        if (unchanged(memory, shadow, nbytes))
-            return Py_BuildValue("([][])");
-        if (!try_lock(lock))
-            Py_RETURN_NONE;
-    }
-    struct runs found = {0};
-    int bad = find_stores(memory, shadow, nbytes, grain, max_runs, &found);
-    if (lock)
-        unlock(lock);
-    PyObject *result = bad ? PyErr_NoMemory() : runs_lists(&found);
-    free_runs(&found);
-    return result;
-}
-
-/* The latest epoch of this rank every rank has acquired: the least of the clock
- * entries at ``entries`` (a tuple of addresses, Clock.entries_for_me). */
-static int seen_by_all(PyObject *entries, int64_t *seen)
-{
-    *seen = INT64_MAX;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(entries); i++) {
-        Py_ssize_t address = PyLong_AsSsize_t(PyTuple_GET_ITEM(entries, i));
-        if (address == -1 && PyErr_Occurred())
-            return -1;
-        int64_t entry = __atomic_load_n((const int64_t *)address, SC);
-        if (entry < *seen)
-            *seen = entry;
-    }
-    return 0;
-}
-
-/* look_stores(memory, shadow, nbytes, grain, max_runs, lock_cell, records, count_cell,
- *             kind, epoch, site, me, vc, capacity, stamp, entries):
- * Stores.look's diff and its record in one call, under the rank's checking lock
- * (taken with a few tries) throughout: the runs where the memory differs from its
- * shadow (diff()), recorded as stores() records them, forgetting the rank's store
- * records every rank has acquired (``entries``: the addresses of their clocks'
- * entries for this rank). ``site`` names the call site (a callable returning its
- * number), called once the memory differs, before the lock. (lows, highs, the racing
- * records' indices, the site number): the lists empty and the site -1 when nothing
- * changed; the indices None when the log is full (the Python path records the
- * runs); None when the lock stayed busy (nothing done). */
-static PyObject *look_stores(PyObject *self, PyObject *args)
-{
-    Py_ssize_t memory_address, shadow_address, nbytes, grain, max_runs, lock_cell, address,
-               count_cell, vc, capacity;
-    long long stamp;
-    struct access a = {0};
-    PyObject *entries, *site;
-    if (!ready() || !PyArg_ParseTuple(args, "nnnnnnnniiOinnLO!", &memory_address,
-                                      &shadow_address, &nbytes, &grain, &max_runs, &lock_cell,
-                                      &address, &count_cell, &a.kind, &a.epoch, &site, &a.me,
-                                      &vc, &capacity, &stamp, &PyTuple_Type, &entries)
-            || !valid_grain(grain))
-        return NULL;
-    const unsigned char *memory = (const unsigned char *)memory_address;
-    unsigned char *shadow = (unsigned char *)shadow_address;
-    if (unchanged(memory, shadow, nbytes))
-        return Py_BuildValue("([][][]i)", -1);
-    PyObject *number = PyObject_CallNoArgs(site);
-    a.site = number ? (int32_t)PyLong_AsLong(number) : -1;
-    Py_XDECREF(number);
-    if (a.site == -1 && PyErr_Occurred())
-        return NULL;
-    int32_t *lock = (int32_t *)lock_cell;
-    if (!try_lock(lock))
-        Py_RETURN_NONE;
-    struct runs found = {0};
-    int64_t seen;
-    PyObject *races = NULL;
-    int bad = find_stores(memory, shadow, nbytes, grain, max_runs, &found) < 0, full = 0;
-    if (bad)
-        PyErr_NoMemory();
-    else if (found.count && seen_by_all(entries, &seen) == 0) {
-        a.lows = found.lows;
-        a.highs = found.highs;
-        a.runs = found.count;
-        races = add_stores(&a, (struct record *)address, (int64_t *)count_cell,
-                           (const int64_t *)vc, capacity, stamp, seen, &full);
-    } else if (!found.count) {
-        races = PyList_New(0);
-    }
-    unlock(lock);
-    PyObject *result = NULL;
-    if (races != NULL || full) {
-        PyObject *lists = runs_lists(&found);
-        if (lists != NULL) {
-            result = Py_BuildValue("(OOOi)", PyTuple_GET_ITEM(lists, 0),
-                                   PyTuple_GET_ITEM(lists, 1), races ? races : Py_None,
-                                   (int)a.site);
-            Py_DECREF(lists);
-        }
-    }
-    Py_XDECREF(races);
-    free_runs(&found);
-    return result;
-}
-
-/* same(memory, shadow, nbytes): whether the memory equals its shadow throughout (no
- * store of its owner since it last looked: diff's first pass, without its lock). */
-static PyObject *same(PyObject *self, PyObject *args)
-{
-    Py_ssize_t memory, shadow, nbytes;
-    if (!PyArg_ParseTuple(args, "nnn", &memory, &shadow, &nbytes))
-        return NULL;
-    if (nbytes < 0) {
-        PyErr_SetString(PyExc_ValueError, "nbytes >= 0");
-        return NULL;
-    }
-    return PyBool_FromLong(unchanged((const unsigned char *)memory,
-                                     (const unsigned char *)shadow, nbytes));
-}
-
 /* written_pages(records, count, me, first, page, pages): a bytes object of one flag
  * per page (``page`` bytes each, the first at byte ``first`` of the target's
  * memory): 1 where a record of another origin than ``me`` writes.  Read without
@@ -997,236 +672,6 @@ static PyObject *written_pages(PyObject *self, PyObject *args)
             flag[p] = 1;
     }
     return flags;
-}
-
-/* vc = max(vc, clock), element-wise, over ``n`` entries (a clock only grows: an entry
- * read while it changes is still one it had). */
-static void join_into(int64_t *vc, const int64_t *clock, Py_ssize_t n)
-{
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t seen = __atomic_load_n(&clock[i], __ATOMIC_RELAXED);
-        if (seen > vc[i])
-            vc[i] = seen;
-    }
-}
-
-/* Join into ``vc`` the clock a rank released under ``key`` (acquire()): 1, or 0 when
- * the key is not in its ring, or its row was reused while copied. */
-static int acquire_from(const int64_t *ring, const int64_t *index, Py_ssize_t entries,
-                        Py_ssize_t width, Py_ssize_t recent, int64_t key, int64_t *vc)
-{
-    int64_t newest = __atomic_load_n(index, __ATOMIC_SEQ_CST);
-    const int64_t *entry = NULL;
-    for (Py_ssize_t back = 1; back <= recent && !entry; back++) {
-        const int64_t *row = ring + ((((newest - back) % entries) + entries) % entries) * width;
-        if (__atomic_load_n(row, __ATOMIC_SEQ_CST) == key)
-            entry = row;
-    }
-    for (Py_ssize_t back = 1; back <= entries && !entry; back++) {     /* newest first */
-        const int64_t *row = ring + ((((newest - back) % entries) + entries) % entries) * width;
-        if (__atomic_load_n(row, __ATOMIC_SEQ_CST) == key)
-            entry = row;
-    }
-    if (!entry)
-        return 0;
-    int64_t clock[4096];
-    memcpy(clock, entry + 1, (size_t)(width - 1) * 8);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (__atomic_load_n(entry, __ATOMIC_SEQ_CST) != key)
-        return 0;       /* reused while we copied: so long ago it cannot matter */
-    join_into(vc, clock, width - 1);
-    return 1;
-}
-
-static int ring_shape_ok(Py_ssize_t entries, Py_ssize_t width)
-{
-    if (entries <= 0 || width < 2 || width > 4097) {
-        PyErr_SetString(PyExc_ValueError, "acquire: entries > 0 and 2 <= width <= 4097");
-        return 0;
-    }
-    return 1;
-}
-
-/* acquire(ring, ring_index, entries, width, recent, key, vc): join (element-wise max)
- * into the clock at ``vc`` the clock a rank released under ``key`` (check/clock.py,
- * Clock.acquire, is the reference and the fallback): its ring holds ``entries``
- * rows of ``width`` int64 (key, clock), the newest just below the index; the
- * ``recent`` newest are looked at first, then every row, the newest match taken.
- * False when the key is not there, or its row was reused while copied. */
-static PyObject *acquire(PyObject *self, PyObject *args)
-{
-    Py_ssize_t ring_address, index_address, entries, width, recent, vc_address;
-    long long key;
-    if (!PyArg_ParseTuple(args, "nnnnnLn", &ring_address, &index_address, &entries, &width,
-                          &recent, &key, &vc_address)
-            || !ring_shape_ok(entries, width))
-        return NULL;
-    return PyBool_FromLong(acquire_from((const int64_t *)ring_address,
-                                        (const int64_t *)index_address, entries, width,
-                                        recent, key, (int64_t *)vc_address));
-}
-
-/* acquire_each(rings, key, vc): acquire() from each ring of ``rings``, a tuple of
- * acquire()'s (ring, ring_index, entries, width, recent): the count of clocks joined. */
-static PyObject *acquire_each(PyObject *self, PyObject *args)
-{
-    PyObject *rings;
-    Py_ssize_t vc_address, joined = 0;
-    long long key;
-    if (!PyArg_ParseTuple(args, "O!Ln", &PyTuple_Type, &rings, &key, &vc_address))
-        return NULL;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(rings); i++) {
-        Py_ssize_t ring_address, index_address, entries, width, recent;
-        PyObject *ring = PyTuple_GET_ITEM(rings, i);
-        if (!PyTuple_Check(ring) || !PyArg_ParseTuple(ring, "nnnnn", &ring_address,
-                                                      &index_address, &entries, &width,
-                                                      &recent)
-                || !ring_shape_ok(entries, width)) {
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_TypeError, "acquire_each: a tuple of ring tuples");
-            return NULL;
-        }
-        joined += acquire_from((const int64_t *)ring_address, (const int64_t *)index_address,
-                               entries, width, recent, key, (int64_t *)vc_address);
-    }
-    return PyLong_FromSsize_t(joined);
-}
-
-/* The clock ``vc`` (width - 1 entries) into ``entry`` after its key, then the key;
- * with ``clear``, the key is 0 while the clock changes (readers skip the entry). */
-static void write_clock(int64_t *entry, const int64_t *vc, Py_ssize_t width, int64_t key,
-                        int clear)
-{
-    if (clear) {
-        __atomic_store_n(entry, 0, __ATOMIC_SEQ_CST);
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    }
-    memcpy(entry + 1, vc, (size_t)(width - 1) * 8);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    __atomic_store_n(entry, key, __ATOMIC_SEQ_CST);
-}
-
-/* release(ring, index_cell, entries, width, key, vc, me): Clock.release_here in one
- * call: the clock appended to the rank's ring under ``key`` (its entry's key cleared
- * while it changes), the ring's index moved on, then the rank's epoch ended
- * (vc[me] += 1). */
-static PyObject *release(PyObject *self, PyObject *args)
-{
-    Py_ssize_t ring_address, index_address, entries, width, vc_address, me;
-    long long key;
-    if (!PyArg_ParseTuple(args, "nnnnLnn", &ring_address, &index_address, &entries, &width,
-                          &key, &vc_address, &me))
-        return NULL;
-    if (entries <= 0 || width < 2 || me < 0 || me >= width - 1) {
-        PyErr_SetString(PyExc_ValueError, "release: entries > 0, width >= 2, 0 <= me < width - 1");
-        return NULL;
-    }
-    int64_t *index = (int64_t *)index_address, *vc = (int64_t *)vc_address;
-    int64_t at = __atomic_load_n(index, __ATOMIC_SEQ_CST);
-    write_clock((int64_t *)ring_address + (at % entries) * width, vc, width, key, 1);
-    __atomic_store_n(index, at + 1, __ATOMIC_SEQ_CST);
-    vc[me] += 1;
-    Py_RETURN_NONE;
-}
-
-/* publish(cell, width, key, vc, me): Clock.publish_here's write in one call: the
- * clock over the cell's (every entry only grows: a torn read is still safe, and the
- * key stays, so probes never find the cell empty), then vc[me] += 1. */
-static PyObject *publish(PyObject *self, PyObject *args)
-{
-    Py_ssize_t cell_address, width, vc_address, me;
-    long long key;
-    if (!PyArg_ParseTuple(args, "nnLnn", &cell_address, &width, &key, &vc_address, &me))
-        return NULL;
-    if (width < 2 || me < 0 || me >= width - 1) {
-        PyErr_SetString(PyExc_ValueError, "publish: width >= 2, 0 <= me < width - 1");
-        return NULL;
-    }
-    int64_t *vc = (int64_t *)vc_address;
-    write_clock((int64_t *)cell_address, vc, width, key, 0);
-    vc[me] += 1;
-    Py_RETURN_NONE;
-}
-
-/* signal(records, count_cell, lock_cell, modes, cell, width, key, vc, me): a counter's
- * signal in one call: with ``modes``, this rank's pending records of those kinds at
- * the target stamped with its epoch (complete_locked: False when the target's lock
- * stayed busy, nothing done), then its clock published into its cell for the key
- * (publish): True. */
-static PyObject *signal_counter(PyObject *self, PyObject *args)
-{
-    Py_ssize_t address, count_cell, lock_cell, cell_address, width, vc_address, me;
-    int modes;
-    long long key;
-    if (!PyArg_ParseTuple(args, "nnninnLnn", &address, &count_cell, &lock_cell, &modes,
-                          &cell_address, &width, &key, &vc_address, &me))
-        return NULL;
-    if (width < 2 || me < 0 || me >= width - 1) {
-        PyErr_SetString(PyExc_ValueError, "signal: width >= 2, 0 <= me < width - 1");
-        return NULL;
-    }
-    int64_t *vc = (int64_t *)vc_address;
-    if (modes) {
-        int32_t *lock = (int32_t *)lock_cell;
-        if (!try_lock(lock))
-            Py_RETURN_FALSE;
-        stamp_pending((struct record *)address,
-                      (Py_ssize_t)__atomic_load_n((int64_t *)count_cell, SC), (int)me, vc[me],
-                      modes, 0, 0, -1);
-        unlock(lock);
-    }
-    write_clock((int64_t *)cell_address, vc, width, key, 0);
-    vc[me] += 1;
-    Py_RETURN_TRUE;
-}
-
-/* join(cell, width, vc): join the clock in a cell (after its key) into ``vc``. */
-static PyObject *join(PyObject *self, PyObject *args)
-{
-    Py_ssize_t cell_address, width, vc_address;
-    if (!PyArg_ParseTuple(args, "nnn", &cell_address, &width, &vc_address))
-        return NULL;
-    join_into((int64_t *)vc_address, (const int64_t *)cell_address + 1, width - 1);
-    Py_RETURN_NONE;
-}
-
-/* join_keyed(bases, cell_bytes, cells, key, width, vc): Clock.join_cell for each rank
- * whose cells start at one of ``bases`` (a tuple): probe from the key's cell on, join
- * the clock of the cell holding ``key`` into ``vc``; an empty cell ends the probe (the
- * rank never published the key). The count of cells joined. */
-static PyObject *join_keyed(PyObject *self, PyObject *args)
-{
-    PyObject *bases;
-    Py_ssize_t cell_bytes, cells, width, vc_address;
-    long long key;
-    if (!PyArg_ParseTuple(args, "O!nnLnn", &PyTuple_Type, &bases, &cell_bytes, &cells, &key,
-                          &width, &vc_address))
-        return NULL;
-    if (cells <= 0 || width < 2 || cell_bytes < width * 8 || key <= 0) {
-        PyErr_SetString(PyExc_ValueError,
-                        "join_keyed: cells > 0, width >= 2, cell_bytes >= 8 * width, key > 0");
-        return NULL;
-    }
-    Py_ssize_t joined = 0;
-    for (Py_ssize_t b = 0; b < PyTuple_GET_SIZE(bases); b++) {
-        Py_ssize_t base = PyLong_AsSsize_t(PyTuple_GET_ITEM(bases, b));
-        if (base == -1 && PyErr_Occurred())
-            return NULL;
-        for (Py_ssize_t probe = 0; probe < cells; probe++) {
-            const int64_t *cell = (const int64_t *)(base + (Py_ssize_t)(
-                ((unsigned long long)key + (unsigned long long)probe) % (unsigned long long)cells)
-                * cell_bytes);
-            int64_t seen = __atomic_load_n(cell, __ATOMIC_SEQ_CST);
-            if (seen == key) {
-                join_into((int64_t *)vc_address, cell + 1, width - 1);
-                joined++;
-                break;
-            }
-            if (seen == 0)
-                break;
-        }
-    }
-    return PyLong_FromSsize_t(joined);
 }
 
 #ifdef INTERNAL_FRAMES

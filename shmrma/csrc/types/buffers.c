@@ -4,7 +4,7 @@
  * messages of the collectives (a buffer with counts, displacements and a
  * predefined datatype).  Anything else is a miss, left to the Python path.
  */
-#include "native.h"
+#include "types.h"
 
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define NATIVE_ORDER '<'

@@ -14,7 +14,7 @@
  * contract; the Python methods take the rest (errors, a status, long waits with
  * the job's abort checks).
  */
-#include "native.h"
+#include "rma.h"
 
 static PyTypeObject *g_request_type;            /* winbarrier.BarrierRequest */
 static PyObject *g_python_wait, *g_python_test;   /* request.Request.Wait and .Test */

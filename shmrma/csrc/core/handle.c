@@ -3,7 +3,7 @@
  * (shmrma/handle.py), BufferExporter under Win (shmrma/window.py) and
  * EmptyBufferInt under the buffer constants (shmrma/constants.py).
  */
-#include "native.h"
+#include "core.h"
 
 static PyObject *g_no_args;    /* () */
 
