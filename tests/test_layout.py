@@ -1,4 +1,4 @@
-"""The package layout: layers import downward only, no import circle.
+"""The package layout: layers import downward only, no import circle, short files.
 
 docs/design.md describes the layers. A module may import from its own package and
 from the packages below it, at import time or lazily inside a function: both count,
@@ -6,6 +6,8 @@ since a lazy import that goes upward is a circle waiting for the first call.
 """
 import ast
 import os
+
+import pytest
 
 ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "shmrma")
 
@@ -30,6 +32,7 @@ ROOT_NAMES = {"__version__"}
 # the C extensions serve every layer and import nothing of ours
 EXTENSIONS = {"_native", "_racecheck", "_pagewatch"}
 LAYER_OF = {name: depth for depth, names in enumerate(LAYERS) for name in names}
+LONGEST = 1000      # lines; a longer file holds a second concept
 
 
 def modules():
@@ -113,3 +116,17 @@ def test_no_import_circle():
 def test_few_modules_loose_in_the_package():
     loose = [name for name in os.listdir(ROOT) if name.endswith((".py", ".c"))]
     assert len(loose) <= 10, loose
+
+
+@pytest.mark.parametrize("suffix", [".py", ".c", ".h"])
+def test_no_file_over_a_thousand_lines(suffix):
+    long = []
+    for dirpath, dirnames, filenames in os.walk(ROOT):
+        for name in filenames:
+            if name.endswith(suffix):
+                path = os.path.join(dirpath, name)
+                with open(path) as source:
+                    count = sum(1 for _ in source)
+                if count > LONGEST:
+                    long.append("%s: %d lines" % (os.path.relpath(path, ROOT), count))
+    assert long == []

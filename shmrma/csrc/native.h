@@ -8,7 +8,7 @@
  * side holds more than one concept, after the concept it holds (no C file
  * passes 1000 lines); each opens with a comment on its protocol or role.  Each
  * folder has one header, which lists its files and declares what they share.
- * comm/, io/ and launch/ have no C part.
+ * comm/, io/ and run/ have no C part.
  *
  * shmrma._native, one module built from these files:
  *
