@@ -34,37 +34,16 @@ __all__ = [
 ]
 
 # ---------------------------------------------------------------------------
-# wait tuning (same environment variables as the C extension)
+# wait tuning
 # ---------------------------------------------------------------------------
 
-# The wait policy of csrc/atomic.c (spin, yield, sleep), with its settings: the
-# microseconds cell_wait spins before it yields.  One load here goes through
-# `atomics` (several microseconds), so the spin re-reads the word a few times
-# at most.  Measured (2-vCPU VM, one-way ping-pong latency, 4 pairs = 8
-# processes): no spin or yields 165 us, 4 yields 99 us, a few loads and 4
-# yields 80 us; with one pair every setting with yields > 0 gives ~17 us.
-DEFAULT_SPIN = 10
-# sched_yield() calls after the spin and before sleeping on the futex.
-DEFAULT_YIELDS = 4
-MEMCPY_NOGIL_MIN = 64 * 1024   # ctypes.memmove always releases the GIL
 # Longest single futex sleep: a signal landing just before FUTEX_WAIT does not
 # interrupt it, so the wait wakes at least this often to let handlers run.
 _SLEEP_SLICE = 0.2
 
-
-def _env_count(name, default):
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = int(text, 10)
-    except ValueError:
-        return default          # garbage: keep the default (as _native)
-    return value if value >= 0 else default
-
-
-_spin = _env_count("SHMRMA_SPIN", DEFAULT_SPIN)
-_yields = _env_count("SHMRMA_YIELDS", DEFAULT_YIELDS)
+# The wait policy's spin (microseconds) and yields: core/settings.py's, which
+# atomic.use_backend() sets before any wait; no spin and no yield until then.
+_spin = _yields = 0
 
 
 def get_wait_params():

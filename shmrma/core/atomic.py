@@ -27,8 +27,8 @@ sequentially consistent:
 A wait cell is 8 bytes at an 8-byte-aligned address: the int32 value, then
 the uint32 count of sleepers.  cell_wait spins briefly, yields, then sleeps on
 a (process-shared) futex; tune the first two phases with the environment
-variables SHMRMA_SPIN and SHMRMA_YIELDS (read when a backend is imported) or
-set_wait_params().  Misaligned or zero addresses raise ValueError.
+variables SHMRMA_SPIN and SHMRMA_YIELDS (core/settings.py reads them, and gives both
+backends the same defaults, when a backend is chosen) or set_wait_params().  Misaligned or zero addresses raise ValueError.
 
 The backend is the C extension shmrma._native unless it is missing or the
 environment variable SHMRMA_NATIVE is "0"; then it is shmrma.core._fallback (the
@@ -43,6 +43,8 @@ names imported from it, so that use_backend() reaches every caller.
 """
 
 import os
+
+from . import settings
 
 __all__ = [
     "load32", "load64", "store32", "store64", "fetch_add32", "fetch_add64",
@@ -82,6 +84,7 @@ def use_backend(name):
     Returns the previous backend name."""
     global BACKEND, _impl
     impl = _load(name)
+    impl.set_wait_params(*settings.wait_policy())
     g = globals()
     for fname in _FUNCS:
         g[fname] = getattr(impl, fname)

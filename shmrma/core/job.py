@@ -11,7 +11,7 @@ import os
 import struct
 import sys
 
-from . import atomic, errors, segments
+from . import atomic, errors, segments, settings
 
 MAX_RANKS = 256
 MAX_COMM_SLOTS = 4096
@@ -230,7 +230,7 @@ def _spin_less_when_oversubscribed(world):
     only delays it (lessons 24). Yield and sleep at once; SHMRMA_SPIN, when set, is
     kept. Measured on 2 cores: a PSCW ring round at 4 ranks 46 -> 17 us, at 8 ranks
     98 -> 40 us; no change at 2 ranks."""
-    if "SHMRMA_SPIN" not in os.environ and world.oversubscribed:
+    if not settings.spin_set() and world.oversubscribed:
         atomic.set_wait_params(OVERSUBSCRIBED_SPIN, atomic.get_wait_params()[1])
 
 

@@ -30,8 +30,8 @@
 /* wait tuning                                                          */
 /* ------------------------------------------------------------------ */
 
-/* The one wait policy of every blocking call (see README "Settings" and
- * job.py's become_rank, which picks the defaults for the job's size):
+/* The one wait policy of every blocking call (docs/settings.md, "How ranks
+ * wait"):
  *
  *   spin   for g_spin microseconds, re-reading the word (a reply from a rank
  *          running on another core arrives within a few: an 8-byte message
@@ -41,36 +41,14 @@
  *   sleep  on the futex, in slices, until a writer's wake-up.  A writer issues
  *          the wake-up only when the cell counts a sleeper.
  *
- * Measured on the 2-vCPU EPYC dev VM, 8-byte Send/Recv round trip at 2 ranks:
- * spin 1.5 us (the old 64 iterations) 7.4 us, since the receiver was asleep
- * when the reply came and a futex wake-up across vCPUs costs tens of us; spin
- * 25 us and more: 0.8 us.  With more ranks than CPUs spinning only delays the
- * rank waited for (lessons 24): there the job spins 0 us and yields 16 times.
- * Override with SHMRMA_SPIN (microseconds) and SHMRMA_YIELDS.  A wait longer
- * than a slice (the callers check the job between slices) spins and yields at
- * its start only: its later slices sleep at once (wait_changed). */
-#define DEFAULT_SPIN 50
-#define DEFAULT_YIELDS 16
-
-long g_spin = DEFAULT_SPIN;
-long g_yields = DEFAULT_YIELDS;
-
-static long
-env_count(const char *name, long dflt)
-{
-    const char *s = getenv(name);
-    char *end;
-    long v;
-    if (s == NULL || *s == '\0')
-        return dflt;
-    errno = 0;
-    v = strtol(s, &end, 10);
-    while (*end == ' ' || *end == '\t' || *end == '\n')
-        end++;
-    if (errno != 0 || *end != '\0' || v < 0)
-        return dflt;            /* garbage: keep the default (as _fallback) */
-    return v;
-}
+ * The values are core/settings.py's (its defaults, or SHMRMA_SPIN and
+ * SHMRMA_YIELDS), which core/atomic.py hands over with set_wait_params() when
+ * it picks this module, before any wait; core/job.py spins less when ranks
+ * outnumber CPUs, where spinning only delays the rank waited for.  A wait
+ * longer than a slice (the callers check the job between slices) spins and
+ * yields at its start only: its later slices sleep at once (wait_changed). */
+long g_spin = 0;
+long g_yields = 0;
 
 /* ------------------------------------------------------------------ */
 /* argument parsing                                                     */
@@ -806,15 +784,11 @@ static PyMethodDef atomic_functions[] = {
 int
 atomic_init(PyObject *module)
 {
-    g_spin = env_count("SHMRMA_SPIN", DEFAULT_SPIN);
-    g_yields = env_count("SHMRMA_YIELDS", DEFAULT_YIELDS);
     if (pthread_atfork(NULL, NULL, mpi_lock_after_fork) != 0) {
         PyErr_SetString(PyExc_RuntimeError, "pthread_atfork failed");
         return -1;
     }
-    if (PyModule_AddIntConstant(module, "DEFAULT_SPIN", DEFAULT_SPIN) < 0 ||
-            PyModule_AddIntConstant(module, "DEFAULT_YIELDS", DEFAULT_YIELDS) < 0 ||
-            PyModule_AddIntConstant(module, "MEMCPY_NOGIL_MIN", MEMCPY_NOGIL_MIN) < 0 ||
+    if (PyModule_AddIntConstant(module, "MEMCPY_NOGIL_MIN", MEMCPY_NOGIL_MIN) < 0 ||
             PyType_Ready(&MPILockType) < 0 ||
             PyModule_AddObject(module, "mpi_lock", PyType_GenericNew(&MPILockType, NULL,
                                                                      NULL)) < 0)
