@@ -16,6 +16,10 @@ UNEQUAL = 3
 # Split_type
 COMM_TYPE_SHARED = 1
 
+# Win.Lock's lock types (MPICH's values)
+LOCK_EXCLUSIVE = 234
+LOCK_SHARED = 235
+
 # threads (shmrma ranks are processes; every level is honoured trivially)
 THREAD_SINGLE = 0
 THREAD_FUNNELED = 1

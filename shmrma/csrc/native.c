@@ -36,13 +36,5 @@ PyInit__native(void)
         Py_DECREF(mod);
         return NULL;
     }
-    /* the assertions of the synchronization calls (rma/assertions.py) */
-    if (PyModule_AddIntConstant(mod, "MODE_NOCHECK", MODE_NOCHECK) < 0 ||
-            PyModule_AddIntConstant(mod, "MODE_NOPRECEDE", MODE_NOPRECEDE) < 0 ||
-            PyModule_AddIntConstant(mod, "MODE_NOSUCCEED", MODE_NOSUCCEED) < 0 ||
-            PyModule_AddIntConstant(mod, "ALL_MODES", ALL_MODES) < 0) {
-        Py_DECREF(mod);
-        return NULL;
-    }
     return mod;
 }

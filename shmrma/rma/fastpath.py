@@ -37,6 +37,7 @@ miss, so tests can compare both paths.
 from .control import (COUNT_WRAP, OFF_ACCUMULATE_LOCK, OFF_BARRIER_ENTERED, OFF_COMPLETES,
                       OFF_EXPOSED, OFF_LOCK_READ, OFF_LOCK_TICKET, OFF_LOCK_WRITE)
 from ..core import atomic, constants, job
+from . import assertions
 from ..types import op as ops
 
 
@@ -122,6 +123,9 @@ def _native_functions():
                       tuple(ops.PREDEFINED[name] for name in _native.RMA_OPS))
     _native.rma_sync_setup(OFF_LOCK_TICKET, OFF_LOCK_READ, OFF_LOCK_WRITE, OFF_COMPLETES,
                            OFF_EXPOSED, OFF_BARRIER_ENTERED)
+    _native.rma_sync_constants(constants.LOCK_EXCLUSIVE, constants.LOCK_SHARED,
+                               assertions.MODE_NOCHECK, assertions.MODE_NOPRECEDE,
+                               assertions.MODE_NOSUCCEED, assertions.ALL_MODES)
     return _native
 
 

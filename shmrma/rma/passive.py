@@ -14,14 +14,13 @@ not admitted within its spin comes back here to be waited for with the job's
 abort and dead-peer checks.
 """
 from ..core import atomic, constants, errors, job
+from ..core.constants import LOCK_EXCLUSIVE, LOCK_SHARED
 from . import fastpath
 from .assertions import MODE_NOCHECK, checked
 from .control import OFF_EXPOSED, OFF_LOCK_READ, OFF_LOCK_TICKET, OFF_LOCK_WRITE
 from .epoch import (HELD_EXCLUSIVE, HELD_NOCHECK, HELD_SHARED, LOCK_ALL_HELD,
                     LOCK_ALL_NOCHECK)
 
-LOCK_EXCLUSIVE = 234
-LOCK_SHARED = 235
 _HELD = {LOCK_EXCLUSIVE: HELD_EXCLUSIVE, LOCK_SHARED: HELD_SHARED}
 
 

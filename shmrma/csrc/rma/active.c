@@ -70,11 +70,11 @@ n_rma_start(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         MISS;
     ranks = cached_group(t, args[1]);
     assertion = plain_int(args[2]);
-    if ((assertion != 0 && assertion != MODE_NOCHECK) || !access_may_open(t) ||
+    if ((assertion != 0 && assertion != g_mode_nocheck) || !access_may_open(t) ||
             t->nlocked || t->ncounter || group_ranks(t, ranks) < 0)
         MISS;
     k = PyTuple_GET_SIZE(ranks);
-    if (!(assertion & MODE_NOCHECK))
+    if (!(assertion & g_mode_nocheck))
         for (i = 0; i < k; i++) {
             Py_ssize_t r = PyLong_AsSsize_t(PyTuple_GET_ITEM(ranks, i));
             if (spin_while(post_cell(t, t->me, r), (int32_t)t->targets[r].posts_used) < 0)
@@ -124,7 +124,7 @@ n_rma_post(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         MISS;
     ranks = cached_group(t, args[1]);
     assertion = plain_int(args[2]);
-    if (assertion < 0 || (assertion & ~ALL_MODES) || t->post_group != Py_None ||
+    if (assertion < 0 || (assertion & ~g_all_modes) || t->post_group != Py_None ||
             (t->fence_open && t->rma_since_fence) || group_ranks(t, ranks) < 0)
         MISS;
     mine = t->targets[t->me].control;

@@ -15,6 +15,10 @@
 Py_ssize_t g_off_ticket, g_off_read, g_off_write, g_off_completes, g_off_exposed;
 Py_ssize_t g_off_entered;
 
+/* The lock types and assertion bits (rma/rma.h), given by rma_sync_constants(). */
+long g_lock_exclusive, g_lock_shared;
+long g_mode_nocheck, g_mode_noprecede, g_mode_nosucceed, g_all_modes;
+
 /* --- the table object --- */
 
 static PyObject *
@@ -362,9 +366,29 @@ n_rma_sync_setup(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
+/* rma_sync_constants(...): the lock types and assertion bits (rma/rma.h). */
+static PyObject *
+n_rma_sync_constants(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    long *dest[6] = {&g_lock_exclusive, &g_lock_shared, &g_mode_nocheck,
+                     &g_mode_noprecede, &g_mode_nosucceed, &g_all_modes};
+    long values[6];
+    int i;
+    if (check_nargs("rma_sync_constants", nargs, 6) < 0) return NULL;
+    for (i = 0; i < 6; i++) {
+        values[i] = PyLong_AsLong(args[i]);
+        if (values[i] == -1 && PyErr_Occurred()) return NULL;
+    }
+    for (i = 0; i < 6; i++)
+        *dest[i] = values[i];
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef table_functions[] = {
     FC(rma_sync_setup, "rma_sync_setup(ticket, read, write, completes, exposed, entered): "
        "offsets of the control block words."),
+    FC(rma_sync_constants, "rma_sync_constants(lock_exclusive, lock_shared, nocheck, "
+       "noprecede, nosucceed, all_modes): the lock types and assertion bits."),
     {NULL, NULL, 0, NULL}
 };
 

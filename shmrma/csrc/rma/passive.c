@@ -6,9 +6,6 @@
  */
 #include "rma.h"
 
-#define LOCK_EXCLUSIVE 234
-#define LOCK_SHARED 235
-
 static int
 spin_until(int32_t *cell, int32_t want)
 {
@@ -59,14 +56,14 @@ n_rma_lock(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         MISS;
     rank = plain_int(args[1]);
     type = plain_int(args[2]);
-    if (rank < 0 || rank >= t->n || (type != LOCK_EXCLUSIVE && type != LOCK_SHARED) ||
+    if (rank < 0 || rank >= t->n || (type != g_lock_exclusive && type != g_lock_shared) ||
             plain_int(args[3]) != 0 || !access_may_open(t))
         MISS;
     slot = &t->targets[rank];
     if (slot->locked || slot->control == NULL)
         MISS;
     t->fence_open = 0;
-    held = lock_acquire(slot->control, type == LOCK_EXCLUSIVE, &ticket);
+    held = lock_acquire(slot->control, type == g_lock_exclusive, &ticket);
     if (held < 0)
         return PyLong_FromLong(ticket);
     if (exposed(slot->control)) {       /* R102: the Python path raises */
@@ -168,8 +165,5 @@ static PyMethodDef passive_functions[] = {
 int
 passive_init(PyObject *module)
 {
-    if (PyModule_AddIntConstant(module, "LOCK_EXCLUSIVE", LOCK_EXCLUSIVE) < 0 ||
-            PyModule_AddIntConstant(module, "LOCK_SHARED", LOCK_SHARED) < 0)
-        return -1;
     return PyModule_AddFunctions(module, passive_functions);
 }

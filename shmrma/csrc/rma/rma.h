@@ -71,11 +71,14 @@ typedef struct {
 
 extern PyTypeObject WinTableType;
 
-/* The assertions of the synchronization calls (rma/assertions.py). */
-#define MODE_NOCHECK 1024
-#define MODE_NOPRECEDE 8192
-#define MODE_NOSUCCEED 16384
-#define ALL_MODES (1024 | 2048 | 4096 | 8192 | 16384)
+/* The lock types and the assertions of the synchronization calls: their values
+ * are rma/passive.py's and rma/assertions.py's, which rma_sync_constants() hands
+ * over when rma/fastpath.py sets the fast path up (defined once, in Python).
+ * Until then every value is 0, which no call's lock type or assertion passes:
+ * each call takes the Python path. */
+extern HIDDEN long g_lock_exclusive, g_lock_shared;
+extern HIDDEN long g_mode_nocheck, g_mode_noprecede, g_mode_nosucceed;
+extern HIDDEN long g_all_modes;         /* every MODE_* bit: others are ERR_ASSERT */
 
 /* --- the synchronization objects (rma/control.py; fastpath.c) ------------------- */
 

@@ -77,9 +77,9 @@ may_enter(PyObject *table, PyObject *assertion_obj, long *assertion)
     if (t == NULL)
         return NULL;
     *assertion = plain_int(assertion_obj);
-    if (*assertion < 0 || (*assertion & ~ALL_MODES) || t->lock_all || t->nlocked ||
+    if (*assertion < 0 || (*assertion & ~g_all_modes) || t->lock_all || t->nlocked ||
             t->start_open || t->post_group != Py_None || t->ncounter ||
-            ((*assertion & MODE_NOPRECEDE) && t->fence_open && t->rma_since_fence))
+            ((*assertion & g_mode_noprecede) && t->fence_open && t->rma_since_fence))
         return NULL;
     for (rank = 0; rank < t->n; rank++)
         if (t->targets[rank].control == NULL || t->targets[rank].doorbell == NULL)
@@ -99,7 +99,7 @@ enter(WinTable *t, long assertion)
     for (rank = 0; rank < t->n; rank++)     /* members waiting on their doorbell re-check */
         if (rank != t->me)
             cell_bump(t->targets[rank].doorbell);
-    t->fence_open = !(assertion & MODE_NOSUCCEED);
+    t->fence_open = !(assertion & g_mode_nosucceed);
     t->rma_since_fence = 0;
 }
 
