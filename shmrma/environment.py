@@ -71,6 +71,7 @@ def _set_abort_status(status):
 
 
 def Is_thread_main():
+    """Indicate whether this thread is the main thread of the process."""
     import threading
     return threading.current_thread() is threading.main_thread()
 
@@ -79,74 +80,93 @@ Wtime = time.perf_counter
 
 
 def Wtick():
+    """Return the resolution of Wtime, in seconds."""
     return time.get_clock_info("perf_counter").resolution
 
 
 def Get_version():
+    """Obtain the version number of the MPI standard: (3, 1)."""
     return (VERSION, SUBVERSION)
 
 
 def Get_library_version():
+    """Obtain the version string of the MPI library (shmrma's)."""
     return "shmrma %s (MPI %d.%d one-sided communication on shared memory)" % (
         __version__, VERSION, SUBVERSION)
 
 
 def get_vendor():
+    """Information about the MPI implementation: ("shmrma", its version tuple)."""
     return ("shmrma", tuple(int(p) for p in __version__.split(".")[:3]))
 
 
 def Pcontrol(level):
-    """Profiling control: shmrma has no profiling layer to tell, so the level only
+    """Control profiling: a no-op, as shmrma has no profiling layer.
+
+    Profiling control: shmrma has no profiling layer to tell, so the level only
     has to be an int (as MPICH, which ignores it too)."""
     operator.index(level)
 
 
 def Get_hw_resource_info():
-    """MPI-4.1's hardware resource information: none is described (MPICH also
+    """Return the hardware resource information: an empty Info.
+
+    MPI-4.1's hardware resource information: none is described (MPICH also
     returns an empty Info)."""
     from .core.info import Info
     return Info.Create()
 
 
 def Get_processor_name():
+    """Obtain the name of the calling processor (the host name)."""
     return socket.gethostname()
 
 
 def Get_error_class(errorcode):
+    """Convert an error code into an error class."""
     return errors.error_class_of(errorcode)
 
 
 def Get_error_string(errorcode):
+    """Return the error string for a given error class or error code."""
     return errors.error_string(errorcode)
 
 
 def Add_error_class():
+    """Add an error class to the known error classes; return it."""
     return errors.add_error_class()
 
 
 def Add_error_code(errorclass):
+    """Add an error code to an error class; return it."""
     return errors.add_error_code(errorclass)
 
 
 def Add_error_string(errorcode, string):
+    """Associate an error string with an error class or error code."""
     errors.add_error_string(errorcode, string)
 
 
 def Remove_error_class(errorclass):
+    """Remove an error class from the known error classes."""
     errors.remove_error_class(errorclass)
 
 
 def Remove_error_code(errorcode):
+    """Remove an error code from the known error codes."""
     errors.remove_error_code(errorcode)
 
 
 def Remove_error_string(errorcode):
+    """Remove the error string of an error class or error code."""
     errors.remove_error_string(errorcode)
 
 
 def Aint_add(base, disp):
+    """Return the sum of base address and displacement."""
     return int(base) + int(disp)
 
 
 def Aint_diff(addr1, addr2):
+    """Return the difference between absolute addresses."""
     return int(addr1) - int(addr2)

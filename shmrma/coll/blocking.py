@@ -45,6 +45,7 @@ class Collectives:
 
     # --- synchronization ------------------------------------------------------------
     def Barrier(self):
+        """Barrier synchronization: wait until every process of the group has called it."""
         slot_barrier(self._s)
 
     barrier = Barrier
@@ -54,6 +55,7 @@ class Collectives:
     # once threads take turns (in_turn): two threads calling one at once on one
     # communicator then take turns. bcast's and allgather's C paths miss then.
     def bcast(self, obj=None, root=0):
+        """Broadcast a Python object from the root to all processes; return it."""
         return self._bcast_objects(obj, root, _dumps, _loads, "bcast")
 
     def _bcast_objects(self, obj, root, dumps, loads, turn=None):
@@ -78,6 +80,7 @@ class Collectives:
         return obj if me == root else got.load(root)
 
     def gather(self, sendobj, root=0):
+        """Gather Python objects to the root: a list in rank order there, None elsewhere."""
         if atomic.taking_turns():
             return in_turn(self, "gather", self._gather_objects, sendobj, root)
         return self._gather_objects(sendobj, root)
@@ -92,6 +95,7 @@ class Collectives:
         return got.with_own(sendobj, me, self.size) if me == root else None
 
     def allgather(self, sendobj):
+        """Gather Python objects from all processes to all: a list in rank order."""
         return self._allgather_objects(sendobj, _dumps, _loads, "allgather")
 
     def _allgather_objects(self, sendobj, dumps, loads, turn=None):
@@ -114,6 +118,7 @@ class Collectives:
         return got.with_own(sendobj, me, self.size)
 
     def scatter(self, sendobj=None, root=0):
+        """Scatter the root's sequence of size objects: return item i at rank i."""
         if atomic.taking_turns():
             return in_turn(self, "scatter", self._scatter_objects, sendobj, root)
         return self._scatter_objects(sendobj, root)
@@ -131,6 +136,7 @@ class Collectives:
         return items[me] if me == root else got.load(root)
 
     def alltoall(self, sendobj):
+        """Send item j of each process's sequence to rank j; return the items received."""
         if atomic.taking_turns():
             return in_turn(self, "alltoall", self._alltoall_objects, sendobj)
         return self._alltoall_objects(sendobj)
@@ -148,24 +154,29 @@ class Collectives:
     # reduce, allreduce and scan call Collectives' gathers, not a subclass's
     # override (mpi4py.util.pkl5 overrides them), as mpi4py's reductions do not
     def reduce(self, sendobj, op=ops.SUM, root=0):
+        """Reduce Python objects with ``op`` to the root, in rank order; None elsewhere."""
         # as mpi4py: gathered to the root, which folds them in rank order
         values = Collectives.gather(self, sendobj, root)
         return _fold(values, op) if values is not None else None
 
     def allreduce(self, sendobj, op=ops.SUM):
+        """Reduce Python objects with ``op``, in rank order; return the result everywhere."""
         # as mpi4py: every rank folds everyone's objects in rank order
         return _fold(Collectives.allgather(self, sendobj), op)
 
     def scan(self, sendobj, op=ops.SUM):
+        """Inclusive scan of Python objects: rank r gets ranks 0..r reduced with ``op``."""
         return _fold(Collectives.allgather(self, sendobj)[:self._s.rank + 1], op)
 
     def exscan(self, sendobj, op=ops.SUM):
+        """Exclusive scan of Python objects: rank r gets ranks 0..r-1 reduced (0: None)."""
         values = self.allgather(sendobj)    # every rank takes part, rank 0 included
         rank = self._s.rank
         return _fold(values[:rank], op) if rank else None
 
     # --- buffers -----------------------------------------------------------------
     def Bcast(self, buf, root=0):
+        """Broadcast data from the root process to all other processes."""
         taken = fast_bcast(self._state_value, buf, root)
         if taken is True:
             return
@@ -184,11 +195,13 @@ class Collectives:
             message.finish()
 
     def Gather(self, sendbuf, recvbuf, root=0):
+        """Gather data to the root process from all processes."""
         taken = fast_gather(self._state_value, sendbuf, recvbuf, root)
         if taken is not True:
             self._gather("Gather", sendbuf, recvbuf, root, _data, self._parts_with_own, taken)
 
     def Gatherv(self, sendbuf, recvbuf, root=0):
+        """Gather data of varying counts to the root process from all processes."""
         taken = fast_gatherv(self._state_value, sendbuf, recvbuf, root)
         if taken is not True:
             self._gather("Gatherv", sendbuf, recvbuf, root, _plain, self._vector_with_own,
@@ -210,12 +223,14 @@ class Collectives:
         parts.finish()
 
     def Allgather(self, sendbuf, recvbuf):
+        """Gather data from all processes and distribute it to all."""
         taken = fast_allgather(self._state_value, sendbuf, recvbuf)
         if taken is not True:
             self._gather("Allgather", sendbuf, recvbuf, None, _data, self._parts_with_own,
                          taken)
 
     def Allgatherv(self, sendbuf, recvbuf):
+        """Gather data of varying counts from all processes and distribute it to all."""
         taken = fast_allgatherv(self._state_value, sendbuf, recvbuf)
         if taken is not True:
             self._gather("Allgatherv", sendbuf, recvbuf, None, _plain, self._vector_with_own,
@@ -227,11 +242,13 @@ class Collectives:
                 if call.agrees(rank, lengths[rank], len(parts.part(rank)))]
 
     def Scatter(self, sendbuf, recvbuf, root=0):
+        """Scatter data from the root process to all processes."""
         taken = fast_scatter(self._state_value, sendbuf, recvbuf, root)
         if taken is not True:
             self._scatter("Scatter", sendbuf, recvbuf, root, self._parts_of, taken)
 
     def Scatterv(self, sendbuf, recvbuf, root=0):
+        """Scatter data of varying counts from the root process to all processes."""
         taken = fast_scatterv(self._state_value, sendbuf, recvbuf, root)
         if taken is not True:
             self._scatter("Scatterv", sendbuf, recvbuf, root, self._vector_parts, taken)
@@ -259,16 +276,19 @@ class Collectives:
         received.finish()
 
     def Alltoall(self, sendbuf, recvbuf):
+        """All to all scatter/gather: send one block to and receive one from every process."""
         taken = fast_alltoall(self._state_value, sendbuf, recvbuf)
         if taken is not True:
             self._alltoall("Alltoall", self._alltoall_parts, sendbuf, recvbuf, taken)
 
     def Alltoallv(self, sendbuf, recvbuf):
+        """All to all scatter/gather with varying counts and displacements."""
         taken = fast_alltoallv(self._state_value, sendbuf, recvbuf)
         if taken is not True:
             self._alltoall("Alltoallv", self._alltoallv_parts, sendbuf, recvbuf, taken)
 
     def Alltoallw(self, sendbuf, recvbuf):
+        """All to all scatter/gather with varying counts, displacements and datatypes."""
         self._alltoall("Alltoallw", self._alltoallw_parts, sendbuf, recvbuf)
 
     def _alltoall(self, name, parts_of, sendbuf, recvbuf, taken=None):
@@ -291,6 +311,7 @@ class Collectives:
 
     # --- reductions --------------------------------------------------------------
     def Reduce(self, sendbuf, recvbuf, op=ops.SUM, root=0):
+        """Reduce the data of all processes with ``op`` to the root process."""
         self._folding("Ireduce", self._reduce, sendbuf, recvbuf, op, root)
 
     def _folding(self, nonblocking, run, *args):
@@ -318,6 +339,7 @@ class Collectives:
         self._fold(call, send, receive, op, lambda lengths: (0, self.size), whole=True)
 
     def Allreduce(self, sendbuf, recvbuf, op=ops.SUM):
+        """Reduce the data of all processes with ``op``; the result goes to all."""
         self._folding("Iallreduce", self._allreduce, sendbuf, recvbuf, op)
 
     def _allreduce(self, sendbuf, recvbuf, op):
@@ -329,9 +351,11 @@ class Collectives:
         self._fold(call, send, receive, op, lambda lengths: (0, self.size), whole=True)
 
     def Scan(self, sendbuf, recvbuf, op=ops.SUM):
+        """Inclusive scan: rank r receives the reduction of ranks 0..r."""
         self._folding("Iscan", lambda *args: self._scan("Scan", *args, 1), sendbuf, recvbuf, op)
 
     def Exscan(self, sendbuf, recvbuf, op=ops.SUM):
+        """Exclusive scan: rank r receives the reduction of ranks 0..r-1 (rank 0 nothing)."""
         self._folding("Iexscan", lambda *args: self._scan("Exscan", *args, 0), sendbuf, recvbuf,
                       op)
 
@@ -368,6 +392,7 @@ class Collectives:
         receive.finish()
 
     def Reduce_scatter_block(self, sendbuf, recvbuf, op=ops.SUM):
+        """Reduce with ``op``, then scatter equal blocks of the result to the processes."""
         self._folding("Ireduce_scatter_block", self._reduce_scatter_block, sendbuf, recvbuf, op)
 
     def _reduce_scatter_block(self, sendbuf, recvbuf, op):
@@ -376,6 +401,7 @@ class Collectives:
             self._reduce_and_scatter("Reduce_scatter_block", sendbuf, recvbuf, op, None, taken)
 
     def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=ops.SUM):
+        """Reduce with ``op``, then scatter blocks of ``recvcounts`` items to the ranks."""
         recvcounts = receive_counts(self, sendbuf, recvbuf, recvcounts)
         self._folding("Ireduce_scatter", lambda send, receive, counts, op:
                       self._reduce_and_scatter("Reduce_scatter", send, receive, op, counts),

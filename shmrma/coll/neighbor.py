@@ -94,6 +94,7 @@ class NeighborCollectives:
 
     # --- gather to all neighbors ---
     def Ineighbor_allgather(self, sendbuf, recvbuf):
+        """Nonblocking neighbor gather: each in-neighbor's data; return a Request."""
         def prepare(indegree, outdegree):
             send = buffers.message(sendbuf, False).data
             receive = _Parts.of(buffers.message(recvbuf, True, indegree), max(indegree, 1))
@@ -101,6 +102,7 @@ class NeighborCollectives:
         return self._neighbor_collective("Neighbor_allgather", prepare, True)
 
     def Ineighbor_allgatherv(self, sendbuf, recvbuf):
+        """Nonblocking neighbor gather with varying counts; return a Request."""
         def prepare(indegree, outdegree):
             send = buffers.message(sendbuf, False).data
             receive = buffers.vector_message(recvbuf, True, indegree)
@@ -109,6 +111,7 @@ class NeighborCollectives:
 
     # --- all to all neighbors ---
     def Ineighbor_alltoall(self, sendbuf, recvbuf):
+        """Nonblocking neighbor all to all: block j to out-neighbor j; return a Request."""
         def prepare(indegree, outdegree):
             send = _Parts.of(buffers.message(sendbuf, False, outdegree), max(outdegree, 1))
             receive = _Parts.of(buffers.message(recvbuf, True, indegree), max(indegree, 1))
@@ -116,6 +119,7 @@ class NeighborCollectives:
         return self._neighbor_collective("Neighbor_alltoall", prepare, False)
 
     def Ineighbor_alltoallv(self, sendbuf, recvbuf):
+        """Nonblocking neighbor all to all with varying counts; return a Request."""
         def prepare(indegree, outdegree):
             send = buffers.vector_message(sendbuf, False, outdegree)
             receive = buffers.vector_message(recvbuf, True, indegree)
@@ -123,6 +127,7 @@ class NeighborCollectives:
         return self._neighbor_collective("Neighbor_alltoallv", prepare, False)
 
     def Ineighbor_alltoallw(self, sendbuf, recvbuf):
+        """Nonblocking neighbor all to all with varying datatypes; return a Request."""
         def prepare(indegree, outdegree):
             receive = buffers.vector_w_message(recvbuf, True, indegree)  # as mpi4py: first
             send = buffers.vector_w_message(sendbuf, False, outdegree)
@@ -135,30 +140,39 @@ class NeighborCollectives:
 
     # --- blocking forms: the I-form, waited for ---
     def Neighbor_allgather(self, sendbuf, recvbuf):
+        """Neighbor gather: one block to all out-neighbors, one from each in-neighbor."""
         self.Ineighbor_allgather(sendbuf, recvbuf).Wait()
 
     def Neighbor_allgatherv(self, sendbuf, recvbuf):
+        """Neighbor gather with varying counts."""
         self.Ineighbor_allgatherv(sendbuf, recvbuf).Wait()
 
     def Neighbor_alltoall(self, sendbuf, recvbuf):
+        """Neighbor all to all: block j to out-neighbor j, one from each in-neighbor."""
         self.Ineighbor_alltoall(sendbuf, recvbuf).Wait()
 
     def Neighbor_alltoallv(self, sendbuf, recvbuf):
+        """Neighbor all to all with varying counts and displacements."""
         self.Ineighbor_alltoallv(sendbuf, recvbuf).Wait()
 
     def Neighbor_alltoallw(self, sendbuf, recvbuf):
+        """Neighbor all to all with varying counts, displacements and datatypes."""
         self.Ineighbor_alltoallw(sendbuf, recvbuf).Wait()
 
     # --- objects ---
     def neighbor_allgather(self, sendobj):
-        """Every in-neighbor's object, in in-edge order (None along PROC_NULL)."""
+        """Gather a Python object from each in-neighbor; return a list.
+
+        Every in-neighbor's object, in in-edge order (None along PROC_NULL)."""
         if atomic.taking_turns():   # mpi4py's communicator lock (collective.in_turn)
             return in_turn(self, "neighbor_allgather", self._objects, "neighbor_allgather",
                            lambda outdegree: _dumps(sendobj), True)
         return self._objects("neighbor_allgather", lambda outdegree: _dumps(sendobj), True)
 
     def neighbor_alltoall(self, sendobj):
-        """Object j of ``sendobj`` to out-neighbor j; the in-neighbors' objects for
+        """Send a Python object to each out-neighbor; return those received.
+
+        Object j of ``sendobj`` to out-neighbor j; the in-neighbors' objects for
         this rank, in in-edge order (None along PROC_NULL)."""
         def outgoing(outdegree):
             items = [None] * outdegree if sendobj is None else list(sendobj)

@@ -158,6 +158,7 @@ class NonblockingCollectives:
     """Mixin of Intracomm; it uses the buffer helpers of collective.Collectives."""
 
     def Ibarrier(self):
+        """Nonblocking barrier synchronization; return a Request."""
         request = _fast_start(self._s.nbc, _KIND["Ibarrier"], None, None, None, 0)
         if request is not False:
             return request
@@ -165,6 +166,7 @@ class NonblockingCollectives:
         return _start(self, "Ibarrier", lambda: (b"", others, others, None))
 
     def Ibcast(self, buf, root=0):
+        """Nonblocking broadcast; return a Request."""
         request = _fast_start(self._s.nbc, _KIND["Ibcast"], buf, None, None, root)
         if request is not False:
             return request
@@ -185,12 +187,14 @@ class NonblockingCollectives:
         return b"", [], [root], finish
 
     def Igather(self, sendbuf, recvbuf, root=0):
+        """Nonblocking gather; return a Request."""
         request = _fast_start(self._s.nbc, _KIND["Igather"], sendbuf, recvbuf, None, root)
         if request is not False:
             return request
         return self._igather("Igather", sendbuf, recvbuf, root, self._own_part)
 
     def Igatherv(self, sendbuf, recvbuf, root=0):
+        """Nonblocking gather with varying counts; return a Request."""
         request = _fast_start(self._s.nbc, _KIND["Igatherv"], sendbuf, recvbuf, None, root)
         if request is not False:
             return request
@@ -216,12 +220,14 @@ class NonblockingCollectives:
         return finish
 
     def Iscatter(self, sendbuf, recvbuf, root=0):
+        """Nonblocking scatter; return a Request."""
         request = _fast_start(self._s.nbc, _KIND["Iscatter"], sendbuf, recvbuf, None, root)
         if request is not False:
             return request
         return self._iscatter("Iscatter", sendbuf, recvbuf, root, self._parts_of)
 
     def Iscatterv(self, sendbuf, recvbuf, root=0):
+        """Nonblocking scatter with varying counts; return a Request."""
         request = _fast_start(self._s.nbc, _KIND["Iscatterv"], sendbuf, recvbuf, None, root)
         if request is not False:
             return request
@@ -240,12 +246,14 @@ class NonblockingCollectives:
         return _start(self, name, plan)
 
     def Iallgather(self, sendbuf, recvbuf):
+        """Nonblocking gather to all; return a Request."""
         request = _fast_start(self._s.nbc, _KIND["Iallgather"], sendbuf, recvbuf, None, 0)
         if request is not False:
             return request
         return self._iallgather("Iallgather", sendbuf, recvbuf, self._own_part)
 
     def Iallgatherv(self, sendbuf, recvbuf):
+        """Nonblocking gather to all with varying counts; return a Request."""
         request = _fast_start(self._s.nbc, _KIND["Iallgatherv"], sendbuf, recvbuf, None, 0)
         if request is not False:
             return request
@@ -261,18 +269,21 @@ class NonblockingCollectives:
         return _start(self, name, plan)
 
     def Ialltoall(self, sendbuf, recvbuf):
+        """Nonblocking all to all scatter/gather; return a Request."""
         request = _fast_start(self._s.nbc, _KIND["Ialltoall"], sendbuf, recvbuf, None, 0)
         if request is not False:
             return request
         return self._ialltoall("Ialltoall", sendbuf, recvbuf, self._alltoall_parts)
 
     def Ialltoallv(self, sendbuf, recvbuf):
+        """Nonblocking all to all with varying counts; return a Request."""
         request = _fast_start(self._s.nbc, _KIND["Ialltoallv"], sendbuf, recvbuf, None, 0)
         if request is not False:
             return request
         return self._ialltoall("Ialltoallv", sendbuf, recvbuf, self._alltoallv_parts)
 
     def Ialltoallw(self, sendbuf, recvbuf):
+        """Nonblocking all to all with varying counts and datatypes; return a Request."""
         return self._ialltoall("Ialltoallw", sendbuf, recvbuf, self._alltoallw_parts)
 
     def _ialltoall(self, name, sendbuf, recvbuf, parts_of):
@@ -286,6 +297,7 @@ class NonblockingCollectives:
 
     # --- reductions ---
     def Ireduce(self, sendbuf, recvbuf, op=ops.SUM, root=0):
+        """Nonblocking reduce to the root; return a Request."""
         request = _fast_start(self._s.nbc, _KIND["Ireduce"], sendbuf, recvbuf, op, root)
         if request is not False:
             return request
@@ -297,6 +309,7 @@ class NonblockingCollectives:
             "Ireduce", op, _reduce_buffers(sendbuf, recvbuf, op), root))
 
     def Iallreduce(self, sendbuf, recvbuf, op=ops.SUM):
+        """Nonblocking reduce to all; return a Request."""
         request = _fast_start(self._s.nbc, _KIND["Iallreduce"], sendbuf, recvbuf, op, 0)
         if request is not False:
             return request
@@ -304,12 +317,14 @@ class NonblockingCollectives:
             "Iallreduce", op, _reduce_buffers(sendbuf, recvbuf, op), None))
 
     def Iscan(self, sendbuf, recvbuf, op=ops.SUM):
+        """Nonblocking inclusive scan; return a Request."""
         request = _fast_start(self._s.nbc, _KIND["Iscan"], sendbuf, recvbuf, op, 0)
         if request is not False:
             return request
         return self._prefix("Iscan", sendbuf, recvbuf, op, 1)
 
     def Iexscan(self, sendbuf, recvbuf, op=ops.SUM):
+        """Nonblocking exclusive scan; return a Request."""
         request = _fast_start(self._s.nbc, _KIND["Iexscan"], sendbuf, recvbuf, op, 0)
         if request is not False:
             return request
@@ -349,6 +364,7 @@ class NonblockingCollectives:
         return self._fold_plan(name, op, buffers, [], others, every)
 
     def Ireduce_scatter_block(self, sendbuf, recvbuf, op=ops.SUM):
+        """Nonblocking reduce-scatter of equal blocks; return a Request."""
         request = _fast_start(self._s.nbc, _KIND["Ireduce_scatter_block"], sendbuf, recvbuf,
                               op, 0)
         if request is not False:
@@ -356,6 +372,7 @@ class NonblockingCollectives:
         return self._ireduce_scatter("Ireduce_scatter_block", sendbuf, recvbuf, op, None)
 
     def Ireduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=ops.SUM):
+        """Nonblocking reduce-scatter of ``recvcounts`` blocks; return a Request."""
         # the C path takes the recvcounts in the root's place
         request = _fast_start(self._s.nbc, _KIND["Ireduce_scatter"], sendbuf, recvbuf, op,
                               recvcounts)

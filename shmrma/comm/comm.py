@@ -58,7 +58,7 @@ DUPLICATES = {}
 
 
 class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
-    """``MPI.Comm``; the base class is COMM_NULL's type."""
+    """``MPI.Comm``: a communication context; the base class is COMM_NULL's type."""
 
     _errhandler_kind = "Comm"
 
@@ -113,14 +113,18 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
         return DUPLICATES[None](self, info)
 
     def Clone(self):
+        """Clone an existing communicator: a Dup of it."""
         return self.Dup()
 
     def Dup_with_info(self, info):
+        """Duplicate a communicator with hints ``info``."""
         return self.Dup(info)
 
     # --- integer and Fortran handles (MPI-4.1 MPI_Comm_toint, MPI_Comm_c2f) ---
     def toint(self):
-        """The integer handle of the communicator: 0 for COMM_NULL; Comm.fromint
+        """Translate object to integer handle.
+
+        The integer handle of the communicator: 0 for COMM_NULL; Comm.fromint
         makes a handle to it while it lives."""
         state = self._state_value
         if state is None or state.freed:
@@ -130,7 +134,9 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
 
     @classmethod
     def fromint(cls, number):
-        """A handle to the communicator of integer handle ``number``, of the class its
+        """Translate integer handle to object.
+
+        A handle to the communicator of integer handle ``number``, of the class its
         kind asks for (Intracomm, Cartcomm, Graphcomm, Distgraphcomm), as mpi4py's."""
         number = operator.index(number)
         if number == 0:     # COMM_NULL, of COMM_NULL's class (Intracomm here)
@@ -157,7 +163,9 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
 
     @classmethod
     def Get_parent(cls):
-        """The null intercommunicator, as MPI gives a process nobody spawned: every
+        """Return the parent intercommunicator: the null one (shmrma has no Spawn).
+
+        The null intercommunicator, as MPI gives a process nobody spawned: every
         shmrma rank starts under shmrma-run (Spawn is not there)."""
         return COMM_CLASSES[INTER]()
 
@@ -194,31 +202,38 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
 
     # --- identity ---
     def Get_rank(self):
+        """Return the rank of this process in a communicator."""
         return self._s.rank
 
     def Get_size(self):
+        """Return the number of processes in a communicator."""
         return len(self._s.ranks)
 
     rank = property(Get_rank)
     size = property(Get_size)
 
     def Get_group(self):
+        """Return a new group of the processes of a communicator."""
         return make_group(self._s.ranks)
 
     group = property(Get_group)
 
     def Get_name(self):
+        """Get the print name for this communicator."""
         if not self:
             return "MPI_COMM_NULL"  # as mpi4py answers for COMM_NULL
         return self._s.name
 
     def Set_name(self, name):
+        """Set the print name for this communicator."""
         self._s.name = str(name)
 
     name = property(Get_name, Set_name)
 
     def Get_topology(self):
-        """MPI.CART, MPI.GRAPH or MPI.DIST_GRAPH for a communicator with that
+        """Return the type of topology (if any) associated with a communicator.
+
+        MPI.CART, MPI.GRAPH or MPI.DIST_GRAPH for a communicator with that
         topology, else MPI.UNDEFINED."""
         topology = self._s.topology
         return constants.UNDEFINED if topology is None else topology.kind
@@ -227,31 +242,37 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
 
     @property
     def is_topo(self):
+        """Whether the communicator has a topology."""
         return self._s.topology is not None
 
     _inter = False      # Intercomm's is True
 
     def Is_inter(self):
+        """Return whether the communicator is an intercommunicator."""
         self._s     # COMM_NULL is neither: ERR_COMM
         return self._inter
 
     def Is_intra(self):
+        """Return whether the communicator is an intracommunicator."""
         return not self.Is_inter()
 
     is_inter = property(Is_inter)
     is_intra = property(Is_intra)
 
     def Get_info(self):
+        """Return the current hints for a communicator, as a new Info."""
         from ..core.info import Info
         return Info.Create(self._s.info)
 
     def Set_info(self, info):
+        """Set new values for the hints associated with a communicator."""
         from ..core.info import to_dict
         self._s.info.update(to_dict(info))
 
     info = property(Get_info, Set_info)
 
     def Compare(self, comm):
+        """Compare two communicators: IDENT, CONGRUENT, SIMILAR or UNEQUAL."""
         mine, theirs = self._s, comm._s
         if mine is theirs:
             return constants.IDENT
@@ -262,6 +283,7 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
         return constants.UNEQUAL
 
     def Abort(self, errorcode=0):
+        """Terminate the MPI execution environment: the whole job ends."""
         world = job.current()
         sys.stderr.write(job.abort_line(world.rank, self._s.name, errorcode))
         sys.stderr.flush()
@@ -269,12 +291,15 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
         os._exit(errorcode & 0xFF or 1)
 
     def Disconnect(self):
-        """MPI-3.1 §10.5.4: collective; every member's communication on it is done
+        """Disconnect from a communicator: wait for all its members, then free it.
+
+        MPI-3.1 §10.5.4: collective; every member's communication on it is done
         when all have arrived (a Barrier), then it is freed."""
         self.Barrier()
         self.Free()
 
     def Free(self):
+        """Free a communicator (COMM_WORLD and COMM_SELF cannot be freed)."""
         state = self._s
         if state.context in (job.WORLD_CONTEXT, job.SELF_CONTEXT):
             errors.fail(errors.ERR_COMM, "COMM_WORLD and COMM_SELF cannot be freed; free "
@@ -370,27 +395,34 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
         return self._irecv(source, tag, received.data, finish=received.finish)
 
     def Isend(self, buf, dest, tag=0):
+        """Nonblocking send; return a Request (Irsend too: ready mode is standard mode)."""
         if _fast_send(self._state_value, buf, dest, tag, 0):
             return Completed()
         return self._isend_bytes(self._send_data(buf, dest), dest, tag, False, hold=True)
 
     def Send(self, buf, dest, tag=0):
+        """Blocking send (Rsend too: ready mode is standard mode)."""
         if not _fast_send(self._state_value, buf, dest, tag, 0):
             self._isend_bytes(self._send_data(buf, dest), dest, tag, False, hold=True).Wait()
 
     def Issend(self, buf, dest, tag=0):
+        """Nonblocking send in synchronous mode: complete once the receive has matched."""
         return self._isend_bytes(self._send_data(buf, dest), dest, tag, False,
                                  synchronous=True, hold=True)
 
     def Ssend(self, buf, dest, tag=0):
+        """Blocking send in synchronous mode: return once the receive has matched."""
         self.Issend(buf, dest, tag).Wait()
 
     def Ibsend(self, buf, dest, tag=0):
-        """Buffered mode: a send that has to wait for room is copied, so it never waits
+        """Nonblocking send in buffered mode; return a Request.
+
+        Buffered mode: a send that has to wait for room is copied, so it never waits
         for its receiver (the attached buffer takes nothing: shared memory buffers)."""
         return self._isend_bytes(self._send_data(buf, dest), dest, tag, False)
 
     def Bsend(self, buf, dest, tag=0):
+        """Blocking send in buffered mode: return without waiting for the receiver."""
         self.Ibsend(buf, dest, tag)
 
     # every send completes without its receiver, so the ready mode is the standard one
@@ -398,11 +430,13 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
     Irsend = Isend
 
     def Send_init(self, buf, dest, tag=0):
+        """Create a persistent request for a send (also Bsend_init and Rsend_init)."""
         return self._persistent_send(self.Isend, buf, dest, tag)
 
     Bsend_init = Rsend_init = Send_init
 
     def Ssend_init(self, buf, dest, tag=0):
+        """Create a persistent request for a send in synchronous mode."""
         return self._persistent_send(self.Issend, buf, dest, tag)
 
     def _persistent_send(self, isend, buf, dest, tag):
@@ -411,27 +445,34 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
         return Persistent(lambda: isend(buf, dest, tag))
 
     def Recv_init(self, buf, source=constants.ANY_SOURCE, tag=constants.ANY_TAG):
+        """Create a persistent request for a receive."""
         self._recv_message(buf, source)
         self._tag(tag, wildcard=True)
         return Persistent(lambda: self.Irecv(buf, source, tag))
 
     def Psend_init(self, buf, partitions, dest, tag=0, info=None):
-        """A partitioned send (MPI-4): Start, then Pready each partition (``info``
+        """Create a partitioned send request.
+
+        A partitioned send (MPI-4): Start, then Pready each partition (``info``
         holds hints only, none of which applies here)."""
         return PartitionedSend(self, buf, partitions, dest, tag)
 
     def Precv_init(self, buf, partitions, source=constants.ANY_SOURCE, tag=constants.ANY_TAG,
                    info=None):
-        """A partitioned receive (MPI-4): Start, then Parrived tells each partition."""
+        """Create a partitioned receive request.
+
+        A partitioned receive (MPI-4): Start, then Parrived tells each partition."""
         return PartitionedReceive(self, buf, partitions, source, tag)
 
     def Irecv(self, buf, source=constants.ANY_SOURCE, tag=constants.ANY_TAG):
+        """Nonblocking receive; return a Request."""
         core = _fast_irecv(self._state_value, buf, source, tag)
         if core is not False:
             return Receive(self._state_value, core)
         return self._irecv_message(self._recv_message(buf, source), source, tag)
 
     def Recv(self, buf, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
+        """Blocking receive."""
         core = _fast_recv(self._state_value, buf, source, tag, status)
         if core is False:
             check_status(status)
@@ -441,6 +482,7 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
 
     def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=constants.ANY_SOURCE,
                  recvtag=constants.ANY_TAG, status=None):
+        """Send a message and receive one."""
         # Check the receive before sending and send before posting the receive, so
         # an error in either argument raises with nothing sent and nothing posted
         # (sends never wait for their receiver, so this order cannot deadlock).
@@ -451,11 +493,14 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
 
     def Sendrecv_replace(self, buf, dest, sendtag=0, source=constants.ANY_SOURCE,
                          recvtag=constants.ANY_TAG, status=None):
+        """Send a message and receive one into the same buffer."""
         self.Isendrecv_replace(buf, dest, sendtag, source, recvtag).Wait(status)
 
     def Isendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=constants.ANY_SOURCE,
                   recvtag=constants.ANY_TAG):
-        """Nonblocking Sendrecv (MPI-4): one request, reporting the receive's status."""
+        """Nonblocking send and receive; return one Request.
+
+        Nonblocking Sendrecv (MPI-4): one request, reporting the receive's status."""
         self._recv_message(recvbuf, source)     # checked before anything is sent
         self._tag(recvtag, wildcard=True)
         sent = self.Isend(sendbuf, dest, sendtag)
@@ -463,7 +508,9 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
 
     def Isendrecv_replace(self, buf, dest, sendtag=0, source=constants.ANY_SOURCE,
                           recvtag=constants.ANY_TAG):
-        """Nonblocking Sendrecv_replace (MPI-4). The send copies ``buf`` out before it
+        """Nonblocking send and receive into the same buffer; return one Request.
+
+        Nonblocking Sendrecv_replace (MPI-4). The send copies ``buf`` out before it
         returns (no ``hold``: every send is buffered), so the receive may then
         overwrite it."""
         self._recv_message(buf, source)
@@ -472,12 +519,14 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
         return Joint(sent, self.Irecv(buf, source, recvtag))
 
     def Probe(self, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
+        """Blocking test for a message: wait until one matches; return True."""
         probe = _Probe(self, source, tag)
         probe.wait()
         probe.report(status)
         return True
 
     def Iprobe(self, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
+        """Nonblocking test for a message: whether one matches now."""
         probe = _Probe(self, source, tag)
         mailbox.mailbox().progress()
         if probe.found():
@@ -486,13 +535,16 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
         return False
 
     def Mprobe(self, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
+        """Blocking test for a matched message: wait and return it as a Message."""
         return Message.Probe(self, source, tag, status)
 
     def Improbe(self, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
+        """Nonblocking test for a matched message: a Message, or None if none matches."""
         return Message.Iprobe(self, source, tag, status)
 
     # --- pickled objects ---
     def isend(self, obj, dest, tag=0):
+        """Nonblocking send of a Python object; return a Request."""
         sent = _fast_sendobj(self._state_value, obj, dest, tag)
         if sent is True:
             return Completed()
@@ -500,30 +552,37 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
                                  hold=True)
 
     def send(self, obj, dest, tag=0):
+        """Send a Python object in standard mode."""
         sent = _fast_sendobj(self._state_value, obj, dest, tag)
         if sent is not True:
             self._isend_bytes(_dumps(obj) if sent is _MISS else sent, dest, tag, True,
                               hold=True).Wait()
 
     def issend(self, obj, dest, tag=0):
+        """Nonblocking send of a Python object in synchronous mode; return a Request."""
         return self._isend_bytes(_dumps(obj), dest, tag, True, synchronous=True, hold=True)
 
     def ssend(self, obj, dest, tag=0):
+        """Send a Python object in synchronous mode."""
         self.issend(obj, dest, tag).Wait()
 
     def ibsend(self, obj, dest, tag=0):
+        """Nonblocking send of a Python object in buffered mode; return a Request."""
         return self._isend_bytes(_dumps(obj), dest, tag, True)
 
     def bsend(self, obj, dest, tag=0):
+        """Send a Python object in buffered mode."""
         self.ibsend(obj, dest, tag)
 
     def irecv(self, buf=None, source=constants.ANY_SOURCE, tag=constants.ANY_TAG):
+        """Nonblocking receive of a Python object; return a Request (its wait gives it)."""
         core = _fast_irecv(self._state_value, None, source, tag)
         if core is not False:
             return Receive(self._state_value, core)
         return self._irecv(source, tag, None)
 
     def recv(self, buf=None, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
+        """Receive a Python object and return it (``buf`` is deprecated)."""
         if buf is not None:
             return self._recv_into(buf, source, tag, status)
         got = _fast_recvobj(self._state_value, source, tag, status)
@@ -551,15 +610,18 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
 
     def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=constants.ANY_SOURCE,
                  recvtag=constants.ANY_TAG, status=None):
+        """Send a Python object and receive one; return the one received."""
         self._peer(source, "source", wildcard=True)  # as in Sendrecv: check, send, receive
         self._tag(recvtag, wildcard=True)
         self.send(sendobj, dest, sendtag)
         return self.recv(recvbuf, source, recvtag, status)
 
     def probe(self, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
+        """Blocking test for a message: wait until one matches; return True."""
         return self.Probe(source, tag, status)
 
     def iprobe(self, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
+        """Nonblocking test for a message: whether one matches now."""
         return self.Iprobe(source, tag, status)
 
     mprobe = Mprobe

@@ -119,35 +119,39 @@ class Graphcomm(Topocomm):
     _expecting = "a general graph communicator"
 
     def Get_dims(self):
-        """(number of nodes, number of edges)."""
+        """Return the number of nodes and edges: (nnodes, nedges)."""
         graph = self._topology
         return len(graph.index), len(graph.edges_list)
 
     dims = property(Get_dims)
-    nnodes = property(lambda self: self.Get_dims()[0])
-    nedges = property(lambda self: self.Get_dims()[1])
+    nnodes = property(lambda self: self.Get_dims()[0], doc="Number of nodes.")
+    nedges = property(lambda self: self.Get_dims()[1], doc="Number of edges.")
 
     def Get_topo(self):
-        """(index, edges)."""
+        """Return the graph's (index, edges) arrays."""
         graph = self._topology
         return list(graph.index), list(graph.edges_list)
 
     topo = property(Get_topo)
-    index = property(lambda self: self.Get_topo()[0])
-    edges = property(lambda self: self.Get_topo()[1])
+    index = property(lambda self: self.Get_topo()[0], doc="Index array of the graph.")
+    edges = property(lambda self: self.Get_topo()[1], doc="Edges array of the graph.")
 
     def Get_neighbors_count(self, rank):
+        """Return the number of neighbors of the process of rank ``rank``."""
         return len(self.Get_neighbors(rank))
 
     def Get_neighbors(self, rank):
+        """Return the list of neighbors of the process of rank ``rank``."""
         rank = operator.index(rank)
         if not 0 <= rank < self.Get_size():
             errors.fail(errors.ERR_RANK, "rank %d is not a node of this graph of %d nodes"
                         % (rank, self.Get_size()))
         return self._topology.neighbors(rank)
 
-    nneighbors = property(lambda self: self.Get_neighbors_count(self.Get_rank()))
-    neighbors = property(lambda self: self.Get_neighbors(self.Get_rank()))
+    nneighbors = property(lambda self: self.Get_neighbors_count(self.Get_rank()),
+                          doc="Number of neighbors of this process.")
+    neighbors = property(lambda self: self.Get_neighbors(self.Get_rank()),
+                         doc="Neighbors of this process.")
 
 
 # --- Distgraphcomm ----------------------------------------------------------------
@@ -242,12 +246,14 @@ class Distgraphcomm(Topocomm):
     _expecting = "a distributed graph communicator"
 
     def Get_dist_neighbors_count(self):
-        """(indegree, outdegree, weighted)."""
+        """Return the number of neighbors: (indegree, outdegree, weighted)."""
         graph = self._topology
         return len(graph.sources), len(graph.destinations), graph.weights is not None
 
     def Get_dist_neighbors(self):
-        """(sources, destinations, (sourceweights, destweights) or None)."""
+        """Return adjacency information: (sources, destinations, weights or None).
+
+        The weights are (sourceweights, destweights)."""
         graph = self._topology
         weights = graph.weights
         return (list(graph.sources), list(graph.destinations),

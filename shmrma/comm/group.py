@@ -32,7 +32,7 @@ class GroupHandle:
 
 
 class Group(Handle):
-    """``MPI.Group``; ``Group()`` is a null handle."""
+    """``MPI.Group``: a group of processes; ``Group()`` is a null handle."""
 
     def __init__(self, group=None):
         self._handle = None if group is None else _handle_of(group, "group")
@@ -68,6 +68,7 @@ class Group(Handle):
     # -- accessors -----------------------------------------------------------
 
     def Get_size(self):
+        """Return the number of processes in a group."""
         return len(self.world_ranks)
 
     def Get_rank(self):
@@ -97,6 +98,7 @@ class Group(Handle):
         return [rank if rank == PROC_NULL else target.rank_of(members[rank]) for rank in ranks]
 
     def Compare(self, group):
+        """Compare two groups: IDENT, SIMILAR or UNEQUAL."""
         mine = self.world_ranks
         other = _live_handle_of(group, "group")
         if mine == other.world_ranks:
@@ -108,6 +110,7 @@ class Group(Handle):
     # -- constructors ----------------------------------------------------------
 
     def Dup(self):
+        """Duplicate a group."""
         return make_group(self.world_ranks, type(self))
 
     def Incl(self, ranks):
@@ -168,6 +171,7 @@ class Group(Handle):
     # -- destructor ------------------------------------------------------------
 
     def Free(self):
+        """Free a group (GROUP_EMPTY cannot be freed)."""
         if self is GROUP_EMPTY:
             fail(ERR_GROUP, "cannot free the predefined group GROUP_EMPTY")
         handle = self._live()
@@ -184,16 +188,19 @@ class GroupMembers:
     this process's ``rank`` among them (windows, files)."""
 
     def Get_group(self):
+        """Return a new group of the processes of the window or file."""
         return make_group(self._s.world_ranks)
 
     group = property(Get_group)
 
     @property
     def group_size(self):
+        """Number of processes in the group."""
         return len(self._s.world_ranks)
 
     @property
     def group_rank(self):
+        """Rank of this process in the group."""
         return self._s.rank
 
 

@@ -6,7 +6,7 @@ from .comm import COMM_CLASSES, INTER, Comm
 
 
 class Intercomm(Comm):
-    """``MPI.Intercomm``."""
+    """``MPI.Intercomm``: an intercommunicator (only null handles: none is created)."""
 
     _inter = True       # every handle is null, so Is_inter/Is_intra raise ERR_COMM
 

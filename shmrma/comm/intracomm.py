@@ -23,10 +23,12 @@ TOPOLOGY_MAKERS = {}
 
 
 class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm):
-    """``MPI.Intracomm``."""
+    """``MPI.Intracomm``: an intracommunicator, for communication within one group."""
 
     def Idup(self, info=None):
-        """Nonblocking Dup: (the new communicator, a request). Rank 0 plans the new
+        """Nonblocking duplicate: return (the new communicator, a Request).
+
+        Nonblocking Dup: (the new communicator, a request). Rank 0 plans the new
         communicator at once and sends the plan; each rank's request completes when
         its plan is there, and only then is the new communicator usable, so no rank
         waits in Idup for the others (MPI-3.1 §6.4.2)."""
@@ -42,6 +44,7 @@ class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm
         return comm, _Duplication(arrived, self, comm, info)
 
     def Idup_with_info(self, info):
+        """Nonblocking duplicate a communicator with hints ``info``."""
         return self.Idup(info)
 
     def __reduce__(self):
@@ -56,6 +59,7 @@ class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm
         return Comm.__reduce__(self)
 
     def Split(self, color=0, key=0):
+        """Split communicator by color and key (color UNDEFINED: COMM_NULL)."""
         state = self._s
         # checked after the exchange, so a bad color on one rank fails every rank
         # instead of leaving the others waiting for it
@@ -78,33 +82,41 @@ class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm
     # --- process topologies: topology.py and graph.py, which build on this module,
     # register how each is made (TOPOLOGY_MAKERS) ---
     def Create_cart(self, dims, periods=None, reorder=False):
+        """Create a Cartesian communicator (ranks beyond the grid get a null one)."""
         return TOPOLOGY_MAKERS["Create_cart"](self, dims, periods, reorder)
 
     def Cart_map(self, dims, periods=None):
+        """Return this process's rank in a Cartesian grid (it stays where it is)."""
         return TOPOLOGY_MAKERS["Cart_map"](self, dims, periods)
 
     def Create_graph(self, index, edges, reorder=False):
+        """Create a graph communicator (ranks beyond its nodes get a null one)."""
         return TOPOLOGY_MAKERS["Create_graph"](self, index, edges, reorder)
 
     def Graph_map(self, index, edges):
+        """Return this process's rank in a graph topology (it stays where it is)."""
         return TOPOLOGY_MAKERS["Graph_map"](self, index, edges)
 
     def Create_dist_graph_adjacent(self, sources, destinations, sourceweights=None,
                                    destweights=None, info=None, reorder=False):
+        """Create a distributed graph communicator from each rank's own edges."""
         return TOPOLOGY_MAKERS["Create_dist_graph_adjacent"](
             self, sources, destinations, sourceweights, destweights, info, reorder)
 
     def Create_dist_graph(self, sources, degrees, destinations, weights=None, info=None,
                           reorder=False):
+        """Create a distributed graph communicator from any ranks' edges."""
         return TOPOLOGY_MAKERS["Create_dist_graph"](self, sources, degrees, destinations,
                                                     weights, info, reorder)
 
     def Split_type(self, split_type, key=0, info=None):
+        """Split communicator by type: on one machine every type keeps all together."""
         if split_type == constants.UNDEFINED:
             return self.Split(constants.UNDEFINED, key)
         return self.Split(0, key)
 
     def Create(self, group):
+        """Create a communicator of ``group`` (COMM_NULL for non-members); collective."""
         state = self._s
         world_ranks = _checked_subset(group, state)
         me = job.world_rank()
@@ -113,7 +125,9 @@ class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm
         return self.Split(0, world_ranks.index(me))
 
     def Create_group(self, group, tag=0):
-        """Collective over the members of ``group`` only."""
+        """Create a communicator of ``group``; only its members call it.
+
+        Collective over the members of ``group`` only."""
         state = self._s
         world_ranks = _checked_subset(group, state)
         me = job.world_rank()
@@ -123,7 +137,9 @@ class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm
 
     @classmethod
     def Create_from_group(cls, group, stringtag="org.mpi4py", info=None, errhandler=None):
-        """A communicator of ``group`` (of a session's process set, or any group),
+        """Create a communicator from a group, without a parent communicator.
+
+        A communicator of ``group`` (of a session's process set, or any group),
         collective over its members only (MPI-4.0 §7.4.2); concurrent calls by
         one process must use different ``stringtag``s."""
         from .group import Group

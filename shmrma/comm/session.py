@@ -29,7 +29,7 @@ class SessionState:
 
 
 class Session(HandleBase, SameReferent, IntHandle, handlers.ErrorHandling, BufferAttachment):
-    """``MPI.Session``; ``Session()`` is SESSION_NULL."""
+    """``MPI.Session``: a session context; ``Session()`` is SESSION_NULL."""
 
     _errhandler_kind = "Session"
     _buffer_owner = "this session"
@@ -68,6 +68,7 @@ class Session(HandleBase, SameReferent, IntHandle, handlers.ErrorHandling, Buffe
     # --- life ---
     @classmethod
     def Init(cls, info=None, errhandler=None):
+        """Create a new session."""
         hints = to_dict(info)
         # as mpi4py: the policy's handler (rc.errors) wins over the one given
         handler = handlers.for_new(handlers.ERRORS_ARE_FATAL if errhandler is None else
@@ -78,6 +79,7 @@ class Session(HandleBase, SameReferent, IntHandle, handlers.ErrorHandling, Buffe
         return session
 
     def Finalize(self):
+        """Finalize a session (the handle becomes SESSION_NULL)."""
         _attached.pop(self._s, None)    # finalizing detaches its buffer (MPI-4.1 §3.6.1)
         self._state = None
 
@@ -86,10 +88,12 @@ class Session(HandleBase, SameReferent, IntHandle, handlers.ErrorHandling, Buffe
 
     # --- process sets ---
     def Get_num_psets(self, info=None):
+        """Return the number of process sets: mpi://WORLD and mpi://SELF."""
         self._s
         return len(PSETS)
 
     def Get_nth_pset(self, n, info=None):
+        """Return the name of the ``n``-th process set."""
         self._s
         if not 0 <= n < len(PSETS):
             errors.fail(errors.ERR_ARG, "Get_nth_pset: there are %d process sets; n must be "
@@ -97,14 +101,17 @@ class Session(HandleBase, SameReferent, IntHandle, handlers.ErrorHandling, Buffe
         return PSETS[n]
 
     def Get_pset_info(self, pset_name):
+        """Return the hints of a process set: its ``mpi_size``."""
         self._s
         return Info.Create({"mpi_size": str(len(_members(pset_name)))})
 
     def Create_group(self, pset_name):
+        """Create a new group of the processes of a process set."""
         self._s
         return make_group(_members(pset_name))
 
     def Get_info(self):
+        """Return the current hints for a session, with its ``thread_level``."""
         info = Info.Create(self._s.info)
         info.Set("thread_level", _THREAD_LEVELS[_thread_level(self._s.info)])
         return info

@@ -102,7 +102,9 @@ class CartTopology(Topology):
 
 
 def Compute_dims(nnodes, dims):  # noqa: N802 - MPI's name
-    """``MPI.Compute_dims``: a balanced grid of ``nnodes`` processes; ``dims`` is
+    """Return a balanced distribution of processes per coordinate direction.
+
+    ``MPI.Compute_dims``: a balanced grid of ``nnodes`` processes; ``dims`` is
     the number of dimensions, or a list whose nonzero entries stay as given."""
     nnodes = operator.index(nnodes)
     dims = [0] * operator.index(dims) if is_integral(dims) else \
@@ -241,20 +243,20 @@ class Topocomm(PersistentNeighborCollectives, NeighborCollectives, Intracomm):
 
     @property
     def inoutedges(self):
-        """(incoming neighbors, outgoing neighbors)."""
+        """Incoming and outgoing neighbors: (inedges, outedges)."""
         inedges, outedges = self._topology.edges(self.Get_rank())
         return list(inedges), list(outedges)
 
     @property
     def degrees(self):
-        """(number of incoming neighbors, number of outgoing neighbors)."""
+        """Number of incoming and outgoing neighbors: (indegree, outdegree)."""
         inedges, outedges = self._topology.edges(self.Get_rank())
         return len(inedges), len(outedges)
 
-    indegree = property(lambda self: self.degrees[0])
-    outdegree = property(lambda self: self.degrees[1])
-    inedges = property(lambda self: self.inoutedges[0])
-    outedges = property(lambda self: self.inoutedges[1])
+    indegree = property(lambda self: self.degrees[0], doc="Number of incoming neighbors.")
+    outdegree = property(lambda self: self.degrees[1], doc="Number of outgoing neighbors.")
+    inedges = property(lambda self: self.inoutedges[0], doc="Incoming neighbors.")
+    outedges = property(lambda self: self.inoutedges[1], doc="Outgoing neighbors.")
 
 
 class Cartcomm(Topocomm):
@@ -268,23 +270,28 @@ class Cartcomm(Topocomm):
         return self._topology
 
     def Get_dim(self):
+        """Return the number of dimensions of the grid."""
         return len(self._grid.dims)
 
     dim = ndim = property(Get_dim)
 
     def Get_topo(self):
+        """Return the grid's (dims, periods, coords of this process)."""
         grid = self._grid
         return list(grid.dims), list(grid.periods), grid.coords_of(self.Get_rank())
 
     topo = property(Get_topo)
-    dims = property(lambda self: list(self._grid.dims))
-    periods = property(lambda self: list(self._grid.periods))
-    coords = property(lambda self: self._grid.coords_of(self.Get_rank()))
+    dims = property(lambda self: list(self._grid.dims), doc="Dimensions of the grid.")
+    periods = property(lambda self: list(self._grid.periods), doc="Periodicity.")
+    coords = property(lambda self: self._grid.coords_of(self.Get_rank()),
+                      doc="Coordinates of this process in the grid.")
 
     def Get_cart_rank(self, coords):
+        """Translate grid coordinates to a rank."""
         return self._grid.rank_of(list(coords), "Get_cart_rank")
 
     def Get_coords(self, rank):
+        """Translate a rank to grid coordinates."""
         rank = operator.index(rank)
         if not 0 <= rank < self.Get_size():
             errors.fail(errors.ERR_RANK, "Get_coords: rank %d is not in this grid of %d "
@@ -292,7 +299,9 @@ class Cartcomm(Topocomm):
         return self._grid.coords_of(rank)
 
     def Shift(self, direction, disp):
-        """(source, dest): the ranks ``disp`` steps back and forth along
+        """Return a process's (source, dest) ranks for data shifting.
+
+        (source, dest): the ranks ``disp`` steps back and forth along
         ``direction``; PROC_NULL past the edge of a dimension that is not periodic."""
         grid = self._grid
         direction, disp = operator.index(direction), operator.index(disp)
@@ -303,7 +312,9 @@ class Cartcomm(Topocomm):
                      for step in (-disp, disp))
 
     def Sub(self, remain_dims):
-        """The grids of the kept dimensions: collective, one per combination of the
+        """Return Cartesian communicators that partition the grid.
+
+        The grids of the kept dimensions: collective, one per combination of the
         dropped coordinates."""
         grid = self._grid
 

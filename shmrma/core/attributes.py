@@ -62,12 +62,14 @@ class Attributes:
 
     @classmethod
     def Create_keyval(cls, copy_fn=None, delete_fn=None, nopython=False):
+        """Create a new attribute key for objects of this class."""
         keyval = next(_numbers)
         _keyvals[keyval] = _Keyval(cls._attribute_kind, copy_fn, delete_fn)
         return keyval
 
     @classmethod
     def Free_keyval(cls, keyval):
+        """Free an attribute key; return KEYVAL_INVALID."""
         # attributes set with it live on until deleted, and their delete_fn still runs
         _user_keyval(cls._attribute_kind, keyval, "Free_keyval").freed = True
         return constants.KEYVAL_INVALID
@@ -76,6 +78,7 @@ class Attributes:
         return None
 
     def Get_attr(self, keyval):
+        """Retrieve attribute value by key (None when not set)."""
         if keyval in _PREDEFINED:
             return self._predefined_attribute(keyval)
         entry = self._attributes().get(keyval)
@@ -85,11 +88,13 @@ class Attributes:
         return entry[1]
 
     def Set_attr(self, keyval, attrval):
+        """Store attribute value associated with a key."""
         key = _user_keyval(self._attribute_kind, keyval, "Set_attr")
         self._drop_attribute(keyval)
         self._attributes()[keyval] = (key, attrval)
 
     def Delete_attr(self, keyval):
+        """Delete attribute value associated with a key."""
         if keyval not in self._attributes():
             _user_keyval(self._attribute_kind, keyval, "Delete_attr")
         self._drop_attribute(keyval)

@@ -74,6 +74,7 @@ class Errhandler(HandleBase, IntHandle):
         return (type(self), (PREDEFINED.get(self._target, ERRHANDLER_NULL),))
 
     def Free(self):
+        """Free an error handler (the predefined ones stay)."""
         target = self._target
         if target is None:
             errors.fail(errors.ERR_ARG, "Free: the error handler is ERRHANDLER_NULL (never "
@@ -85,12 +86,14 @@ class Errhandler(HandleBase, IntHandle):
         self._target = None
 
     def toint(self):
+        """Translate object to integer handle."""
         if isinstance(self._target, UserHandler):
             return self._target.number
         return _PREDEFINED_NUMBERS[self._target]
 
     @classmethod
     def fromint(cls, number):
+        """Translate integer handle to object."""
         return cls._of_referent(_by_number.get(number))
 
     _referent_attr = "_target"
@@ -164,17 +167,21 @@ class ErrorHandling:
 
     @classmethod
     def Create_errhandler(cls, errhandler_fn):
+        """Create a new error handler for objects of this class."""
         return create(cls._errhandler_kind, errhandler_fn)
 
     def Get_errhandler(self):
+        """Get the error handler for this object."""
         return Errhandler(self._s.errhandler)     # a handle of its own
 
     def Set_errhandler(self, errhandler):
+        """Set the error handler for this object."""
         state = self._s
         state.errhandler = handler = settable(errhandler, self._errhandler_kind)
         switch_class(self, handler)
 
     def Call_errhandler(self, errorcode):
+        """Call the error handler installed on this object."""
         invoke(self._s.errhandler, self, operator.index(errorcode),
                "%s.Call_errhandler" % self._errhandler_kind)
 

@@ -225,12 +225,15 @@ class Exception(RuntimeError):  # noqa: A001 - mpi4py's name, on purpose
         RuntimeError.__init__(self, self.ierr)
 
     def Get_error_code(self):
+        """Error code."""
         return self.ierr
 
     def Get_error_class(self):
+        """Error class."""
         return error_class_of(self.ierr)
 
     def Get_error_string(self):
+        """Error string."""
         return error_string(self.ierr)
 
     error_code = property(Get_error_code)

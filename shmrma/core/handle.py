@@ -101,7 +101,9 @@ class IntHandle:
 
     # --- mpi4py's safe free (objmodel.pxi safefree) ---
     def free(self):
-        """Nothing for a module constant or a null handle; a handle to a predefined
+        """Call Free if not null or predefined.
+
+        Nothing for a module constant or a null handle; a handle to a predefined
         MPI object (``Datatype(MPI.INT)``) becomes null; another object is freed
         (Free, Close or Finalize: ``_free``)."""
         if self._constant or not self:
@@ -132,10 +134,12 @@ class IntHandle:
         return cls.fromint(handle)
 
     def py2f(self):
+        """Return the Fortran handle (the integer handle)."""
         return self.toint()
 
     @classmethod
     def f2py(cls, number):
+        """Return the object of a Fortran handle (an integer handle)."""
         return cls.fromint(number)
 
 

@@ -26,7 +26,7 @@ class InfoStore:
 
 
 class Info(Handle):
-    """``MPI.Info``; ``Info()`` is a null handle, ``Info.Create()`` a new empty info."""
+    """``MPI.Info``: key-value hints; ``Info()`` is null, ``Info.Create()`` an empty one."""
 
     def __init__(self, info=None):
         if info is not None and not isinstance(info, Info):
@@ -85,7 +85,9 @@ class Info(Handle):
 
     @classmethod
     def Create_env(cls, args=None):
-        """A new info describing how a program was started (MPI 4.0 §11.2.3), as
+        """Create an info object describing how the program was started.
+
+        A new info describing how a program was started (MPI 4.0 §11.2.3), as
         MPICH fills it: ``command`` is ``args[0]`` and ``argv`` the other arguments
         joined by spaces; a key without a value (no args, one arg) is left out."""
         args = _argv(args)
@@ -97,6 +99,7 @@ class Info(Handle):
         return created
 
     def Free(self):
+        """Free an info object."""
         self._writable("free")
         self._store.freed = True
         self._store = None
@@ -105,6 +108,7 @@ class Info(Handle):
         return self._store.readonly
 
     def Dup(self):
+        """Duplicate an existing info object."""
         duplicate = type(self)()
         duplicate._store = InfoStore(self._live("duplicate").items)
         return duplicate
@@ -115,11 +119,13 @@ class Info(Handle):
         return store.items.get(_checked_key(key))
 
     def Set(self, key, value):
+        """Store a value associated with a key."""
         items = self._writable("set a key of")
         key, value = _checked_key(key), _checked_value(value)
         items[key] = value  # an existing key keeps its position, as in MPICH
 
     def Delete(self, key):
+        """Remove a (key, value) pair from info."""
         items = self._writable("delete a key of")
         key = _checked_key(key)
         if key not in items:
@@ -127,9 +133,11 @@ class Info(Handle):
         del items[key]
 
     def Get_nkeys(self):
+        """Return the number of currently defined keys in info."""
         return len(self._live("count the keys of").items)
 
     def Get_nthkey(self, n):
+        """Return the ``n``-th defined key in info."""
         keys = list(self._live("get a key of").items)
         n = operator.index(n)
         if not 0 <= n < len(keys):
@@ -165,19 +173,24 @@ class Info(Handle):
         self.Delete(key)
 
     def get(self, key, default=None):
+        """Retrieve value by key, or ``default``."""
         value = self.Get(key) if self else None
         return default if value is None else value
 
     def keys(self):
+        """Return list of keys."""
         return list(self._live("list the keys of").items) if self else []
 
     def values(self):
+        """Return list of values."""
         return list(self._live("list the values of").items.values()) if self else []
 
     def items(self):
+        """Return list of items."""
         return list(self._live("list the items of").items.items()) if self else []
 
     def update(self, items=(), **kwds):
+        """Update contents from a mapping or (key, value) pairs and keywords."""
         if not self:
             raise KeyError
         pairs = [(key, items[key]) for key in items.keys()] if hasattr(items, "keys") else items
@@ -187,6 +200,7 @@ class Info(Handle):
             self.Set(key, value)
 
     def pop(self, key, *default):
+        """Pop value by key (KeyError unless a default is given)."""
         value = self.Get(key) if self else None
         if value is not None:
             self.Delete(key)
@@ -206,9 +220,11 @@ class Info(Handle):
         return (key, value)
 
     def copy(self):
+        """Copy contents into a new info."""
         return self.Dup() if self else type(self)()
 
     def clear(self):
+        """Clear contents."""
         if self:
             for key in self.keys():
                 self.Delete(key)

@@ -532,6 +532,7 @@ class File(Handle, GroupMembers, errhandler.ErrorHandling):
     # --- manipulation (§13.2) ---
     @classmethod
     def Open(cls, comm, filename, amode=MODE_RDONLY, info=INFO_NULL):
+        """Open a file; collective over ``comm``."""
         state = _by_null_handler("File.Open", FileState.open, comm, filename, amode, info)
         file = File.__new__(cls)
         file._handle = state
@@ -539,6 +540,7 @@ class File(Handle, GroupMembers, errhandler.ErrorHandling):
         return file
 
     def Close(self):
+        """Close a file."""
         state = self._s
         state.close()
         self._handle = None
@@ -546,14 +548,17 @@ class File(Handle, GroupMembers, errhandler.ErrorHandling):
 
     @classmethod
     def Delete(cls, filename, info=INFO_NULL):
+        """Delete a file."""
         path = _path(filename)
         to_dict(info)
         _by_null_handler("File.Delete", _delete, path)
 
     def Set_size(self, size):
+        """Set the file size; collective."""
         self._resize(size, "Set_size", os.ftruncate)
 
     def Preallocate(self, size):
+        """Preallocate storage space for a file; collective."""
         def preallocate(fd, size):
             if size > 0:
                 os.posix_fallocate(fd, 0, size)
@@ -578,19 +583,23 @@ class File(Handle, GroupMembers, errhandler.ErrorHandling):
         _agree(state.comm, (problem, None), call)
 
     def Get_size(self):
+        """Return the file size, in bytes."""
         return os.fstat(self._s.fd).st_size
 
     size = property(Get_size)
 
     def Get_amode(self):
+        """Return the file access mode."""
         return self._s.amode
 
     amode = property(Get_amode)
 
     def Set_info(self, info):
+        """Set new values for the hints associated with a file."""
         self._s.hints.update(to_dict(info))
 
     def Get_info(self):
+        """Return the current hints for a file, as a new Info."""
         return Info.Create(self._s.hints)
 
     info = property(Get_info, Set_info)
@@ -598,6 +607,7 @@ class File(Handle, GroupMembers, errhandler.ErrorHandling):
     # --- views (§13.3) ---
     def Set_view(self, disp=0, etype=datatypes.BYTE, filetype=None, datarep="native",
                  info=INFO_NULL):
+        """Set the file view; collective."""
         name = "native" if datarep is None else datarep
         state = self._s
         view = hints = None
@@ -622,11 +632,13 @@ class File(Handle, GroupMembers, errhandler.ErrorHandling):
         state.hints.update(hints)
 
     def Get_view(self):
+        """Return the file view: (disp, etype, filetype, datarep)."""
         view = self._s.view
         etype, filetype = view.handles()
         return view.disp, etype, filetype, view.representation.name
 
     def Get_type_extent(self, datatype):
+        """Return the extent of datatype in the file."""
         state = self._s
         datatype = datatypes.lookup(datatype)
         datatype._live("take the file extent of")
@@ -636,6 +648,7 @@ class File(Handle, GroupMembers, errhandler.ErrorHandling):
         return state.view.representation.type_extent(datatype)
 
     def Get_byte_offset(self, offset):
+        """Return the absolute byte position in the file of a view offset."""
         state = self._s
         offset = operator.index(offset)
         if offset < 0:
@@ -645,18 +658,21 @@ class File(Handle, GroupMembers, errhandler.ErrorHandling):
 
     # --- the individual file pointer ---
     def Seek(self, offset, whence=SEEK_SET):
+        """Update the individual file pointer."""
         state = self._s
         state.check_random_access("Seek")
         state.position = _sought(state, operator.index(offset), whence, state.position,
                                  "Seek")
 
     def Get_position(self):
+        """Return the current position of the individual file pointer."""
         state = self._s
         state.check_random_access("Get_position")
         return state.position
 
     # --- the shared file pointer ---
     def Seek_shared(self, offset, whence=SEEK_SET):
+        """Update the shared file pointer; collective."""
         state = self._s
         where = None
         offset, whence = _same_value(state.comm, "Seek_shared",
@@ -674,6 +690,7 @@ class File(Handle, GroupMembers, errhandler.ErrorHandling):
             errors.fail(*problem)
 
     def Get_position_shared(self):
+        """Return the current position of the shared file pointer."""
         state = self._s
         state.check_random_access("Get_position_shared")   # as MPICH
         return state.shared_load()
@@ -728,118 +745,155 @@ class File(Handle, GroupMembers, errhandler.ErrorHandling):
         state.split = None
 
     def Read_at(self, offset, buf, status=None):
+        """Read using explicit offset."""
         self._blocking("Read_at", "explicit", False, buf, status, offset)
 
     def Read_at_all(self, offset, buf, status=None):
+        """Collective read using explicit offset."""
         self._blocking("Read_at_all", "explicit", False, buf, status, offset)
 
     def Write_at(self, offset, buf, status=None):
+        """Write using explicit offset."""
         self._blocking("Write_at", "explicit", True, buf, status, offset)
 
     def Write_at_all(self, offset, buf, status=None):
+        """Collective write using explicit offset."""
         self._blocking("Write_at_all", "explicit", True, buf, status, offset)
 
     def Iread_at(self, offset, buf):
+        """Nonblocking read using explicit offset (done at once: the request is complete)."""
         return self._nonblocking("Iread_at", "explicit", False, buf, offset)
 
     def Iread_at_all(self, offset, buf):
+        """Nonblocking collective read using explicit offset (done at once)."""
         return self._nonblocking("Iread_at_all", "explicit", False, buf, offset)
 
     def Iwrite_at(self, offset, buf):
+        """Nonblocking write using explicit offset (done at once: the request is complete)."""
         return self._nonblocking("Iwrite_at", "explicit", True, buf, offset)
 
     def Iwrite_at_all(self, offset, buf):
+        """Nonblocking collective write using explicit offset (done at once)."""
         return self._nonblocking("Iwrite_at_all", "explicit", True, buf, offset)
 
     def Read(self, buf, status=None):
+        """Read using individual file pointer."""
         self._blocking("Read", "individual", False, buf, status)
 
     def Read_all(self, buf, status=None):
+        """Collective read using individual file pointer."""
         self._blocking("Read_all", "individual", False, buf, status)
 
     def Write(self, buf, status=None):
+        """Write using individual file pointer."""
         self._blocking("Write", "individual", True, buf, status)
 
     def Write_all(self, buf, status=None):
+        """Collective write using individual file pointer."""
         self._blocking("Write_all", "individual", True, buf, status)
 
     def Iread(self, buf):
+        """Nonblocking read using individual file pointer (done at once)."""
         return self._nonblocking("Iread", "individual", False, buf)
 
     def Iread_all(self, buf):
+        """Nonblocking collective read using individual file pointer (done at once)."""
         return self._nonblocking("Iread_all", "individual", False, buf)
 
     def Iwrite(self, buf):
+        """Nonblocking write using individual file pointer (done at once)."""
         return self._nonblocking("Iwrite", "individual", True, buf)
 
     def Iwrite_all(self, buf):
+        """Nonblocking collective write using individual file pointer (done at once)."""
         return self._nonblocking("Iwrite_all", "individual", True, buf)
 
     def Read_shared(self, buf, status=None):
+        """Read using shared file pointer."""
         self._blocking("Read_shared", "shared", False, buf, status)
 
     def Write_shared(self, buf, status=None):
+        """Write using shared file pointer."""
         self._blocking("Write_shared", "shared", True, buf, status)
 
     def Iread_shared(self, buf):
+        """Nonblocking read using shared file pointer (done at once)."""
         return self._nonblocking("Iread_shared", "shared", False, buf)
 
     def Iwrite_shared(self, buf):
+        """Nonblocking write using shared file pointer (done at once)."""
         return self._nonblocking("Iwrite_shared", "shared", True, buf)
 
     def Read_ordered(self, buf, status=None):
+        """Collective read using shared file pointer, in rank order."""
         self._blocking("Read_ordered", "ordered", False, buf, status)
 
     def Write_ordered(self, buf, status=None):
+        """Collective write using shared file pointer, in rank order."""
         self._blocking("Write_ordered", "ordered", True, buf, status)
 
     # split collectives (§13.4.5)
     def Read_at_all_begin(self, offset, buf):
+        """Start a split collective read using explicit offset."""
         self._begin("Read_at_all_begin", "explicit", False, buf, offset)
 
     def Read_at_all_end(self, buf, status=None):
+        """Complete a split collective read using explicit offset."""
         self._end("Read_at_all_end", False, buf, status)
 
     def Write_at_all_begin(self, offset, buf):
+        """Start a split collective write using explicit offset."""
         self._begin("Write_at_all_begin", "explicit", True, buf, offset)
 
     def Write_at_all_end(self, buf, status=None):
+        """Complete a split collective write using explicit offset."""
         self._end("Write_at_all_end", True, buf, status)
 
     def Read_all_begin(self, buf):
+        """Start a split collective read using individual file pointer."""
         self._begin("Read_all_begin", "individual", False, buf)
 
     def Read_all_end(self, buf, status=None):
+        """Complete a split collective read using individual file pointer."""
         self._end("Read_all_end", False, buf, status)
 
     def Write_all_begin(self, buf):
+        """Start a split collective write using individual file pointer."""
         self._begin("Write_all_begin", "individual", True, buf)
 
     def Write_all_end(self, buf, status=None):
+        """Complete a split collective write using individual file pointer."""
         self._end("Write_all_end", True, buf, status)
 
     def Read_ordered_begin(self, buf):
+        """Start a split collective read using shared file pointer."""
         self._begin("Read_ordered_begin", "ordered", False, buf)
 
     def Read_ordered_end(self, buf, status=None):
+        """Complete a split collective read using shared file pointer."""
         self._end("Read_ordered_end", False, buf, status)
 
     def Write_ordered_begin(self, buf):
+        """Start a split collective write using shared file pointer."""
         self._begin("Write_ordered_begin", "ordered", True, buf)
 
     def Write_ordered_end(self, buf, status=None):
+        """Complete a split collective write using shared file pointer."""
         self._end("Write_ordered_end", True, buf, status)
 
     # --- consistency (§13.6) ---
     def Set_atomicity(self, flag):
+        """Set the atomicity mode."""
         self._s.atomic = bool(flag)
 
     def Get_atomicity(self):
+        """Return the atomicity mode."""
         return self._s.atomic
 
     atomicity = property(Get_atomicity, Set_atomicity)
 
     def Sync(self):
+        """Cause all previous writes to be transferred to the storage device."""
         try:
             os.fsync(self._s.fd)
         except OSError as exc:
@@ -847,17 +901,20 @@ class File(Handle, GroupMembers, errhandler.ErrorHandling):
 
     # --- error handling: FILE_NULL's is the default of files (errhandler.py) ---
     def Get_errhandler(self):
+        """Get the error handler for a file (for FILE_NULL: the default of new files)."""
         if self._handle is None:
             return errhandler.Errhandler(_null_file_errhandler[0])
         return super().Get_errhandler()
 
     def Set_errhandler(self, errhandler_):
+        """Set the error handler for a file (for FILE_NULL: the default of new files)."""
         if self._handle is None:
             _null_file_errhandler[0] = errhandler.settable(errhandler_, "File")
             return
         super().Set_errhandler(errhandler_)
 
     def Call_errhandler(self, errorcode):
+        """Call the error handler installed on a file."""
         if self._handle is None:
             errhandler.invoke(_null_file_errhandler[0], self, operator.index(errorcode),
                               "File.Call_errhandler")

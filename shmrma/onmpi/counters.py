@@ -467,15 +467,18 @@ class CounterCalls:
 
     @errors.translated
     def Alloc_sync_objects(self, n, info=None):
+        """Allocate ``n`` synchronization counters of this process; return Sync handles."""
         counters = self._extension("Alloc_sync_objects")
         return counters.allocate(rules.checked_number(n, "Alloc_sync_objects", "n"))
 
     @errors.translated
     def Free_sync_objects(self, syncs):
+        """Free counters this process allocated; each entry of ``syncs`` becomes SYNC_NULL."""
         self._extension("Free_sync_objects").release(syncs)
 
     @errors.translated
     def Sync_ops_init(self, target_rank, sync_mode, sync_counter, info=None):
+        """Create a persistent request that signals ``sync_counter`` of ``target_rank``."""
         counters = self._extension("Sync_ops_init")
         target = int(target_rank)
         if not 0 <= target < counters.size:
@@ -489,6 +492,7 @@ class CounterCalls:
 
     @errors.translated
     def Sync_object_init(self, sync_counter, count, info=None):
+        """Create a persistent request that completes when counter ``sync_counter`` is 0."""
         counters = self._extension("Sync_object_init")
         count = rules.checked_number(count, "Sync_object_init", "count")
         counters.check(sync_counter, "Sync_object_init")

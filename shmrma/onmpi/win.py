@@ -83,6 +83,7 @@ class Win(BarrierCalls, CounterCalls, _mpi.Win, metaclass=Extends):
         return guarded
 
     def Free(self):
+        """Free a window, its counters too; collective."""
         counters = self._counters
         if counters is not None and counters.active:
             errors.fail(shm.ERR_RMA_SYNC, "Win.Free: %d synchronization requests on this "
@@ -96,6 +97,7 @@ class Win(BarrierCalls, CounterCalls, _mpi.Win, metaclass=Extends):
         super().Free()
 
     def Change_comm(self, new_comm, peer_rank):
+        """Change the window's communicator: unsupported on the mpi backend (it raises)."""
         raise errors.Exception(
             _mpi.ERR_UNSUPPORTED_OPERATION,
             "Win.Change_comm is not available on the mpi backend: MPI-3 cannot move a window "

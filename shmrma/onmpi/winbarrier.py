@@ -59,6 +59,7 @@ class BarrierCalls:
 
     @errors.translated
     def Ibarrier(self, assertion=0):
+        """Nonblocking window barrier among all members of the window; return a Request."""
         if assertion & ~_KNOWN:
             shm.fail(shm.ERR_ASSERT, "Ibarrier: assertion %#x has bits that are not "
                      "MODE_NOCHECK, MODE_NOSTORE, MODE_NOPUT, MODE_NOPRECEDE or "
@@ -81,6 +82,7 @@ class BarrierCalls:
         return request
 
     def Barrier(self, assertion=0):
+        """Window barrier among all members of the window."""
         self.Ibarrier(assertion).Wait()
 
     def _leave_barrier_epoch(self):

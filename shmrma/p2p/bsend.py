@@ -35,19 +35,24 @@ def _detach(owner):
 
 
 def Attach_buffer(buf):  # noqa: N802 - MPI's name
+    """Attach a buffer for sending in buffered mode (shmrma takes nothing of it)."""
     _attach(None, buf, "the process")
 
 
 def Detach_buffer():  # noqa: N802 - MPI's name
+    """Remove an existing attached buffer; return it."""
     return _detach(None)
 
 
 def Flush_buffer():  # noqa: N802 - MPI's name
-    """Nothing to wait for: a buffered message is in its receiver's queue once Bsend
+    """Block until all buffered messages have been transmitted: at once here.
+
+    Nothing to wait for: a buffered message is in its receiver's queue once Bsend
     returned."""
 
 
 def Iflush_buffer():  # noqa: N802 - MPI's name
+    """Nonblocking flush for buffered messages: a request already complete."""
     return Completed()
 
 
@@ -59,14 +64,18 @@ class BufferAttachment:
     _buffer_owner = "this communicator"
 
     def Attach_buffer(self, buf):
+        """Attach a buffer for sending in buffered mode (shmrma takes nothing of it)."""
         _attach(self._s, buf, self._buffer_owner)
 
     def Detach_buffer(self):
+        """Remove an existing attached buffer; return it."""
         return _detach(self._s)
 
     def Flush_buffer(self):
+        """Block until all buffered messages have been transmitted: at once here."""
         if self._s is not None:     # a live object, else its error
             Flush_buffer()
 
     def Iflush_buffer(self):
+        """Nonblocking flush for buffered messages: a request already complete."""
         return Iflush_buffer() if self._s is not None else None

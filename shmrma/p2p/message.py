@@ -65,7 +65,9 @@ class Message(HandleBase, IntHandle):
     # --- matching probes (Comm.Mprobe and Comm.Improbe) ---
     @classmethod
     def Probe(cls, comm, source=constants.ANY_SOURCE, tag=constants.ANY_TAG, status=None):
-        """Probe, and take the message out of matching: only the Message's Recv
+        """Blocking test for a matched message: wait and return it as a Message.
+
+        Probe, and take the message out of matching: only the Message's Recv
         receives it (a receive posted meanwhile cannot)."""
         probe = _Probe(comm, source, tag, claim=True)
         probe.wait()
@@ -110,18 +112,22 @@ class Message(HandleBase, IntHandle):
         return receive
 
     def Irecv(self, buf):
+        """Nonblocking receive of matched message; return a Request."""
         if self._handle is _NO_PROC or buf is None:
             return self._receive()
         received = buffers.message(buf, writable=True, handles=True)
         return self._receive(received.data, received.finish)
 
     def Recv(self, buf, status=None):
+        """Blocking receive of matched message."""
         self.Irecv(buf).Wait(status)
 
     def irecv(self):
+        """Nonblocking receive of matched message (a Python object); return a Request."""
         return self._receive()
 
     def recv(self, status=None):
+        """Blocking receive of matched message; return the Python object."""
         return self._receive().wait(status)
 
 

@@ -17,7 +17,7 @@ from ..types.status import Status
 
 
 class Request(HandleBase, IntHandle):
-    """``MPI.Request``. The base class is also REQUEST_NULL's type.
+    """``MPI.Request``: a communication request. The base class is also REQUEST_NULL's type.
 
     ``Request(request)`` (and ``Prequest(prequest)``, as in mpi4py) is another
     handle to ``request``: it forwards every method to it, so both see the request
@@ -83,7 +83,9 @@ class Request(HandleBase, IntHandle):
 
     @classmethod
     def fromint(cls, number):
-        """A new handle to the request ``number`` names, of the MPI class of ``cls``
+        """Translate integer handle to object.
+
+        A new handle to the request ``number`` names, of the MPI class of ``cls``
         (Request, Prequest or Grequest), as mpi4py's New(Request) makes it."""
         number = operator.index(number)
         kind = _public_class(cls)
@@ -120,11 +122,13 @@ class Request(HandleBase, IntHandle):
             mailbox.wait_for(mailbox.mailbox(), self._poll, self._describe, self._peers())
 
     def Wait(self, status=None):
+        """Wait for a nonblocking operation to complete."""
         self._block()
         self._finish(status)
         return True
 
     def Test(self, status=None):
+        """Test for the completion of a nonblocking operation."""
         if not self._poll():
             from . import transport as mailbox
             mailbox.mailbox().progress()
@@ -134,10 +138,12 @@ class Request(HandleBase, IntHandle):
         return True
 
     def wait(self, status=None):
+        """Wait for a nonblocking operation to complete; return its object."""
         self.Wait(status)
         return _take_result(self)
 
     def test(self, status=None):
+        """Test for completion: (done, its object or None)."""
         done = self.Test(status)
         return done, (_take_result(self) if done else None)
 
@@ -149,7 +155,9 @@ class Request(HandleBase, IntHandle):
             status._copy_from(self._status)
 
     def Get_status(self, status=None):
-        """Test without completing: progress is made, the request stays as it is."""
+        """Non-destructive test for the completion of a request.
+
+        Test without completing: progress is made, the request stays as it is."""
         if not _counts(self):
             _clear(status)
             return True
@@ -164,17 +172,20 @@ class Request(HandleBase, IntHandle):
     get_status = Get_status
 
     def Free(self):
+        """Free a communication request."""
         if not self:
             errors.fail(errors.ERR_REQUEST, "REQUEST_NULL cannot be freed (a completed "
                         "request is null: check bool(request) first)")
         self._null = True
 
     def Cancel(self):
+        """Cancel a request; Status.Is_cancelled then tells whether it was."""
         if not self:
             errors.fail(errors.ERR_REQUEST, "REQUEST_NULL cannot be cancelled (a completed "
                         "request is null: check bool(request) first)")
 
     def cancel(self):
+        """Cancel a request; Status.Is_cancelled then tells whether it was."""
         self.Cancel()
 
     # --- many requests ---------------------------------------------------------
@@ -183,7 +194,9 @@ class Request(HandleBase, IntHandle):
 
     @classmethod
     def Waitall(cls, requests, statuses=None):
-        """Complete every request, then raise the first one's error, if any (so no
+        """Wait for all previously initiated requests to complete.
+
+        Complete every request, then raise the first one's error, if any (so no
         receive stays posted behind a failed one to take a later message)."""
         error = None
         index = 0           # not enumerate: without statuses (the common case, a halo
@@ -204,23 +217,27 @@ class Request(HandleBase, IntHandle):
 
     @classmethod
     def waitall(cls, requests, statuses=None):
+        """Wait for all previously initiated requests; return their objects."""
         cls.Waitall(requests, statuses)
         return [_take_result(request) for request in requests]
 
     @classmethod
     def Testall(cls, requests, statuses=None):
+        """Test for completion of all previously initiated requests."""
         if not _all_done(requests):
             return False
         return cls.Waitall(requests, statuses)
 
     @classmethod
     def testall(cls, requests, statuses=None):
+        """Test for completion of all requests: (done, their objects or None)."""
         if cls.Testall(requests, statuses):
             return True, [_take_result(r) for r in requests]
         return False, None
 
     @classmethod
     def Get_status_all(cls, requests, statuses=None):
+        """Non-destructive test for the completion of all requests."""
         if not _all_done(requests):
             return False
         for index, request in enumerate(requests):
@@ -231,6 +248,7 @@ class Request(HandleBase, IntHandle):
 
     @classmethod
     def Waitany(cls, requests, status=None):
+        """Wait for any previously initiated request to complete; return its index."""
         if not any(map(_counts, requests)):
             _clear(status)
             return constants.UNDEFINED
@@ -241,11 +259,13 @@ class Request(HandleBase, IntHandle):
 
     @classmethod
     def waitany(cls, requests, status=None):
+        """Wait for any previously initiated request: (index, its object)."""
         index = cls.Waitany(requests, status)
         return index, (_take_result(requests[index]) if index != constants.UNDEFINED else None)
 
     @classmethod
     def Testany(cls, requests, status=None):
+        """Test for completion of any previously initiated request: (index, done)."""
         index, done = cls.Get_status_any(requests)
         if done and index != constants.UNDEFINED:
             requests[index].Wait(status)
@@ -255,13 +275,16 @@ class Request(HandleBase, IntHandle):
 
     @classmethod
     def testany(cls, requests, status=None):
+        """Test for completion of any request: (index, done, its object)."""
         index, done = cls.Testany(requests, status)
         found = done and index != constants.UNDEFINED
         return index, done, (_take_result(requests[index]) if found else None)
 
     @classmethod
     def Get_status_any(cls, requests, status=None):
-        """(index, True) of the first complete request, leaving it as it is;
+        """Non-destructive test for the completion of any request.
+
+        (index, True) of the first complete request, leaving it as it is;
         (UNDEFINED, True) when none is active; (UNDEFINED, False) when none is done."""
         if not any(map(_counts, requests)):
             _clear(status)
@@ -279,6 +302,7 @@ class Request(HandleBase, IntHandle):
 
     @classmethod
     def Waitsome(cls, requests, statuses=None):
+        """Wait for some previously initiated requests to complete; return indices."""
         if not any(map(_counts, requests)):
             return None
         _wait_until(lambda: _first_done(requests, []), requests)
@@ -286,10 +310,12 @@ class Request(HandleBase, IntHandle):
 
     @classmethod
     def waitsome(cls, requests, statuses=None):
+        """Wait for some previously initiated requests: (indices, their objects)."""
         return _with_results(requests, cls.Waitsome(requests, statuses))
 
     @classmethod
     def Testsome(cls, requests, statuses=None):
+        """Test for completion of some previously initiated requests; return indices."""
         done = cls.Get_status_some(requests)
         for position, index in enumerate(done or ()):
             requests[index].Wait(_status_at(statuses, position))
@@ -297,11 +323,14 @@ class Request(HandleBase, IntHandle):
 
     @classmethod
     def testsome(cls, requests, statuses=None):
+        """Test for completion of some requests: (indices, their objects)."""
         return _with_results(requests, cls.Testsome(requests, statuses))
 
     @classmethod
     def Get_status_some(cls, requests, statuses=None):
-        """The indices of the complete requests (None when none is active), left as
+        """Non-destructive test for the completion of some requests.
+
+        The indices of the complete requests (None when none is active), left as
         they are; their statuses go to ``statuses`` in that order."""
         if not any(map(_counts, requests)):
             return None
@@ -416,7 +445,9 @@ class Prequest(Request):
     """A persistent request: inactive until ``Start``."""
 
     def Start(self):
-        """Start the request (each kind of persistent request defines it; a handle
+        """Start a persistent request.
+
+        Start the request (each kind of persistent request defines it; a handle
         made by ``Prequest(request)`` starts ``request``)."""
         if self._alias is None:
             errors.fail(errors.ERR_REQUEST, "Start on REQUEST_NULL or a freed persistent "
@@ -433,6 +464,7 @@ class Prequest(Request):
 
     @classmethod
     def Startall(cls, requests):
+        """Start a collection of persistent requests."""
         for request in requests:
             request.Start()
 
@@ -449,6 +481,7 @@ class Grequest(Request):
 
     @classmethod
     def Start(cls, query_fn=None, free_fn=None, cancel_fn=None, args=None, kwargs=None):
+        """Create and return a user-defined request."""
         request = cls()
         request._null = request._done = False
         request._callbacks = (query_fn, free_fn, cancel_fn,
@@ -457,6 +490,7 @@ class Grequest(Request):
         return request
 
     def Complete(self):
+        """Notify that a user-defined request is complete."""
         if self._callbacks is None:
             errors.fail(errors.ERR_REQUEST, "Complete of a generalized request that is "
                         "not started (Grequest.Start) or already completed and freed")
@@ -468,6 +502,7 @@ class Grequest(Request):
         atomic.cell_add(mailbox.mailbox().doorbell, 1)    # a Wait in another thread wakes
 
     def complete(self, obj=None):
+        """Notify that a user-defined request is complete, with result ``obj``."""
         self._result = obj
         self.Complete()
 
@@ -503,11 +538,13 @@ class Grequest(Request):
             _call_back(free_fn, *args, **kwargs)
 
     def Free(self):
+        """Free a user-defined request (free_fn runs once it is complete)."""
         super().Free()
         if self._done:
             self._release()
 
     def Cancel(self):
+        """Cancel a user-defined request: cancel_fn hears of it."""
         super().Cancel()
         cancel_fn, args, kwargs = self._callbacks[2], self._callbacks[3], self._callbacks[4]
         if cancel_fn is not None:

@@ -32,11 +32,13 @@ class ActiveTarget:
     _sync = None    # the window's fastpath table (window.Win._from_state sets it)
 
     def Fence(self, assertion=0):
+        """Perform an MPI fence synchronization on a window: a barrier of its group."""
         # every RMA call is complete when it returns: a Fence is the window barrier
         winbarrier.barrier(self._s, self._sync, assertion, "Fence")
 
     # --- access epochs: Start and Complete ---
     def Start(self, group, assertion=0):
+        """Start an RMA access epoch to the processes of ``group``; wait for their Post."""
         if _fast_start(self._sync, group, assertion):
             return
         state = self._s
@@ -55,6 +57,7 @@ class ActiveTarget:
         epoch.opened_start(targets)
 
     def Complete(self):
+        """Complete an RMA access epoch begun with Start; the targets are not waited for."""
         if _fast_complete(self._sync):
             return
         state = self._s
@@ -65,6 +68,7 @@ class ActiveTarget:
 
     # --- exposure epochs: Post, Wait and Test ---
     def Post(self, group, assertion=0):
+        """Start an RMA exposure epoch for the processes of ``group``; never blocks."""
         if _fast_post(self._sync, group, assertion):
             return
         state = self._s
@@ -81,6 +85,7 @@ class ActiveTarget:
             atomic.cell_add(state.post_cell(origin, state.rank), 1)
 
     def Wait(self):
+        """Complete an RMA exposure epoch begun with Post: wait for the origins' Complete."""
         if _fast_wait(self._sync):
             return
         state = self._s
@@ -93,6 +98,7 @@ class ActiveTarget:
         _end_exposure(state)
 
     def Test(self):
+        """Test whether an RMA exposure epoch has completed; if so, end it as Wait does."""
         done = _fast_test(self._sync)
         if done is not None:
             return done

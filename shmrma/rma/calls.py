@@ -241,6 +241,7 @@ class Communication:
         return state, target_rank
 
     def Put(self, origin, target_rank, target=None):
+        """Put data into a memory window on a remote process (complete when it returns)."""
         if _fast_put(self._fast, origin, target_rank, target):
             return
         state, target_rank = self._access("Put", target_rank, MODE_WIN_PUT)
@@ -252,6 +253,7 @@ class Communication:
         state.epoch.issued()
 
     def Get(self, origin, target_rank, target=None):
+        """Get data from a memory window on a remote process (complete when it returns)."""
         if _fast_get(self._fast, origin, target_rank, target):
             return
         state, target_rank = self._access("Get", target_rank, MODE_WIN_GET)
@@ -263,6 +265,7 @@ class Communication:
         state.epoch.issued()
 
     def Accumulate(self, origin, target_rank, target=None, op=ops.SUM):
+        """Accumulate data into the target process with ``op``."""
         if _fast_accumulate(self._fast, origin, target_rank, target, op):
             return
         state, target_rank = self._access("Accumulate", target_rank)
@@ -281,6 +284,7 @@ class Communication:
         state.epoch.issued()
 
     def Get_accumulate(self, origin, result, target_rank, target=None, op=ops.SUM):
+        """Fetch-and-accumulate data into the target process: old data to ``result``."""
         if _fast_get_accumulate(self._fast, origin, result, target_rank, target, op):
             return
         state, target_rank = self._access("Get_accumulate", target_rank)
@@ -324,6 +328,7 @@ class Communication:
         state.epoch.issued()
 
     def Fetch_and_op(self, origin, result, target_rank, target_disp=0, op=ops.SUM):
+        """Perform one-sided read-modify-write of one element."""
         if _fast_fetch_and_op(self._fast, origin, result, target_rank, target_disp, op):
             return
         state, target_rank = self._access("Fetch_and_op", target_rank)
@@ -342,6 +347,7 @@ class Communication:
                              (target_disp, 1, incoming.datatype), op, "Fetch_and_op", False)
 
     def Compare_and_swap(self, origin, compare, result, target_rank, target_disp=0):
+        """Perform one-sided atomic compare-and-swap of one element."""
         if _fast_compare_and_swap(self._fast, origin, compare, result, target_rank,
                                   target_disp):
             return
@@ -372,16 +378,20 @@ class Communication:
 
     # --- request-based forms (R53-R59) ---
     def Rput(self, origin, target_rank, target=None):
+        """Put data into a memory window on a remote process; return a complete Request."""
         return self._requested("Rput", target_rank, self.Put, origin, target_rank, target)
 
     def Rget(self, origin, target_rank, target=None):
+        """Get data from a memory window on a remote process; return a complete Request."""
         return self._requested("Rget", target_rank, self.Get, origin, target_rank, target)
 
     def Raccumulate(self, origin, target_rank, target=None, op=ops.SUM):
+        """Accumulate data into the target process; return a complete Request."""
         return self._requested("Raccumulate", target_rank, self.Accumulate, origin,
                                target_rank, target, op)
 
     def Rget_accumulate(self, origin, result, target_rank, target=None, op=ops.SUM):
+        """Fetch-and-accumulate data into the target process; return a complete Request."""
         return self._requested("Rget_accumulate", target_rank, self.Get_accumulate, origin,
                                result, target_rank, target, op)
 

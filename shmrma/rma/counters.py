@@ -385,9 +385,11 @@ class CounterCalls:
     """Mixin of Win: the proposal's calls."""
 
     def Alloc_sync_objects(self, n, info=None):
+        """Allocate ``n`` synchronization counters of this process; return Sync handles."""
         return self._s.counters.allocate(checked_number(n, "Alloc_sync_objects", "n"))
 
     def Free_sync_objects(self, syncs):
+        """Free counters this process allocated; each entry of ``syncs`` becomes SYNC_NULL."""
         state = self._s
         waited_on = {request._counter for request in list(state.counters.requests.values())
                      if isinstance(request, SyncObjectRequest) and request._active}
@@ -406,6 +408,13 @@ class CounterCalls:
             syncs[index] = SYNC_NULL
 
     def Sync_ops_init(self, target_rank, sync_mode, sync_counter, info=None):
+        """Create a persistent request that signals ``sync_counter`` of ``target_rank``.
+
+        While it is active, RMA of the kinds in ``sync_mode`` (MODE_WIN_PUT, MODE_WIN_GET,
+        MODE_WIN_ACCUMULATE or-ed, or 0) to ``target_rank`` needs no other epoch. Wait or Test
+        completes it: those calls are then complete at the target, and the counter is
+        decremented once. ``sync_counter`` comes from ``target_rank``; info ``restart="true"``
+        re-arms it at each completion."""
         state = self._s
         target = state.check_rank(target_rank, "Sync_ops_init target_rank", allow_null=False)
         mode = checked_mode(sync_mode)
@@ -415,6 +424,11 @@ class CounterCalls:
                               restart_of(info, "Sync_ops_init"))
 
     def Sync_object_init(self, sync_counter, count, info=None):
+        """Create a persistent request that completes when counter ``sync_counter`` is 0.
+
+        The counter is this process's own. Each Start adds ``count`` to it; decrements that
+        arrive early are kept (ERR_WIN_COUNTER when more than ``count``). Info
+        ``restart="true"`` re-arms it at each completion, without Start."""
         state = self._s
         count = checked_number(count, "Sync_object_init", "count")
         if count > COUNT_MAX:

@@ -107,6 +107,7 @@ class PassiveTarget:
     _fast = None    # the window's fastpath table (rma.Communication binds it too)
 
     def Lock(self, rank, lock_type=LOCK_EXCLUSIVE, assertion=0):
+        """Begin an RMA access epoch at the target process."""
         done = _fast_lock(self._sync, rank, lock_type, assertion)
         if done is True:
             return
@@ -132,6 +133,7 @@ class PassiveTarget:
         state.epoch.opened_lock(rank, held)
 
     def Unlock(self, rank):
+        """Complete an RMA access epoch at the target process."""
         if _fast_unlock(self._sync, rank):
             return
         state = self._s
@@ -145,6 +147,7 @@ class PassiveTarget:
             WindowLock(state, rank).release(held)
 
     def Lock_all(self, assertion=0):
+        """Begin an RMA access epoch at all processes (shared locks)."""
         done = _fast_lock_all(self._sync, assertion)
         if done is True:
             return
@@ -171,6 +174,7 @@ class PassiveTarget:
         state.epoch.table.lock_all = LOCK_ALL_HELD
 
     def Unlock_all(self):
+        """Complete an RMA access epoch at all processes."""
         if _fast_unlock_all(self._sync):
             return
         state = self._s
@@ -182,22 +186,27 @@ class PassiveTarget:
         state.epoch.lock_all = False
 
     def Flush(self, rank):
+        """Complete all outstanding RMA operations at a target (a memory fence here)."""
         if not _fast_flush(self._fast, rank):
             self._flush(rank, "Flush")
 
     def Flush_local(self, rank):
+        """Complete locally all outstanding RMA operations at a target (a memory fence)."""
         if not _fast_flush(self._fast, rank):
             self._flush(rank, "Flush_local")
 
     def Flush_all(self):
+        """Complete all outstanding RMA operations at all targets (a memory fence)."""
         if not _fast_flush(self._fast, None):
             self._flush(None, "Flush_all")
 
     def Flush_local_all(self):
+        """Complete locally all outstanding RMA operations at all targets (a memory fence)."""
         if not _fast_flush(self._fast, None):
             self._flush(None, "Flush_local_all")
 
     def Sync(self):
+        """Synchronize public and private copies of the window (a memory fence)."""
         if not _fast_flush(self._fast, None):
             self._flush(None, "Sync")
 

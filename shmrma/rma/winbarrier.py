@@ -111,6 +111,12 @@ class WindowBarrier:
     """Mixin of Win."""
 
     def Ibarrier(self, assertion=0):
+        """Nonblocking window barrier: Post, Start, Complete and Wait among all members.
+
+        Return a Request. An RMA call issued after it returns waits, if need be, until its
+        target has entered the same barrier; once the request completes, every RMA call issued
+        before the barrier by any member is complete at its target. Blocking and nonblocking
+        forms may be mixed across processes."""
         request = _fast_ibarrier(self._sync, assertion, self._s)
         if request is not False:
             return request
@@ -118,6 +124,7 @@ class WindowBarrier:
         return BarrierRequest(state, enter(state, assertion, "Ibarrier"))
 
     def Barrier(self, assertion=0):
+        """Window barrier: Post, Start, Complete and Wait among all members of the window."""
         barrier(self._s, self._sync, assertion, "Barrier")
 
 

@@ -154,8 +154,9 @@ def _buffer_exporter():
 
 class Win(_buffer_exporter(), IntHandle, Communication, ActiveTarget, PassiveTarget,
           WindowBarrier, CounterCalls, Attributes, GroupMembers, errhandler.ErrorHandling):
-    """``MPI.Win``; ``Win()`` is WIN_NULL. (The C base first: Win.__new__ reaches its
-    __new__, see handle.HandleBase.)"""
+    """``MPI.Win``: a window for remote memory access; ``Win()`` is WIN_NULL.
+
+    (The C base first: Win.__new__ reaches its __new__, see handle.HandleBase.)"""
 
     _errhandler_kind = "Win"
 
@@ -218,10 +219,12 @@ class Win(_buffer_exporter(), IntHandle, Communication, ActiveTarget, PassiveTar
     # --- creation -------------------------------------------------------------------
     @classmethod
     def Allocate(cls, size, disp_unit=1, info=None, comm=COMM_SELF):
+        """Create a window of newly allocated memory; collective over ``comm``."""
         return cls._allocate(WIN_FLAVOR_ALLOCATE, size, disp_unit, info, comm)
 
     @classmethod
     def Allocate_shared(cls, size, disp_unit=1, info=None, comm=COMM_SELF):
+        """Create a window of newly allocated memory that every member can load and store."""
         return cls._allocate(WIN_FLAVOR_SHARED, size, disp_unit, info, comm)
 
     @classmethod
@@ -250,6 +253,7 @@ class Win(_buffer_exporter(), IntHandle, Communication, ActiveTarget, PassiveTar
 
     @classmethod
     def Create(cls, memory_object, disp_unit=1, info=None, comm=COMM_SELF):
+        """Create a window over existing memory; collective over ``comm``."""
         hints = to_dict(info)
         place, view, problem = _describe_memory(memory_object)
         problem = problem or _creation_problem(place[2], disp_unit)
@@ -268,6 +272,7 @@ class Win(_buffer_exporter(), IntHandle, Communication, ActiveTarget, PassiveTar
 
     @classmethod
     def Create_dynamic(cls, info=None, comm=COMM_SELF):
+        """Create a window to which memory is attached later; collective over ``comm``."""
         hints = to_dict(info)
         size = comm.Get_size()
         _agree(comm, (None, None))
@@ -276,12 +281,14 @@ class Win(_buffer_exporter(), IntHandle, Communication, ActiveTarget, PassiveTar
         return cls._from_state(state)
 
     def Attach(self, memory_object):
+        """Attach a local memory region to a dynamic window."""
         state = self._dynamic_state("Attach")
         address, size, name = dynamic.describe(memory_object)
         if size:
             state.region_table(state.rank).attach(address, size, name)
 
     def Detach(self, memory_object):
+        """Detach a local memory region from a dynamic window."""
         state = self._dynamic_state("Detach")
         state.region_table(state.rank).detach(memory.get_address(memory_object))
 
@@ -300,6 +307,7 @@ class Win(_buffer_exporter(), IntHandle, Communication, ActiveTarget, PassiveTar
 
     # --- memory ------------------------------------------------------------------
     def Shared_query(self, rank):
+        """Query the local memory of a member's window segment: (buffer, disp_unit)."""
         state = self._s
         if state.flavor == WIN_FLAVOR_DYNAMIC:
             errors.fail(errors.ERR_RMA_FLAVOR, "Shared_query is not defined on a dynamic "
@@ -316,6 +324,7 @@ class Win(_buffer_exporter(), IntHandle, Communication, ActiveTarget, PassiveTar
         return _buffer_over(view), state.units[rank]
 
     def tomemory(self):
+        """Return window memory buffer."""
         state = self._s
         return _buffer_over(state.targets[state.rank].view)
 
@@ -341,37 +350,46 @@ class Win(_buffer_exporter(), IntHandle, Communication, ActiveTarget, PassiveTar
 
     @property
     def attrs(self):
+        """Attributes: (base, size, disp_unit)."""
         return (self.Get_attr(WIN_BASE), self.Get_attr(WIN_SIZE), self.Get_attr(WIN_DISP_UNIT))
 
     @property
     def flavor(self):
+        """Create flavor."""
         return self._s.flavor
 
     @property
     def model(self):
+        """Memory model: always WIN_UNIFIED."""
         return WIN_UNIFIED
 
     def Get_info(self):
+        """Return the current hints for a window, as a new Info."""
         return Info.Create(self._s.hints)
 
     def Set_info(self, info):
+        """Set new values for the hints associated with a window."""
         self._s.update_hints(to_dict(info))
 
     info = property(Get_info, Set_info)
 
     def Get_name(self):
+        """Get the print name for this window."""
         if self._state is None:
             return "MPI_WIN_NULL"       # as mpi4py names the null handle
         return self._state.name
 
     def Set_name(self, name):
+        """Set the print name for this window."""
         self._s.name = str(name)
 
     name = property(Get_name, Set_name)
 
     # --- changing the group (seed 000 §1.2.6) -------------------------------------------
     def Change_comm(self, new_comm, peer_rank):
-        """Collective over ``new_comm`` and the window's communicator (winchange.py):
+        """Change the window's communicator to ``new_comm``; return the window handle.
+
+        Collective over ``new_comm`` and the window's communicator (winchange.py):
         the window back over ``new_comm``, a new window for a process that called it on
         WIN_NULL, WIN_NULL for a member that passed COMM_NULL and leaves."""
         change = winchange.Change(self._state, new_comm, peer_rank)
@@ -395,6 +413,7 @@ class Win(_buffer_exporter(), IntHandle, Communication, ActiveTarget, PassiveTar
         errhandler.switch_class(self, errhandler.ERRORS_RETURN)
 
     def Free(self):
+        """Free a window; collective (no epoch may be open)."""
         state = self._s
         state.epoch.check_free()
         self._drop_attributes()

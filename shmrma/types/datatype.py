@@ -227,18 +227,22 @@ class Datatype(Handle, Attributes):
 
     @property
     def committed(self):
+        """Whether the datatype was committed."""
         return self._handle is not None and self._handle.committed
 
     # -- sizes and extents ---------------------------------------------------
 
     def Get_size(self):
+        """Return the number of bytes occupied by entries in the datatype."""
         return self._live("get the size of").size
 
     def Get_extent(self):
+        """Return the lower bound and extent of the datatype: (lb, extent)."""
         handle = self._live("get the extent of")
         return (handle.lb, handle.extent)
 
     def Get_true_extent(self):
+        """Return the true lower bound and extent of the datatype: (lb, extent)."""
         handle = self._live("get the true extent of")
         return (handle.true_lb, handle.true_extent)
 
@@ -254,10 +258,12 @@ class Datatype(Handle, Attributes):
     # -- life cycle ----------------------------------------------------------
 
     def Commit(self):
+        """Commit the datatype; return it."""
         self._live("commit").committed = True
         return self
 
     def Dup(self):
+        """Duplicate a datatype (also Create_dup)."""
         handle = self._live("duplicate")
         twin = handle.duplicate()
         twin.record(COMBINER_DUP, datatypes=[self])
@@ -269,6 +275,7 @@ class Datatype(Handle, Attributes):
     Create_dup = Dup
 
     def Free(self):
+        """Free the datatype (a predefined one cannot be freed)."""
         handle = self._live("free")
         if handle.predefined:
             fail(ERR_TYPE, "cannot free the predefined datatype %r" % self)
@@ -316,18 +323,22 @@ class Datatype(Handle, Attributes):
 
     @property
     def is_predefined(self):
-        """Null, named or a Fortran kind (mpi4py: combiner NAMED, VALUE_INDEX or F90_*;
+        """Is a predefined datatype (or DATATYPE_NULL).
+
+        Null, named or a Fortran kind (mpi4py: combiner NAMED, VALUE_INDEX or F90_*;
         Get_value_index here only ever gives named pairs)."""
         return self._handle is None or self._handle.predefined
 
     # -- names ---------------------------------------------------------------
 
     def Get_name(self):
+        """Get the print name for this datatype."""
         if self._handle is None:
             return "MPI_DATATYPE_NULL"
         return self._live("get the name of").name
 
     def Set_name(self, name):
+        """Set the print name for this datatype."""
         text = as_mpi_string(name, "datatype name")
         self._live("set the name of").name = text[:constants.MAX_OBJECT_NAME - 1]
 
@@ -336,6 +347,7 @@ class Datatype(Handle, Attributes):
     # -- Python and numpy interoperability -------------------------------------
 
     def tocode(self):
+        """Get character code or type string from predefined MPI datatype."""
         handle = self._handle
         if handle is None or handle.code is None:
             raise ValueError("cannot map to character code or type string")
@@ -343,6 +355,7 @@ class Datatype(Handle, Attributes):
 
     @classmethod
     def fromcode(cls, code):
+        """Get predefined MPI datatype from character code or type string."""
         try:
             return _TYPECODES[code]
         except KeyError:
@@ -350,6 +363,7 @@ class Datatype(Handle, Attributes):
 
     @property
     def typestr(self):
+        """Type string (numpy's array interface form)."""
         handle = self._handle
         if handle is None:
             return ""
@@ -357,6 +371,7 @@ class Datatype(Handle, Attributes):
 
     @property
     def typechar(self):
+        """Character code."""
         handle = self._handle
         if handle is None:
             return ""
@@ -378,6 +393,7 @@ class Datatype(Handle, Attributes):
 
     @classmethod
     def Create_f90_integer(cls, r):
+        """Return a bounded integer datatype of at least ``r`` decimal digits."""
         r = c_integer(r)
         for digits, name in _F90_INTEGERS:
             if r <= digits:
@@ -387,10 +403,12 @@ class Datatype(Handle, Attributes):
 
     @classmethod
     def Create_f90_real(cls, p, r):
+        """Return a bounded real datatype of precision ``p`` and range ``r``."""
         return _f90_floating(COMBINER_F90_REAL, p, r)
 
     @classmethod
     def Create_f90_complex(cls, p, r):
+        """Return a bounded complex datatype of precision ``p`` and range ``r``."""
         return _f90_floating(COMBINER_F90_COMPLEX, p, r)
 
     @classmethod

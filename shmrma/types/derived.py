@@ -475,18 +475,21 @@ def _same_length(items, expected):
 
 
 def create_contiguous(self, count):
+    """Create a contiguous datatype of ``count`` items."""
     old = _old(self, "contiguous type")
     count = _non_negative(c_integer(count), "count", "Create_contiguous")
     return _made(_blocks(old, [count], [0]), COMBINER_CONTIGUOUS, [old], counts=[count])
 
 
 def create_vector(self, count, blocklength, stride):
+    """Create a vector (strided) datatype, stride in items."""
     old = _old(self, "vector")
     return _strided(old, count, blocklength, stride, old.extent, COMBINER_VECTOR,
                     "Create_vector")
 
 
 def create_hvector(self, count, blocklength, stride):
+    """Create a vector (strided) datatype with stride in bytes."""
     old = _old(self, "hvector")
     return _strided(old, count, blocklength, stride, 1, COMBINER_HVECTOR, "Create_hvector")
 
@@ -501,24 +504,28 @@ def _strided(old, count, blocklength, stride, stride_unit, combiner, call):
 
 
 def create_indexed(self, blocklengths, displacements):
+    """Create an indexed datatype, displacements in items."""
     old = _old(self, "indexed type")
     return _indexed(old, blocklengths, displacements, old.extent, COMBINER_INDEXED,
                     "Create_indexed")
 
 
 def create_hindexed(self, blocklengths, displacements):
+    """Create an indexed datatype with displacements in bytes."""
     old = _old(self, "hindexed type")
     return _indexed(old, blocklengths, displacements, 1, COMBINER_HINDEXED,
                     "Create_hindexed")
 
 
 def create_indexed_block(self, blocklength, displacements):
+    """Create an indexed datatype with constant-sized blocks."""
     old = _old(self, "indexed-block type")
     return _indexed(old, blocklength, displacements, old.extent, COMBINER_INDEXED_BLOCK,
                     "Create_indexed_block")
 
 
 def create_hindexed_block(self, blocklength, displacements):
+    """Create an indexed datatype with constant-sized blocks, displacements in bytes."""
     old = _old(self, "hindexed-block type")
     return _indexed(old, blocklength, displacements, 1, COMBINER_HINDEXED_BLOCK,
                     "Create_hindexed_block")
@@ -542,6 +549,7 @@ def _indexed(old, blocklengths, displacements, unit, combiner, call):
 
 
 def create_subarray(self, sizes, subsizes, starts, order=ORDER_C):
+    """Create a datatype for a subarray of a multidimensional array."""
     old = _old(self, "subarray")
     call = "Create_subarray"
     sizes = [operator.index(size) for size in sizes]
@@ -579,7 +587,9 @@ def _array_type(old, sizes, indices, order, call):
 
 
 def create_darray(self, size, rank, gsizes, distribs, dargs, psizes, order=ORDER_C):
-    """This rank's part of an array distributed over a row-major process grid
+    """Create a datatype for a distributed array on a Cartesian process grid.
+
+    This rank's part of an array distributed over a row-major process grid
     (MPI-4.1 §5.1.4): the elements it owns, in the array's storage order."""
     old = _old(self, "darray")
     call = "Create_darray"
@@ -627,6 +637,7 @@ def _owned(call, gsize, distrib, darg, psize, coordinate):
 
 
 def create_struct(cls, blocklengths, displacements, datatypes):
+    """Create a general composite (struct) datatype."""
     call = "Create_struct"
     lengths = [_non_negative(operator.index(b), "blocklength", call) for b in blocklengths]
     displacements = [operator.index(d) for d in _same_length(displacements, len(lengths))]
@@ -682,6 +693,7 @@ def _alignment(datatype):
 
 
 def create_resized(self, lb, extent):
+    """Create a datatype with a new lower bound and extent (also Resized)."""
     old = _old(self, "resized type")
     lb, extent = c_integer(lb), c_integer(extent)
     return _made(_make(Layout.of(old), lb, lb + extent, old.basic), COMBINER_RESIZED, [old],

@@ -53,7 +53,9 @@ def _make_buffer_class():
 
         @classmethod
         def frombuffer(cls, obj, readonly=False):
-            """A buffer over ``obj``'s memory; a writable one unless ``readonly``
+            """Buffer from buffer-like object.
+
+            A buffer over ``obj``'s memory; a writable one unless ``readonly``
             (BufferError when ``obj`` cannot be written)."""
             result = cls._over(buffers.as_view(obj, writable=not readonly), obj)
             if readonly:
@@ -62,12 +64,14 @@ def _make_buffer_class():
 
         @classmethod
         def allocate(cls, nbytes, clear=False):
+            """Buffer allocation: ``nbytes`` new zeroed bytes."""
             if nbytes < 0:
                 raise ValueError("nbytes must be non-negative, not %d" % nbytes)
             return cls(bytearray(nbytes))
 
         @classmethod
         def fromaddress(cls, address, nbytes, readonly=False):
+            """Buffer from address and size in bytes."""
             if nbytes < 0:
                 raise ValueError("nbytes must be non-negative, not %d" % nbytes)
             if address == 0 and nbytes:
@@ -80,20 +84,24 @@ def _make_buffer_class():
 
         @property
         def address(self):
+            """Buffer address."""
             if self.nbytes == 0 and self._empty_address is not None:
                 return self._empty_address
             return self.ctypes.data
 
         @property
         def obj(self):
+            """Object exposing buffer."""
             return self._source
 
         @property
         def readonly(self):
+            """Buffer is read-only."""
             return not self.flags.writeable
 
         @property
         def format(self):
+            """Format of each element: always "B" (bytes)."""
             return "B"
 
         def __len__(self):
@@ -135,6 +143,7 @@ def _make_buffer_class():
             return self._itemsize
 
         def toreadonly(self):
+            """Return a readonly version of the buffer object."""
             result = self.view(type(self))
             result._source = self if self._source is None else self._source
             result._itemsize, result._empty_address = self._itemsize, self._empty_address
@@ -142,6 +151,7 @@ def _make_buffer_class():
             return result
 
         def cast(self, format, shape=None):
+            """Cast to a memoryview with new format or shape."""
             view = memoryview(self).cast("B").cast(format)
             return view if shape is None else view.cast("B").cast(format, shape)
 
@@ -150,6 +160,7 @@ def _make_buffer_class():
             return numpy.ndarray.tobytes(self)
 
         def release(self):
+            """Release the underlying buffer exposed by the buffer object."""
             self._source = None
 
         def __repr__(self):
@@ -175,6 +186,7 @@ def Alloc_mem(size, info=None):
 
 
 def Free_mem(mem):
+    """Free memory allocated with Alloc_mem."""
     segment = _segments_by_address.pop(getattr(mem, "address", None), None)
     if segment is None:
         if getattr(mem, "nbytes", None) == 0:
@@ -200,7 +212,9 @@ def _forget_allocations():
 
 
 def get_address(location):
-    """``MPI.Get_address``: the address of a buffer's first byte; None is the null
+    """Get the address of a location in memory.
+
+    ``MPI.Get_address``: the address of a buffer's first byte; None is the null
     address, as MPI.BOTTOM is (mpi4py)."""
     if location is None:
         return 0

@@ -63,8 +63,9 @@ class Pickle:
         return self._loads(data)
 
     def dumps_oob(self, obj):
-        """Serialize object to pickle data stream and out-of-band buffers: the
-        buffers of at least THRESHOLD bytes travel apart (protocol 5)."""
+        """Serialize object to pickle data stream and out-of-band buffers.
+
+        The buffers of at least THRESHOLD bytes travel apart (protocol 5)."""
         protocol = DEFAULT_PROTOCOL if self._protocol is None else self._protocol
         buffers = []
         threshold = self._threshold

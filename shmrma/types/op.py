@@ -61,6 +61,7 @@ class Op(Handle):
 
     @classmethod
     def fromint(cls, number):
+        """Translate integer handle to object."""
         op = super().fromint(number)
         op._knows_function = op.is_predefined
         return op
@@ -119,6 +120,7 @@ class Op(Handle):
         return op
 
     def Free(self):
+        """Free a user-defined reduction operation."""
         handle = self._live("free")
         if handle.predefined:
             fail(ERR_OP, "cannot free the predefined operation %s" % handle.name)
@@ -130,12 +132,14 @@ class Op(Handle):
         return self._handle.predefined
 
     def Is_commutative(self):
+        """Query reduction operations for their commutativity."""
         return self._live("query the commutativity of").commutative
 
     is_commutative = property(Is_commutative)
 
     @property
     def is_predefined(self):
+        """Is a predefined operation (or OP_NULL)."""
         return self._handle is None or self._handle.predefined
 
     def Reduce_local(self, inbuf, inoutbuf):

@@ -26,24 +26,30 @@ class Packing:
     buffers, which builds on datatypes)."""
 
     def Pack(self, inbuf, outbuf, position, comm):
+        """Pack into contiguous memory according to datatype; return the new position."""
         return _store(_packed(self, inbuf), outbuf, position, "Pack")
 
     def Unpack(self, inbuf, position, outbuf, comm):
+        """Unpack from contiguous memory according to datatype; return the new position."""
         return _load(self, inbuf, position, outbuf, "Unpack", external=False)
 
     def Pack_size(self, count, comm):
+        """Return the number of bytes that packing ``count`` items needs."""
         return _count(count, "Pack_size") * derived.packed_item_bytes(self)
 
     def Pack_external(self, datarep, inbuf, outbuf, position):
+        """Pack in the "external32" representation; return the new position."""
         _datarep(datarep, "Pack_external")
         return _store(_to_external(_packed(self, inbuf), self), outbuf, position,
                       "Pack_external")
 
     def Unpack_external(self, datarep, inbuf, position, outbuf):
+        """Unpack from the "external32" representation; return the new position."""
         _datarep(datarep, "Unpack_external")
         return _load(self, inbuf, position, outbuf, "Unpack_external", external=True)
 
     def Pack_external_size(self, datarep, count):
+        """Return the number of bytes that packing ``count`` items in "external32" needs."""
         _datarep(datarep, "Pack_external_size")
         return _count(count, "Pack_external_size") * _external_item_bytes(self)
 

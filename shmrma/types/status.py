@@ -26,7 +26,7 @@ def _int32(value):
 
 
 class Status:
-    """``MPI.Status``. ``Status(other)`` copies ``other``."""
+    """``MPI.Status``: the status of a message. ``Status(other)`` copies ``other``."""
 
     __slots__ = ("_fields", "__weakref__")    # weak references, as mpi4py's Status
 
@@ -57,21 +57,27 @@ class Status:
 
     # --- the fields ---
     def Get_source(self):
+        """Get message source."""
         return self._fields[SOURCE]
 
     def Set_source(self, source):
+        """Set message source."""
         self._fields[SOURCE] = operator.index(source)
 
     def Get_tag(self):
+        """Get message tag."""
         return self._fields[TAG]
 
     def Set_tag(self, tag):
+        """Set message tag."""
         self._fields[TAG] = operator.index(tag)
 
     def Get_error(self):
+        """Get message error."""
         return self._fields[ERROR]
 
     def Set_error(self, error):
+        """Set message error."""
         self._fields[ERROR] = operator.index(error)
 
     source = property(Get_source, Set_source, doc="Message source.")
@@ -95,6 +101,7 @@ class Status:
         fields[COUNT_HI_AND_CANCELLED] = fields[COUNT_HI_AND_CANCELLED] & 1 | (nbytes >> 32) << 1
 
     def Get_count(self, datatype=None):
+        """Get the number of whole items of ``datatype`` (default: bytes), or UNDEFINED."""
         size = 1 if datatype is None else _datatype_size(datatype)
         if size == 0:
             return 0
@@ -102,14 +109,18 @@ class Status:
         return count // size if count % size == 0 else constants.UNDEFINED
 
     def Get_elements(self, datatype):
-        """The basic elements received (MPI-3.1 §4.1.11): a column of 5 doubles is 5,
+        """Get the number of basic elements in a message.
+
+        The basic elements received (MPI-3.1 §4.1.11): a column of 5 doubles is 5,
         and a part of an item counts the elements it holds; UNDEFINED when the bytes
         end inside one."""
         elements = _derived().elements_in(_lookup(datatype), self.count)
         return constants.UNDEFINED if elements is None else elements
 
     def Set_elements(self, datatype, count):
-        """Set the count to ``count`` basic elements of ``datatype`` (for Grequest
+        """Set the number of elements in a status.
+
+        Set the count to ``count`` basic elements of ``datatype`` (for Grequest
         queries): Get_elements(datatype) answers ``count`` after it."""
         count = operator.index(count)
         if count < 0:
@@ -118,9 +129,11 @@ class Status:
         self.count = _derived().bytes_of_elements(_lookup(datatype), count)
 
     def Is_cancelled(self):
+        """Test to see if a request was cancelled."""
         return bool(self._fields[COUNT_HI_AND_CANCELLED] & 1)
 
     def Set_cancelled(self, flag):
+        """Set the cancelled state associated with a status."""
         fields = self._fields
         fields[COUNT_HI_AND_CANCELLED] = fields[COUNT_HI_AND_CANCELLED] & ~1 | bool(flag)
 
@@ -145,6 +158,7 @@ class Status:
 
     # --- the Fortran status: F_STATUS_SIZE ints, F_SOURCE, F_TAG, F_ERROR among them ---
     def py2f(self):
+        """Return the Fortran status: a list of F_STATUS_SIZE ints."""
         return list(self._fields)
 
     @classmethod
