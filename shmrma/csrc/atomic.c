@@ -45,7 +45,8 @@
  * spin 1.5 us (the old 64 iterations) 7.4 us, since the receiver was asleep
  * when the reply came and a futex wake-up across vCPUs costs tens of us; spin
  * 25 us and more: 0.8 us.  With more ranks than CPUs spinning only delays the
- * rank waited for (lessons 24): there the job spins 0 us and yields 16 times.
+ * rank waited for (mpi4py's CI on an oversubscribing MPI went from minutes to
+ * over an hour): there the job spins 0 us and yields 16 times.
  * Override with SHMRMA_SPIN (microseconds) and SHMRMA_YIELDS.  A wait longer
  * than a slice (the callers check the job between slices) spins and yields at
  * its start only: its later slices sleep at once (wait_changed). */

@@ -125,7 +125,7 @@ extern PyTypeObject WinTableType;
  * whether it is exposed (a Post epoch is open) and the window barriers it entered. */
 extern Py_ssize_t g_off_entered;
 /* Hidden: the synchronization calls read these as one PC-relative load each, as
- * they did when the offsets were static in _native.c (not through the GOT). */
+ * they did when the offsets were static in one C file (not through the GOT). */
 extern __attribute__((visibility("hidden"))) Py_ssize_t g_off_ticket, g_off_read,
     g_off_write, g_off_completes, g_off_exposed;
 
