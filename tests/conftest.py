@@ -1,6 +1,6 @@
 """Shared test fixtures.
 
-- The session fails if it leaves a shmrma segment in /dev/shm (lessons 1).
+- The session fails if it leaves a shmrma segment in /dev/shm (a crash must not leak one).
 - ``run_shmrma(args, ...)`` runs ``python -m shmrma.run *args`` with a hard timeout.
 """
 import os
@@ -32,7 +32,7 @@ def shmrma_segments():
 
 @pytest.fixture(scope="session", autouse=True)
 def _record_segments_at_start():
-    """Remember which shmrma segments existed before the session (lessons 1)."""
+    """Remember which shmrma segments existed before the session."""
     global _names_at_start
     if _names_at_start is None:
         _names_at_start = shmrma_segments()
@@ -40,7 +40,7 @@ def _record_segments_at_start():
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """Fail the session, listing them, if new shmrma segments remain (lessons 1)."""
+    """Fail the session, listing them, if new shmrma segments remain."""
     if _names_at_start is None:
         return
     leaked = shmrma_segments() - _names_at_start
@@ -50,7 +50,7 @@ def pytest_sessionfinish(session, exitstatus):
         leaked &= shmrma_segments()
     if not leaked:
         return
-    message = ("shmrma segments left in %s by this test session (lessons 1):\n  %s\n"
+    message = ("shmrma segments left in %s by this test session:\n  %s\n"
                % (SHM_DIR, "\n  ".join(sorted(leaked))))
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:

@@ -1,7 +1,7 @@
 """The mpi backend (README, "Running on a cluster"): every program under scripts/
 prints the same lines on shared memory and on mpi4py with MPICH (or Open MPI: run
 this file with a Python whose mpiexec is Open MPI's), at 2 and 4 ranks;
-shmrma's extensions (API.md §9) work there in standard MPI-3 calls; the launcher's
+shmrma's extensions (docs/api.md) work there in standard MPI-3 calls; the launcher's
 --backend option and SHMRMA_BACKEND.
 """
 import importlib.util
@@ -65,7 +65,7 @@ def test_script_prints_the_same_on_both_backends(run_shmrma, script, ranks):
 @needs_mpi
 @pytest.mark.timeout(120)
 def test_extensions_on_the_mpi_backend(run_shmrma):
-    """API.md §9 on mpi4py: counters (R154-R163, A14-A18, A25), HANDLE_SYNC, the window
+    """The extensions on mpi4py: counters (R154-R163, A14-A18, A25), HANDLE_SYNC, the window
     barrier (A1-A3), Change_comm's error; each error with its class and nothing changed."""
     result = run_shmrma(["--backend", "mpi", "-n", 2, "--timeout", 90,
                          PROGRAMS / "mpi_extensions.py"], timeout=110, env=LINES)

@@ -2,11 +2,11 @@
 
 These tests check the harness's conventions, not timings: OMB 7.x's defaults
 per benchmark, its -w/-s/-m/-i/-x/-T/-W options, sizes doubling from MIN, and
-its header and column layout (../shared/design/benchmarks.md §1.2-1.4). Every
+its header and column layout, as OMB 7.x's sources have them. Every
 run is tiny (-i 3 -x 1, a few bytes) and no number is compared with another;
 only compare.py's arithmetic is checked, on synthetic samples. Usage errors
 exit 2 with a message on stderr and launch nothing. No /dev/shm/shmrma.*
-segment may be left behind (lessons 1; conftest.py checks the session too).
+segment may be left behind (conftest.py checks the session too).
 """
 import os
 import re
@@ -47,7 +47,7 @@ DATATYPE_RE = re.compile(r"^# Datatype: (MPI_\w+)\.$")
 REFERENCE_RE = re.compile(r"^# Reference: (.+)$")
 ROW_RE = re.compile(r"^(\d+)\s+(\d+\.\d{2})$")
 
-# benchmarks.md §1.3, written out here independently of options.py:
+# OMB 7.x's per-benchmark defaults, written out here independently of options.py:
 # name: (title, default -w, default -s, default datatype, unit)
 DEFAULTS = {
     "osu_put_latency": ("MPI_Put Latency", "MPI_Win_allocate", "MPI_Win_flush",
@@ -88,7 +88,7 @@ def shmrma_segments():
 
 @pytest.fixture(scope="module", autouse=True)
 def no_segments_left():
-    """Every job of this file removes its segments (lessons 1), checked once at the
+    """Every job of this file removes its segments, checked once at the
     end of the module so a leak is reported here and not only at session end."""
     before = shmrma_segments()
     yield
@@ -154,7 +154,7 @@ def parse(out, reference=False):
 
 
 def check(out, name, sizes, window=None, sync=None, datatype=None, reference=False):
-    """``out`` is ``name``'s output with the given sizes and §1.3's defaults
+    """``out`` is ``name``'s output with the given sizes and OMB's defaults
     unless told otherwise."""
     title, d_window, d_sync, d_datatype, unit = DEFAULTS[name]
     got = parse(out, reference)
@@ -183,7 +183,7 @@ def call_main(argv, monkeypatch):
 
 @pytest.mark.parametrize("name", [n for n in osu.BENCHMARKS if n != "osu_put_bibw"])
 def test_every_benchmark_with_its_defaults(name):
-    """§1.3: default -w, -s and datatype of each benchmark, its title and unit;
+    """OMB's defaults: -w, -s and datatype of each benchmark, its title and unit;
     sizes 1..4 step by doubling, fop and cas one row of one 8-byte integer."""
     out = ok(name, "-m", "1:4", *TINY)
     check(out, name, [8] if name in ONE_SIZE else [1, 2, 4])
@@ -191,8 +191,8 @@ def test_every_benchmark_with_its_defaults(name):
 
 @pytest.mark.parametrize("sync", ["pscw", "fence"])
 def test_put_bibw_active_modes(sync):
-    """osu_put_bibw takes only -s pscw (its default, §1.3) and -s fence; both ranks
-    put in both directions (§1.4)."""
+    """osu_put_bibw takes only -s pscw (its default) and -s fence; both ranks
+    put in both directions (as in OMB's timed loop)."""
     args = ("-m", "1:4", "-W", "4") + tuple(TINY)
     out = ok("osu_put_bibw", *args) if sync == "pscw" else ok("osu_put_bibw", "-s", sync,
                                                                *args)
@@ -201,14 +201,14 @@ def test_put_bibw_active_modes(sync):
 
 @pytest.mark.parametrize("sync", sorted(SYNC_NAMES))
 def test_put_latency_sync_modes(sync):
-    """§1.4: every -s mode runs and names its calls."""
+    """OMB's timed loop: every -s mode runs and names its calls."""
     out = ok("osu_put_latency", "-s", sync, "-m", "1:2", *TINY)
     check(out, "osu_put_latency", [1, 2], sync=SYNC_NAMES[sync])
 
 
 @pytest.mark.parametrize("window", sorted(WINDOWS))
 def test_get_bw_window_modes(window):
-    """§1.2: -w create, allocate and dynamic (attach + exchanged base address),
+    """OMB: -w create, allocate and dynamic (attach + exchanged base address),
     with -W 4 operations per iteration."""
     out = ok("osu_get_bw", "-w", window, "-W", "4", "-m", "1:4", *TINY)
     check(out, "osu_get_bw", [1, 2, 4], window=WINDOWS[window])
@@ -223,7 +223,7 @@ def put_latency_out():
 
 
 def test_put_latency_output_is_omb_layout(put_latency_out):
-    """§1.2 output layout, line by line, for -m 1:8."""
+    """OMB's output layout, line by line, for -m 1:8."""
     out = put_latency_out
     lines = out.splitlines()
     assert lines[:5] == ["# OSU MPI_Put Latency Test v7.4",
@@ -317,7 +317,7 @@ def test_third_party_parsers_read_a_bandwidth_output():
 
 
 def test_fop_and_cas_one_row_of_one_element():
-    """§1.3: fop/cas print one row, the element size of -T: 4 for mpi_int."""
+    """OMB's defaults: fop/cas print one row, the element size of -T: 4 for mpi_int."""
     check(ok("osu_fop_latency", "-T", "mpi_int", *TINY), "osu_fop_latency", [4],
           datatype="MPI_INT")
     check(ok("osu_cas_latency", "-T", "mpi_int", "-m", "1:64", *TINY), "osu_cas_latency",
@@ -325,12 +325,12 @@ def test_fop_and_cas_one_row_of_one_element():
 
 
 def test_sizes_double_from_min():
-    """§1.2: OMB steps sizes MIN, 2 MIN, ... up to MAX: -m 3:16 is 3, 6, 12."""
+    """OMB steps sizes MIN, 2 MIN, ... up to MAX: -m 3:16 is 3, 6, 12."""
     check(ok("osu_put_latency", "-m", "3:16", *TINY), "osu_put_latency", [3, 6, 12])
 
 
 def test_acc_sizes_start_at_one_element():
-    """§1.3: accumulate counts size / type size elements, so no size below one
+    """OMB's defaults: accumulate counts size / type size elements, so no size below one
     MPI_DOUBLE: -m 1:16 prints 8 and 16."""
     out = ok("osu_acc_latency", "-T", "mpi_double", "-m", "1:16", *TINY)
     check(out, "osu_acc_latency", [8, 16], datatype="MPI_DOUBLE")
@@ -611,7 +611,7 @@ def test_notification_forms_run_and_parse(form):
 
 
 def test_halo_forms_compute_the_same_grid():
-    """shmrma/bench/halo.py: the A3 exchange with counters and the Fence exchange give
+    """shmrma/bench/halo.py: Example A3's halo with counters and the Fence exchange give
     the same grid (equal checksums) on 3 ranks; HaloCase runs mpi4py with Fence."""
     run = os.path.join(BIN, "shmrma-run")
     sums = {}
@@ -637,7 +637,7 @@ MIB4 = 1 << 22
     ("1:8", [1, 2, 4, 8]),                                 # MIN:MAX
     ("4194304:", [MIB4])])
 def test_message_size_forms(flag, sizes):
-    """§1.2: -m takes MAX, MIN:MAX, and MIN: (the default MAX, 4 MiB)."""
+    """OMB: -m takes MAX, MIN:MAX, and MIN: (the default MAX, 4 MiB)."""
     bench_, opts = osu.parse("osu_put_latency", ["-m", flag])
     assert osu.sizes(bench_, opts) == sizes
 
@@ -657,7 +657,7 @@ def test_message_size_min_only_runs(monkeypatch):
     ("osu_put_bw", 8192, (10, 100)), ("osu_get_bw", 8193, (2, 20)),
     ("osu_put_bibw", MIB4, (2, 20))])
 def test_omb_default_loop_counts(name, size, counts):
-    """§1.2: (warm-up, timed) iterations; "large" is over 8192 bytes."""
+    """OMB: (warm-up, timed) iterations; "large" is over 8192 bytes."""
     bench_, opts = osu.parse(name, [])
     assert osu.loop_counts(bench_, opts, size) == counts
     # -i and -x set the small and the large counts alike
@@ -758,7 +758,7 @@ def timed_calls(log):
 
 
 def test_a_window_per_size_made_and_freed_outside_the_timing(capsys):
-    """§1.2: every size gets its own window, created before and freed after its two
+    """OMB: every size gets its own window, created before and freed after its two
     timed loops (warm-up, then timed), with a Barrier between sizes; rank 0 prints
     µs per iteration: 1 s (the stub clock) over 3 iterations."""
     run = stub_run("osu_put_latency", ["-m", "1:4", "-i", "3", "-x", "2"])
@@ -779,14 +779,14 @@ def test_a_window_per_size_made_and_freed_outside_the_timing(capsys):
 @pytest.mark.parametrize("sync, halve", [("flush", 1), ("flush_local", 1), ("lock", 1),
                                          ("lock_all", 1), ("fence", 2), ("pscw", 2)])
 def test_latency_is_halved_for_fence_and_pscw(sync, halve):
-    """§1.2/1.4: µs = elapsed x 1e6 / iterations, halved for fence and PSCW (one
+    """OMB: µs = elapsed x 1e6 / iterations, halved for fence and PSCW (one
     iteration is a transfer each way)."""
     bench_, opts = osu.parse("osu_put_latency", ["-s", sync])
     assert rank_program.result(bench_, opts, 8, 0.5, 1000) == pytest.approx(500 / halve)
 
 
 def test_bandwidth_counts_decimal_megabytes_and_doubles_bibw():
-    """§1.2: MB/s = size x iterations x window_size / 1e6 / elapsed (MB = 10^6 B,
+    """OMB: MB/s = size x iterations x window_size / 1e6 / elapsed (MB = 10^6 B,
     so 1 MiB a second is 1.048576 MB/s); bi-directional is twice that; neither is
     halved under fence or PSCW."""
     bw, opts = osu.parse("osu_put_bw", ["-W", "64"])
@@ -798,8 +798,8 @@ def test_bandwidth_counts_decimal_megabytes_and_doubles_bibw():
 
 
 W = 2      # -W for the bandwidth tests below
-# §1.4, written out independently of osu.py: the calls of one iteration, on rank 0
-# and on rank 1 (passive modes: rank 1 makes none).
+# OMB's timed loop, written out independently of osu.py: the calls of one iteration,
+# on rank 0 and on rank 1 (passive modes: rank 1 makes none).
 OMB_STEPS = {
     ("osu_put_latency", "fence"): (["Fence", "Put", "Fence", "Fence"],
                                    ["Fence", "Fence", "Put", "Fence"]),
@@ -820,7 +820,7 @@ OMB_STEPS = {
 @pytest.mark.parametrize("name, sync", sorted(OMB_STEPS))
 @pytest.mark.parametrize("rank", [0, 1])
 def test_step_order_of_each_sync_mode(name, sync, rank):
-    """§1.4: inside the timed loop each rank calls exactly OMB's steps, in order,
+    """Inside the timed loop each rank calls exactly OMB's steps, in order,
     once per iteration; the window is made before the clock starts."""
     argv = ["-s", sync] + (["-W", str(W)] if name != "osu_put_latency" else [])
     run = stub_run(name, argv, rank)

@@ -225,7 +225,7 @@ def test_counters_table_adds_mpi_backend_rows_and_keeps_the_old_ones(capsys):
         (halo.on_mpi_backend[0], "shmrma on shm"), (halo.on_mpi_backend[1], "mpi4py")]
     # the existing rows: shm counters against mpi4py, the target unchanged
     assert rows[0]["shmrma"] == "1.00" and rows[0]["ratio"] == 0.25
-    assert rows[0]["target"] == 0.3 and rows[3]["target"] == 0.5    # issue 14's A3 target
+    assert rows[0]["target"] == 0.3 and rows[3]["target"] == 0.5    # issue 14, Halo A3
     # mpi backend / shm (informs), and mpi backend / mpi4py's MPI-3 form (issue 14's
     # target for the notification, none for the halo)
     assert (rows[1]["shmrma"], rows[1]["reference"], rows[1]["ratio"]) == ("12.00", "1.00",

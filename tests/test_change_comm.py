@@ -1,5 +1,5 @@
-"""``win.Change_comm(new_comm, peer_rank)`` of the 2008 proposal (000 §1.2.6;
-API.md §9; checklist R164, A27): processes join with a zero-size segment and
+"""``win.Change_comm(new_comm, peer_rank)`` of the 2008 proposal (its §1.2.6;
+R164, A27): processes join with a zero-size segment and
 reach every existing one, members leave, and every misuse raises the same error
 on every process with the window unchanged.
 """
@@ -130,7 +130,7 @@ def test_members_leave_and_the_others_are_renumbered():
 
 @pytest.mark.timeout(60)
 def test_misuse_raises_everywhere_and_changes_nothing():
-    """A27 (D): an open epoch, live counters or requests (ERR_RMA_SYNC), a peer_rank outside
+    """A27: an open epoch, live counters or requests (ERR_RMA_SYNC), a peer_rank outside
     the window (ERR_RANK), members reordered (ERR_COMM), different peer_rank values
     (ERR_ARG): every process raises the same class, the window is unchanged, and a
     correct call then works."""

@@ -1,4 +1,4 @@
-"""Collective operations on objects and buffers (API.md §3, §4, §7).
+"""Collective operations on objects and buffers (docs/api.md).
 
 Rules: issue 2 for the calls themselves (results as mpi4py + MPICH give them,
 at 1 to 4 ranks and at 8 ranks on 2 cores); R52 for REPLACE/NO_OP in reductions;
@@ -84,7 +84,7 @@ def test_object_collectives(nprocs):
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
 def test_buffer_collectives(nprocs):
-    """Issue 2, API.md §5: Bcast, Gather, Allgather, Reduce, Allreduce and Alltoall on
+    """Issue 2, mpi4py's rules: Bcast, Gather, Allgather, Reduce, Allreduce and Alltoall on
     numpy buffers, bare and as [buf, count, datatype] (count per rank, the buffer may
     be longer), and with IN_PLACE where mpi4py allows it."""
     def body():

@@ -8,7 +8,7 @@ broadcasts from changing roots, of small and chunked data, mixed with every
 other kind of step, on communicators made by Dup and Split, on the C path, the
 Python path and both at once (fast paths on at some ranks only); a root running
 far ahead of a slow reader; a dead root; and what --timeout reports a rank waits
-for. No checklist rule covers collectives; the behaviour is mpi4py's.
+for. No numbered rule covers collectives; the behaviour is mpi4py's.
 """
 import re
 import textwrap

@@ -7,7 +7,7 @@ every rank, and on at some ranks only (the two paths meet in one call), and all
 three must end the same on every rank: the same bytes, the same objects, the
 same errors. Spies show the C path was taken where it should be, and that it
 hands the call to Python after the first step when a rank failed or the data
-need the large area first mapped. No checklist rule covers collectives; the
+need the large area first mapped. No numbered rule covers collectives; the
 behaviour is mpi4py's.
 """
 import threading

@@ -1,5 +1,5 @@
 """Communicators: COMM_WORLD/SELF/NULL, Dup, Split, Split_type, Create,
-Create_group, Get_group, Compare, names, info, Free, Barrier (API.md §3).
+Create_group, Get_group, Compare, names, info, Free, Barrier (docs/api.md).
 
 Rules: issue 2 (behaviour as mpi4py + MPICH show it), R28 (a communicator's group
 lists its members in order), R29 (unknown info keys are not an error), A39

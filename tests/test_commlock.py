@@ -3,7 +3,7 @@
 ``_commctx_intra``/``_commctx_inter``), and what pkl5 relies on around them:
 shmrma's own exchanges (Split, window creation) go neither through a
 subclass's overrides nor through MPI.pickle. Behaviour is mpi4py 4.1.2's; no
-checklist rule covers it.
+numbered rule covers it.
 """
 import json
 import threading

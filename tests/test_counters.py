@@ -1,5 +1,5 @@
 """Synchronization counters of the 2008 "Flexible RMA Synchronization" proposal
-(shmrma/rma/counters.py; API.md §9; checklist §3.14 R152-R165, A14-A18, A22, A24, A31, A32).
+(shmrma/rma/counters.py; its §1.2; R152-R165, A14-A18, A22, A24, A31, A32).
 
 Every multi-rank body runs under ``shmrma.launch`` with a timeout. Ranks are
 ordered by messages, never by sleeps; one sleep gives a dying rank a head start,
@@ -337,7 +337,7 @@ def test_origins_put_then_signal_one_owner():
 
 @pytest.mark.timeout(60)
 def test_pure_signal_self_synchronization_and_argument_errors():
-    """R157, R161, A18, A14, F50: a rank synchronizes with itself (its own handle,
+    """R157, R161, A18, A14: a rank synchronizes with itself (its own handle,
     target = itself) around a Put to itself; a mode-0 request signals but covers no
     RMA (Put/Get/Accumulate inside it are ERR_RMA_SYNC); count 0 completes at Start.
     A18: an own handle with another target, or a received handle with any target but
@@ -927,7 +927,7 @@ def test_win_free_waits_for_started_sync_requests():
 
 @pytest.mark.timeout(60)
 def test_waiting_on_a_counter_a_dead_origin_never_signals():
-    """Lessons 24 / issue 5 applied to counters: a rank waiting in a Sync_object Wait
+    """Issue 5 applied to counters: a rank waiting in a Sync_object Wait
     notices that its signalling origin exited and the job ends quickly, naming it."""
     def body():
         comm = MPI.COMM_WORLD

@@ -4,7 +4,7 @@ Python paths.
 
 Every scenario runs with the fast paths on at every rank, off at every rank, and on
 at even ranks only, and must end the same on every rank: the same values, the same
-error classes (checklist A14-A25 for the counters, R166-R172 for the barrier). A spy
+error classes (A14-A25 for the counters, R166-R172 for the barrier). A spy
 records every call that reached a Python path; in the common cases there is none.
 """
 import numpy as np
@@ -58,7 +58,7 @@ def _scenarios(comm, win):
         return mine, comm.allgather(mine)
 
     def ring(rounds=4):
-        """A4-style notification ring: Put to the right, signal, await the left's."""
+        """A notification ring: Put to the right, signal, await the left's."""
         mine, everyone = handles()
         signal = win.Sync_ops_init(right, MPI.MODE_WIN_PUT, everyone[right][0], RESTART)
         arrived = win.Sync_object_init(mine[0], 1, RESTART)

@@ -1,4 +1,4 @@
-"""Predefined datatypes, typecodes and buffer formats (API.md §4, §5).
+"""Predefined datatypes, typecodes and buffer formats (docs/api.md).
 
 Expected values were read off mpi4py 4.1 on MPICH 5.0 (LP64 Linux), the
 reference a shmrma program must behave like.

@@ -7,7 +7,7 @@ sender's memory with process_vm_readv and gives the record's span of the staging
 ring back, which completes the send. A receiver that may not read its sender
 (EPERM, or SHMRMA_VM_READV=0 here) refuses: the matched message then streams
 through the staging ring, and so does every later one of that pair.
-No checklist rule covers messages; the behaviour is MPI-3.1 §3.4-3.5's.
+No numbered rule covers messages; the behaviour is MPI-3.1 §3.4-3.5's.
 """
 import time
 

@@ -1,5 +1,5 @@
 """Module functions of the MPI namespace: versions, timers, Init/Finalize, error
-classes and MPI.Exception, Alloc_mem/Free_mem and MPI.buffer, addresses (API.md §2, §7).
+classes and MPI.Exception, Alloc_mem/Free_mem and MPI.buffer, addresses (docs/api.md).
 
 Rules: issue 2 (behaviour as mpi4py 4.1 + MPICH 5.0 show it), A39 (errors are
 MPI.Exception carrying an error class), R105/A41 (Alloc_mem memory is shared
@@ -46,7 +46,7 @@ def test_keyval_invalid_is_mpichs_and_no_other_constant():
 
 
 def test_versions_names_and_timers():
-    """Issue 2, API.md §2: Get_version() is (3, 1); get_vendor() names shmrma and its
+    """Issue 2: Get_version() is (3, 1); get_vendor() names shmrma and its
     version; library version and processor name are non-empty strings; Wtime is a
     float clock in seconds that advances; Wtick is its resolution."""
     assert MPI.Get_version() == (3, 1) == (MPI.VERSION, MPI.SUBVERSION)
@@ -66,7 +66,7 @@ def test_versions_names_and_timers():
 
 @pytest.mark.timeout(60)
 def test_init_finalize_and_sends_pending_at_finalize():
-    """Issue 2, API.md §2: initialization is automatic (Init is harmless), Finalize
+    """Issue 2: initialization is automatic (Init is harmless), Finalize
     sets Is_finalized; sends still queued for lack of ring room when a rank
     finalizes are delivered, not lost."""
     def body():
@@ -91,7 +91,7 @@ def test_init_finalize_and_sends_pending_at_finalize():
 
 
 def test_error_classes_strings_and_exception():
-    """A39, API.md §7: every error class is its own class; Get_error_string gives a
+    """A39: every error class is its own class; Get_error_string gives a
     distinct text for each; MPI.Exception is a RuntimeError with Get_error_class,
     Get_error_code, Get_error_string, error_class, and compares equal to its class."""
     classes = [getattr(MPI, name) for name in ERROR_CLASSES]
@@ -168,7 +168,7 @@ def test_alloc_mem_is_shared_memory():
 
 @pytest.mark.timeout(60)
 def test_buffer_interface():
-    """Issue 2, API.md §2 (mpi4py's MPI.buffer): address, nbytes, readonly, format,
+    """Issue 2 (mpi4py's MPI.buffer): address, nbytes, readonly, format,
     itemsize, obj, len; slicing returns buffers at the right address; m[:] = 0
     fills; a slice takes bytes of exactly its length; tobytes, toreadonly (writes
     raise TypeError), cast, release; the buffer protocol with numpy.frombuffer."""
@@ -220,7 +220,7 @@ def test_buffer_interface():
 
 
 def test_buffer_constructors():
-    """Issue 2, API.md §2: buffer.allocate (clear zeroes it; a negative size is
+    """Issue 2: buffer.allocate (clear zeroes it; a negative size is
     ValueError), buffer.fromaddress aliasing existing memory (readonly on request;
     address 0 only for 0 bytes), MPI.buffer(obj) keeps obj, release() drops it."""
     zeroed = MPI.buffer.allocate(8, clear=True)
@@ -246,7 +246,7 @@ def test_buffer_constructors():
 
 
 def test_buffer_frombuffer_and_what_a_buffer_reports_as_in_mpi4py():
-    """API.md §2, mpi4py's asbuffer.pxi: frombuffer asks for writable memory unless
+    """mpi4py's asbuffer.pxi: frombuffer asks for writable memory unless
     readonly (BufferError otherwise); itemsize is the exporter's; MPI.buffer() is
     writable at address 0 while MPI.buffer(None) is a TypeError; a slice is exposed
     by its buffer; no step; tobytes ignores the order; non-contiguous memory is a

@@ -1,5 +1,5 @@
 """Error handlers of communicators and windows and sessions, and user error
-classes and codes (API.md §6; R33 for windows). Behaviour is mpi4py
+classes and codes (docs/api.md; R33 for windows). Behaviour is mpi4py
 4.1.2's on MPICH: user handlers are called as fn(obj, error_code) and the call
 still raises; mpi4py keeps 32 live user handlers per kind.
 """

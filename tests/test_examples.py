@@ -1,4 +1,4 @@
-"""The chapter's examples (checklist §4a) and the README programs, run as real jobs.
+"""The numbered examples of MPI-3.1 chapter 11 and the README programs, run as real jobs.
 
 Each program asserts its rules itself and exits non-zero on failure; here every
 rank must finish and report success.
@@ -10,7 +10,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "scripts" / "examples"
 
-# program -> ranks (the checklist's recommended count; 2 where the example needs exactly 2)
+# program -> ranks (a count the example suits; 2 where the example needs exactly 2)
 RANKS = {
     "ex11_01_indirect_get_derived.py": 4,    # R3, R39, R60, R75
     "ex11_02_indirect_get.py": 4,            # R3, R75
@@ -19,7 +19,7 @@ RANKS = {
     "ex11_05_lock_put_unlock.py": 3,         # R96, R100, R101
     "ex11_06_owner_store_then_get.py": 2,    # R96, R99, R120, R121 (also 11.8)
     "ex11_07_unified_visibility.py": 2,      # R62, R111, R131, R134 (also 11.9, 11.10)
-    "ex11_11_pscw_local_put.py": 2,          # R118, R120, R121, R133
+    "ex11_11_pscw_local_put.py": 2,          # R120, R121, R133, MPI-3.1 §11.7 rule 3
     "ex11_12_pscw_load_after_wait.py": 2,    # R96, R121
     "ex11_13_fence_halo.py": 4,              # R74-R78, R115 (also 11.14)
     "ex11_15_pscw_halo.py": 4,               # R81-R88, R69, R91
@@ -32,7 +32,7 @@ RANKS = {
     "ex11_22_overlap_requests.py": 4,        # R53-R58
     "ex11_23_linked_list.py": 4,             # R14-R20, R50, R141
     "ex11_fig05_pscw_groups.py": 4,          # R81, R88, R92, R69, R91 (Figure 11.5)
-    "ex11_fig06_symmetric_pscw.py": 2,       # R147, R85, R86, R88 (Figure 11.6)
+    "ex11_fig06_symmetric_pscw.py": 2,       # R85, R86, R88 (Figure 11.6 never deadlocks)
     "ex11_fig08_complete_does_not_wait.py": 2,  # R148, R85, R88 (Figure 11.8)
 }
 

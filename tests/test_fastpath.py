@@ -1,4 +1,4 @@
-"""The RMA fast path (shmrma/rma/fastpath.py, _native.c "RMA fast path") against the
+"""The RMA fast path (shmrma/rma/fastpath.py, shmrma/csrc/rma.c) against the
 Python path.
 
 Each call runs twice on equal data, with the fast path on and then off
@@ -8,8 +8,8 @@ error, or the same exception type, error class and message). Spies on the fast
 functions rma.py and passive.py call check that the common cases really take
 the fast path and that the rest decline it (then the Python path raises).
 
-Rules: R34-R61 (communication calls), R38/A38 and lessons 26 (PROC_NULL), R65
-(access epochs), R106 (flushes), R135/R136 and lessons 20 (accumulate atomicity:
+Rules: MPI-3.1 §11.3 (communication calls), R38/A38 (PROC_NULL, whatever the
+buffers), R65 (access epochs), R106 (flushes), R135/R136 (accumulate atomicity:
 one lock for fast and Python calls alike). Every multi-rank body runs under
 ``shmrma.launch`` with a timeout.
 """
@@ -476,7 +476,7 @@ def test_accumulate_family_fast_and_slow_agree():
 
 @pytest.mark.timeout(120)
 def test_epochs_and_proc_null_fast_and_slow_agree():
-    """R38, A38, R65, R106, lessons 26: every call to the peer, to itself and to
+    """R38, A38, R65, R106: every call to the peer, to itself and to
     PROC_NULL outside any epoch (ERR_RMA_SYNC), in a Lock epoch on another rank only
     (ERR_RMA_SYNC), under Lock, Lock NOCHECK and Lock_all; bad ranks give ERR_RANK.
     Fast and slow agree; the fast path takes what the epoch allows."""
@@ -583,7 +583,7 @@ def test_freed_window_closes_the_table():
 @pytest.mark.timeout(60)
 @pytest.mark.skipif(not fastpath.AVAILABLE, reason="the fast path needs the C extension")
 def test_contended_accumulate_lock_declines_without_touching_anything():
-    """lessons 20: while another holder has the target's accumulate lock, the fast
+    """While another holder has the target's accumulate lock, the fast
     accumulating calls spin briefly, then decline, leaving window, result and lock
     as they were (the Python path then waits with the job's abort checks)."""
     def body():
@@ -618,7 +618,7 @@ def test_contended_accumulate_lock_declines_without_touching_anything():
 
 @pytest.mark.timeout(120)
 def test_fast_and_slow_accumulates_from_3_ranks_are_atomic_together():
-    """R135, R136, lessons 20: 3 ranks, each switching between the fast and the Python
+    """R135, R136: 3 ranks, each switching between the fast and the Python
     path every iteration (out of step with each other), hit one target with Accumulate
     (int64 +1, float64 +0.5), Get_accumulate (+1), Fetch_and_op (+1) and a
     Compare_and_swap increment loop: every total is exact, and the values fetched from

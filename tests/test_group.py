@@ -1,4 +1,4 @@
-"""Process groups (API.md §3; the groups of Start/Post and Get_group, checklist R28, R92, R93).
+"""Process groups (docs/api.md; the groups of Start/Post and Get_group, R28, R92, R93).
 
 Expected results were read off mpi4py 4.1 + MPICH 5.0 on a world of 4 ranks.
 The calling process's world rank comes from shmrma.core.job, replaced here by a stub.

@@ -1,4 +1,4 @@
-"""``MPI.HANDLE_SYNC``: Sync handles in buffer messages (R154; checklist A25; API.md §9).
+"""``MPI.HANDLE_SYNC``: Sync handles in buffer messages (R154, A25).
 
 A list of handles travels in point-to-point calls and the non-reducing
 collectives and arrives as handles that Sync_ops_init accepts; reductions,
@@ -103,7 +103,7 @@ def test_non_reducing_collectives_carry_handles():
 
 @pytest.mark.timeout(60)
 def test_handle_sync_is_refused_outside_messages():
-    """R154 (D): HANDLE_SYNC in a reduction, a derived datatype or an RMA call is
+    """R154: HANDLE_SYNC in a reduction, a derived datatype or an RMA call is
     ERR_TYPE, and neither the buffers nor the window change."""
     def body():
         comm = MPI.COMM_WORLD

@@ -1,6 +1,6 @@
-"""Info objects and to_dict, which every info argument goes through (API.md §3).
+"""Info objects and to_dict, which every info argument goes through (docs/api.md).
 
-Window hints (checklist R29-R32) reach the windows through to_dict.
+Window hints (R29-R32) reach the windows through to_dict.
 
 Expected behaviour was read off mpi4py 4.1 on MPICH 5.0, except the error class
 of calls on a null info: ERR_INFO here (the standard's), ERR_ARG in MPICH.

@@ -10,7 +10,7 @@ mode, which copies instead; ANY_SOURCE with several senders streaming at once;
 truncation (the chunks are dropped, the error raised, the next message intact);
 synchronous sends; objects; and the exchange of two blocking large sends, which
 must not deadlock (a waiting sender drains its own incoming chunks).
-No checklist rule covers messages; the behaviour is MPI-3.1 §3.4-3.5's.
+No numbered rule covers messages; the behaviour is MPI-3.1 §3.4-3.5's.
 """
 import numpy as np
 import pytest

@@ -1,7 +1,8 @@
 """``shmrma.launch(fn, nprocs, args=(), kwargs=None, timeout=None)`` from Python.
 
-Rules: API.md §1 (launch returns per-rank results or raises naming the rank with
-its traceback), ARCHITECTURE.md (waits notice an aborted job), lessons 1.
+Rules: launch returns per-rank results or raises naming the rank with its
+traceback (docs/api.md); waits notice an aborted job; no job leaves a segment in
+/dev/shm, however it ends (Open MPI's leaked after Ctrl-C).
 """
 import os
 import subprocess
@@ -36,7 +37,7 @@ def _rank_size_args(a, b=None, *, c=0):
 
 @pytest.mark.timeout(60)
 def test_results_in_rank_order_with_args_and_kwargs():
-    """API.md §1: launch returns fn(*args, **kwargs) of every rank, in rank order."""
+    """launch returns fn(*args, **kwargs) of every rank, in rank order."""
     results = shmrma.launch(_rank_size_args, 3, args=(10, "b"), kwargs={"c": [1, 2]})
     assert results == [(r, 3, 10, "b", [1, 2]) for r in range(3)]
     assert shmrma.launch(_rank_size_args, 2, args=(5,)) == [(0, 2, 5, None, 0),
@@ -45,7 +46,7 @@ def test_results_in_rank_order_with_args_and_kwargs():
 
 @pytest.mark.timeout(60)
 def test_ranks_communicate_and_closures_run():
-    """API.md §1: fn may be any callable (it is not pickled); ranks really share a world."""
+    """fn may be any callable (it is not pickled); ranks really share a world."""
     offset = 100
 
     def ring():
@@ -58,7 +59,7 @@ def test_ranks_communicate_and_closures_run():
 
 @pytest.mark.timeout(60)
 def test_none_and_large_results():
-    """API.md §1: None and results larger than a pipe buffer come back intact."""
+    """None and results larger than a pipe buffer come back intact."""
     assert shmrma.launch(lambda: None, 2) == [None, None]
     big = shmrma.launch(lambda: bytes([MPI.COMM_WORLD.Get_rank()]) * (1 << 20), 3)
     assert [len(b) for b in big] == [1 << 20] * 3
@@ -67,7 +68,7 @@ def test_none_and_large_results():
 
 @pytest.mark.timeout(60)
 def test_failing_rank_raises_launch_error(tmp_path):
-    """API.md §1, lessons 1: a raising rank gives LaunchError with .rank, .status and its
+    """A raising rank gives LaunchError with .rank, .status and its
     traceback in .details; ranks blocked in Barrier or recv end within 2 s and no rank
     process or segment of the job is left."""
     def body():
@@ -104,7 +105,7 @@ def test_failing_rank_raises_launch_error(tmp_path):
 
 @pytest.mark.timeout(60)
 def test_failing_rank_ends_rank_outside_any_wait(tmp_path):
-    """API.md §1: a rank busy outside shmrma (sleeping) is ended within 2 s of a failure."""
+    """A rank busy outside shmrma (sleeping) is ended within 2 s of a failure."""
     def body():
         if MPI.COMM_WORLD.Get_rank() == 1:
             time.sleep(0.2)
@@ -120,7 +121,7 @@ def test_failing_rank_ends_rank_outside_any_wait(tmp_path):
 
 @pytest.mark.timeout(60)
 def test_exit_status_and_signal_of_a_rank():
-    """API.md §1: sys.exit(4) or death by SIGKILL on one rank raise LaunchError with
+    """sys.exit(4) or death by SIGKILL on one rank raise LaunchError with
     that rank and status (128+signal for a signal)."""
     import signal
 
@@ -145,7 +146,7 @@ def test_exit_status_and_signal_of_a_rank():
 
 @pytest.mark.timeout(60)
 def test_timeout_raises_with_stacks():
-    """API.md §1: timeout raises LaunchError with status 124; .details holds every rank's
+    """timeout raises LaunchError with status 124; .details holds every rank's
     Python stack and what it waits for; the blocked ranks are ended."""
     def stuck_in_recv():
         MPI.COMM_WORLD.recv(source=1, tag=77)
@@ -175,7 +176,7 @@ def test_timeout_raises_with_stacks():
 
 @pytest.mark.timeout(60)
 def test_unpicklable_result_is_a_clear_error():
-    """API.md §1: a result that cannot be pickled names the rank and says so."""
+    """A result that cannot be pickled names the rank and says so."""
     def body():
         if MPI.COMM_WORLD.Get_rank() == 1:
             return lambda: 1
@@ -191,14 +192,14 @@ def test_unpicklable_result_is_a_clear_error():
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize("nprocs", [0, -1, "2", 2.0, None])
 def test_nprocs_validation(nprocs):
-    """API.md §1: nprocs must be a positive int: ValueError, nothing started."""
+    """nprocs must be a positive int: ValueError, nothing started."""
     with pytest.raises(ValueError):
         shmrma.launch(_rank_size_args, nprocs, args=(1,))
 
 
 @pytest.mark.timeout(60)
 def test_launch_twice_in_a_row():
-    """API.md §1: consecutive launches in one process each get a fresh world."""
+    """Consecutive launches in one process each get a fresh world."""
     def size_and_job():
         return MPI.COMM_WORLD.Get_size(), job.current().job_id
     first = shmrma.launch(size_and_job, 2)
@@ -210,7 +211,7 @@ def test_launch_twice_in_a_row():
 
 @pytest.mark.timeout(60)
 def test_launch_from_a_singleton(tmp_path):
-    """API.md §1, lessons 1: a process that already used COMM_WORLD as a world of one can
+    """A process that already used COMM_WORLD as a world of one can
     launch; the children see the new world, the parent keeps its own; nothing is left."""
     path = tmp_path / "singleton_launch.py"
     path.write_text(textwrap.dedent('''

@@ -1,8 +1,8 @@
 """The launcher through real subprocesses: ``shmrma-run`` / ``python -m shmrma.run``.
 
-Rules: API.md §1 (running ranks, exit status), ARCHITECTURE.md (waiting, segments),
-lessons 1 (no leftover segments, however the job ends), 24 (oversubscription),
-25 (fork before any thread).
+Rules: running ranks and the exit status as docs/api.md gives them; a wait notices
+a rank that is gone; no leftover segments, however the job ends (Open MPI's leaked
+after Ctrl-C); ranks may outnumber cores; the launcher forks before any thread.
 """
 import os
 import re
@@ -138,7 +138,7 @@ def popen():
 
 @pytest.mark.timeout(60)
 def test_script_mode_passes_args_and_every_rank_prints(run_shmrma, tmp_path):
-    """API.md §1: `shmrma-run -n N script.py [args]`; options after the script are its own."""
+    """`shmrma-run -n N script.py [args]`; options after the script are its own."""
     prog = program(tmp_path, '''
         sys.stdout.write("rank %d size %d argv %r name %s\\n"
                          % (rank, size, sys.argv[1:], __name__))
@@ -153,7 +153,7 @@ def test_script_mode_passes_args_and_every_rank_prints(run_shmrma, tmp_path):
 
 @pytest.mark.timeout(60)
 def test_module_mode_passes_args(run_shmrma, tmp_path):
-    """API.md §1: `shmrma-run -n N -m module [args]` runs the module as __main__."""
+    """`shmrma-run -n N -m module [args]` runs the module as __main__."""
     (tmp_path / "mymod_launch.py").write_text(textwrap.dedent('''
         import sys
         from shmrma import MPI
@@ -169,7 +169,7 @@ def test_module_mode_passes_args(run_shmrma, tmp_path):
 
 @pytest.mark.timeout(60)
 def test_code_mode_passes_args(run_shmrma):
-    """API.md §1: `shmrma-run -n N -c code [args]`; sys.argv is ['-c', args...] as in python."""
+    """`shmrma-run -n N -c code [args]`; sys.argv is ['-c', args...] as in python."""
     code = ("import sys; from shmrma import MPI; c = MPI.COMM_WORLD; "
             "sys.stdout.write('code rank %d %d %r %s\\n'"
             " % (c.Get_rank(), c.Get_size(), sys.argv, __name__))")
@@ -181,7 +181,7 @@ def test_code_mode_passes_args(run_shmrma):
 
 @pytest.mark.timeout(60)
 def test_console_script_is_the_same_as_python_m(run_shmrma):
-    """API.md §1: `python -m shmrma.run` is the same as `shmrma-run`."""
+    """`python -m shmrma.run` is the same as `shmrma-run`."""
     script = os.path.join(os.path.dirname(sys.executable), "shmrma-run")
     if not os.path.exists(script):
         pytest.skip("shmrma-run is not installed next to this python")
@@ -197,7 +197,7 @@ def test_console_script_is_the_same_as_python_m(run_shmrma):
 
 @pytest.mark.timeout(30)
 def test_version(run_shmrma):
-    """API.md §1: --version prints shmrma's version and exits 0."""
+    """--version prints shmrma's version and exits 0."""
     result = run_shmrma(["--version"], timeout=20)
     assert result.returncode == 0
     assert shmrma.__version__ in result.stdout
@@ -205,7 +205,7 @@ def test_version(run_shmrma):
 
 @pytest.mark.timeout(30)
 def test_help(run_shmrma):
-    """API.md §1: --help documents every option and exits 0."""
+    """--help documents every option and exits 0."""
     result = run_shmrma(["--help"], timeout=20)
     assert result.returncode == 0
     for word in ("usage:", "-n", "-m module", "-c code", "--timeout", "--tag-output",
@@ -230,7 +230,7 @@ def test_help(run_shmrma):
     (["-m"], "-m needs a value"),
 ])
 def test_usage_errors_exit_2(run_shmrma, tmp_path, args, message):
-    """API.md §1: a bad command line exits 2 with a message and the usage; nothing runs."""
+    """A bad command line exits 2 with a message and the usage; nothing runs."""
     prog = program(tmp_path, 'print("RAN", flush=True)\n')
     args = [prog if a == "PROG" else a for a in args]
     result = run_shmrma(args, timeout=20)
@@ -242,7 +242,7 @@ def test_usage_errors_exit_2(run_shmrma, tmp_path, args, message):
 
 @pytest.mark.timeout(30)
 def test_missing_script(run_shmrma, tmp_path):
-    """API.md §1: a script that does not exist is named in the error, exit 2."""
+    """A script that does not exist is named in the error, exit 2."""
     missing = tmp_path / "nope.py"
     result = run_shmrma(["-n", "2", missing], timeout=20)
     assert result.returncode == 2
@@ -253,7 +253,7 @@ def test_missing_script(run_shmrma, tmp_path):
 
 @pytest.mark.timeout(60)
 def test_rank_raises(run_shmrma, tmp_path):
-    """API.md §1, lessons 1: a raising rank's traceback is shown once, one line names it,
+    """A raising rank's traceback is shown once, one line names it,
     status 1; the others, blocked in Barrier and recv, end within 2 s; no segment is left."""
     prog = program(tmp_path, '''
         leave_segment()
@@ -280,7 +280,7 @@ def test_rank_raises(run_shmrma, tmp_path):
 
 @pytest.mark.timeout(60)
 def test_failing_rank_slow_to_abort_is_still_the_culprit(run_shmrma, tmp_path):
-    """lessons 1: a rank that fails is named even when it is descheduled while it ends
+    """A rank that fails is named even when it is descheduled while it ends
     the job; the rank waiting on it stops with one line, without a traceback (CI saw
     rank 0 blamed when rank 1 published its failed state before the abort)."""
     prog = program(tmp_path, '''
@@ -303,7 +303,7 @@ def test_failing_rank_slow_to_abort_is_still_the_culprit(run_shmrma, tmp_path):
 
 @pytest.mark.timeout(60)
 def test_rank_sys_exit_status(run_shmrma, tmp_path):
-    """API.md §1: sys.exit(3) on one rank gives status 3, named, without a traceback."""
+    """sys.exit(3) on one rank gives status 3, named, without a traceback."""
     prog = program(tmp_path, '''
         if rank == 1:
             sys.exit(3)
@@ -318,7 +318,7 @@ def test_rank_sys_exit_status(run_shmrma, tmp_path):
 
 @pytest.mark.timeout(60)
 def test_rank_killed_by_signal(run_shmrma, tmp_path):
-    """API.md §1, lessons 1: a rank killed by SIGKILL gives 137, named with the signal;
+    """A rank killed by SIGKILL gives 137, named with the signal;
     the rank blocked on a recv from it ends within 2 s; no segment is left."""
     prog = program(tmp_path, '''
         leave_segment()
@@ -339,7 +339,7 @@ def test_rank_killed_by_signal(run_shmrma, tmp_path):
 
 @pytest.mark.timeout(60)
 def test_rank_outside_any_wait_is_ended(run_shmrma, tmp_path):
-    """API.md §1: a rank busy outside shmrma (sleeping) when another fails is still ended
+    """A rank busy outside shmrma (sleeping) when another fails is still ended
     within 2 s, and the status stays the failing rank's."""
     prog = program(tmp_path, '''
         comm.Barrier()
@@ -359,7 +359,7 @@ def test_rank_outside_any_wait_is_ended(run_shmrma, tmp_path):
 
 @pytest.mark.timeout(60)
 def test_dead_peer_is_noticed(run_shmrma, tmp_path):
-    """ARCHITECTURE.md (waiting): a recv from a rank that already exited raises instead of
+    """A recv from a rank that already exited raises instead of
     hanging; the waiting rank is the one named."""
     prog = program(tmp_path, '''
         if rank == 0:
@@ -376,7 +376,7 @@ def test_dead_peer_is_noticed(run_shmrma, tmp_path):
 
 @pytest.mark.timeout(60)
 def test_abort_status(run_shmrma, tmp_path):
-    """API.md §1, lessons 1: COMM_WORLD.Abort(5) ends the job with status 5 naming the rank."""
+    """COMM_WORLD.Abort(5) ends the job with status 5 naming the rank."""
     prog = program(tmp_path, '''
         leave_segment()
         if rank == 1:
@@ -407,7 +407,7 @@ else:
 @pytest.mark.parametrize("signum,said", [(signal.SIGINT, "interrupted (Ctrl-C)"),
                                          (signal.SIGTERM, "terminated by SIGTERM")])
 def test_ctrl_c_or_sigterm_to_launcher(popen, tmp_path, signum, said):
-    """API.md §1, lessons 1: SIGINT to the launcher ends the job with 130 within 2 s,
+    """SIGINT to the launcher ends the job with 130 within 2 s,
     ranks blocked in recv or sleeping included; no segment is left. SIGTERM (a batch
     system ending the job) does the same with 143."""
     prog = program(tmp_path, INTERRUPTIBLE)
@@ -431,7 +431,7 @@ def test_a_directory_as_the_program_says_so(run_shmrma, tmp_path):
 
 @pytest.mark.timeout(60)
 def test_ctrl_c_to_process_group(popen, tmp_path):
-    """API.md §1, lessons 1: Ctrl-C in a terminal (SIGINT to the whole process group)
+    """Ctrl-C in a terminal (SIGINT to the whole process group)
     ends the job with 130 within 2 s, reported as an interrupt, not a rank failure."""
     prog = program(tmp_path, INTERRUPTIBLE)
     job = popen(["-n", "2", prog])
@@ -448,7 +448,7 @@ def test_ctrl_c_to_process_group(popen, tmp_path):
 
 @pytest.mark.timeout(60)
 def test_ctrl_c_rank_that_ignores_it(popen, tmp_path):
-    """API.md §1: a rank that swallows KeyboardInterrupt is killed after the grace
+    """A rank that swallows KeyboardInterrupt is killed after the grace
     period; the job still ends with 130 within 2 s."""
     prog = program(tmp_path, '''
         ready()
@@ -470,7 +470,7 @@ def test_ctrl_c_rank_that_ignores_it(popen, tmp_path):
 
 @pytest.mark.timeout(60)
 def test_launcher_killed_takes_ranks_down(popen, tmp_path):
-    """lessons 1: SIGKILL to the launcher kills every rank (PR_SET_PDEATHSIG) and the
+    """SIGKILL to the launcher kills every rank (PR_SET_PDEATHSIG) and the
     segment a rank created mid-job is still swept."""
     prog = program(tmp_path, INTERRUPTIBLE)
     job = popen(["-n", "2", prog])
@@ -488,7 +488,7 @@ def test_launcher_killed_takes_ranks_down(popen, tmp_path):
 
 @pytest.mark.timeout(60)
 def test_timeout_reports_every_rank(run_shmrma, tmp_path):
-    """API.md §1, lessons 1: --timeout prints each rank's Python stack and what it waits
+    """--timeout prints each rank's Python stack and what it waits
     for (a recv names its source and tag), then ends the job with 124."""
     prog = program(tmp_path, '''
         leave_segment()
@@ -554,7 +554,7 @@ def test_timeout_report_names_who_holds_the_lock_a_rank_waits_for(run_shmrma, tm
 
 @pytest.mark.timeout(60)
 def test_tag_output(run_shmrma, tmp_path):
-    """API.md §1: -l/--tag-output prefixes every stdout and stderr line with "[rank] "."""
+    """-l/--tag-output prefixes every stdout and stderr line with "[rank] "."""
     prog = program(tmp_path, '''
         print("line one of", rank)
         print("line two of", rank, flush=True)
@@ -578,7 +578,7 @@ def test_tag_output(run_shmrma, tmp_path):
 
 @pytest.mark.timeout(60)
 def test_leftover_message_segment_swept_on_success(run_shmrma, tmp_path):
-    """lessons 1: a 1 MiB message never received leaves a named segment while the job
+    """A 1 MiB message never received leaves a named segment while the job
     runs; the launcher removes it when the job ends with status 0."""
     prog = program(tmp_path, 'leave_segment()\n')
     result = run_shmrma(["-n", "2", prog], timeout=30)
@@ -588,7 +588,7 @@ def test_leftover_message_segment_swept_on_success(run_shmrma, tmp_path):
 
 @pytest.mark.timeout(60)
 def test_eight_ranks_on_two_cores_do_not_crawl(run_shmrma, tmp_path):
-    """lessons 24: 8 ranks on 2 cores: 300 Barriers and 300 allreduce finish quickly."""
+    """Oversubscribed, 8 ranks on 2 cores: 300 Barriers and 300 allreduce finish quickly."""
     prog = program(tmp_path, '''
         for i in range(300):
             comm.Barrier()
@@ -609,7 +609,7 @@ def test_eight_ranks_on_two_cores_do_not_crawl(run_shmrma, tmp_path):
 
 @pytest.mark.timeout(60)
 def test_ranks_start_without_threads(run_shmrma, tmp_path):
-    """lessons 25: the launcher forks before any thread: a rank has one thread at start."""
+    """The launcher forks before any thread: a rank has one thread at start."""
     path = tmp_path / "threads.py"
     path.write_text(textwrap.dedent('''
         import os, sys, threading
@@ -625,7 +625,7 @@ def test_ranks_start_without_threads(run_shmrma, tmp_path):
 
 @pytest.mark.timeout(60)
 def test_singleton_without_launcher(tmp_path):
-    """API.md §1, lessons 1: `python prog.py` is a world of one rank and leaves no segment,
+    """`python prog.py` is a world of one rank and leaves no segment,
     not even one still named at exit: the counter segment of a window never freed (R152),
     nor anything a large message to itself never received left behind."""
     path = tmp_path / "single.py"

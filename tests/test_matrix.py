@@ -23,8 +23,8 @@ and names the case owning each wrong byte. Failures are collected per case insid
 the ranks and asserted on in the parent.
 
 Rules: R1-R3, R6-R9, R14, R27, R34, R37, R39, R42, R43, R46, R47, R49, R50, R53-R55,
-R65, R71, R75, R94-R96, R116, R119; API.md §4-§6. Offsets above 4 GiB: lessons 7, R3,
-R18-style range checks (API.md §5: ERR_RMA_RANGE, nothing touched).
+R65, R71, R75, R94-R96, R116, R119; docs/api.md. Offsets above 4 GiB: R3,
+R18-style range checks (ERR_RMA_RANGE, nothing touched).
 """
 import contextlib
 import os
@@ -162,7 +162,7 @@ def shapes(types):
         Shape("derived", 7, [0, 3, 6], lambda a: [a, 1, types.origin_vector],
               lambda d: (d, 1, types.target_indexed), [0, 3, 4],
               5, [0, 2, 4], lambda a: [a, 1, types.result_vector]),
-        # strided origin with an int target: the target takes the origin's type (API.md §5);
+        # strided origin with an int target: the target takes the origin's type (as mpi4py);
         # the dense result is typed INT64_T too (a bare int64 array is MPI.LONG: R45)
         Shape("derived_same", 7, [0, 3, 6], lambda a: [a, 1, types.origin_vector],
               lambda d: d, [0, 3, 6],
@@ -446,7 +446,7 @@ def test_every_call_and_shape_on_every_flavor(flavor):
     assert [count for count, _ in results] == [expected_case_count()] * 2
 
 
-# --- offsets above 4 GiB (lessons 7) ----------------------------------------------------------
+# --- offsets above 4 GiB ------------------------------------------------------------------
 
 BIG = (4 << 30) + 4096                  # bytes of rank 1's window
 ABOVE = (1 << 32) + 8                   # one int64 above 2**32
@@ -589,7 +589,7 @@ def _free_gib():
 
 @pytest.mark.timeout(60)
 def test_offsets_above_4_gib():
-    """Lessons 7, R3, R2, API.md §5: on rank 1, (a) Win.Create over a sparse 4 GiB + 4 KiB
+    """R3, R2, offsets above 4 GiB: on rank 1, (a) Win.Create over a sparse 4 GiB + 4 KiB
     numpy array (process_vm path, disp_unit 1) and (b) Win.Allocate of 4 GiB + 4 KiB
     (mapped path, disp_unit 8, rank 0 size 0): Put/Get/Accumulate/Fetch_and_op/
     Compare_and_swap/Get_accumulate above 2**32, at the last int64 and across 2**32,

@@ -1,4 +1,4 @@
-"""User-facing messages say the rule in words: the checklist's internal numbers
+"""User-facing messages say the rule in words: the rule numbers of docs/rules.md
 (R45, A27) stay in tests, comments and docstrings, never in an error a user reads
 (issue: a drop-in for mpi4py, item 5)."""
 import glob

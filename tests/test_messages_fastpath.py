@@ -6,7 +6,7 @@ the same: the same bytes received, the same status, the same outcome (no error,
 or the same exception type, error class and message) on both ranks. Spies on the
 fast functions comm.py calls show that the common cases take the fast path and
 the others decline it, leaving nothing behind (the Python path then does the
-call or raises). No checklist rule covers messages; the behaviour is mpi4py's.
+call or raises). No numbered rule covers messages; the behaviour is mpi4py's.
 """
 import numpy as np
 import pytest

@@ -1,7 +1,7 @@
 """MPI.Pickle and MPI.pickle (mpi4py's msgpickle.pxi): every object message
 pickles with MPI.pickle, so reconfiguring it changes what send/recv/bcast/...
 put on the wire; other instances only serve their own dumps/loads. No
-checklist rule covers pickles; the behaviour is mpi4py 4.1.2's.
+numbered rule covers pickles; the behaviour is mpi4py 4.1.2's.
 """
 import json
 import marshal

@@ -6,7 +6,7 @@ whose streams fit a slot, starts in C on the channel of nbcarea.py, and their
 Wait and Test read the others' slots in C. Every scenario runs with the fast paths on at
 every rank, off at every rank, and on at even ranks only (both paths meet in one
 collective, and C operations sit among Python ones on one channel), and must end
-the same on every rank: the same bytes, the same errors. No checklist rule covers
+the same on every rank: the same bytes, the same errors. No numbered rule covers
 collectives; the behaviour is MPI-3.1 §5.12's and mpi4py's.
 """
 import numpy as np

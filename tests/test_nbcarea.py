@@ -1,7 +1,7 @@
 """The nonblocking collectives' channel (shmrma/coll/channel.py): what its design must
 guarantee beyond the calls' results (tests/test_collectives.py has those).
 
-No checklist rule covers collectives; the behaviour is MPI-3.1 §5.12 (a
+No numbered rule covers collectives; the behaviour is MPI-3.1 §5.12 (a
 nonblocking collective is local at its start, several may be outstanding,
 blocking calls make progress) and mpi4py on MPICH's. Streams too long for a
 slot travel through each rank's outbox, which grows past its first size and

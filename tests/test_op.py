@@ -1,4 +1,4 @@
-"""Reduction operations: Python semantics, array kernels and legality (API.md §4).
+"""Reduction operations: Python semantics, array kernels and legality (docs/api.md).
 
 The legality table was read off mpi4py 4.1 + MPICH 5.0 (Op.Reduce_local on one
 element of each type); the Python semantics are mpi4py's opimpl.pxi.
@@ -80,7 +80,7 @@ def add_ignoring_type(x, y, datatype):
     ("MAXLOC", (1.0, 3), (1.0, 2), (1.0, 2)), ("MAXLOC", (2.0, 3), (1.0, 2), (2.0, 3)),
     ("MAXLOC", (1.0, 2), (1.0, 3), (1.0, 2)), ("MINLOC", (1, 3), (0, 5), (0, 5)),
     ("MINLOC", (0, 4), (0, 1), (0, 1)),
-    # R52 / 003 §11.3.4: REPLACE is f(a, b) = b, NO_OP is f(a, b) = a
+    # R52 / MPI-3.1 §11.3.4: REPLACE is f(a, b) = b, NO_OP is f(a, b) = a
     ("REPLACE", 1, 2, 2), ("NO_OP", 1, 2, 1)])
 def test_python_semantics_match_mpi4py(name, x, y, expected):
     assert getattr(ops, name)(x, y) == expected

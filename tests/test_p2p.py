@@ -1,6 +1,6 @@
-"""Point-to-point messaging on objects and buffers (API.md §3, §5, §7).
+"""Point-to-point messaging on objects and buffers (docs/api.md).
 
-Most of these behaviours have no checklist rule (the checklist covers RMA); they
+Most of these behaviours have no numbered rule (those cover RMA); they
 come from issue 2: non-overtaking order per sender/tag/communicator, any message
 size (inline in the ring up to ring_bytes//4, in its own segment beyond), sends
 that never wait for their receiver even when the ring is full, PROC_NULL peers,
@@ -71,7 +71,7 @@ def test_objects_status_and_sendrecv():
 def test_every_message_size_arrives_whole_and_leaves_no_segment():
     """Issue 2: 0 B, 1 B, around the inline limit (ring_bytes//4 = 16 KiB for a small
     job), 1 MiB and 20 MiB arrive intact, as buffers and as objects, to a peer and to
-    self; once received, no message segment is left in /dev/shm (lessons 1)."""
+    self; once received, no message segment is left in /dev/shm."""
     def body():
         comm = MPI.COMM_WORLD
         box = mailbox.mailbox()
@@ -285,7 +285,7 @@ def test_proc_null_peers():
 
 @pytest.mark.timeout(60)
 def test_buffer_specifications():
-    """Issue 2, API.md §5 (mpi4py's rules): bare buffers, [buf, datatype],
+    """Issue 2 (mpi4py's buffer rules): bare buffers, [buf, datatype],
     [buf, count], [buf, count, datatype], [buf, (count, displ), datatype], typecodes,
     numpy arrays, bytearray, MPI.buffer, and a pair type (DOUBLE_INT, 12 bytes of data
     in a 16-byte extent) all carry the right bytes; Get_count counts datatype items."""

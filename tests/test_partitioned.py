@@ -1,6 +1,6 @@
 """Partitioned point-to-point communication (MPI-4 §4.2) as mpi4py 4.1.2 exposes it:
-Psend_init/Precv_init, Pready/Pready_range/Pready_list, Parrived. No checklist
-rule covers it (the checklist is about RMA); behaviours compared with MPICH 5.0."""
+Psend_init/Precv_init, Pready/Pready_range/Pready_list, Parrived. No numbered
+rule covers it (those are about RMA); behaviours compared with MPICH 5.0."""
 import numpy as np
 import pytest
 

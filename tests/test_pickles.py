@@ -5,7 +5,7 @@ reads the pickles of the small kinds itself. It must write exactly the bytes
 pickle.dumps(obj, PICKLE_PROTOCOL) writes, so that a message pickled on one
 path is read on the other (the fallback engine uses pickle alone), and read
 back the same object of the same type; anything else goes to pickle, and a
-malformed pickle raises what pickle.loads raises. No checklist rule covers
+malformed pickle raises what pickle.loads raises. No numbered rule covers
 pickles; the behaviour is mpi4py's (object messages are pickles).
 """
 import enum

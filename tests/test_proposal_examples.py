@@ -1,4 +1,5 @@
-"""The seed proposals' own examples (checklist §4c P08-A1..A3, §4d AM-IB1) and a
+"""The proposals' own examples (the 2008 proposal's halo Examples A1-A3, the Ibarrier
+amendment's loop) and a
 counter-signalled pipeline, run as real jobs from scripts/proposal/.
 
 Each program checks its results itself (against a serial numpy computation or the
@@ -16,10 +17,10 @@ PROPOSAL = ROOT / "scripts" / "proposal"
 # with repeated neighbours, 3 = 3 x 1 torus where a rank is its own west/east,
 # 9 = 3 x 3 torus where all four neighbours are distinct ranks)
 RANKS = {
-    "halo_a1_barrier.py": [4, 3, 9],    # P08-A1: R152-R158, R165, R166, A14, A19, A30
-    "halo_a2_messages.py": [3, 4, 9],   # P08-A2: R152-R158, R57, R162, A19
-    "halo_a3_counters.py": [4, 3, 9],   # P08-A3: R155-R157, R160, R163, A16-A19, A22, A23
-    "ibarrier_loop.py": [3, 4],      # AM-IB1: R166-R170, R172, A1, A3
+    "halo_a1_barrier.py": [4, 3, 9],    # Example A1: R152-R158, R165, R166, A14, A19
+    "halo_a2_messages.py": [3, 4, 9],   # Example A2: R152-R158, R57, R162, A19
+    "halo_a3_counters.py": [4, 3, 9],   # Example A3: R155-R157, R160, R163, A16-A19, A22, A23
+    "ibarrier_loop.py": [3, 4],      # amendment: R166-R170, R172, A1, A3
     "counter_pipeline.py": [4, 3],   # R155-R158, R163, R165, A14-A16, A22, A23
 }
 CASES = [(program, ranks) for program in sorted(RANKS) for ranks in RANKS[program]]

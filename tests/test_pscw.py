@@ -1,8 +1,9 @@
 """General active target synchronization: Post, Start, Complete, Wait and Test.
 
-Rules: checklist §3.4 (R65-R73), §3.6 (R81-R93), §3.7 (R102), §3.8 (R106),
-§3.9 (R113, R114), R22, R37, R53, R120, R148, A5, A33, A34, A38; lessons 13, 14,
-18, 24. The Fence and Lock rules have their own tests in test_sync.py.
+Rules: MPI-3.1 §11.5 (epochs), §11.5.2 (PSCW), R102, R106, R113, R114, R22, R37,
+R53, R120, R148, A5, A33, A34, A38 (docs/rules.md); a Post never pairs with a Start
+it was not meant for; empty groups never raise; Lock may block; ranks may
+outnumber cores. The Fence and Lock rules have their own tests in test_sync.py.
 
 Every multi-rank body runs under ``shmrma.launch`` with a timeout. Start may
 block until the matching Posts exist or not (R84): no test relies on either,
@@ -226,7 +227,7 @@ def test_post_does_not_block_and_wait_waits_for_complete():
 
 @pytest.mark.timeout(60)
 def test_test_polls_until_complete():
-    """R89, R90, A5, lessons 14: Test and Wait before any Post raise ERR_RMA_SYNC. After
+    """R89, R90, A5: Test and Wait before any Post raise ERR_RMA_SYNC. After
     Post, Test returns False while the origin is held back, and False changes nothing
     (the window is still posted: a second Post raises, the data is unchanged, Test can be
     called again). Polling Test then turns True once the origin Completed, with Wait's
@@ -287,7 +288,7 @@ def test_test_polls_until_complete():
 
 @pytest.mark.timeout(60)
 def test_post_from_outside_the_start_group_does_not_satisfy_start():
-    """lessons 13, R69, R91, R83, R88: rank 2 Posts to {0} at once, rank 1 only after
+    """R69, R91, R83, R88: rank 2 Posts to {0} at once, rank 1 only after
     0.4 s, while rank 0 Starts {1} right away. Rank 2's Post must not let rank 0's
     epoch to rank 1 proceed: rank 1's window stays untouched until its Post (it watches
     it), and its store right before the Post is overwritten by rank 0's Put. Then
@@ -353,7 +354,7 @@ def test_post_from_outside_the_start_group_does_not_satisfy_start():
 
 @pytest.mark.timeout(60)
 def test_many_rounds_with_changing_groups_match_round_by_round():
-    """R69, R91, lessons 13: 150 back-to-back epochs of rank 0 whose Start group cycles
+    """R69, R91: 150 back-to-back epochs of rank 0 whose Start group cycles
     through {1}, {2} and {2,1} (not in window order); the targets Post only for the
     rounds they belong to. Round k writes k, and each target sees exactly k after the
     Wait of that round."""
@@ -396,7 +397,7 @@ def test_many_rounds_with_changing_groups_match_round_by_round():
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("seed", [2**31 - 3, 2**32 - 3])
 def test_post_and_complete_counters_wrap(seed):
-    """R91, lessons 13, lessons 16 (counter wrap simulated by seeding): with every cell
+    """R91, counters that wrap (simulated by seeding): with every cell
     of the post matrix, every completes cell and each rank's own counts (posts used,
     completes due) seeded just below 2^31 and 2^32 (white-box), 3 ranks run 12 rounds of
     a PSCW ring and of an all-to-all epoch across the wrap: every round matches, none
@@ -448,7 +449,7 @@ def test_post_and_complete_counters_wrap(seed):
 
 @pytest.mark.timeout(60)
 def test_empty_groups_are_legal_no_op_epochs():
-    """lessons 14, R92, A33, A38, R66, R22: Start/Complete and Post/Wait/Test with
+    """R92, A33, A38, R66, R22: Start/Complete and Post/Wait/Test with
     GROUP_EMPTY (and with empty groups made by Incl([]) and Excl) are legal: Test on an
     empty Post returns True at once and closes it; Start(empty) opens an access epoch
     that reaches no rank (RMA to the peer raises ERR_RMA_SYNC, to PROC_NULL it is a
@@ -514,7 +515,7 @@ def test_empty_groups_are_legal_no_op_epochs():
 
 @pytest.mark.timeout(60)
 def test_bad_groups_raise_and_open_nothing():
-    """R93, lessons 13: a window over a sub-communicator from Split (ranks in reverse
+    """R93: a window over a sub-communicator from Split (ranks in reverse
     world order) with a Start or Post group holding a process outside it (COMM_WORLD's
     group, or the other half) raises ERR_GROUP; GROUP_NULL and a freed group raise
     ERR_GROUP; a non-Group argument raises TypeError. None of them opens an epoch.
@@ -572,7 +573,7 @@ def test_bad_groups_raise_and_open_nothing():
 
 @pytest.mark.timeout(60)
 def test_start_and_post_reject_a_freed_group_used_before():
-    """R93 (ERR_GROUP for an invalid group), API.md: a group whose handle was freed is
+    """R93 (ERR_GROUP for an invalid group), docs/api.md: a group whose handle was freed is
     invalid everywhere. Here the handle is shared by a copy (MPI.Group(g)) that served a
     PSCW round before g.Free(): Start and Post with the copy must raise ERR_GROUP, as
     the copy's Get_size does, and open nothing."""
@@ -869,7 +870,7 @@ def test_exposure_and_access_epochs_overlap():
 
 @pytest.mark.timeout(60)
 def test_lock_and_exposure_conflict():
-    """R102, R100, lessons 18: Lock (exclusive or shared) and Lock_all of a rank that is
+    """R102, R100: Lock (exclusive or shared) and Lock_all of a rank that is
     between Post and Wait, by another rank or by itself, raise ERR_RMA_CONFLICT and open
     nothing (Unlock then raises ERR_RMA_SYNC); every lock they took is given back:
     after the Wait, the target's own exclusive Lock of its window and the origin's
@@ -1019,7 +1020,7 @@ def test_accumulate_class_and_get_inside_pscw(flavor):
 
 @pytest.mark.timeout(90)
 def test_pscw_ring_oversubscribed():
-    """lessons 24, R69, R91, R85, R88: 8 ranks on this 2-core machine run 1,000 rounds of a
+    """R69, R91, R85, R88: 8 ranks on this 2-core machine run 1,000 rounds of a
     PSCW ring (Post to the left neighbour, Start the right one, Put the round number,
     Complete, Wait). Every rank sees round k's value after its k-th Wait, and the ring
     finishes well within the budget (waits must not spin the cores away)."""

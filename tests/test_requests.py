@@ -1,5 +1,5 @@
 """Requests: Wait/Test and the Waitall/Waitany/Waitsome/Testall/Testany/Testsome
-class methods over a mix of request kinds, null requests, Cancel, Status (API.md §3).
+class methods over a mix of request kinds, null requests, Cancel, Status (docs/api.md).
 
 Rules: issue 2 (results as mpi4py + MPICH give them: completed requests become
 null, all-null lists give UNDEFINED/None), R57 (request kinds mix in one call;

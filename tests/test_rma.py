@@ -2,8 +2,10 @@
 Compare_and_swap and the request-based forms; buffer specifications; argument errors;
 atomicity and ordering.
 
-Rules: checklist §3.2 (R34-R61), §3.11 (R135-R140), §3.12 (R141), API.md §5,
-lessons 20, 26. Every multi-rank body runs under ``shmrma.launch`` with a timeout.
+Rules: MPI-3.1 §11.3 (communication calls), §11.7.1 (atomicity), §11.7.2 (R141),
+the buffer specifications of docs/api.md; one accumulate lock for all accumulating
+calls; PROC_NULL makes any call a no-op, whatever its buffers. Every multi-rank body
+runs under ``shmrma.launch`` with a timeout.
 """
 import numpy as np
 import pytest
@@ -114,7 +116,7 @@ def test_every_call_with_numpy_buffers():
 
 @pytest.mark.timeout(60)
 def test_every_call_with_bytearray_buffers():
-    """R34, R43, R46, R49, R50, API.md §5: each call with bytearray buffers (datatype
+    """R34, R43, R46, R49, R50: each call with bytearray buffers (datatype
     BYTE from format 'B'), using the ops BYTE allows (BOR, BXOR, BAND, REPLACE)."""
     def body():
         comm = MPI.COMM_WORLD
@@ -162,11 +164,11 @@ def test_every_call_with_bytearray_buffers():
         assert final == expected_final
 
 
-# --- buffer specifications (API.md §5) -----------------------------------------------------
+# --- buffer specifications (docs/api.md) --------------------------------------------------
 
 @pytest.mark.timeout(60)
 def test_buffer_spec_forms_and_target_defaults():
-    """API.md §5, R3: every origin form ([buf, datatype], [buf, count], [buf, count,
+    """R3: every origin form ([buf, datatype], [buf, count], [buf, count,
     datatype], [buf, (count, displ), datatype], [buf, count, displ, datatype],
     typecodes, [None, 0, datatype]) and every target form (None, int, numpy int,
     (), (disp,), [disp, count], (disp, count, datatype)) move exactly the described
@@ -210,7 +212,7 @@ def test_buffer_spec_forms_and_target_defaults():
 
 @pytest.mark.timeout(60)
 def test_buffer_spec_errors_mirror_mpi4py_and_write_nothing():
-    """API.md §5, R40 (checked against mpi4py 4.1.2 + MPICH): a 4-item target, a str, float,
+    """R40 (checked against mpi4py 4.1.2 + MPICH): a 4-item target, a str, float,
     bytes or dict target, a 1- or 5-item message, a count without a buffer, a
     multi-element Fetch_and_op/Compare_and_swap buffer and mismatched FOP/CAS datatypes
     raise ValueError; strided buffers and read-only buffers that are written (Get
@@ -281,7 +283,7 @@ def test_buffer_spec_errors_mirror_mpi4py_and_write_nothing():
 
 @pytest.mark.timeout(60)
 def test_read_only_origins_accepted_where_nothing_is_written():
-    """API.md §5, R35 (as mpi4py): read-only origins are fine for Put, Accumulate,
+    """R35 (as mpi4py): read-only origins are fine for Put, Accumulate,
     Fetch_and_op and as CAS origin/compare; bytes objects too."""
     def body():
         comm = MPI.COMM_WORLD
@@ -311,7 +313,7 @@ def test_read_only_origins_accepted_where_nothing_is_written():
 
 @pytest.mark.timeout(60)
 def test_proc_null_is_a_noop_with_any_buffers():
-    """lessons 26, R38: with target PROC_NULL every communication call is a no-op that
+    """R38: with target PROC_NULL every communication call is a no-op that
     accepts any buffers (None, read-only, wrong sizes) and any target spec, in a
     passive and in a fence epoch; the R-forms return requests that complete."""
     def body():
@@ -402,7 +404,7 @@ def test_disp_counts_in_the_targets_disp_unit():
 
 @pytest.mark.timeout(60)
 def test_out_of_range_is_err_rma_range_and_touches_nothing():
-    """API.md §5, R40, A36: an access that would touch a byte past the target's window
+    """R40, A36: an access that would touch a byte past the target's window
     raises ERR_RMA_RANGE at the origin for every call, and neither the target window
     nor the origin's result buffers change."""
     def body():
@@ -453,7 +455,7 @@ def test_out_of_range_is_err_rma_range_and_touches_nothing():
 
 @pytest.mark.timeout(60)
 def test_negative_disp_is_err_disp():
-    """R40, A43: a negative target displacement on a non-dynamic window is ERR_DISP for
+    """R40: a negative target displacement on a non-dynamic window is ERR_DISP for
     every call, and nothing is written."""
     def body():
         comm = MPI.COMM_WORLD
@@ -516,7 +518,7 @@ def test_bad_target_rank_is_err_rank():
 
 @pytest.mark.timeout(60)
 def test_numpy_integer_ranks_accepted_like_mpi4py():
-    """R40, R103, API.md (mpi4py's argument rules): target and lock ranks may be numpy
+    """R40, R103, mpi4py's argument rules: target and lock ranks may be numpy
     integers, as mpi4py accepts."""
     def body():
         comm = MPI.COMM_WORLD
@@ -937,7 +939,7 @@ def test_rma_requests_cannot_be_freed_or_cancelled_and_mix_in_waitall():
 
 @pytest.mark.timeout(60)
 def test_accumulate_and_fetch_and_op_on_the_same_words_are_atomic_together():
-    """lessons 20, R135, R136: each of 3 ranks accumulates 1024 ints into its left
+    """R135, R136: each of 3 ranks accumulates 1024 ints into its left
     neighbour while doing Fetch_and_op on the same words of its right neighbour; no
     update is lost, and the values one origin fetches from a word strictly increase."""
     K = 40

@@ -1,9 +1,9 @@
 """Shared-memory segments: the one place that knows /dev/shm.
 
-Rules: ARCHITECTURE.md (names carry the job id and are unguessable, mode 0600,
-space reserved with fallocate, unlinked once mapped, the launcher sweeps its
-job's names), lessons 1 (leftovers), 2 (full /dev/shm is an error, never SIGBUS),
-5 (no unmap while a view is exported), 6 (no name collisions between jobs).
+Rules: names carry the job id and are unguessable, mode 0600, space reserved
+with fallocate, unlinked once mapped, the launcher sweeps its job's names; no
+leftovers; a full /dev/shm is an error, never SIGBUS (sparse files fail at first
+touch); no unmap while a view is exported; no name collisions between jobs.
 """
 import os
 import re
@@ -32,7 +32,7 @@ def path_of(segment):
 
 
 def test_create_attach_unlink_close(job_id):
-    """ARCHITECTURE.md: a segment is shared by whoever maps it, and stays usable after
+    """A segment is shared by whoever maps it, and stays usable after
     unlink; close unmaps and is idempotent."""
     seg = segments.Segment.create(job_id, 8192)
     other = segments.Segment.attach(seg.name, 8192)
@@ -59,14 +59,14 @@ def test_create_attach_unlink_close(job_id):
 
 
 def test_attach_missing_segment_is_err_rma_shared(job_id):
-    """checklist ERR_RMA_SHARED: mapping a segment that is gone is an MPI error, not OSError."""
+    """ERR_RMA_SHARED: mapping a segment that is gone is an MPI error, not OSError."""
     with pytest.raises(MPI.Exception) as info:
         segments.Segment.attach(segments.new_name(job_id), 4096)
     assert info.value.Get_error_class() == MPI.ERR_RMA_SHARED
 
 
 def test_name_prefix_random_part_and_mode(job_id):
-    """ARCHITECTURE.md, lessons 6: names carry the job id and a random part; mode 0600;
+    """Names carry the job id and a random part; mode 0600;
     the space is reserved at creation (fallocate), not at first touch."""
     size = 3 * 4096 + 5
     first = segments.Segment.create(job_id, size)
@@ -88,7 +88,7 @@ def test_name_prefix_random_part_and_mode(job_id):
 
 
 def test_request_larger_than_dev_shm_is_err_no_mem(job_id):
-    """lessons 2: more than /dev/shm can hold is MPI.Exception ERR_NO_MEM naming /dev/shm
+    """More than /dev/shm can hold is MPI.Exception ERR_NO_MEM naming /dev/shm
     and the byte count, at creation (never SIGBUS later), and leaves no file behind."""
     stats = os.statvfs(segments.SHM_DIR)
     if stats.f_blocks == 0:
@@ -105,7 +105,7 @@ def test_request_larger_than_dev_shm_is_err_no_mem(job_id):
 
 
 def test_close_with_exported_view_raises_and_mapping_survives(job_id):
-    """lessons 5: closing while a view is exported raises BufferError and never unmaps
+    """Closing while a view is exported raises BufferError and never unmaps
     memory still in use; once the view is released, close works."""
     seg = segments.Segment.create(job_id, 4096)
     seg.unlink()
@@ -128,7 +128,7 @@ def test_close_with_exported_view_raises_and_mapping_survives(job_id):
 
 
 def test_sweep_removes_only_the_given_job(job_id):
-    """lessons 1, 6: sweep(job) unlinks that job's names only, even when another job id
+    """sweep(job) unlinks that job's names only, even when another job id
     starts with the same characters."""
     other_job = job_id + "ff"  # prefix shmrma.<job_id>ff. is not shmrma.<job_id>.
     mine = [segments.Segment.create(job_id, 4096) for _ in range(2)]
@@ -149,7 +149,7 @@ def test_sweep_removes_only_the_given_job(job_id):
 
 
 def test_world_segment_is_unlinked_at_creation(job_id):
-    """ARCHITECTURE.md, lessons 1: the world segment is unlinked right after creation, so
+    """The world segment is unlinked right after creation, so
     a crash at any later moment cannot leak it."""
     world = job.World.create(job_id, 3)
     try:
@@ -163,7 +163,7 @@ def test_world_segment_is_unlinked_at_creation(job_id):
 
 @pytest.mark.parametrize("nranks", [0, job.MAX_RANKS + 1])
 def test_world_size_out_of_range(job_id, nranks):
-    """API.md §1: a world has 1 to MAX_RANKS ranks; anything else is ERR_ARG, nothing named."""
+    """A world has 1 to MAX_RANKS ranks; anything else is ERR_ARG, nothing named."""
     with pytest.raises(MPI.Exception) as info:
         job.World.create(job_id, nranks)
     assert info.value.Get_error_class() == MPI.ERR_ARG
@@ -187,7 +187,7 @@ def small_dev_shm(command, size="1m"):
 
 @pytest.mark.timeout(90)
 def test_full_dev_shm_gives_err_no_mem_never_sigbus(tmp_path):
-    """lessons 2: in a 1 MiB /dev/shm a 512 KiB message fails on its sender with ERR_NO_MEM
+    """In a 1 MiB /dev/shm a 512 KiB message fails on its sender with ERR_NO_MEM
     naming /dev/shm and the bytes asked for; no rank dies of SIGBUS."""
     prog = tmp_path / "full.py"
     prog.write_text(textwrap.dedent('''
@@ -231,7 +231,7 @@ print("rank %d done" % comm.rank)
                                                      (3 << 20, "the window created at")])
 def test_the_race_checker_without_room_in_dev_shm_lets_the_program_run(
         tmp_path, window_bytes, unchecked):
-    """lessons 2 under --check: a window that fits in /dev/shm, whose shadow copy (or
+    """Under --check: a window that fits in /dev/shm, whose shadow copy (or
     the checker's record) does not, is created all the same on every rank; the
     checker says once what it leaves unchecked, and why."""
     prog = tmp_path / "checked.py"
@@ -247,7 +247,7 @@ def test_the_race_checker_without_room_in_dev_shm_lets_the_program_run(
 
 @pytest.mark.timeout(90)
 def test_world_too_large_for_dev_shm(tmp_path):
-    """lessons 2: when even the world segment does not fit, the launcher says so (bytes,
+    """When even the world segment does not fit, the launcher says so (bytes,
     /dev/shm) and starts no rank."""
     prog = tmp_path / "never.py"
     prog.write_text("print('RAN')\n")

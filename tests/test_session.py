@@ -1,7 +1,7 @@
 """MPI.Session (MPI-4.0 §11.3) and Intracomm.Create_from_group (§7.4.2), as
 mpi4py 4.1.2 exposes them: shmrma's process sets are mpi://WORLD and
 mpi://SELF; Create_from_group is collective over the group's members only,
-matched by its stringtag. No checklist rule covers sessions.
+matched by its stringtag. No numbered rule covers sessions.
 """
 import pickle
 

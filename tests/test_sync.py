@@ -2,8 +2,10 @@
 locks (exclusion, sharing, blocking, progress, stress, counter wrap), flushes,
 assertions, error handlers.
 
-Rules: checklist §3.4 (R65-R73), §3.5 (R74-R80), §3.7 (R94-R105), §3.8 (R106-R111),
-R113, R122, R131, A34, A38, API.md §8, lessons 15-17, 23.
+Rules: MPI-3.1 §11.5 (epochs), §11.5.1 (Fence), §11.5.3 (locks), §11.5.4 (flushes),
+R113, R122, R131, A34, A38 (docs/rules.md), the epoch errors of docs/api.md; a
+release never wipes a concurrent acquire; lock counters wrap safely;
+Fence(MODE_NOPRECEDE) still synchronizes; passive target needs no target progress.
 Every multi-rank body runs under ``shmrma.launch`` with a timeout.
 """
 import os
@@ -99,7 +101,7 @@ def test_fence_is_a_barrier():
 
 @pytest.mark.timeout(60)
 def test_fence_noprecede_still_synchronizes():
-    """lessons 17, R80: a store made before Fence(MODE_NOPRECEDE) by a late rank is
+    """R80: a store made before Fence(MODE_NOPRECEDE) by a late rank is
     visible to a peer's Get right after its own Fence(MODE_NOPRECEDE)."""
     def body():
         comm = MPI.COMM_WORLD
@@ -227,7 +229,7 @@ def test_fence_inside_passive_epoch_is_err_rma_sync():
 
 @pytest.mark.timeout(60)
 def test_rma_outside_any_epoch_is_err_rma_sync_and_writes_nothing():
-    """R65, API.md §8: every communication call right after creation, after Unlock and
+    """R65: every communication call right after creation, after Unlock and
     after Unlock_all raises ERR_RMA_SYNC, writes no byte and fills no result buffer."""
     def body():
         comm = MPI.COMM_WORLD
@@ -295,7 +297,7 @@ def test_lock_covers_only_its_target():
 
 @pytest.mark.timeout(60)
 def test_lock_and_lock_all_misuse_is_err_rma_sync_with_nothing_changed():
-    """R66, R72, R94, API.md §8: Lock of a rank already locked, Lock inside Lock_all,
+    """R66, R72, R94: Lock of a rank already locked, Lock inside Lock_all,
     Lock_all inside Lock or Lock_all, Unlock without Lock, Unlock(r) inside Lock_all,
     Unlock_all without Lock_all and Unlock_all inside Lock all raise ERR_RMA_SYNC; the
     open epoch still allows RMA and closes with its own call, after which the lock is
@@ -417,7 +419,7 @@ def test_passive_epoch_after_fence_epoch():
 
 @pytest.mark.timeout(60)
 def test_free_with_open_epoch_is_err_rma_sync():
-    """R22, API.md §8: Free with a Lock, a Lock_all or un-fenced RMA open raises
+    """R22: Free with a Lock, a Lock_all or un-fenced RMA open raises
     ERR_RMA_SYNC and leaves the window usable; once the epoch is closed Free works."""
     def body():
         comm = MPI.COMM_WORLD
@@ -445,7 +447,7 @@ def test_free_with_open_epoch_is_err_rma_sync():
 
 @pytest.mark.timeout(60)
 def test_failed_rma_does_not_count_as_issued():
-    """API.md §5/§8, R78, A34: an RMA call that raised (ERR_RMA_RANGE: nothing was
+    """R78, A34: an RMA call that raised (ERR_RMA_RANGE: nothing was
     touched) issued no RMA, so Fence(MODE_NOPRECEDE) and a following Lock are still
     legal."""
     def body():
@@ -545,9 +547,10 @@ def test_shared_locks_are_held_together():
 
 @pytest.mark.timeout(60)
 def test_lock_blocks_while_another_rank_holds_exclusive():
-    """R100, R99, A49: rank 0 holds LOCK_EXCLUSIVE on rank 1's window for 0.3 s (a Put
-    and Flush force it); rank 1's Lock(EXCLUSIVE, 1) on its own window returns only
-    after rank 0's Unlock, and then sees rank 0's data. A shared Lock waits as well."""
+    """R100, R99 (shmrma takes locks eagerly): rank 0 holds LOCK_EXCLUSIVE on rank 1's
+    window for 0.3 s (a Put and Flush force it); rank 1's Lock(EXCLUSIVE, 1) on its
+    own window returns only after rank 0's Unlock, and then sees rank 0's data. A shared
+    Lock waits as well."""
     def body():
         comm = MPI.COMM_WORLD
         rank = comm.Get_rank()
@@ -616,8 +619,8 @@ def test_owner_lock_protects_its_local_stores():
 
 @pytest.mark.timeout(60)
 def test_passive_target_needs_no_help_from_a_busy_target():
-    """R122, lessons 23, A48: while rank 2 spins 1 s in pure Python (no shmrma
-    call), ranks 0 and 1 lock its window, put, accumulate and unlock; they finish
+    """R122 (RMA never waits for its target): while rank 2 spins 1 s in pure Python
+    (no shmrma call), ranks 0 and 1 lock its window, put, accumulate and unlock; they finish
     before it leaves the loop, and it sees the data with plain loads."""
     def body():
         comm = MPI.COMM_WORLD
@@ -713,7 +716,7 @@ def test_sync_orders_stores_in_shared_windows():
 
 @pytest.mark.timeout(60)
 def test_one_writer_many_readers_stress():
-    """lessons 15, R97, R98: one writer (LOCK_EXCLUSIVE) and two readers (LOCK_SHARED)
+    """R97, R98: one writer (LOCK_EXCLUSIVE) and two readers (LOCK_SHARED)
     hammer rank 0's window for 10^5 lock cycles in all (the C fast path takes most of
     them; contended ones wait in Python); inside every critical section
     the invariant holds: a writer sees no reader and no other writer, a reader sees no
@@ -769,7 +772,7 @@ def test_one_writer_many_readers_stress():
 
 @pytest.mark.timeout(60)
 def test_more_than_256_lock_cycles():
-    """lessons 16: 300 exclusive and 300 shared Lock/Unlock cycles on one target,
+    """300 exclusive and 300 shared Lock/Unlock cycles on one target,
     each with an increment, leave the lock usable: another rank's exclusive Lock
     afterwards succeeds and the count is exact."""
     def body():
@@ -803,7 +806,7 @@ def test_more_than_256_lock_cycles():
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("seed", [2**31 - 5, 2**32 - 5])
 def test_lock_counters_wrap(seed):
-    """lessons 16: with the lock words of rank 0's window seeded just below 2^31 and
+    """With the lock words of rank 0's window seeded just below 2^31 and
     2^32 (white-box: the ticket, read and write words of its control block), mixed
     exclusive and shared locking from 3 ranks across the wrap stays exclusive and
     never hangs."""
@@ -869,7 +872,7 @@ def test_bad_lock_type_and_rank():
 
 @pytest.mark.timeout(60)
 def test_errors_are_fatal_ends_the_job_with_a_message(capfd):
-    """R33, A39, API.md §6: with ERRORS_ARE_FATAL on the window, an erroneous call
+    """R33, A39: with ERRORS_ARE_FATAL on the window, an erroneous call
     (Put outside an epoch) ends the whole job: launch raises LaunchError naming that
     rank, the other rank (waiting in a Barrier) is released, and stderr says what
     failed."""
@@ -887,7 +890,7 @@ def test_errors_are_fatal_ends_the_job_with_a_message(capfd):
 
 @pytest.mark.timeout(60)
 def test_locking_targets_in_any_order_never_deadlocks():
-    """lessons 19, R94: rank 0 locks a then b, rank 1 locks b then c, rank 2 locks a
+    """R94: rank 0 locks a then b, rank 1 locks b then c, rank 2 locks a
     then c (each origin in its own order, exclusive, several epochs open at once),
     200 rounds each with an exact counter per target: nothing hangs, nothing is lost."""
     ORDERS = {0: (0, 1), 1: (1, 2), 2: (0, 2)}
@@ -924,7 +927,7 @@ def _poll_token_ring(comm, win, right, rounds):
     """A token passed around by polling a flag with MPI-3 calls (Fetch_and_op NO_OP +
     Flush), as programs without counters do; returns the tokens this rank received.
     shmrma never blocks in these calls, so with more ranks than CPUs every 16th
-    Flush yields the CPU (_native.c g_flush_yield), else each hop took a time slice."""
+    Flush yields the CPU (g_flush_yield, csrc/rma.c), else each hop took a time slice."""
     flags = MPI.Win.Allocate(8, 8, comm=comm)
     local(flags)[:] = 0
     comm.Barrier()
@@ -955,7 +958,7 @@ def _poll_token_ring(comm, win, right, rounds):
 
 @pytest.mark.timeout(120)
 def test_oversubscribed_on_one_cpu_fence_pscw_and_locks_finish():
-    """lessons 24: 8 ranks pinned to ONE cpu (8x oversubscribed) run 300 fence rounds,
+    """8 ranks pinned to ONE cpu (8x oversubscribed) run 300 fence rounds,
     300 PSCW ring rounds, 300 lock/put/unlock rounds to a neighbour and 50 rounds of
     a token passed by polling a flag; waits must yield and sleep rather than spin,
     and polling Flushes yield now and then, so it all ends within a budget (60 s; a
@@ -1010,7 +1013,7 @@ def test_oversubscribed_on_one_cpu_fence_pscw_and_locks_finish():
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("wait", ["start", "wait", "lock", "fence", "lock_all", "accumulate"])
 def test_a_wait_for_a_dead_peer_ends_the_job(wait):
-    """Issue 4 "Waiting", lessons 24: a rank waiting in Start (for a Post), Wait (for a
+    """Issue 4 "Waiting": a rank waiting in Start (for a Post), Wait (for a
     Complete), Lock (behind an exclusive holder), Lock_all, Fence or an Accumulate
     (behind the target's accumulate lock, white-box: held by a rank that dies) for a
     rank that exited instead notices: the job ends at once with the dead rank named,

@@ -1,4 +1,4 @@
-"""The synchronization fast path (_native.c "Synchronization fast path") against the
+"""The synchronization fast path (csrc/passive.c, active.c, winbarrier.c) against the
 Python path of passive.py and active.py.
 
 Every misuse ends the same on both paths (same error class and message, same epoch
@@ -8,7 +8,8 @@ correctly in Python; and fast and slow calls mix freely across ranks: the shared
 lock words, post matrix, completes cells and barrier are the same.
 
 Rules: R66, R68, R72, R79, R90, R94, R97, R102, R103, R106, R113 (epoch rules and
-errors), R69/R91 (PSCW matching), R75 (fence completion); lessons 13, 15, 18.
+errors), R69/R91 (PSCW matching), R75 (fence completion); a Post never pairs with
+the wrong Start, a release never wipes a concurrent acquire, Lock may block.
 """
 import random
 import time
@@ -248,7 +249,7 @@ def test_common_cases_take_the_fast_path():
 
 @pytest.mark.timeout(60)
 def test_lock_tickets_and_fence_arrivals_finish_in_python():
-    """lessons 18, R97, R75: a Lock whose ticket waits behind a holder of 0.3 s, a
+    """R97, R75: a Lock whose ticket waits behind a holder of 0.3 s, a
     Lock_all stuck on its second rank, and a Fence whose peer arrives 0.3 s late, each
     come back from C with what they drew and finish in the Python path."""
     def body():
@@ -313,7 +314,7 @@ def test_lock_tickets_and_fence_arrivals_finish_in_python():
 
 @pytest.mark.timeout(120)
 def test_fast_and_slow_sync_calls_mix_across_ranks():
-    """R97, R69/R91, R75, lessons 13 and 15: 3 ranks, each switching its fast path on
+    """R97, R69/R91, R75: 3 ranks, each switching its fast path on
     and off at random before every call, run exclusive-lock increments of a counter
     (Get, Flush, Put +1: exact total) and shared-lock reads on one window, PSCW rounds
     along a ring (round k delivers k) and fence rounds on another (a window is never

@@ -1,4 +1,4 @@
-"""Cartesian process topologies (MPI-3.1 §7.5; beyond API.md, for the stencil
+"""Cartesian process topologies (MPI-3.1 §7.5; beyond docs/api.md, for the stencil
 programs shmrma's users prototype): MPI.Compute_dims, comm.Create_cart and
 MPI.Cartcomm, with the results and error classes of mpi4py 4.1 on MPICH 5.0
 (scripts/cartesian.py is also compared with it by tests/test_backends.py)."""

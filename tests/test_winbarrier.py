@@ -1,5 +1,5 @@
 """The window barrier of the amendment: win.Ibarrier / win.Barrier, a nonblocking
-fence over the window's group (shmrma/rma/winbarrier.py; checklist A1-A3, R166-R172)."""
+fence over the window's group (shmrma/rma/winbarrier.py; A1-A3, R166-R172)."""
 import os
 import time
 
@@ -140,7 +140,7 @@ def test_window_barrier_errors():
 
 @pytest.mark.timeout(60)
 def test_waiting_for_a_barrier_a_dead_member_never_enters():
-    """Issue 5 / lessons 24: a rank waiting for the window barrier, or for its target's
+    """Issue 5: a rank waiting for the window barrier, or for its target's
     entry before a Put, notices a member that exited instead of entering."""
     def body(put):
         comm = MPI.COMM_WORLD

@@ -1,7 +1,11 @@
 """Windows: creation of every built flavor, layout, Shared_query, attributes, info,
 group, names, error handlers, Free, creation errors and resource use.
 
-Rules: checklist §3.1 (R1-R33), API.md §6, lessons 2-5, 8-11, 22.
+Rules: MPI-3.1 §11.2 (R1-R33 in docs/rules.md), the windows of docs/api.md; a full
+/dev/shm is an error, never SIGBUS; a creation error on one rank reaches every rank;
+resources stay flat over many windows; no unmap while a view is exported; a size-0
+rank gets its would-be address; Shared_query(PROC_NULL) works with one process;
+alloc_shared_noncontig is honoured; bases are aligned; atomics survive re-creation.
 Every multi-rank body runs under ``shmrma.launch`` with a timeout.
 """
 import gc
@@ -128,7 +132,7 @@ def test_every_flavor_creates_and_works_at_1_to_4_ranks(nprocs):
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("where", ["first", "middle", "last", "all"])
 def test_shared_size_zero_rank_layout_and_query(where):
-    """lessons 8, R2, R8, R11: a size-0 rank (first, middle, last, or every rank) takes
+    """R2, R8, R11: a size-0 rank (first, middle, last, or every rank) takes
     no space; Shared_query gives each rank's exact size and disp_unit, PROC_NULL gives
     the lowest rank with size > 0 (or a zero-length buffer when all are 0); stores
     through those buffers are seen by every rank after a Barrier; RMA of any data to a
@@ -178,7 +182,7 @@ def test_shared_size_zero_rank_layout_and_query(where):
 
 @pytest.mark.timeout(60)
 def test_contiguous_layout_and_aligned_bases():
-    """R8, lessons 11, A35: without alloc_shared_noncontig, rank i's segment starts at
+    """R8, A35: without alloc_shared_noncontig, rank i's segment starts at
     the byte after rank i-1's (sizes here are multiples of 64, so exact contiguity and
     64-byte alignment agree), the first base is page-aligned, and with odd sizes every
     base is still 64-byte aligned and segments follow in rank order without overlap."""
@@ -205,7 +209,7 @@ def test_contiguous_layout_and_aligned_bases():
 
 @pytest.mark.timeout(60)
 def test_alloc_shared_noncontig_page_aligned_and_echoed():
-    """lessons 10, R9: alloc_shared_noncontig=true page-aligns every non-empty rank's
+    """R9: alloc_shared_noncontig=true page-aligns every non-empty rank's
     segment, Shared_query still gives the right size, a size-0 rank gets a zero-length
     buffer, and Get_info echoes the key (false by default)."""
     sizes = [100, 0, 5000]
@@ -242,7 +246,7 @@ def test_alloc_shared_noncontig_page_aligned_and_echoed():
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("flavor", ["allocate", "create", "shared"])
 def test_shared_query_every_rank_and_proc_null_on_each_flavor(flavor):
-    """lessons 9, R7, R11, R12: Shared_query works on ALLOCATE, CREATE and SHARED
+    """R7, R11, R12: Shared_query works on ALLOCATE, CREATE and SHARED
     windows (MPI 4.1): for every rank it gives that rank's memory and disp_unit,
     PROC_NULL gives the lowest rank with size > 0, a store by one rank is seen by the
     others after a Barrier, and a rank outside the group is ERR_RANK."""
@@ -275,7 +279,7 @@ def test_shared_query_every_rank_and_proc_null_on_each_flavor(flavor):
 
 @pytest.mark.timeout(60)
 def test_shared_query_single_rank():
-    """lessons 9, R11: with one process, Shared_query(PROC_NULL) returns its own
+    """R11: with one process, Shared_query(PROC_NULL) returns its own
     segment, and a size-0 one-rank window gives a zero-length buffer."""
     def body():
         win = MPI.Win.Allocate_shared(32, 4, comm=MPI.COMM_WORLD)
@@ -313,7 +317,7 @@ def test_stores_seen_by_every_rank_after_barrier():
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("flavor", FLAVORS)
 def test_size_zero_buffers_are_writable_like_mpi4py(flavor):
-    """lessons 8, R2: the zero-length buffer of a size-0 rank is writable (readonly
+    """R2: the zero-length buffer of a size-0 rank is writable (readonly
     False), as mpi4py's, so generic code like ``win.tomemory()[:] = 0`` works."""
     def body():
         win, mem = create(flavor, 0)
@@ -333,7 +337,7 @@ def test_size_zero_buffers_are_writable_like_mpi4py(flavor):
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("flavor", FLAVORS)
 def test_buffer_protocol_exports_the_local_window_memory(flavor):
-    """API.md §4 (the buffer protocol), R1: memoryview(win) and numpy.frombuffer(win)
+    """The buffer protocol, R1: memoryview(win) and numpy.frombuffer(win)
     give this rank's window memory, bytes of format "B", writable, as mpi4py's; a
     store through it is what the peer's Get reads; a size-0 rank exports 0 bytes."""
     def body():
@@ -412,7 +416,7 @@ DEFAULT_HINTS = {"no_locks": "false", "accumulate_ordering": "rar,raw,war,waw",
 
 @pytest.mark.timeout(60)
 def test_info_defaults_echo_and_unknown_keys():
-    """R29, R31, R32, A45, API.md §6: Get_info reports the defaults of every honoured
+    """R29, R31, R32, A45: Get_info reports the defaults of every honoured
     hint, echoes the values given at creation (Info or plain dict), ignores unknown keys
     without error, returns a new object each time, and a no_locks window can still be
     locked."""
@@ -475,7 +479,7 @@ def test_set_info_keeps_unmentioned_keys():
 
 @pytest.mark.timeout(60)
 def test_accumulate_ordering_is_normalised_and_validated():
-    """R32, R143, checklist §2a: accumulate_ordering is reported normalised (tokens in
+    """R32, MPI-3.1 §11.7.2: accumulate_ordering is reported normalised (tokens in
     the order rar,raw,war,waw), 'none' as given, and a value with an unknown token is
     ignored in favour of the default."""
     def body():
@@ -490,7 +494,7 @@ def test_accumulate_ordering_is_normalised_and_validated():
 
 @pytest.mark.timeout(60)
 def test_default_communicator_is_comm_self():
-    """R1, API.md §6: comm defaults to COMM_SELF, so each rank gets a window of its
+    """R1: comm defaults to COMM_SELF, so each rank gets a window of its
     own."""
     def body():
         win = MPI.Win.Allocate(8, 8)
@@ -532,7 +536,7 @@ def test_group_and_group_properties_on_a_subcommunicator():
 
 @pytest.mark.timeout(60)
 def test_names():
-    """API.md §6 (no checklist rule covers names): a window's name starts empty,
+    """No numbered rule covers names: a window's name starts empty,
     Set_name/Get_name/name round-trip, and each window has its own name."""
     def body():
         a = MPI.Win.Allocate(8, comm=MPI.COMM_WORLD)
@@ -643,7 +647,7 @@ def test_free_is_a_barrier():
 
 @pytest.mark.timeout(60)
 def test_free_while_a_shared_query_buffer_is_held():
-    """lessons 5, R24: freeing a window while the program still holds a buffer from
+    """R24: freeing a window while the program still holds a buffer from
     Shared_query/tomemory never unmaps memory in use: the buffer stays readable and
     writable, and the mapping goes once the buffer is dropped."""
     def body():
@@ -673,7 +677,7 @@ def test_free_while_a_shared_query_buffer_is_held():
 @pytest.mark.parametrize("flavor", FLAVORS)
 @pytest.mark.parametrize("culprit", [0, 1, 2])
 def test_bad_size_or_disp_unit_on_one_rank_fails_everywhere(flavor, culprit):
-    """lessons 3, R4: a negative size (ERR_SIZE) or a disp_unit <= 0 (ERR_DISP) passed
+    """R4: a negative size (ERR_SIZE) or a disp_unit <= 0 (ERR_DISP) passed
     by one rank only raises that class on every rank, leaks no fd or segment, and the
     ranks can create a window right after."""
     def body():
@@ -713,7 +717,7 @@ def test_bad_size_or_disp_unit_on_one_rank_fails_everywhere(flavor, culprit):
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("flavor", ["allocate", "shared"])
 def test_exhausting_dev_shm_is_err_no_mem_on_every_rank(flavor):
-    """lessons 2: asking for more than /dev/shm can hold (on one rank only) raises
+    """Asking for more than /dev/shm can hold (on one rank only) raises
     ERR_NO_MEM on every rank, never SIGBUS, with a message about /dev/shm; nothing is
     left behind and the next creation works."""
     stats = os.statvfs("/dev/shm")
@@ -755,7 +759,7 @@ LOOP_WINDOWS = 10_000
 
 @pytest.mark.timeout(120)
 def test_create_and_free_10000_windows_keeps_fds_and_maps_flat():
-    """lessons 4, 5, R24: creating and freeing 10,000 windows (ALLOCATE, SHARED and
+    """R24: creating and freeing 10,000 windows (ALLOCATE, SHARED and
     CREATE in turn) at 2 ranks leaves the open fd count, the /proc/self/maps line count
     and the job's /dev/shm names where they started."""
     def body():
@@ -793,7 +797,7 @@ def test_create_and_free_10000_windows_keeps_fds_and_maps_flat():
 
 @pytest.mark.timeout(60)
 def test_create_free_cycles_keep_atomics_working():
-    """lessons 22: after each of 1,000 create/free cycles a Fetch_and_op by every rank
+    """After each of 1,000 create/free cycles a Fetch_and_op by every rank
     on a fresh window still counts exactly."""
     def body():
         comm = MPI.COMM_WORLD
@@ -873,7 +877,7 @@ def test_create_with_size_zero_rank_over_alloc_mem():
 
 @pytest.mark.timeout(60)
 def test_create_over_unusable_memory_on_one_rank_fails_everywhere():
-    """lessons 3, R4, A41: when one rank gives Win.Create memory it cannot expose (a
+    """R4, A41: when one rank gives Win.Create memory it cannot expose (a
     read-only bytes object: ERR_BASE), every rank raises that class, nothing leaks,
     and the ranks can create a window right after."""
     def body():
@@ -896,7 +900,7 @@ def test_create_over_unusable_memory_on_one_rank_fails_everywhere():
 
 @pytest.mark.timeout(60)
 def test_a_segment_no_rank_can_make_or_map_fails_on_every_rank_at_once():
-    """Creation errors are collective (R1-R3 as the checklist reads them for a runtime
+    """Creation errors are collective (R1-R3 as shmrma reads them for a runtime
     that cannot always allocate): a total beyond one segment (2**62 bytes at each of 3
     ranks, or 2**70 at one) is ERR_SIZE on every rank, and a rank that cannot map the
     segment (out of file descriptors) makes every rank raise ERR_OTHER, instead of

@@ -1,5 +1,5 @@
 """Halo exchange time per iteration: the proposal's Example A3 (counters for
-"halo updated" and "halo free", with the fixes of checklist A16-A19) against
+"halo updated" and "halo free", with the fixes of A16-A19) against
 the same exchange written with Fence.
 
     shmrma-run -n N -m shmrma.bench.halo FORM [ITERATIONS]

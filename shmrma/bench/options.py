@@ -1,7 +1,7 @@
 """The OSU one-sided benchmarks and their OMB 7.x options, parsed once for the
 command line and again inside every rank.
 
-Defaults follow the OMB 7.x code (../shared/design/benchmarks.md §1): exactly
+Defaults follow the OMB 7.x code (its sources, not its README): exactly
 two ranks, sizes 1 B to 4 MiB in powers of two, 10,000 timed iterations after
 100 warm-up for latency (1,000 after 10 above 8 KiB), 100 after 10 for
 bandwidth (20 after 2 above 8 KiB), 64 operations per bandwidth iteration.

@@ -61,7 +61,7 @@ def install_window_sync(Win):
         if check is None:
             return real["Ibarrier"](self, assertion)
         seq = check.barriers
-        check.complete_locally()               # at the call (F45)
+        check.complete_locally()               # at the call (R167)
         check.complete(check.everyone())       # at the request's completion, R168
         check.release_all(BARRIER, seq)        # before the window is posted
         request = real["Ibarrier"](self, assertion)

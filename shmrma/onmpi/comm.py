@@ -1,5 +1,5 @@
 """Communicators on the mpi backend: mpi4py's, carrying lists of ``MPI.Sync``
-handles typed ``MPI.HANDLE_SYNC`` (API.md §9) in point-to-point calls and
+handles typed ``MPI.HANDLE_SYNC`` (docs/api.md, extensions) in point-to-point calls and
 non-reducing collectives.
 
 A handle message travels as its wire form (shmrma's synchandle: 128 bytes per

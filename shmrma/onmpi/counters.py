@@ -21,7 +21,7 @@ counter window's memory model is unified, the owner polls its own words with loa
 (R62) and calls MPI_Win_sync once one is ready (R131), as Example 11.21 polls a
 flag, not with an atomic and a flush at every look.
 
-Semantics as on shared memory (checklist A14-A18, A23): Start of a Sync_object
+Semantics as on shared memory (A14-A18, A23): Start of a Sync_object
 request adds its count (early decrements stay banked; ERR_WIN_COUNTER when they
 outnumber it); the request completes when the counter is back to <= 0. While a
 Sync_ops request covering RMA is active, the user window is in a Lock_all epoch
@@ -136,7 +136,7 @@ class CounterWindow:
             word = self._read_word(self.rank, slot)
         else:
             # every few looks, progress for the peers' calls that need mine: a Flush
-            # of this window (MPICH: the A3 halo at 4 ranks takes 140 us an iteration
+            # of this window (MPICH: Example A3's halo at 4 ranks takes 140 us an iteration
             # with it, 240 without) and an Iprobe, for another window on the
             # communicator (Open MPI's osc/sm counter window makes none)
             self._looks += 1

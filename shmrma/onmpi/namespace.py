@@ -1,5 +1,5 @@
 """``from shmrma import MPI`` on the mpi backend: mpi4py's namespace with shmrma's
-extensions (API.md §9) in place of the classes they extend. Names only."""
+extensions (docs/api.md) in place of the classes they extend. Names only."""
 # flake8: noqa: F401
 from mpi4py import MPI as _mpi
 from mpi4py.MPI import *  # noqa: F403

@@ -1,4 +1,4 @@
-"""The window barrier (seed 004; API.md §9) on the mpi backend, in MPI-3 calls.
+"""The window barrier (the Ibarrier amendment) on the mpi backend, in MPI-3 calls.
 
 MPICH's Win_start waits for the matching Post, so active-target epochs cannot
 express a barrier that returns before the others arrive. The barrier uses a

@@ -3,10 +3,11 @@ Post/Start/Complete/Wait/Test.
 
 Every RMA call is complete when it returns, so a Fence is a memory fence
 plus a barrier over the window's group; it is always a barrier, even with
-MODE_NOPRECEDE (A34, lessons 17).
+MODE_NOPRECEDE (A34: a store made before it must be seen after it).
 
-Post/Start match per pair of ranks, never through a count of posts (lessons
-13): the post matrix holds, for every (origin, target), how many Posts of the
+Post/Start match per pair of ranks, never through a count of posts (a count lets
+a Post meant for another epoch satisfy a Start): the post matrix holds, for every
+(origin, target), how many Posts of the
 target included the origin, and each origin counts the ones its Starts used,
 so the k-th Start of an origin towards a target pairs with that target's k-th
 Post towards it (R69, R91). Post never blocks (R86); Start waits for the

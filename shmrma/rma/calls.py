@@ -227,7 +227,7 @@ class Communication:
     def _access(self, call, target_rank, kind=MODE_WIN_ACCUMULATE):
         """(window state, target rank as an int) when ``call`` may reach the target;
         (None, None) for PROC_NULL, which makes any call a no-op whatever its buffers
-        (R38, lessons 26) but still needs an open epoch (A38)."""
+        (R38) but still needs an open epoch (A38)."""
         state = self._s
         if self._fast is None:
             self._fast = fastpath.bind(state)
@@ -376,7 +376,7 @@ class Communication:
                 transfer.target.store(memory, transfer.offset, incoming.data)
         state.epoch.issued()
 
-    # --- request-based forms (R53-R59) ---
+    # --- request-based forms (MPI-3.1 §11.3.5) ---
     def Rput(self, origin, target_rank, target=None):
         """Put data into a memory window on a remote process; return a complete Request."""
         return self._requested("Rput", target_rank, self.Put, origin, target_rank, target)

@@ -1,6 +1,6 @@
 """The layout of a window's control segment, which every rank maps: one
-cache-line-padded block per rank, then the post matrix (ARCHITECTURE.md
-"Shared memory layout"). The C fast path receives these offsets once
+cache-line-padded block per rank (so ranks never false-share a line), then
+the post matrix. The C fast path receives these offsets once
 (fastpath.py), so Python and C read the same words."""
 
 CONTROL_HEADER = 64

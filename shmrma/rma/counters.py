@@ -1,5 +1,5 @@
 """Synchronization counters of the 2008 "Flexible RMA Synchronization" proposal
-(../shared/spec/000_ea068206f18ea859.txt; API.md §9; checklist §3.14, A14-A18).
+(its §1.2; docs/rules.md R152-R165, A14-A18).
 
 A counter is a signed 32-bit wait cell, one cache line apart from the next, in
 a segment that holds only counters: each rank makes its own counter segments

@@ -1,5 +1,5 @@
 """Which epochs are open on a window at this rank, and what they allow
-(MPI-3.1 §11.5, checklist R65, R66, R68, R72, R78, R79, R82, R90, R94, R106, A34).
+(MPI-3.1 §11.5; R65, R66, R68, R72, R78, R79, R82, R90, R94, R106, A34).
 
 A misuse raises ERR_RMA_SYNC before anything changes. The checks sit on the
 hot path of every communication call, so the common case is one test. The

@@ -5,7 +5,7 @@ Each rank's window lock is a fair reader-writer ticket lock in its control
 block (Mellor-Crummey and Scott, as in Open MPI's osc/sm): a ticket from one
 counter, writers admitted by the ``write`` word, readers by the ``read`` word.
 It is FIFO, so neither readers nor writers starve, and releases add instead of
-storing, so a release never wipes a concurrent arrival (lessons 15). The
+storing, so a release never wipes a concurrent arrival (a stored one can). The
 target takes no part (R122). RMA completes when its call returns, so a flush
 is a memory fence.
 

@@ -1,6 +1,6 @@
-"""The window barrier of the amendment (../shared/spec/004_5b383c3b388ea746.txt):
+"""The window barrier of the Ibarrier amendment (docs/rules.md, sources):
 ``win.Ibarrier(assertion)`` -> Request and ``win.Barrier(assertion)``, a
-nonblocking fence over the window's group (checklist A1-A3, R166-R172).
+nonblocking fence over the window's group (A1-A3, R166-R172).
 
 Every rank's control block counts the barriers it entered. Ibarrier is a Fence
 that does not wait: the same epoch rules and assertions, RMA issued before it

@@ -1,4 +1,4 @@
-"""Win.Change_comm of the 2008 proposal (000 §1.2.6; API.md §9; checklist A27, R164).
+"""Win.Change_comm of the 2008 proposal (its §1.2.6; A27, R164).
 
 ``win = win.Change_comm(new_comm, peer_rank)`` is collective over ``new_comm`` and
 the window's communicator. Members that stay get the same window back, now over

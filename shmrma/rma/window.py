@@ -385,7 +385,7 @@ class Win(_buffer_exporter(), IntHandle, Communication, ActiveTarget, PassiveTar
 
     name = property(Get_name, Set_name)
 
-    # --- changing the group (seed 000 §1.2.6) -------------------------------------------
+    # --- changing the group (the 2008 proposal, §1.2.6) ----------------------------------
     def Change_comm(self, new_comm, peer_rank):
         """Change the window's communicator to ``new_comm``; return the window handle.
 
@@ -549,7 +549,7 @@ class WindowState:
         return self.control_base + rank * RANK_CONTROL
 
     def post_cell(self, origin, target):
-        """The count of Posts from ``target`` that include ``origin`` (lessons 13: per
+        """The count of Posts from ``target`` that include ``origin`` (per
         pair, so a post meant for another origin or epoch never satisfies a Start)."""
         return (self.control.address + self.posts_offset
                 + (origin * len(self.sizes) + target) * POST_CELL)
@@ -627,7 +627,7 @@ ORDERINGS = ("rar", "raw", "war", "waw")
 
 def _normalised_hint(key, value):
     """The value as shmrma reports it, or None when the key is unknown or the value invalid
-    (hints never change semantics, so a bad one is ignored: R29, checklist §2a)."""
+    (hints never change semantics, so a bad one is ignored: R29)."""
     value = value.strip().lower()
     if key == "accumulate_ordering":
         tokens = {token.strip() for token in value.split(",")}

@@ -8,7 +8,7 @@ vector collectives (Scatterv, Gatherv, ...) take the same forms with a count
 and a displacement per rank (``vector_message``).
 With ``MPI.HANDLE_SYNC`` the buffer is a list of ``MPI.Sync`` handles, which
 travel in their wire form; only point-to-point calls and the non-reducing
-collectives accept it (checklist R154, A25).
+collectives accept it (R154, A25).
 """
 import ctypes
 import mmap

@@ -23,7 +23,7 @@ from ..core.errors import ERR_OP, ERR_TYPE, fail
 from ..core.handle import Handle, constant
 from ..core.lazy import numpy as np
 
-# Where an op is used decides which ops are legal (MPI 3.1 §11.3.4, checklist R44, R52).
+# Where an op is used decides which ops are legal (MPI 3.1 §11.3.4, R44, R52).
 REDUCTION = "reduction"            # collective reductions and Reduce_local
 ACCUMULATE = "accumulate"          # Accumulate, Raccumulate: NO_OP is not allowed
 GET_ACCUMULATE = "get_accumulate"  # Get_accumulate, Rget_accumulate, Fetch_and_op

@@ -2,7 +2,7 @@
 
 A handle names one counter: the window (its control segment's name), the owning
 rank, the counter segment and slot, and the slot's generation, which tells
-successive allocations of one slot apart (checklist A25). Handles travel by
+successive allocations of one slot apart (A25). Handles travel by
 pickling (``comm.send``) or in buffer messages typed ``MPI.HANDLE_SYNC``
 (``comm.Send([syncs, MPI.HANDLE_SYNC], dest)``), where each takes
 ``HANDLE_BYTES``: a magic word, three integers and the two names. The receiver

@@ -1,4 +1,4 @@
-"""The extensions of API.md §9 on the mpi backend, with their errors (run by
+"""shmrma's extensions (docs/api.md) on the mpi backend, with their errors (run by
 tests/test_backends.py under `shmrma-run --backend mpi -n 2`). Each check prints
 one "ok" line; an assertion failure aborts the job."""
 import pickle

@@ -44,7 +44,8 @@
  * The values are core/settings.py's (its defaults, or SHMRMA_SPIN and
  * SHMRMA_YIELDS), which core/atomic.py hands over with set_wait_params() when
  * it picks this module, before any wait; core/job.py spins less when ranks
- * outnumber CPUs, where spinning only delays the rank waited for.  A wait
+ * outnumber CPUs, where spinning only delays the rank waited for (mpi4py's
+ * CI on an oversubscribing MPI went from minutes to over an hour).  A wait
  * longer than a slice (the callers check the job between slices) spins and
  * yields at its start only: its later slices sleep at once (wait_changed). */
 long g_spin = 0;

@@ -95,8 +95,7 @@ window_bytes(const FastTarget *slot, long long disp, Py_ssize_t nbytes)
 /* --- the accumulate lock (rma.AccumulateLock) --- */
 
 /* Both inline: the accumulating calls take the lock without a call (GCC's
- * heuristics inlined them when these calls lived in shmrma/_native.c, the
- * larger unit, not here). */
+ * heuristics inlined them in the larger unit all the C once was, not here). */
 
 /* Spins of a contended acquire before missing: long enough for a holder in
  * C (well under a microsecond), short enough not to wait on a holder in

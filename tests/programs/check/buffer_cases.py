@@ -59,7 +59,7 @@ if rank == A:
     win.Put(buf, 0, 40)
 request = win.Ibarrier()
 if rank == A:
-    buf[0] = 5.0                                        # the Ibarrier completed it (F45)
+    buf[0] = 5.0                                        # the Ibarrier completed it (R167)
 request.Wait()
 win.Barrier()
 syncs = win.Alloc_sync_objects(1) if rank == 0 else None
