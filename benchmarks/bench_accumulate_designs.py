@@ -7,8 +7,8 @@ Issue 3 asks that large accumulates run close to numpy speed, and that the
 candidate designs be measured and the numbers that decided be recorded.
 shmrma takes ONE lock per target window (a 32-bit futex cell in the control
 segment: spin with pause, then sleep) for the whole accumulate-class call and
-combines with block-of-16 vectorizable loops (shmrma/csrc/op.c: EACH,
-combine_all; shmrma/csrc/rma.c: acc_lock).  This script measures that design against the others,
+combines with block-of-16 vectorizable loops (shmrma/csrc/types/op.c: EACH,
+combine_all; shmrma/csrc/rma/calls.c: acc_lock).  This script measures that design against the others,
 all written in benchmarks/designs/accumulate_designs.c, which it compiles
 with ``cc -O2 -shared -fPIC`` (``$CC`` if set) into a temporary directory
 and loads with ctypes.  Each design computes target[i] += incoming[i] for

@@ -776,7 +776,7 @@ class _AnonymousSegment:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_access_log_in_c_matches_numpy(seed):
-    """Differential: csrc/racecheck.c's scan, add and complete give what the numpy
+    """Differential: csrc/check/racecheck.c's scan, add and complete give what the numpy
     path (the fallback) gives, on random records (R126-R141's conflict rules)."""
     import numpy as np
     from shmrma.check import accesses
@@ -952,7 +952,7 @@ def test_a_look_at_unchanged_memory_needs_no_lock():
 
 @pytest.mark.parametrize("seed", range(3))
 def test_store_finding_in_c_matches_numpy(seed):
-    """Differential: csrc/racecheck.c's diff (the runs of words where memory differs
+    """Differential: csrc/check/racecheck.c's diff (the runs of words where memory differs
     from its shadow) and stores (forget ordered stores, scan, add) give what the
     numpy fallback gives."""
     import numpy as np
@@ -1112,7 +1112,7 @@ if sys.argv[1:] == ["crash"]:
 
 
 def test_the_page_watch_notes_the_first_load_of_each_page_and_its_line(tmp_path):
-    """csrc/pagewatch.c: a load's exact address and line (R127), once per page and
+    """csrc/check/pagewatch.c: a load's exact address and line (R127), once per page and
     arming; a store (found by the store watch) gives its page back unnoted; the
     partial page at the start of the range is not taken away."""
     program = tmp_path / "watch.py"

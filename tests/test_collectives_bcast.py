@@ -1,4 +1,4 @@
-"""Broadcasts on the collective areas (collarea.py, shmrma/csrc/collectives.c).
+"""Broadcasts on the collective areas (coll/area.py, shmrma/csrc/coll/area.c).
 
 A broadcast's step is lighter than the others': only its root deposits, the
 receivers wait for that deposit alone and say in their read cells when they

@@ -1,8 +1,8 @@
-"""The collective fast paths (shmrma/csrc/collectives.c) against the Python path.
+"""The collective fast paths (shmrma/csrc/coll/: area.c, reductions.c, parts.c) against the Python path.
 
 Bcast, Reduce, Allreduce, Gather, Scatter, Alltoall(v), ... and the object
 collectives built on allgather and bcast take their common case in C on the same shared areas and protocol as
-collective.py. Every scenario runs with the fast paths on at every rank, off at
+coll/blocking.py. Every scenario runs with the fast paths on at every rank, off at
 every rank, and on at some ranks only (the two paths meet in one call), and all
 three must end the same on every rank: the same bytes, the same objects, the
 same errors. Spies show the C path was taken where it should be, and that it

@@ -1,5 +1,5 @@
-"""The synchronization counters' requests (shmrma/csrc/counters.c) and the window
-barrier (shmrma/csrc/winbarrier.c: Fence, Barrier, Ibarrier) in C, against their
+"""The synchronization counters' requests (shmrma/csrc/rma/counters.c) and the window
+barrier (shmrma/csrc/rma/winbarrier.c: Fence, Barrier, Ibarrier) in C, against their
 Python paths.
 
 Every scenario runs with the fast paths on at every rank, off at every rank, and on
@@ -297,7 +297,7 @@ def test_the_c_path_takes_the_common_cases():
 @pytest.mark.timeout(60)
 @pytest.mark.skipif(atomic.BACKEND != "c", reason="the fallback engine has no C path")
 def test_only_the_signal_that_completes_a_sleeping_wait_wakes_it():
-    """csrc/counters.c: a Sync_object Wait of count 2 asleep on its counter is woken by
+    """csrc/rma/counters.c: a Sync_object Wait of count 2 asleep on its counter is woken by
     the second signal, which ends it, and not by the first, which leaves the counter at
     1: the waiter goes to sleep exactly once (a wake-up by the first signal, or a sleep
     slice running out for want of a wake-up by the second, would make it sleep again)."""

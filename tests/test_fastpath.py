@@ -1,11 +1,11 @@
-"""The RMA fast path (shmrma/rma/fastpath.py, shmrma/csrc/rma.c) against the
+"""The RMA fast path (shmrma/rma/fastpath.py, shmrma/csrc/rma/calls.c) against the
 Python path.
 
 Each call runs twice on equal data, with the fast path on and then off
 (``fastpath.enable``), and both runs must end the same: the same window bytes,
 the same bytes in every buffer the call was given, and the same outcome (no
 error, or the same exception type, error class and message). Spies on the fast
-functions rma.py and passive.py call check that the common cases really take
+functions rma/calls.py and rma/passive.py call check that the common cases really take
 the fast path and that the rest decline it (then the Python path raises).
 
 Rules: MPI-3.1 §11.3 (communication calls), R38/A38 (PROC_NULL, whatever the

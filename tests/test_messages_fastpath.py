@@ -1,4 +1,4 @@
-"""The point-to-point fast paths (shmrma/csrc/transport.c) against the Python path.
+"""The point-to-point fast paths (shmrma/csrc/p2p/transport.c) against the Python path.
 
 Every scenario runs twice at 2 ranks, with the fast paths on and then off
 (``fastpath.enable``, which turns every C fast path off), and both runs must end
@@ -113,7 +113,7 @@ def _drain(comm, result):
         result += (("left behind", bytes(left)),)
 
 
-# the kinds shmrma/csrc/pickles.c pickles itself, at its limits, and past them
+# the kinds shmrma/csrc/types/msgpickle.c pickles itself, at its limits, and past them
 QUICK = (0, 255, 256, 65536, -1, -2**31, 2**31, 2.5, float("-inf"), True, False, None,
          "", "é" * 127, "é" * 128, b"", b"x" * 255, b"x" * 256, "\ud800")
 

@@ -1,8 +1,8 @@
-"""The nonblocking collectives' C path (shmrma/csrc/nbc.c) against the Python path.
+"""The nonblocking collectives' C path (shmrma/csrc/coll/nonblocking.c) against the Python path.
 
 Every nonblocking collective but Ialltoallw, on plain buffers (the vector forms'
 messages with predefined datatypes; Ireduce_scatter with its recvcounts given)
-whose streams fit a slot, starts in C on the channel of nbcarea.py, and their
+whose streams fit a slot, starts in C on the channel of coll/channel.py, and their
 Wait and Test read the others' slots in C. Every scenario runs with the fast paths on at
 every rank, off at every rank, and on at even ranks only (both paths meet in one
 collective, and C operations sit among Python ones on one channel), and must end

@@ -1,4 +1,4 @@
-"""The pickles of objects in messages (shmrma/csrc/pickles.c) against pickle's.
+"""The pickles of objects in messages (shmrma/csrc/types/msgpickle.c) against pickle's.
 
 Objects travel as pickles (mpi4py's contract), and the C extension writes and
 reads the pickles of the small kinds itself. It must write exactly the bytes

@@ -927,7 +927,7 @@ def _poll_token_ring(comm, win, right, rounds):
     """A token passed around by polling a flag with MPI-3 calls (Fetch_and_op NO_OP +
     Flush), as programs without counters do; returns the tokens this rank received.
     shmrma never blocks in these calls, so with more ranks than CPUs every 16th
-    Flush yields the CPU (g_flush_yield, csrc/rma.c), else each hop took a time slice."""
+    Flush yields the CPU (g_flush_yield, csrc/rma/calls.c), else each hop took a time slice."""
     flags = MPI.Win.Allocate(8, 8, comm=comm)
     local(flags)[:] = 0
     comm.Barrier()

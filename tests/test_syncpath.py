@@ -1,4 +1,4 @@
-"""The synchronization fast path (csrc/passive.c, active.c, winbarrier.c) against the
+"""The synchronization fast path (csrc/rma/passive.c, active.c, winbarrier.c) against the
 Python path of passive.py and active.py.
 
 Every misuse ends the same on both paths (same error class and message, same epoch

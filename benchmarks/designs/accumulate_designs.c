@@ -9,14 +9,14 @@
  *      a compare-exchange loop on the element's 64-bit word;
  *   B  one lock per target (what shmrma does): an int32 cell taken by CAS,
  *      spinning ACC_LOCK_SPIN times with the pause instruction, then sleeping
- *      on a futex (with a sleepers count beside the cell, as csrc/atomic.c's
+ *      on a futex (with a sleepers count beside the cell, as csrc/core/atomic.c's
  *      wait cells have); held around the whole plain loop;
  *   C  address-striped locks: the target split at multiples of `chunk` bytes
  *      (offset from the window base), each piece under
  *      stripe[(offset / chunk) % N_STRIPES], the same lock as B per stripe;
  *   N  no lock at all: the plain loop (the floor; wrong under concurrency).
  *
- * The plain loop is csrc/op.c's EACH: whole blocks of BLOCK = 16 elements,
+ * The plain loop is csrc/types/op.c's EACH: whole blocks of BLOCK = 16 elements,
  * moved through memcpy, which GCC vectorizes at -O2.
  *
  * The timing loops run here, in C, so no interpreter overhead is measured:
@@ -35,7 +35,7 @@
 
 #define SC __ATOMIC_SEQ_CST
 #define BLOCK 16
-#define ACC_LOCK_SPIN 256       /* as csrc/rma.c */
+#define ACC_LOCK_SPIN 256       /* as csrc/rma/calls.c */
 #define N_STRIPES 64
 #define LINE 64                 /* every lock on its own cache line */
 

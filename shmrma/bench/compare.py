@@ -464,7 +464,7 @@ WHEN_MISSED["Bcast 8 B n=4 (osu_bcast), us"] = (
 for _n in (2, 4):
     WHEN_MISSED["Window barrier vs Fence round n=%d, shmrma both, us" % _n] = (
         "Fence and the window barrier are one call (winbarrier.barrier, then "
-        "csrc/winbarrier.c's win_barrier: a Fence is the barrier), so the ratio is 1 but "
+        "csrc/rma/winbarrier.c's win_barrier: a Fence is the barrier), so the ratio is 1 but "
         "for noise: at 4 ranks on 2 CPUs either round reads 2.9-6.2 us from run to run, "
         "and the ratio 0.72-1.26 across runs")
 WHEN_MISSED["Halo A3 n=4: counters vs Fence, shmrma both, us/iter"] = (

@@ -21,7 +21,7 @@ import contextlib
 from ..core import atomic, job
 from ..core.lazy import numpy
 
-try:        # the scan, add and complete in C (csrc/racecheck.c); numpy below otherwise
+try:        # the scan, add and complete in C (csrc/check/racecheck.c); numpy below otherwise
     from .. import _racecheck
 except ImportError:
     _racecheck = None
@@ -44,7 +44,7 @@ NO_OP_CODE = -1          # the op code of NO_OP (a read)
 CAPACITY = 4096          # records per target before pruning
 ATOMICS = 256            # words per target used as flags or locks through atomics
 ATOMIC_BYTES = 16        # an accumulate-class access of at most one element synchronizes
-# a record, as csrc/racecheck.c's struct record: every 8-byte field first, no padding
+# a record, as csrc/check/check.h's struct record: every 8-byte field first, no padding
 RECORD_FIELDS = [("low", "<i8"), ("high", "<i8"), ("stamp", "<i8"), ("origin", "<i4"),
                  ("kind", "<i4"), ("op", "<i4"), ("basic", "<i4"), ("site", "<i4"),
                  ("epoch", "<i4")]
@@ -250,7 +250,7 @@ class WindowLog:
     def shadowed(self, target, me, access, vc_address, addresses, unseen, writes, perform,
                  source=None):
         """record() in C with the call inside the target's lock, keeping its shadow
-        (csrc/racecheck.c's shadowed): None when C declines, having done nothing,
+        (csrc/check/racecheck.c's shadowed): None when C declines, having done nothing,
         else (the call's result, the racing records or None when the log is full,
         the run of a store the target had not looked at, or None)."""
         if _native is None or self.synchronizes(access.lows, access.highs, access.kind):
@@ -397,7 +397,7 @@ def diff_native(memory, shadow, nbytes, grain, max_runs, lock_cell):
 
 def diff(memory, shadow, nbytes, grain, max_runs, lock=None):
     """(lows, highs) of the runs of ``grain``-byte words where memory differs from its
-    shadow, the shadow updated on them (csrc/racecheck.c's diff; numpy when it is not
+    shadow, the shadow updated on them (csrc/check/racecheck.c's diff; numpy when it is not
     built, without merging), under ``lock`` (a _TargetLock) when given."""
     if _native is not None:
         found = _native.diff(memory, shadow, nbytes, grain, max_runs,

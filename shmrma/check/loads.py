@@ -3,7 +3,7 @@ the loads and stores of a shared window's memory by every rank.
 
 A load leaves the memory as it was, so no comparison finds it (stores.py): the
 checker takes the pages of the rank's window memory away from it after each of
-its synchronization calls (csrc/pagewatch.c), and the first access to each page
+its synchronization calls (csrc/check/pagewatch.c), and the first access to each page
 faults; the handler notes the address and the Python line and gives the page
 back. Before the rank's next release (and before an acquire-only call, at the
 points stores.py looks) the notes become load records, stamped with the epoch
@@ -69,7 +69,7 @@ FULL_PERIODS, FULL_EVERY = 16, 8
 BUDGET = 0.05            # the share of the run time the watch may cost, past its grace:
 GRACE_PERIODS = 64       # watched whatever they cost, but for
 GRACE = 0.02             # these seconds at most
-MAX_NOTES = 4096        # csrc/pagewatch.c's MAX_FAULTS
+MAX_NOTES = 4096        # csrc/check/pagewatch.c's MAX_FAULTS
 MAX_WATCHED = 64        # and its MAX_REGIONS
 # what its watch() returns when the memory holds no whole page, or every slot is taken
 NO_PAGE, ALL_TAKEN = -1, -2

@@ -37,8 +37,8 @@ part in every step, so nobody is left waiting.
 
 ``exchange`` moves byte streams (each member's outgoing bytes) to whoever wants
 parts of them; ``fold`` reduces vectors element-wise in rank order.
-collective.py builds every blocking collective from the two;
-shmrma/csrc/collectives.c runs the common cases (plain buffers, pickles that fit
+coll/blocking.py builds every blocking collective from the two;
+shmrma/csrc/coll/ (area.c, reductions.c, parts.c) runs the common cases (plain buffers, pickles that fit
 the small area) in C on the same areas and protocol, so a member on either path
 meets the others.
 """

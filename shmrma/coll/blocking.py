@@ -1,7 +1,7 @@
 """Collective operations of intracommunicators, on objects and on buffers.
 
 Every blocking collective runs on the communicator's shared collective area
-(collarea.py): the members deposit their contributions in their slots, step
+(coll/area.py): the members deposit their contributions in their slots, step
 together, and read what they need straight from each other's slots; Barrier
 alone uses the barrier slot. Every collective stays in step when a rank fails:
 a rank whose arguments are wrong says so in the first step and every rank

@@ -79,7 +79,7 @@ def channel_of(state):
 
 class _ChannelState:
     """What a channel keeps for its protocol, on the fallback engine: with the C
-    extension it is _native.ChannelCore, which nbc.c shares (the same fields and
+    extension it is _native.ChannelCore, which csrc/coll/nonblocking.c shares (the same fields and
     the same _finish_steps)."""
 
     def __init__(self):

@@ -2,7 +2,7 @@
 Neighbor_allgather(v), Neighbor_alltoall(v/w), their nonblocking I-forms and
 the object forms neighbor_allgather / neighbor_alltoall.
 
-They run on the communicator's nonblocking-collective channel (nbcarea.py,
+They run on the communicator's nonblocking-collective channel (coll/channel.py,
 through nonblocking._start), and the blocking forms wait for their I-form:
 each rank deposits one stream, read by its out-neighbors, and completes once
 its in-neighbors deposited theirs: a table of (destination, key, offset,

@@ -2,7 +2,7 @@
 Iscatter(v), Iallgather(v), Ialltoall(v), Ireduce, Iallreduce, Iscan, Iexscan,
 Ireduce_scatter(_block).
 
-They run on the communicator's channel (nbcarea.py): at the call a rank
+They run on the communicator's channel (coll/channel.py): at the call a rank
 deposits the stream it contributes, without waiting for anyone; its request
 completes once the ranks whose streams it needs deposited theirs, when it
 copies or folds them (reductions in rank order) straight from shared memory.
@@ -396,7 +396,7 @@ class NonblockingCollectives:
         return self._with_own(parts, sendbuf, _plain, name)
 
 
-# --- the C path (shmrma/csrc/nbc.c) ---------------------------------------------
+# --- the C path (shmrma/csrc/coll/nonblocking.c) ---------------------------------------------
 
 if atomic.BACKEND == "c":
     from .. import _native

@@ -1,6 +1,6 @@
 """Portable fallback of shmrma._native, built on the `atomics` package.
 
-Same functions, same semantics as the C extension (see shmrma/csrc/atomic.c):
+Same functions, same semantics as the C extension (see shmrma/csrc/core/atomic.c):
 sequentially consistent atomics on 4/8-byte words given by address, futex
 wait cells shared between processes, memcpy.  Used when the extension could
 not be compiled, or when SHMRMA_NATIVE=0.  It is 300-550 times slower per

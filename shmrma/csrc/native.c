@@ -14,7 +14,7 @@ static struct PyModuleDef native_module = {
     PyModuleDef_HEAD_INIT,
     "shmrma._native",
     "Native atomic layer of shmrma: seq_cst atomics on raw addresses, "
-    "futex wait cells, memcpy; the RMA fast path (see shmrma/fastpath.py).",
+    "futex wait cells, memcpy; the RMA fast path (see shmrma/rma/fastpath.py).",
     -1,
     NULL,
     NULL, NULL, NULL, NULL

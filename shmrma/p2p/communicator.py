@@ -30,8 +30,8 @@ class CommState(mailbox.CommCore):
         self.name = name
         self.world_to_rank = {w: i for i, w in enumerate(self.ranks)}
         self.freed = False
-        self.area = self.large_area = None   # the collective areas (collarea.py), at first use
-        self.nbc = None         # the nonblocking collectives' channel (nbcarea.py), at first use
+        self.area = self.large_area = None   # the collective areas (coll/area.py), at first use
+        self.nbc = None         # the nonblocking collectives' channel (coll/channel.py), at first use
         self._bind(context, self.ranks, job.world_size(), me)
         self.info = {}
         self.topology = None    # a topology.Topology for a Cartcomm, Graphcomm...

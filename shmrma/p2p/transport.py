@@ -10,7 +10,7 @@ A receiver drains rings into its local queue of unexpected messages and matches
 them against posted receives in posting order.
 
 Two engines implement this one protocol and one interface: the C extension's
-``Transport`` (shmrma/csrc/transport.c), and ``Mailbox`` below, the fallback
+``Transport`` (shmrma/csrc/p2p/transport.c), and ``Mailbox`` below, the fallback
 that runs on the `atomics` package. ``mailbox()`` gives this process's engine.
 The interface, in world ranks and sub-contexts:
 
@@ -142,7 +142,7 @@ class Core:
 
 def _locked(method):
     """A Mailbox method run holding the rank's MPI lock, as the C engine's entry points
-    are (csrc/transport.c): it then rings this rank's doorbell when it completed
+    are (csrc/p2p/transport.c): it then rings this rank's doorbell when it completed
     what another thread may wait for (a receive, a queued send)."""
     @functools.wraps(method)
     def locked(self, *args, **kwargs):
@@ -400,14 +400,14 @@ def wait_for(box, condition, what, peers=()):
         job.wait_cell(box.doorbell, bell, what, peers, until=condition)
 
 
-# --- the fast paths of point-to-point calls (shmrma/csrc/transport.c) ----------------
+# --- the fast paths of point-to-point calls (shmrma/csrc/p2p/transport.c) ----------------
 #
 # comm.py calls them first; each answers False (or MISS), having done nothing,
 # when it does not take the call, and always on the fallback engine.
 
 MISS = type("Miss", (), {"__repr__": lambda self: "MISS"})()
 PICKLE_PROTOCOL = msgpickle.DEFAULT_PROTOCOL
-# MPI.pickle's, pickles.c's on the C engine (quicker for small objects)
+# MPI.pickle's, csrc/types/msgpickle.c's on the C engine (quicker for small objects)
 dumps, loads = msgpickle.dumps, msgpickle.loads
 
 
@@ -427,7 +427,7 @@ class _PythonCommCore:
 
     def _bind(self, context, ranks, world_size, world_rank):
         self.coll_seq = self.large_seq = 0   # steps taken on the collective areas
-        self.coll_target = self.large_target = 0     # (collarea.py)
+        self.coll_target = self.large_target = 0     # (coll/area.py)
         self.coll_clear = self.large_clear = 0
 
     def _bind_area(self, large, address, slot):

@@ -47,7 +47,7 @@ if atomic.BACKEND == "c":
     SYNC_OPS, SYNC_OBJECT = _native.SYNC_OPS, _native.SYNC_OBJECT
 else:
     class _SyncCore:
-        """csrc/counters.c's SyncCore on the fallback: every call takes the Python path."""
+        """csrc/rma/counters.c's SyncCore on the fallback: every call takes the Python path."""
 
         def Start(self):
             self._start()
@@ -127,7 +127,7 @@ class Counters:
 
 
 class _SyncRequest(_SyncCore, Prequest):
-    """Start, Wait and Test run in C (csrc/counters.c) and come here when C declines;
+    """Start, Wait and Test run in C (csrc/rma/counters.c) and come here when C declines;
     the request's state lives in SyncCore's fields, which both read and write."""
 
     _persistent = True

@@ -90,7 +90,7 @@ class Epoch:
 
     # --- counter epochs (Sync_ops_init, A14) ---
     def open_counter_epoch(self, target, mode):
-        """The Python path of a Sync_ops request's Start (csrc/counters.c's check)."""
+        """The Python path of a Sync_ops request's Start (csrc/rma/counters.c's check)."""
         self._no_start("Start of a Sync_ops request")
         self._leave_fence("Start of a Sync_ops request")
         self.table.open_counter_epoch(target, mode)

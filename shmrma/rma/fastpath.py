@@ -1,5 +1,5 @@
 """The fast path of the communication calls and flushes, in the C extension
-(shmrma/csrc/rma.c, the table in csrc/table.c): per-call Python work is what
+(shmrma/csrc/rma/calls.c, the table in csrc/rma/fastpath.c): per-call Python work is what
 separates 2 us from 0.3 us.
 
 Each window's Epoch owns a table (``Table(nranks)``): per target rank the
@@ -9,7 +9,7 @@ filled by ``bind`` on the first call; plus the epoch flags Epoch keeps in it
 group covers).
 ``Win.Free`` closes it.
 
-The Python methods in rma.py and passive.py call these functions first::
+The Python methods in rma/calls.py and rma/passive.py call these functions first::
 
     put(table, origin, rank, target)                  Put
     get(table, origin, rank, target)                  Get
@@ -173,7 +173,7 @@ def bind(state):
     return table
 
 
-FLUSH_YIELD = 16   # with more ranks than CPUs, yield at every 16th Flush (csrc/rma.c)
+FLUSH_YIELD = 16   # with more ranks than CPUs, yield at every 16th Flush (csrc/rma/calls.c)
 
 
 def bind_sync(state):

@@ -12,7 +12,7 @@ completes waits, where needed, until its target has entered the same barrier
 request completes when every member has entered (R168): then every RMA any of
 them issued before its Ibarrier is complete here. Blocking and nonblocking
 forms mix in one barrier (R170); the request cannot be freed or cancelled
-(R171). Ibarrier and the request's Wait and Test run in C (csrc/winbarrier.c)
+(R171). Ibarrier and the request's Wait and Test run in C (csrc/rma/winbarrier.c)
 and come here when C declines.
 """
 from ..core import atomic, errors, job
@@ -25,7 +25,7 @@ if atomic.BACKEND == "c":
     _BarrierCore = _native.BarrierCore
 else:
     class _BarrierCore:
-        """csrc/winbarrier.c's BarrierCore on the fallback: every call runs in Python."""
+        """csrc/rma/winbarrier.c's BarrierCore on the fallback: every call runs in Python."""
 
 def _entered(state, rank):
     """Has ``rank`` entered the barrier this rank entered last?"""

@@ -6,7 +6,7 @@ all, as in mpi4py (msgpickle.pxi). Other instances (mpi4py.util.pkl5 makes
 one) only serve their own ``dumps``/``loads`` calls.
 
 ``dumps`` and ``loads`` below are what the messaging layer calls. On the C
-engine they are shmrma/csrc/pickles.c's, which writes the pickles of small
+engine they are shmrma/csrc/types/msgpickle.c's, which writes the pickles of small
 objects itself while MPI.pickle holds pickle's own functions at protocol 4 or
 5, and otherwise calls MPI.pickle's functions; ``_engage`` tells it which.
 """
@@ -129,7 +129,7 @@ else:
 
     def dumps(obj):
         data = _messages.dumps(obj)
-        if type(data) is not bytes:   # as pickles.c: messages carry bytes
+        if type(data) is not bytes:   # as csrc/types/msgpickle.c: messages carry bytes
             raise TypeError("MPI.pickle's dumps returned %s; it must return bytes"
                             % type(data).__name__)
         return data

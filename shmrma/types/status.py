@@ -4,7 +4,7 @@ operation.
 The fields live in five C ints laid out as MPICH's ``MPI_Status`` (count_lo,
 count_hi_and_cancelled, MPI_SOURCE, MPI_TAG, MPI_ERROR), because mpi4py hands out
 that memory (``Status.tomemory``) and programs write through it; the C transport
-fills a receive's status straight into them (shmrma/csrc/transport.c).
+fills a receive's status straight into them (shmrma/csrc/p2p/transport.c).
 """
 import operator
 from array import array

@@ -4,7 +4,7 @@
  * collectives on pickles; the reductions (coll/reductions.c) and Gather,
  * Scatter, Alltoall and their kin (coll/parts.c) take the same steps.
  *
- * The protocol is shmrma/collarea.py's (read its docstring first): steps in
+ * The protocol is shmrma/coll/area.py's (read its docstring first): steps in
  * which every member deposits a header and a chunk in its slot, arrives at the
  * area's counter and waits for the others, then reads their slots.  These
  * functions take a call whose arguments are plain (C-contiguous buffers of a
@@ -12,7 +12,7 @@
  * run it all when every member's first step agrees with this one's.  When a
  * member failed or disagrees, or the data need the large area and this rank
  * has not mapped it yet, they hand the call to Python after the first step:
- * they answer (parity, lengths, units) and collective.py goes on from there,
+ * they answer (parity, lengths, units) and coll/blocking.py goes on from there,
  * raising what must be raised.  Before the first step they miss (False) with
  * nothing touched, as every fast path does.
  */
@@ -30,7 +30,7 @@ PyObject *g_area_in_place;      /* MPI.IN_PLACE */
 static int g_setup_done = 0;
 
 /* rank's read cell: a wait cell alone on its line, holding the last step it
- * finished reading (collarea.py). */
+ * finished reading (coll/area.py). */
 static inline int32_t *
 read_cell(CommCore *c, int which, int rank)
 {
@@ -138,7 +138,7 @@ read_done(CommCore *c, int which)
 }
 
 /* The next step on the area.  At its start every member finished reading the
- * steps up to three before (collarea.py): `clear` knows that much at least. */
+ * steps up to three before (coll/area.py): `clear` knows that much at least. */
 static uint32_t
 next_step(AreaCore *a)
 {

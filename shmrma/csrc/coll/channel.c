@@ -1,6 +1,6 @@
 /*
  * The channel of the nonblocking collectives in C: a communicator's channel as
- * the C path sees it, on shmrma/nbcarea.py's protocol (read its docstring
+ * the C path sees it, on shmrma/coll/channel.py's protocol (read its docstring
  * first), and the finishing of its steps in order, which the operations
  * started in C (coll/nonblocking.c) and in Python share.
  *

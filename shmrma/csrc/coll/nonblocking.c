@@ -1,6 +1,6 @@
 /*
  * The nonblocking collectives' common cases in C, on the channel of
- * shmrma/nbcarea.py (read its docstring first; coll/channel.c holds the
+ * shmrma/coll/channel.py (read its docstring first; coll/channel.c holds the
  * channel's state, ChannelCore, and finishes its steps).
  *
  * The calls whose arguments are plain (C-contiguous buffers of a numeric

@@ -4,7 +4,7 @@
  * steps of the collective areas' protocol (coll/area.c; read its opening
  * comment first).
  *
- * What the members deposit is what collective.py's exchange moves: Gather's and
+ * What the members deposit is what coll/blocking.py's exchange moves: Gather's and
  * Allgather's streams are the parts themselves (the root of a Gather brings
  * nothing), Scatter's and Alltoall's a table of (offset, length) per rank, then
  * the parts (collective._parts_stream).  C takes the call when every stream fits

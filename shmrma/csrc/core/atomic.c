@@ -1,10 +1,10 @@
 /*
- * The native atomic layer (shmrma/atomic.py).
+ * The native atomic layer (shmrma/core/atomic.py).
  *
  * Sequentially consistent atomic operations on 4- and 8-byte words given by
  * their address (a Python int), futex-based wait cells shared between
- * processes, and a GIL-releasing memcpy.  shmrma/_fallback.py implements the
- * same functions with the `atomics` package; shmrma/atomic.py picks one.
+ * processes, and a GIL-releasing memcpy.  shmrma/core/_fallback.py implements the
+ * same functions with the `atomics` package; shmrma/core/atomic.py picks one.
  *
  * Every function takes positional arguments only (METH_FASTCALL) and parses
  * them with the cheapest C-API calls, so a call costs roughly what a call to

@@ -1,7 +1,7 @@
 /*
  * The C bases of Python classes: HandleBase under the handle classes
- * (shmrma/handle.py), BufferExporter under Win (shmrma/window.py) and
- * EmptyBufferInt under the buffer constants (shmrma/constants.py).
+ * (shmrma/core/handle.py), BufferExporter under Win (shmrma/rma/window.py) and
+ * EmptyBufferInt under the buffer constants (shmrma/core/constants.py).
  */
 #include "core.h"
 
@@ -49,7 +49,7 @@ static PyTypeObject BufferExporterType = {
 
 /* --- the buffer constants --- */
 
-/* The base of MPI.BOTTOM, IN_PLACE and BUFFER_AUTOMATIC (shmrma/constants.py):
+/* The base of MPI.BOTTOM, IN_PLACE and BUFFER_AUTOMATIC (shmrma/core/constants.py):
  * an int whose buffer is empty and of no object, as mpi4py's constants export
  * theirs (memoryview(MPI.BOTTOM).nbytes == 0, .obj is None). tp_base (int) is
  * set when the module is made. */

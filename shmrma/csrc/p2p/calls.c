@@ -165,7 +165,7 @@ status_arg(PyObject *status)
 }
 
 /* Status._fill(source, tag, count) of a completed receive (status_arg passed),
- * written straight into the Status's five C ints (shmrma/status.py: MPICH's
+ * written straight into the Status's five C ints (shmrma/types/status.py: MPICH's
  * MPI_Status layout). */
 static int
 fill_status(CommCore *c, PyObject *status, Core *core)

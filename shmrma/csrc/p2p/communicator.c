@@ -80,7 +80,7 @@ commcore_bind(CommCore *c, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
-/* _bind_area(large, address, slot): a collective area is mapped (collarea.py) */
+/* _bind_area(large, address, slot): a collective area is mapped (coll/area.py) */
 static PyObject *
 commcore_bind_area(CommCore *c, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -124,7 +124,7 @@ static PyMethodDef commcore_methods[] = {
 
 static PyMemberDef commcore_members[] = {
     {"freed", T_INT, offsetof(CommCore, freed), 0, "the communicator was freed"},
-    /* per collective area (collarea.py): its steps taken so far, the counter's
+    /* per collective area (coll/area.py): its steps taken so far, the counter's
      * value once the last step's arrivals are in, and the last step every member
      * finished reading as far as this one knows (all mod 2**32) */
 #define AREA_FIELD(name, which, field) \

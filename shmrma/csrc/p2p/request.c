@@ -1,6 +1,6 @@
 /*
  * What the requests completed in C (rma/counters.c, rma/winbarrier.c,
- * coll/nonblocking.c) share with shmrma/request.py: Wait and Test take the C
+ * coll/nonblocking.c) share with shmrma/p2p/request.py: Wait and Test take the C
  * path only without a status, and hand every other call to the Python methods.
  */
 #include "p2p.h"

@@ -603,7 +603,7 @@ static PyTypeObject TransportType = {
     .tp_dealloc = (destructor)transport_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "This process's point-to-point transport and matching state (see "
-              "shmrma/mailbox.py for the interface).",
+              "shmrma/p2p/transport.py for the interface).",
     .tp_methods = transport_methods,
     .tp_members = transport_members,
     .tp_getset = transport_getset,

@@ -1,5 +1,5 @@
 /*
- * Active target synchronization (shmrma/active.py) in C: Start, Complete,
+ * Active target synchronization (shmrma/rma/active.py) in C: Start, Complete,
  * Post, Wait and Test in their common case, on the post matrix and the counts
  * of Completes in the control blocks, the ones the Python path uses (rma/rma.h:
  * "the synchronization objects").

@@ -1,8 +1,8 @@
 /*
  * The RMA fast path: the common case of the communication calls and flushes
- * (shmrma/rma.py) done in C; see shmrma/fastpath.py for the contract.  Each
+ * (shmrma/rma/calls.py) done in C; see shmrma/rma/fastpath.py for the contract.  Each
  * rma_* function returns True when it performed the call and False ("miss")
- * when it did not touch anything, and then shmrma/rma.py runs the Python path,
+ * when it did not touch anything, and then shmrma/rma/calls.py runs the Python path,
  * which raises whatever error the call deserves.  So every check here only
  * decides "handled or not": on any doubt, miss.
  */

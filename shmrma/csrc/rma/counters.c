@@ -1,5 +1,5 @@
 /*
- * The requests of the proposal's synchronization counters (shmrma/counters.py)
+ * The requests of the proposal's synchronization counters (shmrma/rma/counters.py)
  * in C: Start, Wait and Test of Sync_ops_init and Sync_object_init requests,
  * with the automatic restart.
  *

@@ -1,16 +1,16 @@
 /*
- * The window table (shmrma/fastpath.py's Table) and the synchronization
+ * The window table (shmrma/rma/fastpath.py's Table) and the synchronization
  * objects its targets point at.
  *
  * A WinTable mirrors one window at one rank: per target rank the mapped
  * memory (base, size, disp_unit) and the accumulate lock cell, plus the
- * epoch flags shmrma/epoch.py keeps in it (fence_open, rma_since_fence,
+ * epoch flags shmrma/rma/epoch.py keeps in it (fence_open, rma_since_fence,
  * lock_all, and which ranks a Lock epoch covers).  The communication and
  * synchronization calls run on it.
  */
 #include "rma.h"
 
-/* Offsets of the words of a rank's control block (shmrma/control.py), given by
+/* Offsets of the words of a rank's control block (shmrma/rma/control.py), given by
  * rma_sync_setup(). */
 Py_ssize_t g_off_ticket, g_off_read, g_off_write, g_off_completes, g_off_exposed;
 Py_ssize_t g_off_entered;
@@ -351,7 +351,7 @@ sync_table(PyObject *table)
     return t;
 }
 
-/* rma_sync_setup(offsets): the control block words (shmrma/control.py). */
+/* rma_sync_setup(offsets): the control block words (shmrma/rma/control.py). */
 static PyObject *
 n_rma_sync_setup(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {

@@ -1,5 +1,5 @@
 /*
- * Passive target synchronization (shmrma/passive.py) in C: Lock, Unlock,
+ * Passive target synchronization (shmrma/rma/passive.py) in C: Lock, Unlock,
  * Lock_all and Unlock_all in their common case, on the ticket lock of each
  * rank's control block, the one the Python path takes (rma/rma.h: "the
  * synchronization objects").

@@ -1,5 +1,5 @@
 /*
- * The one barrier of a window (shmrma/winbarrier.py) in C: Fence, the
+ * The one barrier of a window (shmrma/rma/winbarrier.py) in C: Fence, the
  * amendment's Barrier and Ibarrier, and Wait and Test of Ibarrier's request.
  *
  * Every rank's control block counts the window barriers it entered; the

@@ -1,5 +1,5 @@
 /*
- * Buffer operands (shmrma/buffers.py) as the C paths take them: C-contiguous
+ * Buffer operands (shmrma/types/buffers.py) as the C paths take them: C-contiguous
  * buffers with a plain native format whose item size agrees, and the vector
  * messages of the collectives (a buffer with counts, displacements and a
  * predefined datatype).  Anything else is a miss, left to the Python path.

@@ -1,5 +1,5 @@
 /*
- * The predefined ops (shmrma/op.py) in C: the element-wise kernels of the
+ * The predefined ops (shmrma/types/op.py) in C: the element-wise kernels of the
  * accumulates and the reductions, as numpy computes them, and the ops the C
  * paths know (RMA_OPS, in the order rma_setup() receives their Op objects).
  */
