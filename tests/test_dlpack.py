@@ -61,6 +61,11 @@ def test_complex_float_and_bool_types_come_through():
 
 
 def test_a_read_only_tensor_is_a_read_only_buffer():
+    if np.lib.NumpyVersion(np.__version__) < "2.1.0":
+        # numpy 2.0 (the last for Python 3.9) exports no versioned capsule, so no
+        # READ_ONLY flag, and refuses a read-only array; the flag itself is tested on
+        # hand-made capsules (test_the_read_only_flag_refuses_writes_only)
+        pytest.skip("numpy %s exports no read-only DLPack tensor (2.1 does)" % np.__version__)
     base = np.arange(4, dtype="f8")
     base.flags.writeable = False
     assert not dlpack.view(Producer(base)).flags.writeable

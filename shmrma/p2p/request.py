@@ -558,7 +558,7 @@ def _call_back(function, *args, **kwargs):
         function(*args, **kwargs)
     except BaseException as exc:  # noqa: BLE001 - every exception becomes an error code
         import traceback
-        traceback.print_exception(exc)
+        traceback.print_exception(type(exc), exc, exc.__traceback__)     # one argument: 3.10+
         error_class = (exc.Get_error_class() if isinstance(exc, errors.Exception)
                        else errors.ERR_OTHER)
         raise errors.Exception(error_class, "a generalized request's callback raised "

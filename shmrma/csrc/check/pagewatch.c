@@ -18,7 +18,7 @@
  *
  * The frames are read from the interpreter's own structures (as faulthandler
  * does), not through calls that may allocate: a fault can interrupt code that
- * holds no GIL (a numpy loop).  Python 3.11 to 3.13; elsewhere no line.
+ * holds no GIL (a numpy loop).  Python 3.9 to 3.13; elsewhere no line.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -27,6 +27,9 @@
 #include "internal/pycore_frame.h"
 #undef Py_BUILD_CORE
 #define WITH_FRAMES 1
+#elif PY_VERSION_HEX >= 0x03090000 && PY_VERSION_HEX < 0x030B0000
+#include <frameobject.h>    /* Python 3.9, 3.10: the thread's PyFrameObject chain */
+#define WITH_FRAME_OBJECTS 1
 #endif
 #include <signal.h>
 #include <stdint.h>
@@ -103,6 +106,24 @@ static void note_frames(struct fault *f)
         Py_INCREF(code);
         f->code[f->frames] = code;
         f->lasti[f->frames++] = _PyInterpreterFrame_LASTI(frame);
+    }
+#elif defined(WITH_FRAME_OBJECTS)
+    PyThreadState *ts = PyGILState_GetThisThreadState();
+    if (ts == NULL)
+        return;
+    for (PyFrameObject *frame = ts->frame; frame != NULL && f->frames < FRAMES;
+         frame = frame->f_back) {
+        PyObject *code = (PyObject *)frame->f_code;
+        if (code == NULL)
+            continue;
+        Py_INCREF(code);
+        f->code[f->frames] = code;
+        /* in code units, as _PyInterpreterFrame_LASTI: 3.9 counts bytes, 3.10 units */
+#if PY_VERSION_HEX >= 0x030A0000
+        f->lasti[f->frames++] = frame->f_lasti;
+#else
+        f->lasti[f->frames++] = frame->f_lasti / (int)sizeof(_Py_CODEUNIT);
+#endif
     }
 #else
     (void)f;

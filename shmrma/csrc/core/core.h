@@ -20,7 +20,7 @@
 #ifndef SHMRMA_CORE_H
 #define SHMRMA_CORE_H
 
-#define _GNU_SOURCE
+#define _GNU_SOURCE 1   /* as pyconfig.h: 3.9, 3.10 define it unguarded */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
