@@ -16,8 +16,9 @@ SHM_DIR = "/dev/shm"
 os.environ["SHMRMA_JOB_PREFIX"] = "t%x" % os.getpid()
 SEGMENT_PREFIX = "shmrma." + os.environ["SHMRMA_JOB_PREFIX"]
 # Segments of a job that is still ending (or of a sweeper still at work) may
-# linger a moment; a leak is what is still there after this long.
-LEAK_GRACE_SECONDS = 2.0
+# linger a moment, longer on a loaded machine; a leak is what is still there after
+# this long (waited for only when some are left: a clean session does not wait).
+LEAK_GRACE_SECONDS = 60.0
 
 _names_at_start = None
 

@@ -1,11 +1,13 @@
 """Helpers the test files share."""
-import time
-
 import pytest
 
 from shmrma import MPI
 from shmrma.rma import fastpath
 from shmrma.p2p import transport as mailbox
+
+# A job still running after this long hangs: a test's guard against a hang, never a
+# bound on how long a correct run takes (the machine may be loaded).
+HANG_S = 60
 
 
 def raises_mpi(error_class, match=None):
@@ -36,26 +38,22 @@ def nothing_left_behind(comm):
 
 def dead_rank_ends_the_job(run_shmrma, tmp_path, call):
     """Rank 1 exits with status 4 at once while rank 0 runs ``call`` (a line of code
-    on ``comm``) that waits for it: the job must end with rank 1's status within
-    seconds, not hang until its timeout."""
+    on ``comm``) that waits for it: the job must end with rank 1's status, not hang
+    until its timeout (which would end it with 124)."""
     program = tmp_path / "dead_rank.py"
     program.write_text("import os\nfrom shmrma import MPI\ncomm = MPI.COMM_WORLD\n"
                        "if comm.rank == 1:\n    os._exit(4)\n%s\n" % call)
-    started = time.monotonic()
-    result = run_shmrma(["-n", 2, "--timeout", 30, program], timeout=50)
+    result = run_shmrma(["-n", 2, "--timeout", HANG_S, program], timeout=HANG_S + 30)
     assert result.returncode == 4, result.stderr
-    assert time.monotonic() - started < 20
 
 
 def fatal_error_ends_the_job(body, capfd, *words):
     """``body`` on 2 ranks, where rank 1 makes a call fail under ERRORS_ARE_FATAL while
-    rank 0 waits in a Barrier: the job ends within seconds naming rank 1, and
-    stderr says "fatal" and each of ``words``."""
+    rank 0 waits in a Barrier: the job ends naming rank 1 (not by its timeout, which
+    names no rank), and stderr says "fatal" and each of ``words``."""
     import shmrma
-    started = time.monotonic()
     with pytest.raises(shmrma.LaunchError) as info:
-        shmrma.launch(body, 2, timeout=20)
-    assert time.monotonic() - started < 15
+        shmrma.launch(body, 2, timeout=HANG_S)
     assert info.value.rank == 1
     err = capfd.readouterr().err
     assert "fatal" in err and "rank 1" in err and all(word in err for word in words), err

@@ -21,6 +21,9 @@ from shmrma.core import atomic, settings
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 I32_MIN, I32_MAX = -2**31, 2**31 - 1
 I64_MIN, I64_MAX = -2**63, 2**63 - 1
+# A wait that has not ended after this long is a hang: only a failing run ever waits
+# this long, however loaded the machine (no test here bounds how long a wait takes).
+HANG = 60.0
 
 
 # ---------------------------------------------------------------------------
@@ -84,7 +87,7 @@ def fork_children(n, work):
     return pids
 
 
-def reap(pids, timeout=30.0):
+def reap(pids, timeout=HANG):
     """Wait for every child; returns {pid: exit status}.  Children still
     alive at the deadline are killed and reported as None."""
     status = {}
@@ -116,14 +119,14 @@ def kill(pids):
             pass
 
 
-def run_children(n, work, timeout=30.0):
+def run_children(n, work, timeout=HANG):
     """Fork n children that start work(i) together (a start gate makes them
     overlap, so contention is real), wait for all, assert they succeeded."""
     gate = Shm(64)
 
     def gated(i):
         atomic.fetch_add32(gate.addr, 1)
-        deadline = time.monotonic() + 10.0
+        deadline = time.monotonic() + HANG
         while atomic.load32(gate.addr) < n and time.monotonic() < deadline:
             os.sched_yield()
         work(i)
@@ -139,7 +142,7 @@ def run_children(n, work, timeout=30.0):
         gate.close()
 
 
-def wait_until(pred, timeout=10.0):
+def wait_until(pred, timeout=HANG):
     deadline = time.monotonic() + timeout
     while not pred():
         if time.monotonic() > deadline:
@@ -368,21 +371,19 @@ def test_cell_add_store_return_and_wrap(backend, shm):
 
 
 def test_cell_wait_returns_at_once_when_changed(backend, shm):
+    """A changed value ends the wait at once: with no timeout at all, a wait that
+    did not would never return."""
     c = shm.addr
     atomic.cell_store(c, 4)
-    t0 = time.monotonic()
-    assert atomic.cell_wait(c, 3, 10.0) == 4
-    assert atomic.cell_wait(c, 3 + 2**32, 10.0) == 4   # old compared mod 2**32
-    assert time.monotonic() - t0 < 1.0
+    assert atomic.cell_wait(c, 3, float("inf")) == 4
+    assert atomic.cell_wait(c, 3 + 2**32, float("inf")) == 4   # old compared mod 2**32
 
 
 def test_cell_wait_timeout_zero(backend, shm):
     c = shm.addr
-    t0 = time.monotonic()
     for _ in range(10):
         assert atomic.cell_wait(c, 0, 0) == 0
         assert atomic.cell_wait(c, 0, -1.0) == 0
-    assert time.monotonic() - t0 < 0.1
     assert atomic.load32(c + 4) == 0
     with pytest.raises(ValueError):
         atomic.cell_wait(c, 0, float("nan"))
@@ -420,42 +421,41 @@ def test_cell_wait_times_out(backend, shm, timeout):
     t0 = time.monotonic()
     assert atomic.cell_wait(c, -7, timeout) == -7
     elapsed = time.monotonic() - t0
-    assert timeout * 0.95 <= elapsed < timeout + 0.5
+    assert elapsed >= timeout * 0.95    # it did not return early
     assert atomic.load32(c + 4) == 0
 
 
 @pytest.mark.timeout(60)
 def test_cell_wait_releases_gil_and_thread_wakes_it(backend, shm):
-    """A thread sleeping in cell_wait lets the main thread run (GIL released)
-    and is woken by cell_add from that thread."""
+    """A thread sleeping in cell_wait lets the main thread run (GIL released): the
+    main thread sees it asleep on the futex, and its cell_add wakes it. The wait
+    has no timeout, so only that wake-up ends it."""
     c = shm.addr
     result = {}
 
     def waiter():
-        t0 = time.monotonic()
-        result["value"] = atomic.cell_wait(c, 0, 10.0)
-        result["elapsed"] = time.monotonic() - t0
+        result["value"] = atomic.cell_wait(c, 0, float("inf"))
 
     th = threading.Thread(target=waiter)
-    t0 = time.monotonic()
     th.start()
     try:
-        assert wait_until(lambda: atomic.load32(c + 4) == 1, 5.0), \
+        assert wait_until(lambda: atomic.load32(c + 4) == 1), \
             "waiter never went to sleep on the futex"
-        assert time.monotonic() - t0 < 5.0   # we ran while it slept
         assert atomic.cell_add(c, 1) == 0
+        th.join(HANG)
+        assert not th.is_alive(), "cell_add did not wake the waiter"
     finally:
-        th.join(15)
         atomic.cell_store(c, 1)
+        th.join()
     assert result["value"] == 1
-    assert result["elapsed"] < 5.0
     assert atomic.load32(c + 4) == 0
 
 
 @pytest.mark.timeout(60)
 def test_cell_wait_signals(backend, shm):
-    """A signal whose handler returns does not end the wait early; a handler
-    that raises interrupts it promptly, and sleepers is restored."""
+    """A signal whose handler returns does not end the wait: it goes on until the
+    value changes; a handler that raises interrupts it; sleepers is restored. The
+    signals reach the main thread while it sleeps in a wait with no timeout."""
     c = shm.addr
     hits = []
 
@@ -468,30 +468,40 @@ def test_cell_wait_signals(backend, shm):
     def loud(signum, frame):
         raise Interrupted()
 
+    def signal_the_sleeper(then=lambda: None):
+        """Once the main thread sleeps on the cell, send it SIGUSR1; then then()."""
+        def run():
+            if wait_until(lambda: atomic.load32(c + 4) == 1):
+                signal.pthread_kill(threading.main_thread().ident, signal.SIGUSR1)
+            then()
+        thread = threading.Thread(target=run)
+        thread.start()
+        return thread
+
+    def end_the_wait_once_handled():
+        wait_until(lambda: hits)    # the handler ran, the wait still going on
+        atomic.cell_store(c, 1)
+
     old_handler = signal.getsignal(signal.SIGUSR1)
-    timer = None
+    helper = None
     try:
         signal.signal(signal.SIGUSR1, quiet)
-        timer = threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGUSR1))
-        timer.start()
-        t0 = time.monotonic()
-        assert atomic.cell_wait(c, 0, 0.4) == 0
-        assert time.monotonic() - t0 >= 0.38
+        helper = signal_the_sleeper(end_the_wait_once_handled)
+        assert atomic.cell_wait(c, 0, float("inf")) == 1   # ended by the change only
+        helper.join()
         assert hits == [signal.SIGUSR1]
-        timer.join()
+        assert atomic.load32(c + 4) == 0
 
         signal.signal(signal.SIGUSR1, loud)
-        timer = threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGUSR1))
-        timer.start()
-        t0 = time.monotonic()
+        helper = signal_the_sleeper()
         with pytest.raises(Interrupted):
-            atomic.cell_wait(c, 0, 20.0)
-        assert time.monotonic() - t0 < 5.0
+            atomic.cell_wait(c, 1, float("inf"))
+        helper.join()
         assert atomic.load32(c + 4) == 0
     finally:
-        if timer is not None:
-            timer.cancel()
-            timer.join()
+        atomic.cell_store(c, 2)     # never leave a wait asleep
+        if helper is not None:
+            helper.join(HANG)
         signal.signal(signal.SIGUSR1, old_handler)
 
 
@@ -580,26 +590,18 @@ def test_cell_add_contention(backend, shm):
 
 @pytest.mark.timeout(60)
 def test_cell_wait_woken_by_other_process(backend, shm):
+    """A wait with no timeout ends when another process changes the cell.
+    (How soon: benchmarks/bench_atomics.py's ping-pong latency.)"""
     c = shm.addr
-    stamp = shm.addr + 64
-    timeout = 20.0
 
     def work(i):
         time.sleep(0.2)
-        atomic.store64(stamp, time.monotonic_ns())
         atomic.cell_add(c, 1)
 
     pids = []
     try:
         pids = fork_children(1, work)
-        t0 = time.monotonic()
-        value = atomic.cell_wait(c, 0, timeout)
-        woke_ns = time.monotonic_ns()
-        elapsed = time.monotonic() - t0
-        assert value == 1
-        assert elapsed < timeout / 10
-        # wake latency measured from the writer's own timestamp
-        assert (woke_ns - atomic.load64(stamp)) / 1e9 < 0.5
+        assert atomic.cell_wait(c, 0, float("inf")) == 1
         assert reap(pids) == {pids[0]: 0}
         pids = []
     finally:
@@ -610,35 +612,30 @@ def test_cell_wait_woken_by_other_process(backend, shm):
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("how", ["cell_store", "cell_add"])
 def test_futex_sleeper_woken(backend, shm, how):
-    """A child asleep on the futex (sleepers == 1) is woken by the parent."""
+    """A child asleep on the futex (sleepers == 1) is woken by the parent: its
+    wait has no timeout, so only that wake-up ends it."""
     c = shm.addr
-    out = shm.addr + 64      # int64 result, int64 elapsed ns
+    out = shm.addr + 64      # int64 result
     atomic.store64(out, -99)
 
     def work(i):
-        t0 = time.monotonic_ns()
-        v = atomic.cell_wait(c, 0, 30.0)
-        atomic.store64(out + 8, time.monotonic_ns() - t0)
-        atomic.store64(out, v)
+        atomic.store64(out, atomic.cell_wait(c, 0, float("inf")))
 
     pids = []
     try:
         pids = fork_children(1, work)
-        assert wait_until(lambda: atomic.load32(c + 4) == 1, 10.0), \
+        assert wait_until(lambda: atomic.load32(c + 4) == 1), \
             "child never slept on the futex"
         time.sleep(0.05)
         if how == "cell_store":
             atomic.cell_store(c, 42)
         else:
             assert atomic.cell_add(c, 42) == 0
-        t_woken = time.monotonic()
-        assert reap(pids, 20.0) == {pids[0]: 0}
+        assert reap(pids) == {pids[0]: 0}
         pids = []
-        assert time.monotonic() - t_woken < 5.0
     finally:
         kill(pids)
     assert atomic.load64(out) == 42
-    assert atomic.load64(out + 8) / 1e9 < 15.0
     assert atomic.load32(c + 4) == 0
 
 
@@ -658,9 +655,9 @@ def test_cell_wake_without_change_keeps_waiting(backend, shm):
     pids = []
     try:
         pids = fork_children(1, work)
-        assert wait_until(lambda: atomic.load32(c + 4) == 1, 10.0)
+        assert wait_until(lambda: atomic.load32(c + 4) == 1)
         atomic.cell_wake(c)
-        assert reap(pids, 20.0) == {pids[0]: 0}
+        assert reap(pids) == {pids[0]: 0}
         pids = []
     finally:
         kill(pids)
@@ -682,7 +679,7 @@ def test_ping_pong_no_lost_wakeups(backend, shm, spin, yields):
 
     def work(i):
         for r in range(rounds):
-            v = atomic.cell_wait(ping, r, 10.0)
+            v = atomic.cell_wait(ping, r, HANG)
             assert v == r + 1, (r, v)
             atomic.cell_add(pong, 1)
 
@@ -691,9 +688,9 @@ def test_ping_pong_no_lost_wakeups(backend, shm, spin, yields):
         pids = fork_children(1, work)
         for r in range(rounds):
             atomic.cell_add(ping, 1)
-            v = atomic.cell_wait(pong, r, 10.0)
+            v = atomic.cell_wait(pong, r, HANG)
             assert v == r + 1, (r, v)
-        assert reap(pids, 20.0) == {pids[0]: 0}
+        assert reap(pids) == {pids[0]: 0}
         pids = []
     finally:
         kill(pids)
@@ -708,17 +705,17 @@ def test_many_waiters_one_wake(backend, shm):
     done = shm.addr + 64
 
     def work(i):
-        v = atomic.cell_wait(c, 0, 30.0)
+        v = atomic.cell_wait(c, 0, float("inf"))    # only the wake-up ends it
         assert v == 1, v
         atomic.fetch_add32(done, 1)
 
     pids = []
     try:
         pids = fork_children(nproc, work)
-        assert wait_until(lambda: atomic.load32(c + 4) == nproc, 10.0), \
+        assert wait_until(lambda: atomic.load32(c + 4) == nproc), \
             atomic.load32(c + 4)
         atomic.cell_add(c, 1)
-        status = reap(pids, 20.0)
+        status = reap(pids)
         pids = []
         assert all(code == 0 for code in status.values()), status
     finally:

@@ -92,7 +92,7 @@ def no_segments_left():
     end of the module so a leak is reported here and not only at session end."""
     before = shmrma_segments()
     yield
-    deadline = time.monotonic() + 2.0
+    deadline = time.monotonic() + conftest.LEAK_GRACE_SECONDS
     leaked = shmrma_segments() - before
     while leaked and time.monotonic() < deadline:
         time.sleep(0.05)

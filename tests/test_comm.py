@@ -225,31 +225,43 @@ def test_info_keeps_unknown_keys():
 
 
 @pytest.mark.timeout(60)
-def test_barrier_waits_for_every_member():
+def test_barrier_waits_for_every_member(tmp_path):
     """Issue 2: Barrier returns only once every member has entered it, on COMM_WORLD
-    and on a sub-communicator (where the non-members are not waited for)."""
+    and on a sub-communicator (where the non-members are not waited for). Each rank
+    leaves a mark just before it enters a barrier; whoever leaves it finds every
+    member's mark. Rank 1, alone in its group, leaves its sub-communicator's barrier
+    before the others enter theirs (it would never, had it waited for them)."""
+    def mark(name, rank):
+        (tmp_path / ("%s.%d" % (name, rank))).touch()
+
+    def marked(name, ranks):
+        return all((tmp_path / ("%s.%d" % (name, rank))).exists() for rank in ranks)
+
     def body():
         world = MPI.COMM_WORLD
         rank = world.rank
         sub = world.Split(rank % 2, rank)
+        members = [0, 2] if rank % 2 == 0 else [1]
+        if rank != 1:
+            while not marked("sub_left", [1]):  # rank 1 leaves its barrier alone
+                time.sleep(0.001)
         if rank == 2:
             time.sleep(0.3)
-        start = time.monotonic()
+        mark("sub", rank)
         sub.Barrier()
-        sub_wait = time.monotonic() - start
+        sub_saw = marked("sub", members)
+        if rank == 1:
+            mark("sub_left", rank)
         world.Barrier()  # line everyone up again
         if rank == 1:
             time.sleep(0.3)
-        start = time.monotonic()
+        mark("world", rank)
         world.barrier()
-        world_wait = time.monotonic() - start
+        world_saw = marked("world", range(3))
         sub.Free()
-        return sub_wait, world_wait
+        return sub_saw, world_saw
 
-    waits = shmrma.launch(body, 3, timeout=50)
-    assert waits[0][0] >= 0.15          # rank 0 waited (0.3 s) for rank 2 in the even group
-    assert waits[1][0] < 0.15           # rank 1 is alone in its group
-    assert waits[0][1] >= 0.15 and waits[2][1] >= 0.15  # everyone waited for rank 1
+    assert shmrma.launch(body, 3, timeout=50) == [(True, True)] * 3
 
 
 def test_a_subclass_may_pass_the_communicator_to_new_as_mpi4py_allows():

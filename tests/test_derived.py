@@ -279,20 +279,17 @@ def test_darray_argument_lists_of_other_lengths_are_value_errors():
         MPI.INT.Create_darray(4, 0, [4, 4], [B], [DFLT, DFLT], [2, 2])
 
 
-def test_contiguous_of_2_31_minus_1_stays_small_and_fast():
+def test_contiguous_of_2_31_minus_1_stays_small():
     """Held by structure, its arguments recorded as given: one run, no per-element
-    arrays (MPI-4.1 large counts)."""
-    import time
+    arrays (MPI-4.1 large counts): making it allocates under 1 MiB."""
     import tracemalloc
-    MPI.BYTE.Create_contiguous(2).Free()   # numpy loaded before the clock starts
+    MPI.BYTE.Create_contiguous(2).Free()   # numpy loaded before the count starts
     tracemalloc.start()
-    began = time.perf_counter()
     big = MPI.BYTE.Create_contiguous(2**31 - 1)
-    elapsed = time.perf_counter() - began
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert big.decode()[2] == {"count": 2**31 - 1} and big.size == 2**31 - 1
-    assert peak < 2**20 and elapsed < 0.01
+    assert peak < 2**20
 
 
 def test_large_layouts_agree_with_small_ones():

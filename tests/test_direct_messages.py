@@ -9,15 +9,13 @@ ring back, which completes the send. A receiver that may not read its sender
 through the staging ring, and so does every later one of that pair.
 No numbered rule covers messages; the behaviour is MPI-3.1 §3.4-3.5's.
 """
-import time
-
 import numpy as np
 import pytest
 
 import shmrma
 from shmrma import MPI
 from shmrma.core import atomic
-from mpitest import dead_rank_ends_the_job, nothing_left_behind, raises_mpi
+from mpitest import HANG_S, dead_rank_ends_the_job, nothing_left_behind, raises_mpi
 
 MIB = 1 << 20
 c_engine_only = pytest.mark.skipif(atomic.BACKEND != "c",
@@ -170,14 +168,14 @@ def test_any_source_truncation_and_cancel(direct):
         True, {1: True, 2: True}, True, True)
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(120)
 def test_a_direct_send_to_a_dead_rank_ends_the_job(direct, run_shmrma, tmp_path):
     """A sender waiting for its receiver to read the message ends with the job when
     the receiver died, instead of hanging."""
     dead_rank_ends_the_job(run_shmrma, tmp_path, "comm.Send(bytearray(1 << 22), 1)")
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(120)
 def test_a_receive_from_a_sender_that_died_ends_the_job(direct, run_shmrma, tmp_path):
     """The receiver of a direct record whose sender died before it was read cannot
     read it: the record stays unanswered and the job's abort ends the wait."""
@@ -186,7 +184,5 @@ def test_a_receive_from_a_sender_that_died_ends_the_job(direct, run_shmrma, tmp_
         "import os, time\nfrom shmrma import MPI\ncomm = MPI.COMM_WORLD\n"
         "if comm.rank == 1:\n    comm.Isend(bytearray(1 << 22), 0)\n    os._exit(4)\n"
         "time.sleep(0.5)\ncomm.Recv(bytearray(1 << 22), 1)\n")
-    started = time.monotonic()
-    result = run_shmrma(["-n", 2, "--timeout", 30, program], timeout=50)
-    assert result.returncode == 4, result.stderr
-    assert time.monotonic() - started < 20
+    result = run_shmrma(["-n", 2, "--timeout", HANG_S, program], timeout=HANG_S + 30)
+    assert result.returncode == 4, result.stderr    # not 124: the job's timeout

@@ -110,7 +110,7 @@ def test_window_user_handler_and_call():
     assert calls == [MPI.ERR_OTHER, MPI.ERR_RMA_SYNC]
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(120)
 def test_errors_are_fatal_on_a_communicator_ends_the_job(capfd):
     """ERRORS_ARE_FATAL set on COMM_WORLD at rank 1: a Send to a bad rank ends
     the job, naming the call; rank 0, waiting in a Barrier, is released."""

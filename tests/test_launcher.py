@@ -15,6 +15,7 @@ import time
 import pytest
 
 import shmrma
+from mpitest import HANG_S
 
 SHM_DIR = "/dev/shm"
 
@@ -87,7 +88,7 @@ def culprit_lines(stderr):
     return [line for line in stderr.splitlines() if line.startswith("shmrma-run: ")]
 
 
-def wait_for_files(tmp_path, pattern, count, timeout=20):
+def wait_for_files(tmp_path, pattern, count, timeout=HANG_S):
     deadline = time.monotonic() + timeout
     while len(list(tmp_path.glob(pattern))) < count:
         assert time.monotonic() < deadline, "ranks did not get ready"
@@ -111,7 +112,7 @@ class Popen:
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, start_new_session=True, cwd=cwd)
 
-    def communicate(self, timeout=15):
+    def communicate(self, timeout=HANG_S):
         return self.proc.communicate(timeout=timeout)
 
     def close(self):
@@ -251,30 +252,28 @@ def test_missing_script(run_shmrma, tmp_path):
 
 # --- failures -------------------------------------------------------------------
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(120)
 def test_rank_raises(run_shmrma, tmp_path):
     """A raising rank's traceback is shown once, one line names it,
-    status 1; the others, blocked in Barrier and recv, end within 2 s; no segment is left."""
+    status 1; the others, blocked in Barrier and recv, are ended (the job does not
+    hang); no segment is left."""
     prog = program(tmp_path, '''
         leave_segment()
         if rank == 1:
             time.sleep(0.2)
-            note("raised_at", time.time())
             raise ValueError("boom from rank one")
         elif rank == 0:
             comm.Barrier()
         else:
             comm.recv(source=0, tag=5)
     ''')
-    result = run_shmrma(["-n", "3", prog], timeout=30)
-    ended = time.time()
+    result = run_shmrma(["-n", "3", prog], timeout=HANG_S)
     assert result.returncode == 1
     assert result.stderr.count("Traceback (most recent call last)") == 1
     assert result.stderr.count("ValueError: boom from rank one") == 1
     assert 'prog.py", line' in result.stderr
     assert culprit_lines(result.stderr) == [
         "shmrma-run: rank 1 exited with status 1; the job was ended"]
-    assert ended - float((tmp_path / "raised_at").read_text()) < 2.0
     assert_swept(tmp_path)
 
 
@@ -316,48 +315,43 @@ def test_rank_sys_exit_status(run_shmrma, tmp_path):
         "shmrma-run: rank 1 exited with status 3; the job was ended"]
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(120)
 def test_rank_killed_by_signal(run_shmrma, tmp_path):
     """A rank killed by SIGKILL gives 137, named with the signal;
-    the rank blocked on a recv from it ends within 2 s; no segment is left."""
+    the rank blocked on a recv from it is ended (the job does not hang); no segment
+    is left."""
     prog = program(tmp_path, '''
         leave_segment()
         if rank == 1:
-            note("killed_at", time.time())
             os.kill(os.getpid(), signal.SIGKILL)
         comm.recv(source=1, tag=3)
     ''')
-    result = run_shmrma(["-n", "2", prog], timeout=30)
-    ended = time.time()
+    result = run_shmrma(["-n", "2", prog], timeout=HANG_S)
     assert result.returncode == 128 + signal.SIGKILL
     lines = culprit_lines(result.stderr)
     assert len(lines) == 1 and "rank 1" in lines[0] and "SIGKILL" in lines[0]
     assert "137" in lines[0]
-    assert ended - float((tmp_path / "killed_at").read_text()) < 2.0
     assert_swept(tmp_path)
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(120)
 def test_rank_outside_any_wait_is_ended(run_shmrma, tmp_path):
-    """A rank busy outside shmrma (sleeping) when another fails is still ended
-    within 2 s, and the status stays the failing rank's."""
+    """A rank busy outside shmrma (sleeping far longer than the test waits)
+    when another fails is still ended, and the status stays the failing rank's."""
     prog = program(tmp_path, '''
         comm.Barrier()
         if rank == 0:
             time.sleep(0.2)
-            note("raised_at", time.time())
             raise RuntimeError("rank zero fails")
-        time.sleep(60)
-    ''')
-    result = run_shmrma(["-n", "2", prog], timeout=30)
-    ended = time.time()
+        time.sleep(%d)
+    ''' % (10 * HANG_S))
+    result = run_shmrma(["-n", "2", prog], timeout=HANG_S)
     assert result.returncode == 1
     assert culprit_lines(result.stderr) == [
         "shmrma-run: rank 0 exited with status 1; the job was ended"]
-    assert ended - float((tmp_path / "raised_at").read_text()) < 2.0
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(120)
 def test_dead_peer_is_noticed(run_shmrma, tmp_path):
     """A recv from a rank that already exited raises instead of
     hanging; the waiting rank is the one named."""
@@ -365,16 +359,14 @@ def test_dead_peer_is_noticed(run_shmrma, tmp_path):
         if rank == 0:
             comm.recv(source=1, tag=11)
     ''')
-    start = time.monotonic()
-    result = run_shmrma(["-n", "2", prog], timeout=30)
-    assert time.monotonic() - start < 10
+    result = run_shmrma(["-n", "2", prog], timeout=HANG_S)
     assert result.returncode == 1
     assert "rank 1 has exited" in result.stderr
     assert culprit_lines(result.stderr) == [
         "shmrma-run: rank 0 exited with status 1; the job was ended"]
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(120)
 def test_abort_status(run_shmrma, tmp_path):
     """COMM_WORLD.Abort(5) ends the job with status 5 naming the rank."""
     prog = program(tmp_path, '''
@@ -383,9 +375,7 @@ def test_abort_status(run_shmrma, tmp_path):
             comm.Abort(5)
         comm.Barrier()
     ''')
-    start = time.monotonic()
-    result = run_shmrma(["-n", "2", prog], timeout=30)
-    assert time.monotonic() - start < 10
+    result = run_shmrma(["-n", "2", prog], timeout=HANG_S)
     assert result.returncode == 5
     assert "rank 1 called MPI_Abort(MPI_COMM_WORLD, 5)" in result.stderr
     assert culprit_lines(result.stderr) == [
@@ -399,24 +389,22 @@ ready()
 if rank == 0:
     comm.recv(source=1, tag=3)
 else:
-    time.sleep(60)
-'''
+    time.sleep(%d)      # far longer than a test waits for the job to end
+''' % (10 * HANG_S)
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(180)
 @pytest.mark.parametrize("signum,said", [(signal.SIGINT, "interrupted (Ctrl-C)"),
                                          (signal.SIGTERM, "terminated by SIGTERM")])
 def test_ctrl_c_or_sigterm_to_launcher(popen, tmp_path, signum, said):
-    """SIGINT to the launcher ends the job with 130 within 2 s,
-    ranks blocked in recv or sleeping included; no segment is left. SIGTERM (a batch
-    system ending the job) does the same with 143."""
+    """SIGINT to the launcher ends the job with 130, ranks blocked
+    in recv or sleeping included; no segment is left. SIGTERM (a batch system ending
+    the job) does the same with 143."""
     prog = program(tmp_path, INTERRUPTIBLE)
     job = popen(["-n", "2", prog])
     wait_for_files(tmp_path, "ready.*", 2)
-    sent = time.monotonic()
     job.proc.send_signal(signum)
     out, err = job.communicate()
-    assert time.monotonic() - sent < 2.0
     assert job.proc.returncode == 128 + signum
     assert culprit_lines(err) == ["shmrma-run: %s; the job was ended" % said]
     assert "Traceback" not in err
@@ -429,46 +417,43 @@ def test_a_directory_as_the_program_says_so(run_shmrma, tmp_path):
     assert "is a directory" in result.stderr and "no such file" not in result.stderr
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(180)
 def test_ctrl_c_to_process_group(popen, tmp_path):
     """Ctrl-C in a terminal (SIGINT to the whole process group)
-    ends the job with 130 within 2 s, reported as an interrupt, not a rank failure."""
+    ends the job with 130, reported as an interrupt, not a rank failure."""
     prog = program(tmp_path, INTERRUPTIBLE)
     job = popen(["-n", "2", prog])
     wait_for_files(tmp_path, "ready.*", 2)
-    sent = time.monotonic()
     os.killpg(job.proc.pid, signal.SIGINT)
     out, err = job.communicate()
-    assert time.monotonic() - sent < 2.0
     assert job.proc.returncode == 130
     assert culprit_lines(err) == ["shmrma-run: interrupted (Ctrl-C); the job was ended"]
     assert "Traceback" not in err
     assert_swept(tmp_path)
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(180)
 def test_ctrl_c_rank_that_ignores_it(popen, tmp_path):
-    """A rank that swallows KeyboardInterrupt is killed after the grace
-    period; the job still ends with 130 within 2 s."""
+    """A rank that swallows KeyboardInterrupt (and would go on far longer
+    than the test waits) is killed after the grace period; the job still ends with
+    130."""
     prog = program(tmp_path, '''
         ready()
-        deadline = time.time() + 60
+        deadline = time.time() + %d
         while time.time() < deadline:
             try:
                 time.sleep(0.05)
             except KeyboardInterrupt:
                 pass
-    ''')
+    ''' % (10 * HANG_S))
     job = popen(["-n", "2", prog])
     wait_for_files(tmp_path, "ready.*", 2)
-    sent = time.monotonic()
     os.killpg(job.proc.pid, signal.SIGINT)
     out, err = job.communicate()
-    assert time.monotonic() - sent < 2.0
     assert job.proc.returncode == 130
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(240)
 def test_launcher_killed_takes_ranks_down(popen, tmp_path):
     """SIGKILL to the launcher kills every rank (PR_SET_PDEATHSIG) and the
     segment a rank created mid-job is still swept."""
@@ -479,14 +464,14 @@ def test_launcher_killed_takes_ranks_down(popen, tmp_path):
     assert all(pid_alive(pid) for pid in pids)
     job.proc.kill()  # the launcher only, not its group
     job.communicate()
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + HANG_S
     while any(pid_alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not [pid for pid in pids if pid_alive(pid)], "ranks survived their launcher"
-    assert_swept(tmp_path, wait=3.0)
+    assert_swept(tmp_path, wait=HANG_S)
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(120)
 def test_timeout_reports_every_rank(run_shmrma, tmp_path):
     """--timeout prints each rank's Python stack and what it waits
     for (a recv names its source and tag), then ends the job with 124."""
@@ -504,8 +489,8 @@ def test_timeout_reports_every_rank(run_shmrma, tmp_path):
             time.sleep(60)
     ''')
     start = time.monotonic()
-    result = run_shmrma(["-n", "3", "--timeout", "1.5", prog], timeout=30)
-    assert 1.5 <= time.monotonic() - start < 8
+    result = run_shmrma(["-n", "3", "--timeout", "1.5", prog], timeout=HANG_S)
+    assert time.monotonic() - start >= 1.5      # not before its timeout
     assert result.returncode == 124
     err = result.stderr
     blocks = re.split(r"^--- ", err, flags=re.M)[1:]
@@ -586,9 +571,11 @@ def test_leftover_message_segment_swept_on_success(run_shmrma, tmp_path):
     assert_swept(tmp_path)
 
 
-@pytest.mark.timeout(60)
-def test_eight_ranks_on_two_cores_do_not_crawl(run_shmrma, tmp_path):
-    """Oversubscribed, 8 ranks on 2 cores: 300 Barriers and 300 allreduce finish quickly."""
+@pytest.mark.timeout(120)
+def test_eight_ranks_on_two_cores_run_barriers_and_allreduce(run_shmrma, tmp_path):
+    """8 ranks on 2 cores: 300 Barriers and 300 allreduce finish, with the
+    right sums. (How fast: benchmarks/bench_runtime.py's Barrier at 8 ranks, and
+    shmrma-bench compare --suite messages.)"""
     prog = program(tmp_path, '''
         for i in range(300):
             comm.Barrier()
@@ -599,12 +586,9 @@ def test_eight_ranks_on_two_cores_do_not_crawl(run_shmrma, tmp_path):
         if rank == 0:
             print("done", flush=True)
     ''')
-    start = time.monotonic()
-    result = run_shmrma(["-n", "8", prog], timeout=60)
-    elapsed = time.monotonic() - start
+    result = run_shmrma(["-n", "8", prog], timeout=HANG_S)
     assert result.returncode == 0, result.stderr
     assert "done" in result.stdout
-    assert elapsed < 20, "8 ranks took %.1f s" % elapsed
 
 
 @pytest.mark.timeout(60)

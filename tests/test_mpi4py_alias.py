@@ -12,7 +12,7 @@ import pytest
 
 import shmrma
 from shmrma import MPI
-from shmrma.core import job
+from shmrma.core import job, segments
 
 from mpitest import raises_mpi
 
@@ -187,12 +187,15 @@ def test_a_foreign_launchers_process_is_no_silent_singleton(tmp_path):
     instead, before it makes any segment; one of 1 is an ordinary singleton."""
     code = "from shmrma import MPI; print(MPI.COMM_WORLD.Get_size())"
     for name in job.LAUNCHER_SIZE_VARIABLES:
-        env = dict(os.environ, SHMRMA_JOB="alias" + name.lower()[:4], **{name: "4"})
+        # a job id of this session's (SHMRMA_JOB_PREFIX): its names, and no other
+        # program's, are what the process would have left
+        job_id = job.new_job_id()
+        env = dict(os.environ, SHMRMA_JOB=job_id, **{name: "4"})
         result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                                 text=True, timeout=60)
         assert result.returncode == 1 and result.stdout == ""
         assert "shmrma-run -n 4" in result.stderr and "SHMRMA_BACKEND=mpi" in result.stderr
-        assert not [n for n in os.listdir("/dev/shm") if env["SHMRMA_JOB"] in n]
+        assert segments.job_segments(job_id) == []
     alone = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PMI_SIZE="1"),
                            capture_output=True, text=True, timeout=60)
     assert alone.returncode == 0 and alone.stdout == "1\n", alone.stderr

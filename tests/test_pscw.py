@@ -175,11 +175,11 @@ def test_no_rma_lands_before_the_post_and_complete_does_not_wait_for_wait():
 
 @pytest.mark.timeout(60)
 def test_post_does_not_block_and_wait_waits_for_complete():
-    """R86, R88. Round 1 (R86): rank 0 sleeps 0.5 s before its Start; rank 1's Post
-    returns at once, well before rank 0 even calls Start. Round 2 (R88): rank 1 signals
-    rank 0 and Posts; rank 0 Starts, Puts, sleeps 0.3 s and Completes; rank 1's Wait
-    lasts at least 0.3 s from the signal, returns only after rank 0's Complete was
-    called, and then sees the data."""
+    """R86, R88. Round 1 (R86): rank 0 calls Start only once rank 1's Post returned and
+    told it so (a Post that waited for the Start would never return). Round 2 (R88):
+    rank 1 signals rank 0 and Posts; rank 0 Starts, Puts, sleeps 0.3 s and Completes;
+    rank 1's Wait lasts at least 0.3 s from the signal, returns only after rank 0's
+    Complete was called, and then sees the data."""
     def body():
         comm = MPI.COMM_WORLD
         rank = comm.Get_rank()
@@ -189,8 +189,7 @@ def test_post_does_not_block_and_wait_waits_for_complete():
         comm.Barrier()
         out = {}
         if rank == 0:
-            time.sleep(0.5)
-            out["start_called"] = time.monotonic()
+            comm.recv(source=1)         # rank 1's Post returned
             win.Start(group(comm, [1]))
             win.Put(value(1), 1)
             win.Complete()
@@ -201,10 +200,8 @@ def test_post_does_not_block_and_wait_waits_for_complete():
             out["complete_called"] = time.monotonic()
             win.Complete()
         else:
-            before = time.monotonic()
             win.Post(group(comm, [0]))
-            out["post_returned"] = time.monotonic()
-            out["post_seconds"] = out["post_returned"] - before
+            comm.send("posted", dest=0)
             win.Wait()
             out["first"] = int(mine[0])
             out["signal"] = time.monotonic()
@@ -216,9 +213,7 @@ def test_post_does_not_block_and_wait_waits_for_complete():
         nothing_left_behind(comm)
         win.Free()
         return out
-    origin, target = shmrma.launch(body, 2, timeout=20)
-    assert target["post_seconds"] < 0.25
-    assert target["post_returned"] < origin["start_called"]
+    origin, target = shmrma.launch(body, 2, timeout=50)
     assert target["first"] == 1
     assert target["wait_returned"] - target["signal"] >= 0.3
     assert target["wait_returned"] >= origin["complete_called"]
@@ -251,10 +246,8 @@ def test_test_polls_until_complete():
             out["unchanged"] = int(mine[0])
             comm.send("go", dest=0)
             falses = 0
-            deadline = time.monotonic() + 20
-            while not win.Test():
+            while not win.Test():       # never True: a hang, ended by the launch timeout
                 falses += 1
-                assert time.monotonic() < deadline, "Test never returned True"
                 time.sleep(0.0005)
             out["falses"] = falses
             out["after_true"] = int(mine[0])
@@ -276,7 +269,7 @@ def test_test_polls_until_complete():
         nothing_left_behind(comm)
         win.Free()
         return out
-    out = shmrma.launch(body, 2, timeout=30)[1]
+    out = shmrma.launch(body, 2, timeout=50)[1]
     assert out["first_test"] is False and out["second_test"] is False
     assert out["unchanged"] == 0
     assert out["after_true"] == 5
@@ -486,13 +479,11 @@ def test_empty_groups_are_legal_no_op_epochs():
             win.Start(empty)
             win.Complete()
             win.Wait()
-        begin = time.monotonic()
         for _ in range(200):
             win.Start(MPI.GROUP_EMPTY)
             win.Complete()
             win.Post(MPI.GROUP_EMPTY)
             win.Wait()
-        out["empty_rounds_seconds"] = time.monotonic() - begin
         win.Post(group(comm, [peer]))
         win.Start(group(comm, [peer]))
         win.Put(value(40 + rank), peer)
@@ -507,7 +498,6 @@ def test_empty_groups_are_legal_no_op_epochs():
     results = shmrma.launch(body, 2, timeout=20)
     for rank, out in enumerate(results):
         assert out["test"] == [True, True, True]
-        assert out["empty_rounds_seconds"] < 5
         assert out["data"] == 40 + (1 - rank)
 
 
@@ -1022,8 +1012,9 @@ def test_accumulate_class_and_get_inside_pscw(flavor):
 def test_pscw_ring_oversubscribed():
     """R69, R91, R85, R88: 8 ranks on this 2-core machine run 1,000 rounds of a
     PSCW ring (Post to the left neighbour, Start the right one, Put the round number,
-    Complete, Wait). Every rank sees round k's value after its k-th Wait, and the ring
-    finishes well within the budget (waits must not spin the cores away)."""
+    Complete, Wait). Every rank sees round k's value after its k-th Wait. (How fast,
+    as waits must not spin the cores away: shmrma-bench compare --suite scaling, PSCW
+    at 8 and 16 ranks.)"""
     ROUNDS = 1000
 
     def body():
@@ -1037,7 +1028,6 @@ def test_pscw_ring_oversubscribed():
         buf = np.zeros(1, dtype="i8")
         wrong = 0
         comm.Barrier()
-        begin = time.monotonic()
         for k in range(ROUNDS):
             win.Post(from_left)
             win.Start(to_right)
@@ -1046,14 +1036,10 @@ def test_pscw_ring_oversubscribed():
             win.Complete()
             win.Wait()
             wrong += int(mine[0]) != k
-        seconds = time.monotonic() - begin
         comm.Barrier()
         win.Free()
-        return wrong, seconds
-    results = shmrma.launch(body, 8, timeout=80)
-    assert [wrong for wrong, _ in results] == [0] * 8
-    slowest = max(seconds for _, seconds in results)
-    assert slowest < 60, "1,000 PSCW ring rounds on 8 ranks took %.1f s" % slowest
+        return wrong
+    assert shmrma.launch(body, 8, timeout=80) == [0] * 8
 
 
 @pytest.mark.timeout(60)
@@ -1092,31 +1078,35 @@ def test_nocheck_post_and_start_guarded_by_a_barrier():
 
 SPIN_ONCE = r"""
 import time
+import numpy as np
 from shmrma import MPI
 comm = MPI.COMM_WORLD
 win = MPI.Win.Allocate(64, 8, comm=comm)
+mine = np.frombuffer(win.tomemory(), "i8")
 peer = comm.group.Incl([1 - comm.rank])
-def waited(wait):
-    started = time.thread_time()
-    wait()
-    return time.thread_time() - started
 comm.Barrier()
 if comm.rank == 0:      # Win.Wait: rank 1 completes after 0.4 s
     win.Post(peer)
-    print("wait", waited(win.Wait))
+    win.Wait()
+    print("wait", int(mine[0]))
 else:
     win.Start(peer)
     time.sleep(0.4)
+    win.Put(np.array([7], "i8"), 0)
     win.Complete()
 comm.Barrier()
 if comm.rank == 1:      # Lock: rank 0 holds it for 0.4 s
     comm.Recv(bytearray(1), 0)
-    print("lock", waited(lambda: win.Lock(0)))
+    win.Lock(0)
+    got = np.zeros(1, "i8")
+    win.Get(got, 0)
     win.Unlock(0)
+    print("lock", int(got[0]))
 else:
     win.Lock(0)
     comm.Send(b"x", 1)
     time.sleep(0.4)
+    mine[0] = 9         # under its own exclusive lock: seen by whoever locks next
     win.Unlock(0)
 comm.Barrier()
 win.Free()
@@ -1124,15 +1114,15 @@ win.Free()
 
 
 @pytest.mark.timeout(60)
-def test_a_sync_wait_spins_once(run_shmrma, tmp_path):
+def test_a_sync_wait_longer_than_its_spin_ends_right(run_shmrma, tmp_path):
     """The one wait policy (docs/settings.md, "How ranks wait"): Win.Wait and Lock spin in C,
-    then hand the wait to Python, which sleeps without spinning again. With a
-    100 ms spin, a 0.4 s wait burns one spin of CPU (about 0.15 s before)."""
+    then hand the wait to Python, which sleeps. With a 100 ms spin, a 0.4 s Wait
+    still ends with the Complete (the Put seen) and a Lock with the holder's Unlock
+    (its store seen). (What such a wait costs in CPU, one spin: measured by
+    benchmarks/bench_waits.py.)"""
     program = tmp_path / "spin_once.py"
     program.write_text(SPIN_ONCE)
     result = run_shmrma(["-n", 2, "--timeout", 30, program], timeout=50,
                         env={"SHMRMA_SPIN": "100000"})
     assert result.returncode == 0, result.stderr
-    seconds = dict(line.split() for line in result.stdout.splitlines())
-    for name in ("wait", "lock"):
-        assert float(seconds[name]) < 0.125, (name, seconds[name])
+    assert sorted(result.stdout.splitlines()) == ["lock 9", "wait 7"]

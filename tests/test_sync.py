@@ -17,7 +17,7 @@ import pytest
 import shmrma
 from shmrma import MPI
 from shmrma.core import atomic
-from mpitest import fatal_error_ends_the_job
+from mpitest import HANG_S, fatal_error_ends_the_job
 
 
 # --- helpers (run inside the ranks) ---------------------------------------------------
@@ -618,10 +618,11 @@ def test_owner_lock_protects_its_local_stores():
 
 
 @pytest.mark.timeout(60)
-def test_passive_target_needs_no_help_from_a_busy_target():
-    """R122 (RMA never waits for its target): while rank 2 spins 1 s in pure Python
-    (no shmrma call), ranks 0 and 1 lock its window, put, accumulate and unlock; they finish
-    before it leaves the loop, and it sees the data with plain loads."""
+def test_passive_target_needs_no_help_from_a_busy_target(tmp_path):
+    """R122 (RMA never waits for its target): while rank 2 spins in pure Python (no shmrma call) until
+    ranks 0 and 1 say they are done, they lock its window, put, accumulate and unlock
+    (had they needed its help, they would never be done: the launch's timeout), and
+    it then sees the data with plain loads."""
     def body():
         comm = MPI.COMM_WORLD
         rank = comm.Get_rank()
@@ -630,28 +631,24 @@ def test_passive_target_needs_no_help_from_a_busy_target():
         mine[:] = 0
         comm.Barrier()
         if rank == 2:
-            start = time.monotonic()
-            while time.monotonic() - start < 1.0:
+            done = [tmp_path / ("done.%d" % r) for r in (0, 1)]
+            while not all(path.exists() for path in done):
                 pass
-            left_loop = time.monotonic()
             seen = mine.tolist()
             comm.Barrier()
             win.Free()
-            return left_loop, seen
+            return seen
         win.Lock(2, MPI.LOCK_EXCLUSIVE)
         win.Put(np.array([rank + 5]), 2, rank)
         win.Unlock(2)
         win.Lock(2, MPI.LOCK_SHARED)
         win.Accumulate(np.array([100]), 2, rank)
         win.Unlock(2)
-        done = time.monotonic()
+        (tmp_path / ("done.%d" % rank)).touch()
         comm.Barrier()
         win.Free()
-        return done, None
-    results = shmrma.launch(body, 3, timeout=20)
-    left_loop, seen = results[2]
-    assert results[0][0] < left_loop and results[1][0] < left_loop
-    assert seen == [105, 106]
+        return None
+    assert shmrma.launch(body, 3, timeout=50)[2] == [105, 106]
 
 
 @pytest.mark.timeout(60)
@@ -870,7 +867,7 @@ def test_bad_lock_type_and_rank():
 
 # --- error handler ----------------------------------------------------------------------------
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(120)
 def test_errors_are_fatal_ends_the_job_with_a_message(capfd):
     """R33, A39: with ERRORS_ARE_FATAL on the window, an erroneous call
     (Put outside an epoch) ends the whole job: launch raises LaunchError naming that
@@ -960,9 +957,11 @@ def _poll_token_ring(comm, win, right, rounds):
 def test_oversubscribed_on_one_cpu_fence_pscw_and_locks_finish():
     """8 ranks pinned to ONE cpu (8x oversubscribed) run 300 fence rounds,
     300 PSCW ring rounds, 300 lock/put/unlock rounds to a neighbour and 50 rounds of
-    a token passed by polling a flag; waits must yield and sleep rather than spin,
-    and polling Flushes yield now and then, so it all ends within a budget (60 s; a
-    few seconds here)."""
+    a token passed by polling a flag, every result right. Waits must yield and sleep
+    rather than spin, and polling Flushes yield now and then: a rank that spun would
+    keep the one CPU from the rank it waits for, and the job would crawl into the
+    launch's timeout, a guard against a hang. How fast oversubscribed ranks go is
+    measured by shmrma-bench compare --suite scaling."""
     if not hasattr(os, "sched_setaffinity"):
         pytest.skip("needs sched_setaffinity")
     cpu = min(os.sched_getaffinity(0))
@@ -978,7 +977,6 @@ def test_oversubscribed_on_one_cpu_fence_pscw_and_locks_finish():
         left, right = (rank - 1) % size, (rank + 1) % size
         to_left, to_right = group.Incl([left]), group.Incl([right])
         value = np.zeros(1, dtype="i8")
-        begin = time.monotonic()
         for k in range(300):
             win.Fence()
             value[0] = k
@@ -1002,22 +1000,20 @@ def test_oversubscribed_on_one_cpu_fence_pscw_and_locks_finish():
         comm.Barrier()
         locks_ok = int(mine[left]) == 2299
         polling_ok = _poll_token_ring(comm, win, right, rounds=50) == 50
-        elapsed = time.monotonic() - begin
         win.Free()
-        return fence_ok, pscw_ok, locks_ok and polling_ok, elapsed
+        return fence_ok, pscw_ok, locks_ok and polling_ok
     results = shmrma.launch(body, 8, timeout=100)
-    assert [r[:3] for r in results] == [(True, True, True)] * 8
-    assert max(r[3] for r in results) < 60
+    assert results == [(True, True, True)] * 8
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize("wait", ["start", "wait", "lock", "fence", "lock_all", "accumulate"])
 def test_a_wait_for_a_dead_peer_ends_the_job(wait):
     """Issue 4 "Waiting": a rank waiting in Start (for a Post), Wait (for a
     Complete), Lock (behind an exclusive holder), Lock_all, Fence or an Accumulate
     (behind the target's accumulate lock, white-box: held by a rank that dies) for a
-    rank that exited instead notices: the job ends at once with the dead rank named,
-    it does not hang until the timeout."""
+    rank that exited instead notices: the job ends with the dead rank named by the
+    waiting rank, it does not hang until the timeout (which names no rank)."""
     def body():
         comm = MPI.COMM_WORLD
         rank = comm.Get_rank()
@@ -1051,8 +1047,6 @@ def test_a_wait_for_a_dead_peer_ends_the_job(wait):
         else:
             win.Fence()
         return "not reached"
-    begin = time.monotonic()
     with pytest.raises(shmrma.LaunchError, match="rank 1") as info:
-        shmrma.launch(body, 2, timeout=30)
-    assert time.monotonic() - begin < 15
+        shmrma.launch(body, 2, timeout=HANG_S)
     assert info.value.rank == 0     # the waiting rank raised: it saw rank 1 was gone

@@ -10,7 +10,7 @@ import shmrma
 from shmrma import MPI
 from shmrma.rma import fastpath
 
-from mpitest import raises_mpi
+from mpitest import HANG_S, raises_mpi
 
 
 def local(win):
@@ -20,11 +20,12 @@ def local(win):
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("fast", [True, False])
 def test_ibarrier_returns_at_once_and_completes_when_all_entered(fast):
-    """R166, R167, R168, R169, A3: Ibarrier returns at once although rank 1 enters
-    0.3 s late; a Put issued right after it waits for its target's entry, so the
-    target's store made before entering is overwritten, never the Put; the next
-    barrier completes that Put at its target. Both the C fast path and the Python
-    path of the Put."""
+    """R166, R167, R168, R169, A3: Ibarrier returns at once: rank 1 enters only once
+    rank 0's Ibarrier returned and said so (an Ibarrier that waited would never
+    return), then 0.3 s late; a Put issued right after it waits for its target's
+    entry, so the target's store made before entering is overwritten, never the Put;
+    the next barrier completes that Put at its target. Both the C fast path and the
+    Python path of the Put."""
     def body():
         fastpath.enable(fast)
         comm = MPI.COMM_WORLD
@@ -34,24 +35,27 @@ def test_ibarrier_returns_at_once_and_completes_when_all_entered(fast):
         mine[:] = 0
         win.Barrier()
         out = {}
-        if rank == 1:
+        if rank == 0:
+            request = win.Ibarrier()
+            comm.send("entered", dest=1)
+        else:
+            comm.recv(source=0)
             time.sleep(0.3)
             mine[0] = 1                  # before entering: the Put must land after this
-        begin = time.monotonic()
-        request = win.Ibarrier()
-        out["ibarrier"] = time.monotonic() - begin
+            out["entering"] = time.monotonic()
+            request = win.Ibarrier()
         win.Put(np.array([2], "i8"), 1 - rank)
-        out["put_returned"] = time.monotonic() - begin
+        out["put_returned"] = time.monotonic()
         request.Wait()
-        out["waited"] = time.monotonic() - begin
+        out["waited"] = time.monotonic()
         win.Barrier(MPI.MODE_NOSUCCEED)    # completes the Puts issued after Ibarrier
         out["seen"] = int(mine[0])
         win.Free()
         return out
     early, late = shmrma.launch(body, 2, timeout=50)
-    assert early["ibarrier"] < 0.1
-    assert early["put_returned"] >= 0.25      # waited for rank 1 to enter (A3)
-    assert early["waited"] >= 0.25
+    # the one clock of the machine orders the two ranks' events
+    assert early["put_returned"] >= late["entering"]    # waited for rank 1 to enter (A3)
+    assert early["waited"] >= late["entering"]
     assert early["seen"] == 2 and late["seen"] == 2
 
 
@@ -138,7 +142,7 @@ def test_window_barrier_errors():
     assert results[1] == results[0][:-1]
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(180)
 def test_waiting_for_a_barrier_a_dead_member_never_enters():
     """Issue 5: a rank waiting for the window barrier, or for its target's
     entry before a Put, notices a member that exited instead of entering."""
@@ -154,7 +158,6 @@ def test_waiting_for_a_barrier_a_dead_member_never_enters():
             win.Put(np.ones(1, "i8"), 1)
         request.Wait()
     for put in (False, True):
-        begin = time.monotonic()
         with pytest.raises(shmrma.LaunchError, match="rank 1") as info:
-            shmrma.launch(body, 2, args=(put,), timeout=30)
-        assert info.value.rank == 0 and time.monotonic() - begin < 15
+            shmrma.launch(body, 2, args=(put,), timeout=HANG_S)
+        assert info.value.rank == 0     # it noticed: the timeout would name no rank
