@@ -173,7 +173,7 @@ def test_freed_communicator_and_bad_split():
     assert shmrma.launch(body, 3, timeout=50) == [[False, True, 3, False]] * 3
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(360)
 def test_freeing_recycles_communicator_slots():
     """Issue 2: communicators hold a barrier slot each; creating and freeing more
     than there are slots works, and running out is an ERR_OTHER on every rank that
@@ -196,7 +196,7 @@ def test_freeing_recycles_communicator_slots():
         last.Free()
         return count, result
 
-    results = shmrma.launch(body, 2, timeout=50)
+    results = shmrma.launch(body, 2, timeout=300)    # a hang guard: 9-44 s loaded
     assert results[0] == results[1]
     assert job.MAX_COMM_SLOTS - 10 < results[0][0] < job.MAX_COMM_SLOTS
     assert results[0][1] == 2
