@@ -42,6 +42,11 @@ watched throughout; a long loop one period in several, where a race that
 repeats each iteration shows. The grace is counted in periods, not seconds, so
 that a test is watched alike on any machine, and a short run on a fast one does
 not spend a fiftieth of a second of watching before the budget applies.
+
+What the watch costs is counted in this thread's CPU time (time.thread_time), not in
+wall-clock time: on a busy machine the time a rank waits for a CPU in the middle of
+a fault or a record is not the watch's cost, and counting it would stop the watch in
+the very periods a loaded test run needs watched.
 """
 import bisect
 import contextlib
@@ -148,14 +153,14 @@ class Loads:
         watch compares them next): [(address, frames, wrote)]."""
         if not self.armed:
             return []       # no page was away: nothing faulted, nothing to give back
-        started = time.perf_counter()
+        started = time.thread_time()
         noted, lost, faults = [], 0, 0
         for slot in self.regions:
             more, missed, taken = _pagewatch.take(slot)
             _pagewatch.disarm(slot)
             noted, lost, faults = noted + more, lost + missed, faults + taken
         self.armed = False
-        self.spent += faults * self.fault_cost + time.perf_counter() - started
+        self.spent += faults * self.fault_cost + time.thread_time() - started
         if lost:
             clock().warn_once("more than %d first loads of window pages between two "
                               "synchronization calls: the later ones were not checked"
@@ -189,7 +194,7 @@ class Loads:
                 "synchronization periods (--check=no-loads leaves it out)"
                 % (BUDGET * 100, self.check.state.rank), WARN_LOADS)
             return
-        started = time.perf_counter()
+        started = time.thread_time()
         self.periods += 1
         full = self.shared or self.periods <= FULL_PERIODS or self.periods % FULL_EVERY == 0
         check, every = self.check, True
@@ -204,7 +209,7 @@ class Loads:
                     _pagewatch.arm_pages(slot, flags)
         self.armed, self.fully_armed = True, every
         _watching.add(self)
-        self.spent += time.perf_counter() - started
+        self.spent += time.thread_time() - started
 
     def _over_budget(self):
         in_grace = self.periods < GRACE_PERIODS and self.spent <= GRACE
@@ -219,9 +224,9 @@ class Loads:
         """Record the noted accesses (grouped by target, kind and line) and report the
         races they make; loads are left out when they are ``polls``. Its time counts
         against the watch's budget."""
-        started = time.perf_counter()
+        started = time.thread_time()
         self._record(noted, polls)
-        self.spent += time.perf_counter() - started
+        self.spent += time.thread_time() - started
 
     def _record(self, noted, polls):
         check, c = self.check, clock()
@@ -336,16 +341,16 @@ def _fault_cost(_measured=[]):
         scratch = mmap.mmap(-1, pages * mmap.PAGESIZE)
         view = numpy.frombuffer(scratch, numpy.uint8)
         slot = _pagewatch.watch(view.ctypes.data, len(view))
-        rounds, started = 16, time.perf_counter()
+        rounds, started = 16, time.thread_time()
         for _ in range(rounds):
             _pagewatch.arm(slot)
             _pagewatch.disarm(slot)
-        arming = (time.perf_counter() - started) / rounds
-        started = time.perf_counter()
+        arming = (time.thread_time() - started) / rounds
+        started = time.thread_time()
         for _ in range(rounds):
             _pagewatch.arm(slot)
             view[::mmap.PAGESIZE].sum()
-        faulting = (time.perf_counter() - started) / rounds
+        faulting = (time.thread_time() - started) / rounds
         _pagewatch.take(slot)
         _pagewatch.unwatch(slot)
         del view
