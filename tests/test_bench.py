@@ -867,3 +867,14 @@ def test_messages_benchmarks_print_omb_rows(run_shmrma, name, nranks):
     expected = [8] if name in ("osu_barrier", "obj_allreduce") else [1, 2, 4, 8, 16, 32, 64]
     assert [int(size) for size, _ in rows] == expected
     assert all(float(value) > 0 for _, value in rows)
+
+
+def test_a_checkout_given_with_shmrma_path_runs_its_own_launcher(monkeypatch):
+    """--shmrma-path runs ``python -m shmrma.run`` of that checkout, not the installed
+    console script, whose entry point an older layout may not have."""
+    monkeypatch.setattr(jobs, "find_tool", lambda name: "/venv/bin/" + name)
+    argv = jobs.launcher_argv("shmrma-check", 4, ["prog.py"])
+    assert argv[0] == "/venv/bin/shmrma-run"
+    assert jobs.from_checkout(argv) == [sys.executable, "-m", "shmrma.run"] + argv[1:]
+    reference = jobs.launcher_argv("mpi4py", 4, ["prog.py"])
+    assert jobs.from_checkout(reference) == reference

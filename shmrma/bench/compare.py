@@ -516,8 +516,10 @@ def measure(cases, have_reference, quick, reps, shmrma_path=None):
         for case in cases:
             impls = case.impls(have_reference)
             for impl in (impls if rnd % 2 == 0 else impls[::-1]):
-                wall, out = jobs.run_once(case.argv(impl, quick),
-                                          jobs.child_env(impl, shmrma_path), TIMEOUT_S)
+                argv = case.argv(impl, quick)
+                if shmrma_path:
+                    argv = jobs.from_checkout(argv)
+                wall, out = jobs.run_once(argv, jobs.child_env(impl, shmrma_path), TIMEOUT_S)
                 value = case.value(out)
                 bar.step(progress_line(rnd, reps, impl, case.title, case.headline(value),
                                        wall))

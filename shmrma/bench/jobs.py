@@ -147,6 +147,16 @@ def launcher_argv(impl, nranks, program):
     return [sys.executable] + program
 
 
+def from_checkout(argv):
+    """``argv`` with the installed shmrma-run replaced by ``python -m shmrma.run``, for a
+    checkout given with --shmrma-path: the installed console script names an entry
+    point of the installed checkout, which another one (an older layout) may lack."""
+    run = find_tool("shmrma-run")
+    if run and argv and argv[0] == run:
+        return [sys.executable, "-m", "shmrma.run"] + argv[1:]
+    return argv
+
+
 def run_job(argv, env, timeout, cwd=None):
     """Run argv to its end; return (wall seconds, exit status, stdout, stderr).
 
