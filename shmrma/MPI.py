@@ -41,7 +41,7 @@ else:
     from .core.info import INFO_ENV, INFO_NULL, Info
     from .types.datatype import *  # noqa: F403
     from .types.datatype import (Datatype, _datatype_create, _datatype_decode, _typealign,
-                                 _typecode)
+                                 _typecode, _typedict, _typedict_c, _typedict_f)
     from .types.op import *  # noqa: F403
     from .types.op import Op
     from .types.derived import (DISTRIBUTE_BLOCK, DISTRIBUTE_CYCLIC, DISTRIBUTE_DFLT_DARG,

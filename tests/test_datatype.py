@@ -656,3 +656,49 @@ def test_a_struct_extent_rounds_to_its_members_c_alignment(name, padding):
     for form in (member, member.Dup(), member.Create_contiguous(1)):
         struct = Datatype.Create_struct([1, 1], [0, member.extent], [form, MPI.CHAR])
         assert struct.extent - member.extent == padding
+
+
+# What mpi4py 4.1.2 on MPICH 5.0.2 (LP64 Linux) holds in its private typecode tables,
+# grouped by type name (MPICH's LONG_LONG_INT is LONG_LONG, _C_FLOAT16 FLOAT16_T).
+TYPEDICT_C = {
+    "C_BOOL": "? b1", "SIGNED_CHAR": "b", "SHORT": "h", "INT": "i", "LONG": "l",
+    "LONG_LONG": "q", "UNSIGNED_CHAR": "B", "UNSIGNED_SHORT": "H", "UNSIGNED": "I",
+    "UNSIGNED_LONG": "L", "UNSIGNED_LONG_LONG": "Q", "FLOAT": "f f4", "DOUBLE": "d f8",
+    "LONG_DOUBLE": "g f16", "C_FLOAT_COMPLEX": "F c8", "C_DOUBLE_COMPLEX": "D c16",
+    "C_LONG_DOUBLE_COMPLEX": "G c32", "INT8_T": "i1", "INT16_T": "i2", "INT32_T": "i4",
+    "INT64_T": "i8", "UINT8_T": "u1", "UINT16_T": "u2", "UINT32_T": "u4",
+    "UINT64_T": "u8", "FLOAT16_T": "f2"}
+TYPEDICT_F = {
+    "LOGICAL": "l", "INTEGER": "i", "REAL": "r s", "DOUBLE_PRECISION": "d",
+    "COMPLEX": "c", "DOUBLE_COMPLEX": "z", "INTEGER1": "i1", "INTEGER2": "i2",
+    "INTEGER4": "i4", "INTEGER8": "i8", "REAL4": "r4", "REAL8": "r8", "REAL16": "r16",
+    "COMPLEX8": "c8", "COMPLEX16": "c16", "COMPLEX32": "c32"}
+
+
+def _by_code(groups):
+    return {code: name for name, codes in groups.items() for code in codes.split()}
+
+
+def test_typedicts_hold_what_mpi4py_on_mpich_holds():
+    """mpi4py-fft and shared-memory lock packages read MPI._typedict; the C and
+    Fortran tables leave out the types that are null here (LOGICAL1, INTEGER16,
+    REAL2, COMPLEX4), as mpi4py leaves out what MPICH lacks."""
+    expected = dict(TYPECODES, e="FLOAT16_T", f2="FLOAT16_T")   # MPICH's float16 too
+    assert sorted(MPI._typedict) == sorted(expected)
+    assert all(MPI._typedict[code] is getattr(dt, name) for code, name in expected.items())
+    for table, expected in ((MPI._typedict_c, TYPEDICT_C), (MPI._typedict_f, TYPEDICT_F)):
+        assert sorted(table) == sorted(_by_code(expected))
+        assert all(table[code] is getattr(MPI, name)
+                   for code, name in _by_code(expected).items())
+    assert len(MPI._typedict) == 57
+
+
+def test_typedict_is_the_table_buffers_are_parsed_with():
+    """As in mpi4py, a code added to MPI._typedict is a datatype a buffer may name."""
+    MPI._typedict["x9"] = MPI.INT
+    try:
+        assert dt.lookup("x9") is MPI.INT
+    finally:
+        del MPI._typedict["x9"]
+    with pytest.raises(KeyError):
+        dt.lookup("x9")

@@ -801,7 +801,41 @@ _CODES_OF = {
     "CHAR": "c a S S1 s 1s", "WCHAR": "U U1 w 1w",
     "AINT": "p", "COUNT": "n", "FLOAT16_T": "e f2",
 }
-_TYPECODES = {code: PREDEFINED[name] for name, codes in _CODES_OF.items() for code in codes.split()}
+# mpi4py's CTypeDict and FTypeDict: the C types alone, and Fortran's by its letters
+_C_CODES_OF = {
+    "C_BOOL": "? b1", "SIGNED_CHAR": "b", "SHORT": "h", "INT": "i", "LONG": "l",
+    "LONG_LONG": "q", "UNSIGNED_CHAR": "B", "UNSIGNED_SHORT": "H", "UNSIGNED": "I",
+    "UNSIGNED_LONG": "L", "UNSIGNED_LONG_LONG": "Q",
+    "FLOAT": "f f4", "DOUBLE": "d f8", "LONG_DOUBLE": "g f%d" % _LONG_DOUBLE_BYTES,
+    "C_FLOAT_COMPLEX": "F c8", "C_DOUBLE_COMPLEX": "D c16",
+    "C_LONG_DOUBLE_COMPLEX": "G c%d" % (2 * _LONG_DOUBLE_BYTES),
+    "INT8_T": "i1", "INT16_T": "i2", "INT32_T": "i4", "INT64_T": "i8",
+    "UINT8_T": "u1", "UINT16_T": "u2", "UINT32_T": "u4", "UINT64_T": "u8",
+    "FLOAT16_T": "f2",
+}
+_FORTRAN_CODES_OF = {
+    "LOGICAL": "l", "INTEGER": "i", "REAL": "r s", "DOUBLE_PRECISION": "d",
+    "COMPLEX": "c", "DOUBLE_COMPLEX": "z",
+    "LOGICAL1": "l1", "LOGICAL2": "l2", "LOGICAL4": "l4", "LOGICAL8": "l8",
+    "LOGICAL16": "l16", "INTEGER1": "i1", "INTEGER2": "i2", "INTEGER4": "i4",
+    "INTEGER8": "i8", "INTEGER16": "i16", "REAL2": "r2", "REAL4": "r4", "REAL8": "r8",
+    "REAL16": "r16", "COMPLEX4": "c4", "COMPLEX8": "c8", "COMPLEX16": "c16",
+    "COMPLEX32": "c32",
+}
+
+
+def _code_table(codes_of):
+    """typecode -> Datatype, leaving out the types this runtime has as null (as
+    mpi4py's AddTypeMap leaves out what the MPI library lacks)."""
+    return {code: PREDEFINED[name] for name, codes in codes_of.items()
+            for code in codes.split() if PREDEFINED[name]}
+
+
+_TYPECODES = _code_table(_CODES_OF)
+# mpi4py's private tables, which packages built on it read (mpi4py-fft, for one);
+# _typedict is the very table the buffer parser uses, as in mpi4py
+_typedict, _typedict_c, _typedict_f = (_TYPECODES, _code_table(_C_CODES_OF),
+                                       _code_table(_FORTRAN_CODES_OF))
 
 _NATIVE_ORDER = "<" if sys.byteorder == "little" else ">"
 _FOREIGN_ORDER = ">" if sys.byteorder == "little" else "<"
