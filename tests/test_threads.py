@@ -197,3 +197,24 @@ def test_a_program_waits_for_its_threads_before_it_ends(run_shmrma, tmp_path):
     assert result.returncode == 0, result.stderr
     assert sorted(result.stdout.splitlines()) == ["late thread of rank 0 done",
                                                   "late thread of rank 1 done"]
+
+
+def test_a_program_ending_with_an_idle_thread_pool_ends(run_shmrma, tmp_path):
+    """An idle concurrent.futures pool's workers are no daemons: Python's exit tells them
+    to stop before it joins them (distributed's Client leaves one), and so does a rank's,
+    whether the main code returns or calls sys.exit(0)."""
+    prog = tmp_path / "pool.py"
+    prog.write_text(
+        "import sys, threading\n"
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        "from mpi4py import MPI\n"
+        "pool = ThreadPoolExecutor(2)\n"
+        "assert pool.submit(lambda: 41).result() == 41\n"
+        "def late():\n"
+        "    print('rank %d done' % MPI.COMM_WORLD.rank, flush=True)\n"
+        "threading.Timer(0.2, late).start()\n"
+        "if MPI.COMM_WORLD.rank == 1:\n"
+        "    sys.exit(0)\n")
+    result = run_shmrma(["-n", 2, "--timeout", 60, prog], timeout=90)
+    assert result.returncode == 0, result.stderr
+    assert sorted(result.stdout.splitlines()) == ["rank 0 done", "rank 1 done"]

@@ -269,6 +269,17 @@ def new_job_id():
 LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
 
 
+def launcher_variables(rank, size):
+    """The rank and size variables MPICH's and Open MPI's launchers give each process
+    (on one machine, local rank = rank): for programs that are not Python, which
+    shmrma-mpiexec starts as those launchers do (run/launcher.exec_rank)."""
+    rank, size = str(rank), str(size)
+    return {"PMI_RANK": rank, "PMI_SIZE": size, "MPI_LOCALRANKID": rank,
+            "MPI_LOCALNRANKS": size, "OMPI_COMM_WORLD_RANK": rank,
+            "OMPI_COMM_WORLD_SIZE": size, "OMPI_COMM_WORLD_LOCAL_RANK": rank,
+            "OMPI_COMM_WORLD_LOCAL_SIZE": size}
+
+
 def _refuse_foreign_launcher():
     """A program that an MPI launcher started as one of N > 1 processes would be a
     world of one here, each copy computing alone: an error that says what to do,

@@ -40,11 +40,26 @@ def find_mpiexec():
     beside = os.path.join(os.path.dirname(sys.executable), "mpiexec")
     if os.access(beside, os.X_OK):
         return beside
-    found = shutil.which("mpiexec")
+    found = _mpiexec_on_path()
     if found is None:
         raise Unavailable("no mpiexec found beside %s or on PATH; install one with %s, "
                           "or set SHMRMA_MPIEXEC" % (sys.executable, INSTALL_HINT))
     return found
+
+
+def _mpiexec_on_path():
+    """The first mpiexec on PATH that is not shmrma-mpiexec under that name (which
+    would start this launcher again)."""
+    for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        found = shutil.which("mpiexec", path=directory or os.curdir)
+        if found is not None and not is_shmrma_mpiexec(found):
+            return found
+    return None
+
+
+def is_shmrma_mpiexec(path):
+    """Whether ``path`` (an mpiexec or mpirun) is a link to shmrma-mpiexec."""
+    return os.path.basename(os.path.realpath(path)) == "shmrma-mpiexec"
 
 
 def check_mpi4py():
@@ -89,6 +104,8 @@ def command(options, mpiexec):
     argv += oversubscribe_flag(mpiexec, options.nranks)
     if options.tag_output:
         argv += tag_output_flag(mpiexec)
+    if options.mode == "exec":      # a program that is not Python (shmrma-mpiexec)
+        return argv + [options.target] + list(options.args)
     argv += [sys.executable] + options.python_argv() + ["-m", "mpi4py"]
     if options.mode == "module":
         argv += ["-m", options.target]

@@ -55,7 +55,7 @@ class Options:
         self.nranks = 1
         self.timeout = None
         self.tag_output = False
-        self.mode = None      # "script", "module" or "code"
+        self.mode = None      # "script", "module", "code" or "exec" (not Python)
         self.target = None
         self.args = []
         self.backend = None   # "shm" or "mpi"; None: SHMRMA_BACKEND's
@@ -63,6 +63,8 @@ class Options:
         self.mpi4py_alias = True    # --no-mpi4py-alias: SHMRMA_MPI4PY=0
         self.python_flags = set()   # the interpreter's -u, -B before the program
         self.warnoptions = []       # its -W options
+        self.environment = {}       # variables to set in the ranks (mpiexec's -x, -env)
+        self.workdir = None         # the ranks' working directory (mpiexec's -wdir)
 
     def python_argv(self):
         """The interpreter options given before the program, as python takes them."""
@@ -235,28 +237,57 @@ def program_body(options):
 
 
 def main(argv=None):
+    return parse_and_run(parse, "shmrma-run", USAGE, argv)
+
+
+def parse_and_run(parse_options, prog, usage, argv=None):
+    """A launcher command's main: its command line parsed by ``parse_options``, then run."""
     argv = sys.argv[1:] if argv is None else argv
     try:
-        options = parse(argv)
-        if options.backend is None:
-            options.backend = _backend_name()
-        from ..core.job import MAX_RANKS
-        if options.nranks > MAX_RANKS and options.backend == "shm":
-            raise UsageError("-n must be at most %d, not %d" % (MAX_RANKS, options.nranks))
-        if options.check and options.backend != "shm":
-            raise UsageError("--check works on the shm backend only: the race checker "
-                             "watches the ranks' shared memory, which the mpi backend has "
-                             "not; drop --backend mpi (or SHMRMA_BACKEND=mpi) to check")
-        if not options.check:
-            _checked_environment()
+        options = parse_options(argv)
     except UsageError as exc:
-        sys.stderr.write("shmrma-run: %s\n%s" % (exc, USAGE.split("\n\n")[0] + "\n"))
-        return 2
+        return usage_error(prog, exc, usage)
+    return run(options, prog, usage)
+
+
+def usage_error(prog, exc, usage):
+    """Say what is wrong with the command line, then the usage lines; status 2."""
+    sys.stderr.write("%s: %s\n%s" % (prog, exc, usage.split("\n\n")[0] + "\n"))
+    return 2
+
+
+def checked(options):
+    """Refuse option combinations that cannot run (UsageError); sets the backend."""
+    if options.backend is None:
+        options.backend = _backend_name()
+    from ..core.job import MAX_RANKS
+    if options.nranks > MAX_RANKS and options.backend == "shm":
+        raise UsageError("-n must be at most %d, not %d" % (MAX_RANKS, options.nranks))
+    if options.check and options.backend != "shm":
+        raise UsageError("--check works on the shm backend only: the race checker "
+                         "watches the ranks' shared memory, which the mpi backend has "
+                         "not; drop --backend mpi (or SHMRMA_BACKEND=mpi) to check")
+    if options.check and options.mode == "exec":
+        raise UsageError("--check watches Python ranks; %s is not a Python program"
+                         % options.target)
+    if not options.check:
+        _checked_environment()
+
+
+def run(options, prog, usage):
+    """Run the parsed job (``prog`` names the command in messages); its exit status."""
+    try:
+        checked(options)
+    except UsageError as exc:
+        return usage_error(prog, exc, usage)
     if options.mode == "script" and not os.path.isfile(options.target):
         why = ("it is a directory; give the program's .py file, or -m MODULE"
                if os.path.isdir(options.target) else "no such file")
-        sys.stderr.write("shmrma-run: can't open file %r: %s\n" % (options.target, why))
+        sys.stderr.write("%s: can't open file %r: %s\n" % (prog, options.target, why))
         return 2
+    if options.workdir is not None:
+        os.chdir(options.workdir)
+    os.environ.update(options.environment)
     if options.backend == "mpi":
         from ..onmpi import launch as mpi_launch
         return mpi_launch.run(options)
@@ -268,20 +299,24 @@ def main(argv=None):
     options.apply_python_options()
     # Import the runtime once here, before the fork, so no rank pays for it again;
     # it loads no numpy and starts no thread (forking after a thread is unsafe).
-    from .. import MPI
-    from . import launcher  # noqa: F401
+    from .. import MPI  # noqa: F401
+    from . import launcher
     try:
         runner = launcher.Job(options.nranks, timeout=options.timeout,
                               tag_output=options.tag_output)
     except Exception as exc:
-        sys.stderr.write("shmrma-run: cannot start the job: %s\n" % exc)
+        sys.stderr.write("%s: cannot start the job: %s\n" % (prog, exc))
         return 1
-    body = program_body(options)
-    runner.start(lambda rank: launcher.run_rank_body(runner.world, rank, body)[0])
+    if options.mode == "exec":
+        runner.start(lambda rank: launcher.exec_rank(runner.world, rank, options.target,
+                                                      options.args))
+    else:
+        body = program_body(options)
+        runner.start(lambda rank: launcher.run_rank_body(runner.world, rank, body)[0])
     outcome = runner.supervise()
     sys.stderr.write(outcome.timeout_report)
     if outcome.reason:
-        sys.stderr.write("shmrma-run: %s; the job was ended\n" % outcome.reason)
+        sys.stderr.write("%s: %s; the job was ended\n" % (prog, outcome.reason))
     return runner.check_summary(outcome.status)
 
 

@@ -466,6 +466,8 @@ def run_rank_body(world, rank, body, print_failure=True):
         code = 0
     except SystemExit as exc:
         code, failure = _system_exit_code(exc)
+        if code == 0:
+            _join_threads()
     except errors.JobAborted as exc:
         code, failure = 1, "shmrma: rank %d stopped: %s\n" % (rank, exc.message)
     except KeyboardInterrupt as exc:
@@ -495,6 +497,25 @@ def run_rank_body(world, rank, body, print_failure=True):
     return code, value, failure
 
 
+def exec_rank(world, rank, path, args):
+    """Replace this rank by a program that is not Python (``mpiexec -n 2 hostname``).
+
+    It runs as an MPI launcher's process would, with the rank variables launchers
+    set, but outside MPI: a Python it starts is not a rank of this job, and a
+    shmrma it imports refuses to be a world of one (job.LAUNCHER_SIZE_VARIABLES).
+    Returns only when the program cannot start: 127, not found; 126, not runnable.
+    """
+    environment = dict(os.environ)
+    environment.update(job.launcher_variables(rank, world.size))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execve(path, [path] + list(args), environment)
+    except OSError as exc:
+        sys.stderr.write("shmrma: rank %d cannot run %s: %s\n" % (rank, path, exc.strerror))
+        return 127 if exc.errno == errno.ENOENT else 126
+
+
 # The installed mpi4py.MPI the rank found loaded when it started (its launcher's,
 # which the fork copied: not the rank's own to finalize)
 _inherited_mpi4py = [None]
@@ -517,8 +538,15 @@ def _finalize_installed_mpi4py():
 
 def _join_threads():
     """Wait for the threads the program left running, as Python does before it exits
-    (a thread that is not a daemon outlives the main code: dask-mpi's client thread)."""
+    (a thread that is not a daemon outlives the main code: dask-mpi's client thread).
+
+    Python's own exit calls threading._shutdown, which first runs the hooks that tell
+    thread pools to stop (concurrent.futures' workers wait for them) and then joins
+    every thread that is not a daemon; a rank calls the same function."""
     import threading
+    if _in_main_thread() and hasattr(threading, "_shutdown"):
+        threading._shutdown()
+        return
     while True:
         running = [thread for thread in threading.enumerate() if not thread.daemon
                    and thread is not threading.current_thread() and thread.is_alive()]

@@ -1,0 +1,90 @@
+"""Run a client project's own test suite on shmrma, the way the project's CI runs it.
+
+    python tools/client_suite.py dask-mpi [--timeout SECONDS] [-- pytest arguments]
+
+Once, in ~/.cache/shmrma/clients/NAME: a virtualenv with this checkout of shmrma
+(editable), the client at a pinned version and what its tests need, and the
+client's source distribution unpacked for its tests. shmrma's ``mpiexec`` and
+``mpirun`` (``shmrma-mpiexec --links``) go into the virtualenv's scripts folder,
+first on ``PATH`` and where distributed's test helper looks for ``mpirun``. The
+suite then runs with that virtualenv's pytest: every ``mpirun -np N ...`` it
+starts is a shmrma job. The exit status is pytest's.
+
+The first run needs the package index (pip); later ones do not.
+"""
+import argparse
+import glob
+import os
+import subprocess
+import sys
+import tarfile
+
+CACHE = os.path.join(os.path.expanduser("~"), ".cache", "shmrma", "clients")
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# name: (pinned requirement, what its tests need besides, its tests' folder in the sdist)
+CLIENTS = {
+    "dask-mpi": ("dask-mpi==2026.3.0", ["bokeh", "requests", "pytest", "pytest-timeout"],
+                 "dask_mpi/tests"),
+}
+
+
+def _run(command, **kwargs):
+    print("+ " + " ".join(command), flush=True)
+    subprocess.run(command, check=True, **kwargs)
+
+
+def prepare(name):
+    """The client's folder: its virtualenv and unpacked sdist, made once."""
+    requirement, test_needs, _ = CLIENTS[name]
+    folder = os.path.join(CACHE, name)
+    python = os.path.join(folder, "venv", "bin", "python")
+    if not os.path.exists(os.path.join(folder, "ready")):
+        os.makedirs(folder, exist_ok=True)
+        _run([sys.executable, "-m", "venv", os.path.join(folder, "venv")])
+        _run([python, "-m", "pip", "install", "--quiet", "-e", CHECKOUT, requirement]
+             + test_needs)
+        _run([python, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary",
+              ":all:", requirement, "-d", folder])
+        for archive in glob.glob(os.path.join(folder, "*.tar.gz")):
+            with tarfile.open(archive) as sdist:
+                sdist.extractall(folder, filter="data") if hasattr(tarfile, "data_filter") \
+                    else sdist.extractall(folder)
+        scripts = os.path.dirname(python)
+        _run([os.path.join(scripts, "shmrma-mpiexec"), "--links", scripts],
+             stdout=subprocess.DEVNULL)
+        open(os.path.join(folder, "ready"), "w").close()
+    return folder, python
+
+
+def source_folder(folder, requirement):
+    """The unpacked sdist: NAME-VERSION/, with the name's '-' as '_' or not."""
+    project, version = requirement.split("==")
+    for spelling in (project.replace("-", "_"), project):
+        candidate = os.path.join(folder, "%s-%s" % (spelling, version))
+        if os.path.isdir(candidate):
+            return candidate
+    raise SystemExit("client_suite: no unpacked sources of %s in %s" % (requirement, folder))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("client", choices=sorted(CLIENTS))
+    parser.add_argument("--timeout", type=int, default=180,
+                        help="pytest-timeout's limit per test, in seconds (default 180)")
+    parser.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
+    options = parser.parse_args(argv)
+    requirement, _, tests = CLIENTS[options.client]
+    folder, python = prepare(options.client)
+    environment = dict(os.environ)
+    environment["PATH"] = os.path.dirname(python) + os.pathsep + environment.get("PATH", "")
+    environment.pop("PYTHONPATH", None)
+    sources = source_folder(folder, requirement)
+    command = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+               "--timeout", str(options.timeout), tests] + options.pytest_args
+    print("+ cd %s && %s" % (sources, " ".join(command)), flush=True)
+    return subprocess.run(command, cwd=sources, env=environment).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
