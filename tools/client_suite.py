@@ -10,7 +10,9 @@ first on ``PATH`` and where distributed's test helper looks for ``mpirun``. The
 suite then runs with that virtualenv's pytest: every ``mpirun -np N ...`` it
 starts is a shmrma job. The exit status is pytest's.
 
-The first run needs the package index (pip); later ones do not.
+The first run needs the package index (pip); later ones do not, unless the
+checkout changed, when only shmrma is installed again. When the client cannot be
+installed, the exit status is 75 and the last line says why.
 """
 import argparse
 import glob
@@ -21,6 +23,7 @@ import tarfile
 
 CACHE = os.path.join(os.path.expanduser("~"), ".cache", "shmrma", "clients")
 CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CANNOT_INSTALL = 75     # sysexits' EX_TEMPFAIL: try again where the index is reachable
 
 # name: (pinned requirement, what its tests need besides, its tests' folder in the sdist)
 CLIENTS = {
@@ -35,26 +38,45 @@ def _run(command, **kwargs):
 
 
 def prepare(name):
-    """The client's folder: its virtualenv and unpacked sdist, made once."""
+    """The client's folder and Python: its virtualenv and unpacked sdist, made once,
+    with this checkout of shmrma installed."""
     requirement, test_needs, _ = CLIENTS[name]
     folder = os.path.join(CACHE, name)
     python = os.path.join(folder, "venv", "bin", "python")
-    if not os.path.exists(os.path.join(folder, "ready")):
-        os.makedirs(folder, exist_ok=True)
-        _run([sys.executable, "-m", "venv", os.path.join(folder, "venv")])
-        _run([python, "-m", "pip", "install", "--quiet", "-e", CHECKOUT, requirement]
-             + test_needs)
-        _run([python, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary",
-              ":all:", requirement, "-d", folder])
-        for archive in glob.glob(os.path.join(folder, "*.tar.gz")):
-            with tarfile.open(archive) as sdist:
-                sdist.extractall(folder, filter="data") if hasattr(tarfile, "data_filter") \
-                    else sdist.extractall(folder)
-        scripts = os.path.dirname(python)
-        _run([os.path.join(scripts, "shmrma-mpiexec"), "--links", scripts],
-             stdout=subprocess.DEVNULL)
-        open(os.path.join(folder, "ready"), "w").close()
+    ready = os.path.join(folder, "ready")
+    try:
+        if not os.path.exists(ready):
+            _make(folder, python, requirement, test_needs)
+        with open(ready) as made_for:
+            if made_for.read() != CHECKOUT:
+                os.remove(ready)
+                _run([python, "-m", "pip", "install", "--quiet", "--no-deps", "-e",
+                      CHECKOUT])
+        with open(ready, "w") as made_for:
+            made_for.write(CHECKOUT)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        print("client_suite: cannot install %s and its tests' needs: %s"
+              % (requirement, exc), file=sys.stderr)
+        raise SystemExit(CANNOT_INSTALL)
     return folder, python
+
+
+def _make(folder, python, requirement, test_needs):
+    os.makedirs(folder, exist_ok=True)
+    _run([sys.executable, "-m", "venv", os.path.join(folder, "venv")])
+    _run([python, "-m", "pip", "install", "--quiet", "-e", CHECKOUT, requirement]
+         + test_needs)
+    _run([python, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary",
+          ":all:", requirement, "-d", folder])
+    for archive in glob.glob(os.path.join(folder, "*.tar.gz")):
+        with tarfile.open(archive) as sdist:
+            sdist.extractall(folder, filter="data") if hasattr(tarfile, "data_filter") \
+                else sdist.extractall(folder)
+    scripts = os.path.dirname(python)
+    _run([os.path.join(scripts, "shmrma-mpiexec"), "--links", scripts],
+         stdout=subprocess.DEVNULL)
+    with open(os.path.join(folder, "ready"), "w") as made_for:
+        made_for.write(CHECKOUT)
 
 
 def source_folder(folder, requirement):
