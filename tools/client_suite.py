@@ -2,17 +2,18 @@
 
     python tools/client_suite.py dask-mpi [--timeout SECONDS] [-- pytest arguments]
 
-Once, in ~/.cache/shmrma/clients/NAME: a virtualenv with this checkout of shmrma
-(editable), the client at a pinned version and what its tests need, and the
+Once per Python version, in ~/.cache/shmrma/clients/NAME: a virtualenv with
+shmrma's dependencies, the client at a pinned version and what its tests need, the
 client's source distribution unpacked for its tests. shmrma's ``mpiexec`` and
 ``mpirun`` (``shmrma-mpiexec --links``) go into the virtualenv's scripts folder,
 first on ``PATH`` and where distributed's test helper looks for ``mpirun``. The
 suite then runs with that virtualenv's pytest: every ``mpirun -np N ...`` it
 starts is a shmrma job. The exit status is pytest's.
 
-The first run needs the package index (pip); later ones do not, unless the
-checkout changed, when only shmrma is installed again. When the client cannot be
-installed, the exit status is 75 and the last line says why.
+The first run needs the package index (pip); later ones do not, whatever
+checkout runs them (the virtualenv imports shmrma from the checkout running the
+tool, whose C extension must be built: pip install -e . builds it). When the client
+cannot be installed, the exit status is 75 and the last line says why.
 """
 import argparse
 import glob
@@ -38,22 +39,19 @@ def _run(command, **kwargs):
 
 
 def prepare(name):
-    """The client's folder and Python: its virtualenv and unpacked sdist, made once,
-    with this checkout of shmrma installed."""
+    """The client's folder and Python: its virtualenv and unpacked sdist, made once
+    for this Python version, importing shmrma from this checkout."""
     requirement, test_needs, _ = CLIENTS[name]
     folder = os.path.join(CACHE, name)
     python = os.path.join(folder, "venv", "bin", "python")
     ready = os.path.join(folder, "ready")
+    made_for = "python %d.%d" % sys.version_info[:2]
     try:
-        if not os.path.exists(ready):
+        if _read(ready) != made_for:
             _make(folder, python, requirement, test_needs)
-        with open(ready) as made_for:
-            if made_for.read() != CHECKOUT:
-                os.remove(ready)
-                _run([python, "-m", "pip", "install", "--quiet", "--no-deps", "-e",
-                      CHECKOUT])
-        with open(ready, "w") as made_for:
-            made_for.write(CHECKOUT)
+            with open(ready, "w") as done:
+                done.write(made_for)
+        _use_checkout(python)
     except (OSError, subprocess.CalledProcessError) as exc:
         print("client_suite: cannot install %s and its tests' needs: %s"
               % (requirement, exc), file=sys.stderr)
@@ -61,9 +59,19 @@ def prepare(name):
     return folder, python
 
 
+def _read(path):
+    try:
+        with open(path) as text:
+            return text.read()
+    except FileNotFoundError:
+        return None
+
+
 def _make(folder, python, requirement, test_needs):
+    """A new virtualenv with the client, its tests' needs and shmrma's dependencies
+    (from an install of this checkout), shmrma's links, and the client's sdist."""
     os.makedirs(folder, exist_ok=True)
-    _run([sys.executable, "-m", "venv", os.path.join(folder, "venv")])
+    _run([sys.executable, "-m", "venv", "--clear", os.path.join(folder, "venv")])
     _run([python, "-m", "pip", "install", "--quiet", "-e", CHECKOUT, requirement]
          + test_needs)
     _run([python, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary",
@@ -75,8 +83,21 @@ def _make(folder, python, requirement, test_needs):
     scripts = os.path.dirname(python)
     _run([os.path.join(scripts, "shmrma-mpiexec"), "--links", scripts],
          stdout=subprocess.DEVNULL)
-    with open(os.path.join(folder, "ready"), "w") as made_for:
-        made_for.write(CHECKOUT)
+
+
+def _use_checkout(python):
+    """Make the virtualenv import shmrma from this checkout (whose extension its
+    install built in place), ahead of the install it was made with: a .pth file
+    read before the install's own, so a new checkout costs no reinstall."""
+    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path("
+                           "'purelib'))"], capture_output=True, text=True, check=True)
+    with open(os.path.join(site.stdout.strip(), "000-shmrma-checkout.pth"), "w") as pth:
+        pth.write(CHECKOUT + "\n")
+    where = subprocess.run([python, "-c", "import shmrma; print(shmrma.__file__)"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    if not where.startswith(os.path.join(CHECKOUT, "")):
+        raise OSError("the virtualenv imports shmrma from %s, not from %s"
+                      % (where, CHECKOUT))
 
 
 def source_folder(folder, requirement):
