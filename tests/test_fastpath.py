@@ -181,7 +181,7 @@ def win_view(win, rank):
     return memoryview(win.Shared_query(rank)[0]).cast("B")
 
 
-# "u1" exports format "B": MPI BYTE, which takes only the bitwise ops, on the Python path
+# "u1" exports format "B": UNSIGNED_CHAR, as in mpi4py (datatype.from_buffer_format)
 TYPES = ("i1", "u1", "i2", "u2", "i4", "i8", "u4", "u8", "f4", "f8")
 INT_OPS = ("SUM", "PROD", "MAX", "MIN", "BAND", "BOR", "BXOR", "LAND", "LOR", "LXOR",
            "REPLACE", "NO_OP")
@@ -204,7 +204,7 @@ def values(dtype):
 
 
 def expected_fast(dtype, name, fetches):
-    if dtype == "u1" or name in OTHER_OPS or (name == "NO_OP" and not fetches):
+    if name in OTHER_OPS or (name == "NO_OP" and not fetches):
         return False
     return name in (FLOAT_OPS if dtype[0] == "f" else INT_OPS)
 
@@ -252,7 +252,7 @@ def accumulate_cases(win, target):
                 return (lambda: win.Compare_and_swap(incoming[:1].copy(), compare, result,
                                                      target, disp), [result, compare])
             cases.append(("compare_and_swap %s %s" % (dtype, "equal" if equal else "differ"),
-                          init, cas, dtype[0] != "f" and dtype != "u1"))
+                          init, cas, dtype[0] != "f"))
     return cases + argument_error_cases(win, target)
 
 
@@ -284,10 +284,13 @@ def argument_error_cases(win, target):
         return lambda: (lambda: fn(result), [result])
 
     return [(name, init, make, fast) for name, make, fast in [
+        # bytes are UNSIGNED_CHAR (format "B"), as in mpi4py
         ("accumulate bytes SUM",
-         call(lambda: win.Accumulate(b"\x01" * 8, target, 0, MPI.SUM)), False),
+         call(lambda: win.Accumulate(b"\x01" * 8, target, 0, MPI.SUM)), True),
         ("accumulate bytes REPLACE",
-         call(lambda: win.Accumulate(b"\x01" * 8, target, 0, MPI.REPLACE)), False),
+         call(lambda: win.Accumulate(b"\x01" * 8, target, 0, MPI.REPLACE)), True),
+        ("accumulate BYTE SUM (ERR_OP)",
+         call(lambda: win.Accumulate([b"\x01" * 8, MPI.BYTE], target, 0, MPI.SUM)), False),
         ("accumulate longlong SUM",
          call(lambda: win.Accumulate(np.ones(2, np.longlong), target, 1, MPI.SUM)), True),
         ("accumulate bool LAND",
@@ -369,7 +372,7 @@ def argument_error_cases(win, target):
                                            np.zeros(2, "i8"), target, 0)), False),
         ("compare_and_swap bytes",
          call(lambda: win.Compare_and_swap(b"\x01", b"\x02", bytearray(1), target, 0)),
-         False),
+         True),
         ("compare_and_swap out of range",
          call(lambda: win.Compare_and_swap(one, one, np.zeros(1, "i8"), target, 15)), False),
         ("compare_and_swap misaligned",

@@ -672,7 +672,7 @@ def test_op_errors_are_err_op_and_write_nothing():
             lambda: win.Fetch_and_op(i4[:1], one, peer, 0, user),
             lambda: win.Accumulate(np.ones(2, "f8"), peer, 0, MPI.BAND),
             lambda: win.Accumulate(np.ones(2, "c16"), peer, 0, MPI.MAX),
-            lambda: win.Accumulate(bytearray(4), peer, 0, MPI.SUM),
+            lambda: win.Accumulate([bytearray(4), MPI.BYTE], peer, 0, MPI.SUM),
             lambda: win.Accumulate(i4, peer, 0, MPI.MAXLOC),
             lambda: win.Get_accumulate(np.ones(2, "f8"), np.ones(2, "f8"), peer, 0, MPI.BXOR),
             lambda: win.Fetch_and_op(np.ones(1, "f4"), np.ones(1, "f4"), peer, 0, MPI.LAND),

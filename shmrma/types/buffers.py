@@ -37,6 +37,16 @@ def as_view(obj, writable):
     return view
 
 
+def _bytes_of(view):
+    """``view`` as a flat byte view (an empty array of any shape, such as (2, 0),
+    which memoryview cannot cast, as an empty one)."""
+    if view.format == "B" and view.ndim == 1:
+        return view
+    if not view.nbytes:
+        return memoryview(bytearray(0))
+    return view.cast("B")
+
+
 def _format_datatype(view):
     return datatypes.from_buffer_format(view.format, view.itemsize)
 
@@ -250,7 +260,7 @@ def message(msg, writable, blocks=0, sparse=False, handles=False):
                         "[buf, count, datatype], got None")
     view = as_view(buf, writable)
     datatype = _format_datatype(view) if datatype is None else datatype
-    data = view.cast("B") if view.format != "B" or view.ndim != 1 else view
+    data = _bytes_of(view)
     displ = 0 if displ is None else operator.index(displ)
     if displ < 0:
         raise ValueError("message: negative displacement %d" % displ)
@@ -360,7 +370,7 @@ def vector_message(msg, writable, blocks):
     else:
         view = as_view(buf, writable)
         datatype = _format_datatype(view) if datatype is None else datatype
-        data = view.cast("B") if view.format != "B" or view.ndim != 1 else view
+        data = _bytes_of(view)
     if counts is None and len(data):
         extent = _positive_extent(datatype, "infer count")
     else:   # given counts take any extent, as in mpi4py: a type of size 0 moves nothing
@@ -449,7 +459,7 @@ def vector_w_message(msg, writable, blocks):
         whole = _at_address(low, high - low, writable)
         return VectorWMessage(whole, items, [displ - low for displ in displs])
     whole = as_view(buf, writable)
-    whole = whole.cast("B") if whole.format != "B" or whole.ndim != 1 else whole
+    whole = _bytes_of(whole)
     for datatype, count, displ in zip(types, counts, displs):
         _spread(whole, displ, count, datatype)
     return VectorWMessage(whole, items, displs)

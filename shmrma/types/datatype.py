@@ -863,14 +863,17 @@ def lookup(datatype):
 def from_buffer_format(fmt, itemsize=None):
     """The Datatype of a buffer exporting PEP 3118 format ``fmt``.
 
-    mpi4py's rules (msgbuffer.pxi getdatatype/getformat): no format or exactly
-    "B" is BYTE; a leading "@", or the native one of "<" / ">", is dropped; the
-    other byte order raises BufferError; the rest is looked up as a typecode
-    ("=" and "!" are not dropped, so they end in KeyError). ``itemsize``, when
-    given, must agree with the type found: an exporter whose format and item size
-    disagree would have its data misread.
+    mpi4py's rules (msgbuffer.pxi getdatatype/getformat): no format is BYTE; a
+    leading "@", or the native one of "<" / ">", is dropped; the other byte order
+    raises BufferError; the rest is looked up as a typecode ("=" and "!" are not
+    dropped, so they end in KeyError). A bytearray's "B" is UNSIGNED_CHAR there:
+    getdatatype's test for BYTE compares the format's address with mpi4py's own
+    "B" string, which only its device-buffer views carry (with MPICH, an
+    Allreduce of a bytearray with LAND or SUM works, of ``[buf, MPI.BYTE]`` is
+    ERR_OP). ``itemsize``, when given, must agree with the type found: an
+    exporter whose format and item size disagree would have its data misread.
     """
-    if fmt is None or fmt == "B":
+    if fmt is None:
         return PREDEFINED["BYTE"]
     if fmt[:1] == _FOREIGN_ORDER:
         raise BufferError("format string %r with non-native byte order" % fmt)

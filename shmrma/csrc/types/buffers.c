@@ -36,7 +36,7 @@ element_type(char code, Py_ssize_t size)
     if (code == 'b' || code == 'h' || code == 'i' || code == 'l' || code == 'q')
         return size == 1 ? E_I8 : size == 2 ? E_I16 : size == 4 ? E_I32 :
             size == 8 ? E_I64 : E_RAW;
-    /* 'B' here is UNSIGNED_CHAR: a bare "B" (MPI BYTE, code 0) stays E_RAW */
+    /* 'B' is UNSIGNED_CHAR; a buffer with no format (MPI BYTE, code 0) stays E_RAW */
     if (code == 'B' || code == 'H' || code == 'I' || code == 'L' || code == 'Q')
         return size == 1 ? E_U8 : size == 2 ? E_U16 : size == 4 ? E_U32 :
             size == 8 ? E_U64 : E_RAW;
@@ -47,7 +47,7 @@ element_type(char code, Py_ssize_t size)
 int
 format_code(const char *fmt, char *code)
 {
-    if (fmt == NULL || (fmt[0] == 'B' && fmt[1] == '\0')) {
+    if (fmt == NULL) {
         *code = 0;
         return 0;
     }
