@@ -31,6 +31,9 @@ else:
     from .comm.comm import Comm
     from .p2p.message import MESSAGE_NO_PROC, MESSAGE_NULL, Message
     from .comm.intercomm import Intercomm
+    from .comm.connect import (close_port as Close_port, lookup_name as Lookup_name,
+                               open_port as Open_port, publish_name as Publish_name,
+                               unpublish_name as Unpublish_name)
     from .comm.intracomm import COMM_NULL, COMM_SELF, COMM_WORLD, Intracomm
     from .comm.commlock import (comm_lock as _comm_lock, commctx_inter as _commctx_inter,
                                 commctx_intra as _commctx_intra,

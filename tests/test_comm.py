@@ -383,3 +383,23 @@ def test_buffers_attach_to_the_process_and_to_communicators():
 
     for out in shmrma.launch(body, 2, timeout=50):
         assert out == (True, MPI.BUFFER_AUTOMATIC, "BufferError", True, [0.0, 1.0, 2.0], 0)
+
+
+@pytest.mark.timeout(60)
+def test_create_with_disjoint_groups_gives_each_its_own_communicator():
+    """MPI-3.1 §6.4.2: the ranks may pass different, disjoint groups to Create; each
+    group gets a communicator of its own (mpi4py.futures passes [root] at the root
+    and the others at the others), and a rank in none gets COMM_NULL."""
+    def body():
+        world = MPI.COMM_WORLD
+        everyone = world.Get_group()
+        group = (everyone.Incl([0]) if world.rank == 0 else everyone.Excl([0, 4])
+                 if world.rank != 4 else MPI.GROUP_EMPTY)
+        comm = world.Create(group)
+        out = (comm.size, comm.rank, comm.allgather(world.rank)) if comm else None
+        if comm:
+            comm.Free()
+        return out
+
+    assert shmrma.launch(body, 5, timeout=50) == [
+        (1, 0, [0]), (3, 0, [1, 2, 3]), (3, 1, [1, 2, 3]), (3, 2, [1, 2, 3]), None]

@@ -15,9 +15,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import mpi4py_suite  # noqa: E402
 
-EXPECTED = {"test_win": 100, "test_rma": 36, "test_rma_nb": 14, "test_util_sync": 78}
-# passed at 2 ranks (of: test_datatype 50, exceptions 55, util_pkl5 126
-# (intercommunicators), buffer 16 (release() of a numpy-backed buffer), objmodel 17
+EXPECTED = {"test_win": 100, "test_rma": 36, "test_rma_nb": 14, "test_util_sync": 78,
+            "test_comm_inter": 29, "test_cco_buf_inter": 16, "test_cco_obj_inter": 24,
+            "test_cco_vec_inter": 12}
+INTER = ["test_comm_inter", "test_cco_buf_inter", "test_cco_obj_inter", "test_cco_vec_inter"]
+# passed at 2 ranks (of: test_datatype 50, buffer 16 (release() of a numpy-backed buffer), objmodel 17
 # (_sizeof, _addressof: C handle memory)); the others pass whole
 FLOORS = {
     "test_address": 6, "test_attributes": 60, "test_buffer": 11, "test_cco_buf": 72,
@@ -25,12 +27,12 @@ FLOORS = {
     "test_cco_obj": 40, "test_cco_pr_buf": 70, "test_cco_pr_ngh_buf": 12, "test_cco_pr_vec": 62,
     "test_cco_vec": 62, "test_comm": 101, "test_comm_topo": 32, "test_datatype": 49,
     "test_environ": 14, "test_errhandler": 26, "test_io": 55, "test_subclass": 39,
-    "test_handle": 37, "test_objmodel": 15, "test_errorcode": 6, "test_exceptions": 54,
+    "test_handle": 37, "test_objmodel": 15, "test_errorcode": 6, "test_exceptions": 55,
     "test_grequest": 7, "test_group": 52, "test_info": 17, "test_mpimem": 2,
     "test_msgspec": 123, "test_msgzero": 8, "test_op": 11, "test_p2p_buf": 52,
     "test_p2p_buf_matched": 11, "test_p2p_buf_part": 12, "test_p2p_obj": 92,
     "test_p2p_obj_matched": 10, "test_pack": 6, "test_pickle": 6, "test_request": 12,
-    "test_session": 9, "test_status": 11, "test_util_dtlib": 24, "test_util_pkl5": 114,
+    "test_session": 9, "test_status": 11, "test_util_dtlib": 24, "test_util_pkl5": 126,
     "test_util_pool": 40, "test_threads": 3, "test_toplevel": 7,
 }
 
@@ -49,6 +51,29 @@ def test_window_and_rma_modules_pass_at_1_2_and_3_ranks(source):
     results = mpi4py_suite.run([1, 2, 3], ["test_win", "test_rma", "test_rma_nb"], source, 240)
     for (name, n), (passed, total, note) in results.items():
         assert (passed, total) == (EXPECTED[name], EXPECTED[name]), (name, n, note)
+
+
+@pytest.mark.timeout(600)
+def test_intercommunicator_modules_pass_at_2_3_and_4_ranks(source):
+    """Issue 30: Create_intercomm, Merge, Split, Dup, Create_from_groups and every
+    inter-collective, as mpi4py's own tests check them (skipped whole at 1 rank)."""
+    results = mpi4py_suite.run([2, 3, 4], INTER, source, 120)
+    for (name, n), (passed, total, note) in results.items():
+        assert (passed, total) == (EXPECTED[name], EXPECTED[name]), (name, n, note)
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("nranks", [1, 2, 3])
+def test_mpi4py_futures_own_tests_pass_under_dash_m_mpi4py_futures(source, run_shmrma,
+                                                                     nranks):
+    """mpi4py's demo/futures/test_futures.py as its makefile runs it, ``python -m
+    mpi4py.futures test_futures.py`` (the workers are the job's other ranks, met
+    through Create_intercomm), at 1 to 3 ranks: every test passes."""
+    folder = os.path.join(source, "demo", "futures")
+    result = run_shmrma(["-n", nranks, "--timeout", 600, "-m", "mpi4py.futures",
+                         "test_futures.py"], timeout=700, cwd=folder)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "\nOK" in result.stderr, result.stderr[-3000:]
 
 
 @pytest.mark.timeout(300)

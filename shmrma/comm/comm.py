@@ -55,6 +55,10 @@ INTER = "inter"
 # MPI.Comm(COMM_WORLD), or a subclass of Comm, duplicate its intracommunicator); every
 # communicator here is an intracommunicator, whose Dup intracomm.py gives as None
 DUPLICATES = {}
+# name of a communicator method whose work lives in a module above this one (a
+# topology, an intercommunicator, a port's connection) -> the function doing it,
+# registered by topology.py, graph.py, intercomm.py and connect.py
+MADE_ABOVE = {}
 
 
 class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
@@ -145,7 +149,8 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
         if state is None or state.freed:
             errors.fail(errors.ERR_COMM, "%d is not the integer handle of a live "
                         "communicator; pass what toint() returned" % number)
-        kind = None if state.topology is None else state.topology.kind
+        kind = INTER if state.inter else None if state.topology is None \
+            else state.topology.kind
         return COMM_CLASSES[kind]._handle_of(state)
 
     # --- attributes (attributes.py) ---
@@ -160,6 +165,13 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
                 attributes.UNIVERSE_SIZE: job.world_size(),     # no Spawn: the job is all
                 attributes.LASTUSEDCODE: errors.last_used_code()}.get(keyval) \
             if state is not None else None
+
+    @classmethod
+    def Join(cls, fd):
+        """Create an intercommunicator with the process at the other end of socket ``fd``.
+
+        Both processes call it; each must be a rank of this job (comm/connect.py)."""
+        return MADE_ABOVE["Join"](fd)
 
     @classmethod
     def Get_parent(cls):
@@ -245,12 +257,9 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
         """Whether the communicator has a topology."""
         return self._s.topology is not None
 
-    _inter = False      # Intercomm's is True
-
     def Is_inter(self):
         """Return whether the communicator is an intercommunicator."""
-        self._s     # COMM_NULL is neither: ERR_COMM
-        return self._inter
+        return self._s.inter    # COMM_NULL is neither: ERR_COMM
 
     def Is_intra(self):
         """Return whether the communicator is an intracommunicator."""
@@ -276,9 +285,13 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
         mine, theirs = self._s, comm._s
         if mine is theirs:
             return constants.IDENT
-        if mine.ranks == theirs.ranks:
+        if mine.inter != theirs.inter:
+            return constants.UNEQUAL
+        # an intercommunicator compares both its groups (MPI-3.1 §6.4.1)
+        groups = [(state.ranks, getattr(state, "local_ranks", ())) for state in (mine, theirs)]
+        if groups[0] == groups[1]:
             return constants.CONGRUENT
-        if sorted(mine.ranks) == sorted(theirs.ranks):
+        if [sorted(g) for g in groups[0]] == [sorted(g) for g in groups[1]]:
             return constants.SIMILAR
         return constants.UNEQUAL
 

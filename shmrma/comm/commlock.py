@@ -1,6 +1,7 @@
 """Per-communicator locks and the private duplicate that mpi4py.util.pkl5 and
 mpi4py's object reductions talk on (mpi4py's commimpl.pxi ``_comm_lock``,
-``_comm_lock_table`` and msgpickle.pxi / pympicommctx.h ``_commctx_intra``).
+``_comm_lock_table`` and msgpickle.pxi / pympicommctx.h ``_commctx_intra`` and
+``_commctx_inter``).
 
 Both hang off the communicator itself (its CommState), so every handle of one
 communicator shares them, and Comm.Free frees the duplicate with it.
@@ -53,10 +54,16 @@ def commctx_intra(comm):
 
 
 def commctx_inter(comm):
-    """mpi4py's ``_commctx_inter``; shmrma has no live intercommunicator, so it
-    raises ERR_COMM for a (null) Intercomm, TypeError for anything else."""
-    _checked(comm, Intercomm)._s
-    raise AssertionError("unreachable: shmrma's Intercomm handles are null")
+    """(a handle to the intercommunicator's cached duplicate, a new tag on it, its
+    local group's communicator, whether this is the low group); the first call is
+    collective over both groups (it duplicates the intercommunicator)."""
+    state = _checked(comm, Intercomm)._s
+    with comm_lock(comm, "@commctx_inter"):
+        if state.commctx is None:
+            state.commctx = _Context(comm.Dup())
+        tag = state.commctx.next_tag()
+        dup = state.commctx.dup._s
+        return Intercomm(dup), tag, dup.local, dup.low
 
 
 def _checked(comm, kind):

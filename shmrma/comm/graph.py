@@ -13,7 +13,7 @@ import operator
 
 from ..core import constants, errors
 from .comm import COMM_CLASSES
-from .intracomm import TOPOLOGY_MAKERS
+from .intracomm import MADE_ABOVE
 from .topology import Topocomm, Topology, agreed, with_topology
 
 # ints told apart by identity, as mpi4py's (the addresses of MPI's sentinels)
@@ -262,6 +262,6 @@ class Distgraphcomm(Topocomm):
 
 COMM_CLASSES[constants.GRAPH] = Graphcomm
 COMM_CLASSES[constants.DIST_GRAPH] = Distgraphcomm
-TOPOLOGY_MAKERS.update(Create_graph=create_graph, Graph_map=graph_map,
+MADE_ABOVE.update(Create_graph=create_graph, Graph_map=graph_map,
                        Create_dist_graph_adjacent=create_dist_graph_adjacent,
                        Create_dist_graph=create_dist_graph)

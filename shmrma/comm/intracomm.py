@@ -7,7 +7,7 @@ import zlib
 from ..core import constants, errors, job
 from ..core import errhandler as handlers
 from ..coll.blocking import Collectives, own_allgather, own_bcast, own_dumps
-from .comm import COMM_CLASSES, DUPLICATES, Comm, serve_errhandler
+from .comm import COMM_CLASSES, DUPLICATES, MADE_ABOVE, Comm, serve_errhandler
 from ..p2p.communicator import CommState
 from ..p2p.transport import HANDSHAKE
 from ..coll.slots import claim_slot, release_slot
@@ -17,13 +17,14 @@ from ..coll.persistent import PersistentCollectives
 from ..p2p.request import Request, Status
 
 _IDUP_TAG = -1000   # below every user tag: Idup's plans never meet Create_group's
-# name of an Intracomm method that makes a topology -> the function that does it,
-# registered by topology.py and graph.py
-TOPOLOGY_MAKERS = {}
 
 
 class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm):
     """``MPI.Intracomm``: an intracommunicator, for communication within one group."""
+
+    def _check_kind(self, state):
+        if state.inter:
+            raise TypeError("expecting an intracommunicator, got an intercommunicator")
 
     def Idup(self, info=None):
         """Nonblocking duplicate: return (the new communicator, a Request).
@@ -79,34 +80,53 @@ class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm
         ranks = [state.ranks[r] for _, r in members[color]]
         return Intracomm(CommState(base + index, ranks, slots[index], parent=state))
 
-    # --- process topologies: topology.py and graph.py, which build on this module,
-    # register how each is made (TOPOLOGY_MAKERS) ---
+    # --- process topologies and intercommunicators: topology.py, graph.py and
+    # intercomm.py, which build on this module, register how each is made
+    # (MADE_ABOVE) ---
+    def Create_intercomm(self, local_leader, peer_comm, remote_leader, tag=0):
+        """Create an intercommunicator from this group and the remote leader's.
+
+        Collective over this communicator; the two leaders meet over
+        ``peer_comm`` with ``tag``."""
+        return MADE_ABOVE["Create_intercomm"](self, local_leader, peer_comm, remote_leader,
+                                              tag)
+
+    def Accept(self, port_name, info=None, root=0):
+        """Accept a connection on ``port_name``: an intercommunicator with the group
+        that Connects to it. Collective; ``port_name`` is read at ``root`` only."""
+        return MADE_ABOVE["Accept"](self, port_name, info, root)
+
+    def Connect(self, port_name, info=None, root=0):
+        """Connect to the group Accepting on ``port_name``: an intercommunicator.
+        Collective; ``port_name`` is read at ``root`` only."""
+        return MADE_ABOVE["Connect"](self, port_name, info, root)
+
     def Create_cart(self, dims, periods=None, reorder=False):
         """Create a Cartesian communicator (ranks beyond the grid get a null one)."""
-        return TOPOLOGY_MAKERS["Create_cart"](self, dims, periods, reorder)
+        return MADE_ABOVE["Create_cart"](self, dims, periods, reorder)
 
     def Cart_map(self, dims, periods=None):
         """Return this process's rank in a Cartesian grid (it stays where it is)."""
-        return TOPOLOGY_MAKERS["Cart_map"](self, dims, periods)
+        return MADE_ABOVE["Cart_map"](self, dims, periods)
 
     def Create_graph(self, index, edges, reorder=False):
         """Create a graph communicator (ranks beyond its nodes get a null one)."""
-        return TOPOLOGY_MAKERS["Create_graph"](self, index, edges, reorder)
+        return MADE_ABOVE["Create_graph"](self, index, edges, reorder)
 
     def Graph_map(self, index, edges):
         """Return this process's rank in a graph topology (it stays where it is)."""
-        return TOPOLOGY_MAKERS["Graph_map"](self, index, edges)
+        return MADE_ABOVE["Graph_map"](self, index, edges)
 
     def Create_dist_graph_adjacent(self, sources, destinations, sourceweights=None,
                                    destweights=None, info=None, reorder=False):
         """Create a distributed graph communicator from each rank's own edges."""
-        return TOPOLOGY_MAKERS["Create_dist_graph_adjacent"](
+        return MADE_ABOVE["Create_dist_graph_adjacent"](
             self, sources, destinations, sourceweights, destweights, info, reorder)
 
     def Create_dist_graph(self, sources, degrees, destinations, weights=None, info=None,
                           reorder=False):
         """Create a distributed graph communicator from any ranks' edges."""
-        return TOPOLOGY_MAKERS["Create_dist_graph"](self, sources, degrees, destinations,
+        return MADE_ABOVE["Create_dist_graph"](self, sources, degrees, destinations,
                                                     weights, info, reorder)
 
     def Split_type(self, split_type, key=0, info=None):
@@ -118,18 +138,20 @@ class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm
     def Create(self, group):
         """Create a communicator of ``group`` (COMM_NULL for non-members); collective."""
         state = self._s
-        world_ranks = _checked_subset(group, state)
+        world_ranks = checked_subset(group, state.world_to_rank)
         me = job.world_rank()
         if me not in world_ranks:
             return self.Split(constants.UNDEFINED, 0)
-        return self.Split(0, world_ranks.index(me))
+        # the ranks may pass different, disjoint groups (MPI-3.1 §6.4.2): each makes
+        # its own communicator, told apart by its lowest world rank
+        return self.Split(min(world_ranks), world_ranks.index(me))
 
     def Create_group(self, group, tag=0):
         """Create a communicator of ``group``; only its members call it.
 
         Collective over the members of ``group`` only."""
         state = self._s
-        world_ranks = _checked_subset(group, state)
+        world_ranks = checked_subset(group, state.world_to_rank)
         me = job.world_rank()
         if me not in world_ranks:
             return COMM_NULL
@@ -266,9 +288,10 @@ def _planned(plan):
     return plan
 
 
-def _checked_subset(group, state):
+def checked_subset(group, members):
+    """The world ranks of ``group``, which must all be in ``members``, else ERR_GROUP."""
     world_ranks = list(group.world_ranks)
-    outside = [w for w in world_ranks if w not in state.world_to_rank]
+    outside = [w for w in world_ranks if w not in members]
     if outside:
         errors.fail(errors.ERR_GROUP, "the group holds processes that are not in this "
                     "communicator (world ranks %s); build it from this communicator's "

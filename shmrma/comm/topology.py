@@ -15,7 +15,7 @@ import operator
 from ..core import constants, errors
 from ..types.buffers import is_integral
 from .comm import COMM_CLASSES
-from .intracomm import COMM_NULL, TOPOLOGY_MAKERS, Intracomm
+from .intracomm import COMM_NULL, MADE_ABOVE, Intracomm
 from ..coll.neighbor import NeighborCollectives
 from ..coll.persistent import PersistentNeighborCollectives
 
@@ -337,4 +337,4 @@ class Cartcomm(Topocomm):
 
 
 COMM_CLASSES[constants.CART] = Cartcomm
-TOPOLOGY_MAKERS.update(Create_cart=create_cart, Cart_map=cart_map)
+MADE_ABOVE.update(Create_cart=create_cart, Cart_map=cart_map)

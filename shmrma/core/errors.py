@@ -40,12 +40,15 @@ ERR_INFO_KEY = 29
 ERR_INFO_VALUE = 30
 ERR_INFO_NOKEY = 31
 ERR_IO = 32
+ERR_NAME = 33
 ERR_NO_MEM = 34
 ERR_NOT_SAME = 35
 ERR_NO_SPACE = 36
 ERR_NO_SUCH_FILE = 37
+ERR_PORT = 38
 ERR_QUOTA = 39
 ERR_READ_ONLY = 40
+ERR_SERVICE = 41
 ERR_UNSUPPORTED_DATAREP = 43
 ERR_UNSUPPORTED_OPERATION = 44
 ERR_WIN = 45
@@ -107,6 +110,9 @@ _CLASS_TEXT = {
     ERR_INFO_VALUE: "invalid info value",
     ERR_INFO_NOKEY: "info key not defined",
     ERR_NO_MEM: "out of memory",
+    ERR_NAME: "invalid service name (see MPI_Publish_name)",
+    ERR_PORT: "invalid port",
+    ERR_SERVICE: "attempt to lookup an unknown service name",
     ERR_WIN: "invalid window",
     ERR_BASE: "invalid base argument",
     ERR_LOCKTYPE: "invalid lock type",

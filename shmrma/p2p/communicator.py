@@ -21,6 +21,8 @@ class CommState(mailbox.CommCore):
                  "topology", "area", "large_area", "nbc", "attributes", "locks", "commctx",
                  "errhandler")
 
+    inter = False       # an intercommunicator's (comm/intercomm.py) is True
+
     def __init__(self, context, ranks, slot, name="", parent=None):
         self.context = context
         self.ranks = tuple(ranks)

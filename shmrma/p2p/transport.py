@@ -58,10 +58,11 @@ FLAG_DIRECT = 32    # staged, the receiver reads the payload from the sender's m
 STAGING_HEADER = 64  # a staging ring's receiver head, alone on its line
 SYNC_SHIFT = 8      # the flags above it carry the acknowledgement's id
 SYNC_IDS = 1 << 23  # ids wrap below 2**31 (the flags are an int32)
-# a communicator's sub-contexts: user messages, collectives, Create_group's
-# handshakes, nonblocking collectives, synchronous sends' acknowledgements, the
-# blocks of partitioned sends
-P2P, COLLECTIVE, HANDSHAKE, NONBLOCKING, SYNC_ACK, PARTITIONED = 0, 1, 2, 3, 4, 5
+# a communicator's sub-contexts: user messages, the collectives of an
+# intercommunicator, Create_group's handshakes, nonblocking collectives,
+# synchronous sends' acknowledgements, the blocks of partitioned sends, the
+# handshakes that make intercommunicators (Create_intercomm, Merge, ...)
+P2P, COLLECTIVE, HANDSHAKE, NONBLOCKING, SYNC_ACK, PARTITIONED, CONNECT = 0, 1, 2, 3, 4, 5, 6
 MAX_TAG = 2**31 - 1     # the largest tag; the value of the TAG_UB attribute (MPI.TAG_UB: its keyval)
 SUBCONTEXTS = 8
 MASK32 = 0xFFFFFFFF

@@ -101,7 +101,12 @@ def _segment_problem(exc, nbytes):
 
 
 def _agree(comm, local, purpose="window creation"):
-    """Allgather each rank's (problem, data); raise the first problem on every rank."""
+    """Allgather each rank's (problem, data); raise the first problem on every rank.
+    A window's group is one intracommunicator's (R4: an intercommunicator is
+    ERR_COMM, at every rank, before anything is exchanged)."""
+    if comm.Is_inter():
+        errors.fail(errors.ERR_COMM, "%s takes an intracommunicator, not an "
+                    "intercommunicator; Merge it first" % purpose)
     entries = own_allgather(comm, local)
     for rank, (problem, _) in enumerate(entries):
         if problem is not None:
