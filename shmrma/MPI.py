@@ -31,6 +31,7 @@ else:
     from .comm.comm import Comm
     from .p2p.message import MESSAGE_NO_PROC, MESSAGE_NULL, Message
     from .comm.intercomm import Intercomm
+    from .comm import spawn as _spawn  # noqa: F401 - gives Intracomm its Spawn calls
     from .comm.connect import (close_port as Close_port, lookup_name as Lookup_name,
                                open_port as Open_port, publish_name as Publish_name,
                                unpublish_name as Unpublish_name)

@@ -229,6 +229,9 @@ def test_help(run_shmrma):
     (["--timeout"], "--timeout needs a value"),
     (["--bogus", "PROG"], "unknown option --bogus"),
     (["-m"], "-m needs a value"),
+    (["-n", "4", "--universe-size", "2", "PROG"], "--universe-size must be from -n (4)"),
+    (["--universe-size", "257", "PROG"], "to 256, not 257"),
+    (["--universe-size", "many", "PROG"], "--universe-size expects a number"),
 ])
 def test_usage_errors_exit_2(run_shmrma, tmp_path, args, message):
     """A bad command line exits 2 with a message and the usage; nothing runs."""

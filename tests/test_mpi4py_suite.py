@@ -17,7 +17,7 @@ import mpi4py_suite  # noqa: E402
 
 EXPECTED = {"test_win": 100, "test_rma": 36, "test_rma_nb": 14, "test_util_sync": 78,
             "test_comm_inter": 29, "test_cco_buf_inter": 16, "test_cco_obj_inter": 24,
-            "test_cco_vec_inter": 12}
+            "test_cco_vec_inter": 12, "test_spawn": 44, "test_dynproc": 4}
 INTER = ["test_comm_inter", "test_cco_buf_inter", "test_cco_obj_inter", "test_cco_vec_inter"]
 # passed at 2 ranks (of: test_datatype 50, buffer 16 (release() of a numpy-backed buffer), objmodel 17
 # (_sizeof, _addressof: C handle memory)); the others pass whole
@@ -74,6 +74,53 @@ def test_mpi4py_futures_own_tests_pass_under_dash_m_mpi4py_futures(source, run_s
                          "test_futures.py"], timeout=700, cwd=folder)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "\nOK" in result.stderr, result.stderr[-3000:]
+
+
+@pytest.mark.timeout(900)
+def test_spawn_and_dynproc_modules_pass_at_1_2_and_3_ranks(source):
+    """Issue 30: Spawn, Spawn_multiple, Get_parent, ports, name publishing and Join.
+    test_spawn starts some 200 children at 3 ranks, and a slot is never given back:
+    the job's universe holds them (--universe-size)."""
+    results = mpi4py_suite.run([1, 2, 3], ["test_spawn", "test_dynproc"], source, 240,
+                               ["--universe-size", "224"])
+    for (name, n), (passed, total, note) in results.items():
+        expected = EXPECTED[name] if n > 1 or name == "test_spawn" else 4  # skipped at 1
+        assert (passed, total) == (expected, expected), (name, n, note)
+
+
+@pytest.mark.timeout(300)
+def test_spawning_demo_computes_pi(source, run_shmrma, tmp_path):
+    """mpi4py's demo/spawning as its makefile builds and runs the Python pair: the
+    master and worker scripts made executable with a #! line, the master run at
+    one rank, spawning 5 workers by the worker's file name."""
+    folder = os.path.join(source, "demo", "spawning")
+    for role in ("master", "worker"):
+        exe = tmp_path / ("cpi-%s-py.exe" % role)
+        with open(os.path.join(folder, "cpi-%s.py" % role)) as script:
+            exe.write_text("#!%s\n%s" % (sys.executable, script.read()))
+        exe.chmod(0o755)
+    result = run_shmrma(["-n", 1, "--universe-size", 6, "--timeout", 120,
+                         "./cpi-master-py.exe"], timeout=200, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "pi: 3.14160" in result.stdout and "error: 0.0000083" in result.stdout
+
+
+@pytest.mark.timeout(600)
+def test_mpi4py_futures_demos_run_as_their_makefile_runs_them(source, run_shmrma):
+    """mpi4py's demo/futures as its makefile's run-pool, run-cmdline and run-comm
+    targets run them: the pools at one rank spawning their workers, the pools under
+    ``-m mpi4py.futures`` at 5 ranks, and the MPICommExecutor programs at 5 ranks both
+    ways (run_crawl needs the network and is left out)."""
+    folder = os.path.join(source, "demo", "futures")
+    pools = ("run_cpi.py", "run_hello.py", "run_primes.py")
+    runs = ([["-n", 1, "--universe-size", 16, name] for name in pools] +
+            [["-n", 5, "-m", "mpi4py.futures", name] for name in
+             pools + ("run_julia.py", "run_mandelbrot.py")] +
+            [["-n", 5, "run_julia.py"], ["-n", 5, "run_mandelbrot.py"]])
+    for run in runs:
+        result = run_shmrma(["--timeout", 240] + run, timeout=300, cwd=folder)
+        assert result.returncode == 0, (run, result.stderr[-3000:])
+        assert result.stdout.strip(), run
 
 
 @pytest.mark.timeout(300)

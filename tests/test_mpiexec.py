@@ -110,7 +110,8 @@ def test_python_started_by_a_program_outside_mpi_refuses_a_world_of_one(tmp_path
 
 
 @pytest.mark.parametrize("args, expected", [(["-ppn", "3"], 3), (["-n", "2", "-ppn", "4"], 2),
-                                            (["--np=2"], 2), (["-c", "2"], 2)])
+                                            (["--np=2"], 2), (["-c", "2"], 2),
+                                            (["-n", "2", "-usize", "6"], 2)])
 def test_number_of_ranks(tmp_path, args, expected):
     prog = write(tmp_path / "prog.py", SUM_PROGRAM)
     result = mpiexec(args + [prog])

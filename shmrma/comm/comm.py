@@ -72,7 +72,7 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
     _referent_attr = "_state_value"     # what free() nullifies (handle.IntHandle)
 
     def _predefined(self):
-        return self._state_value.context in (job.WORLD_CONTEXT, job.SELF_CONTEXT)
+        return self._state_value.context in (job.current().world_context, job.SELF_CONTEXT)
 
     def __new__(cls, comm=None):
         # Comm(other) is a new handle to the same communicator, as in mpi4py, made
@@ -162,7 +162,7 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
         return {attributes.TAG_UB: mailbox.MAX_TAG,
                 attributes.IO: constants.ANY_SOURCE,       # every rank can do I/O
                 attributes.WTIME_IS_GLOBAL: 1,      # Wtime reads the machine's one clock
-                attributes.UNIVERSE_SIZE: job.world_size(),     # no Spawn: the job is all
+                attributes.UNIVERSE_SIZE: job.world_size(),     # its process slots
                 attributes.LASTUSEDCODE: errors.last_used_code()}.get(keyval) \
             if state is not None else None
 
@@ -175,11 +175,11 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
 
     @classmethod
     def Get_parent(cls):
-        """Return the parent intercommunicator: the null one (shmrma has no Spawn).
+        """Return the parent intercommunicator.
 
-        The null intercommunicator, as MPI gives a process nobody spawned: every
-        shmrma rank starts under shmrma-run (Spawn is not there)."""
-        return COMM_CLASSES[INTER]()
+        The intercommunicator with the processes that spawned this one; the null
+        intercommunicator in a process nobody spawned (comm/spawn.py)."""
+        return MADE_ABOVE["Get_parent"]()
 
     def __reduce__(self):
         # as mpi4py: a null handle pickles (the predefined ones by name, in their
@@ -314,7 +314,7 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
     def Free(self):
         """Free a communicator (COMM_WORLD and COMM_SELF cannot be freed)."""
         state = self._s
-        if state.context in (job.WORLD_CONTEXT, job.SELF_CONTEXT):
+        if state.context in (job.current().world_context, job.SELF_CONTEXT):
             errors.fail(errors.ERR_COMM, "COMM_WORLD and COMM_SELF cannot be freed; free "
                         "only communicators you created (Dup, Split, Create...)")
         if state.slot is not None and release_slot(job.current(), state.slot):

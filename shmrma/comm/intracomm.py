@@ -53,7 +53,8 @@ class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm
             return "COMM_NULL"
         if self._which is not None:     # COMM_WORLD, COMM_SELF
             return self._which
-        predefined = {job.WORLD_CONTEXT: COMM_WORLD, job.SELF_CONTEXT: COMM_SELF}.get(
+        predefined = {job.current().world_context: COMM_WORLD,
+                      job.SELF_CONTEXT: COMM_SELF}.get(
             getattr(self._state_value, "context", None))
         if predefined is not None:      # a new handle to COMM_WORLD or COMM_SELF
             return (type(self), (predefined,))
@@ -90,6 +91,18 @@ class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm
         ``peer_comm`` with ``tag``."""
         return MADE_ABOVE["Create_intercomm"](self, local_leader, peer_comm, remote_leader,
                                               tag)
+
+    def Spawn(self, command, args=None, maxprocs=1, info=None, root=0, errcodes=None):
+        """Spawn ``maxprocs`` instances of a Python program; return an intercommunicator.
+
+        Collective; the arguments are read at ``root`` (comm/spawn.py)."""
+        return MADE_ABOVE["Spawn"](self, command, args, maxprocs, info, root, errcodes)
+
+    def Spawn_multiple(self, command, args=None, maxprocs=None, info=None, root=0,
+                       errcodes=None):
+        """Spawn instances of several Python programs; return an intercommunicator."""
+        return MADE_ABOVE["Spawn_multiple"](self, command, args, maxprocs, info, root,
+                                            errcodes)
 
     def Accept(self, port_name, info=None, root=0):
         """Accept a connection on ``port_name``: an intercommunicator with the group
@@ -329,7 +342,7 @@ def _predefined_comm(which):
 def _make_predefined(which):
     world = job.current()
     if which == "COMM_WORLD":
-        return CommState(job.WORLD_CONTEXT, range(world.size), job.WORLD_SLOT,
+        return CommState(world.world_context, world.group, world.world_slot,
                          "MPI_COMM_WORLD")
     if which == "SESSIONS":
         return CommState(job.SESSION_CONTEXT, range(world.size), None, "sessions")

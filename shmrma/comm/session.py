@@ -131,7 +131,7 @@ def _members(pset_name):
     """The world ranks of a process set."""
     world = job.current()
     if pset_name == "mpi://WORLD":
-        return range(world.size)
+        return world.group
     if pset_name == "mpi://SELF":
         return [world.rank]
     errors.fail(errors.ERR_ARG, "no process set %r; shmrma's are %s"

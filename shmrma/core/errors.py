@@ -49,6 +49,7 @@ ERR_PORT = 38
 ERR_QUOTA = 39
 ERR_READ_ONLY = 40
 ERR_SERVICE = 41
+ERR_SPAWN = 42
 ERR_UNSUPPORTED_DATAREP = 43
 ERR_UNSUPPORTED_OPERATION = 44
 ERR_WIN = 45
@@ -113,6 +114,7 @@ _CLASS_TEXT = {
     ERR_NAME: "invalid service name (see MPI_Publish_name)",
     ERR_PORT: "invalid port",
     ERR_SERVICE: "attempt to lookup an unknown service name",
+    ERR_SPAWN: "error in spawn call",
     ERR_WIN: "invalid window",
     ERR_BASE: "invalid base argument",
     ERR_LOCKTYPE: "invalid lock type",

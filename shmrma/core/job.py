@@ -24,6 +24,8 @@ OFF_ABORT_RANK = 72     # rank whose failure aborted the job, -1 for the launche
 OFF_NEXT_CONTEXT = 128  # 64-bit counter of communicator context ids
 OFF_SECRET = 192        # 16 random bytes: the job's segments that ranks find by name
 SECRET_BYTES = 16
+OFF_NEXT_RANK = 256     # 64-bit count of the process slots taken (started or spawned)
+OFF_SPAWN_LOCK = 264    # held while a Spawn's request goes down the launcher's pipe
 
 RANK_BLOCK = 256
 OFF_PID = 0
@@ -70,35 +72,63 @@ class Layout:
 
 
 class World:
-    """The world control segment as seen from one process."""
+    """The world control segment as seen from one process.
 
-    def __init__(self, job_id, nranks, segment, rank=None):
+    ``size`` is the job's process slots (its universe: the ranks it started, then
+    room for those Spawn starts); every world rank, started or spawned, is one of
+    them, with its channels to every other. ``group`` is this process's
+    COMM_WORLD: the ranks started with it (the first ones, or one Spawn's
+    children), whose communicator has ``world_context`` and ``world_slot``;
+    ``parent`` the plan of a spawned process's parent intercommunicator."""
+
+    def __init__(self, job_id, nranks, segment, rank=None, capacity=None):
         self.job_id = job_id
-        self.size = nranks
+        self.size = capacity or nranks
+        self.group = tuple(range(nranks))
+        self.world_context, self.world_slot = WORLD_CONTEXT, WORLD_SLOT
+        self.parent = None
+        self.spawn_fd = None    # the launcher's request pipe (launcher.Job), and what
+        self.spawn_program = None   # checks a request's program there (run/cli.py)
         self.oversubscribed = False     # more ranks than CPUs (become_rank decides)
         self.rank = rank
         self.segment = segment
-        self.layout = Layout(nranks)
+        self.layout = Layout(self.size)
         self.base = segment.address
         self.mem = segment.buffer
         self.abort_cell = self.base + OFF_ABORT
-        self._peers_all = tuple(range(nranks))
 
     @classmethod
-    def create(cls, job_id, nranks):
-        if not 1 <= nranks <= MAX_RANKS:
-            errors.fail(errors.ERR_ARG, "a job has 1 to %d ranks, not %d" % (MAX_RANKS, nranks))
-        layout = Layout(nranks)
+    def create(cls, job_id, nranks, capacity=None):
+        capacity = max(capacity or nranks, nranks)
+        if not 1 <= nranks <= capacity <= MAX_RANKS:
+            errors.fail(errors.ERR_ARG, "a job has 1 to %d ranks (its universe included), "
+                        "not %d" % (MAX_RANKS, capacity))
+        layout = Layout(capacity)
         segment = segments.Segment.create(job_id, layout.total)
         # Every rank inherits the mapping through fork: the name is not needed any more.
         segment.unlink()
-        world = cls(job_id, nranks, segment)
+        world = cls(job_id, nranks, segment, capacity=capacity)
         struct.pack_into("<Qi", world.mem, OFF_MAGIC, MAGIC, nranks)
         world.mem[OFF_SECRET:OFF_SECRET + SECRET_BYTES] = os.urandom(SECRET_BYTES)
         atomic.store64(world.base + OFF_NEXT_CONTEXT, FIRST_FREE_CONTEXT)
+        atomic.store64(world.base + OFF_NEXT_RANK, nranks)
         atomic.store32(world.base + OFF_ABORT_RANK, -1)
         atomic.store32(world.slot_address(WORLD_SLOT) + OFF_SLOT_REFS, nranks)
         return world
+
+    def processes(self):
+        """How many process slots are taken: the ranks started and spawned so far."""
+        return atomic.load64(self.base + OFF_NEXT_RANK)
+
+    def claim_ranks(self, count):
+        """The first of ``count`` free process slots, taken for a Spawn; None when the
+        universe has not that many left (slots are never given back)."""
+        while True:
+            taken = self.processes()
+            if taken + count > self.size:
+                return None
+            if atomic.cas64(self.base + OFF_NEXT_RANK, taken, taken + count) == taken:
+                return taken
 
     # --- addresses ---------------------------------------------------------
     def rank_block(self, rank):
@@ -212,7 +242,7 @@ def become_rank(world, rank):
     _current = world
     world.set_pid(rank, os.getpid())
     world.set_state(rank, RUNNING)
-    world.oversubscribed = _oversubscribed(world.size)
+    world.oversubscribed = _oversubscribed(world.processes())
     _spin_less_when_oversubscribed(world)
     _bind_to_cpu(world)
     _reset_hooks_run()
@@ -241,7 +271,7 @@ def _bind_to_cpu(world):
     wake each other on one CPU (it takes them for a producer and its consumer), and
     each then spins away the other's time: measured at 2 ranks on 2 vCPUs, a 64 KiB
     message one way 7 us bound, 60 us in about one run in three unbound."""
-    if (os.environ.get("SHMRMA_BIND", "1").strip() == "0" or world.size < 2
+    if (os.environ.get("SHMRMA_BIND", "1").strip() == "0" or world.processes() < 2
             or world.oversubscribed or not hasattr(os, "sched_setaffinity")):
         return
     cpus = sorted(os.sched_getaffinity(0))

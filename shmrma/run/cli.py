@@ -19,6 +19,9 @@ ranks are processes sharing memory.
 
 options:
   -n, -np N          number of ranks (default 1)
+  --universe-size N  the job's process slots, Spawn's children included
+                     (default: -n; MPI.UNIVERSE_SIZE says it); Spawn takes
+                     new ones, which are not given back when children exit
   --timeout SEC      end the job after SEC seconds, printing every rank's Python
                      stack and what it waits for; exit status 124
   -l, --tag-output   prefix every output line with the rank: [0] ...
@@ -65,6 +68,7 @@ class Options:
         self.warnoptions = []       # its -W options
         self.environment = {}       # variables to set in the ranks (mpiexec's -x, -env)
         self.workdir = None         # the ranks' working directory (mpiexec's -wdir)
+        self.universe = None        # --universe-size: process slots, Spawn's included
 
     def python_argv(self):
         """The interpreter options given before the program, as python takes them."""
@@ -108,6 +112,9 @@ def parse(argv):
                 options.nranks = _positive(options_value, name, int)
         elif item == "--timeout":
             options.timeout = _positive(_next(items, item), item, float)
+        elif item == "--universe-size" or item.startswith("--universe-size="):
+            options.universe = _positive(item.partition("=")[2] or _next(items, item), item,
+                                         int)
         elif item == "--backend" or item.startswith("--backend="):
             options.backend = _backend_name(item.partition("=")[2] or _next(items, item))
         elif item == "--no-mpi4py-alias":
@@ -236,6 +243,83 @@ def program_body(options):
     return body
 
 
+def spawned_program(argv, workdir=None):
+    """The body of a program that a Spawn starts (comm/spawn.py): ``argv`` is its
+    command and arguments, read as shmrma-run reads its own after ``python``: a
+    Python interpreter, its -u, -B and -W options, then a script, -m module or
+    -c code. UsageError, saying why, when it cannot run in this job."""
+    items = [str(item) for item in argv]
+    command = items.pop(0) if items else ""
+    if not _is_python(command) and _python_shebang(os.path.join(workdir or "", command)):
+        items.insert(0, command)    # an executable Python script: run as the OS would
+        command = sys.executable
+    if not _is_python(command):
+        raise UsageError("%r is not a Python interpreter: a shmrma job spawns Python "
+                         "programs (pass sys.executable as the command)" % command)
+    options = Options()
+    _drop_flags_in_effect(items)
+    _python_options(items, options)
+    _program(items, options)
+    where = workdir or os.getcwd()
+    if options.mode == "script" and not os.path.isfile(os.path.join(where, options.target)):
+        raise UsageError("can't open file %r in %s: no such file" % (options.target, where))
+    if options.mode == "module" and not _module_exists(options.target):
+        raise UsageError("no module named %r" % options.target)
+    body = program_body(options)
+
+    def run():
+        options.apply_python_options()
+        body()
+    return run
+
+
+# Python's single-letter options and the sys.flags each sets: a spawned program
+# forks from this interpreter, so one already in effect here (mpi4py.futures
+# passes its parent's own, such as -R) asks for nothing new
+_SYS_FLAGS = {"d": "debug", "O": "optimize", "s": "no_user_site", "S": "no_site",
+              "E": "ignore_environment", "v": "verbose", "b": "bytes_warning", "q": "quiet",
+              "R": "hash_randomization", "I": "isolated", "P": "safe_path"}
+
+
+def _drop_flags_in_effect(items):
+    """Remove from the interpreter's options at the front of ``items`` those this
+    interpreter already runs with."""
+    kept, index = [], 0
+    while index < len(items) and items[index][:1] == "-" and \
+            items[index] not in ("-m", "-c", "-"):
+        item = items[index]
+        index += 1
+        if item == "-W" and index < len(items):     # -W takes the next word
+            kept += [item, items[index]]
+            index += 1
+        elif not all(letter in _SYS_FLAGS and getattr(sys.flags, _SYS_FLAGS[letter], 0) >=
+                     item.count(letter) for letter in item[1:]):
+            kept.append(item)
+    items[:index] = kept
+
+
+def _python_shebang(path):
+    """Whether ``path`` is a file whose first line runs a Python interpreter
+    (``#!/usr/bin/python3``, ``#!/usr/bin/env python``)."""
+    try:
+        with open(path, "rb") as script:
+            line = script.readline(256)
+    except OSError:
+        return False
+    words = line[2:].split() if line.startswith(b"#!") else []
+    if words and os.path.basename(words[0]) == b"env":
+        words = words[1:]
+    return bool(words) and _is_python(os.fsdecode(words[0]))
+
+
+def _module_exists(name):
+    import importlib.util
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def main(argv=None):
     return parse_and_run(parse, "shmrma-run", USAGE, argv)
 
@@ -263,6 +347,9 @@ def checked(options):
     from ..core.job import MAX_RANKS
     if options.nranks > MAX_RANKS and options.backend == "shm":
         raise UsageError("-n must be at most %d, not %d" % (MAX_RANKS, options.nranks))
+    if options.universe is not None and not options.nranks <= options.universe <= MAX_RANKS:
+        raise UsageError("--universe-size must be from -n (%d) to %d, not %d"
+                         % (options.nranks, MAX_RANKS, options.universe))
     if options.check and options.backend != "shm":
         raise UsageError("--check works on the shm backend only: the race checker "
                          "watches the ranks' shared memory, which the mpi backend has "
@@ -303,7 +390,8 @@ def run(options, prog, usage):
     from . import launcher
     try:
         runner = launcher.Job(options.nranks, timeout=options.timeout,
-                              tag_output=options.tag_output)
+                              tag_output=options.tag_output, universe=options.universe,
+                              spawned_body=spawned_program)
     except Exception as exc:
         sys.stderr.write("%s: cannot start the job: %s\n" % (prog, exc))
         return 1

@@ -63,22 +63,31 @@ def describe_status(wait_status):
 class Job:
     """A set of forked ranks sharing one world segment."""
 
-    def __init__(self, nranks, timeout=None, tag_output=False):
+    def __init__(self, nranks, timeout=None, tag_output=False, universe=None,
+                 spawned_body=None):
         settings.mpi4py_alias()     # a bad SHMRMA_MPI4PY fails here, not in every rank
         self.nranks = nranks
         self.timeout = timeout
         self.tag_output = tag_output
         self.job_id = job.new_job_id()
-        self.world = job.World.create(self.job_id, nranks)
+        self.world = job.World.create(self.job_id, nranks, universe)
         self.race_check = None
         if settings.checking():
             from ..check import clock
-            self.race_check = clock.start_session(self.job_id, nranks)
+            self.race_check = clock.start_session(self.job_id, self.world.size)
         self.sweeper_fd = _start_sweeper(self.job_id)
         self.pids = {}
         self.diagnostics = {}
         self.readers = {}
         self.outcome = Outcome()
+        # Spawn (comm/spawn.py): a rank writes its request down this pipe, and the
+        # launcher forks the children, which run spawned_body(argv) (shmrma-run's)
+        self.spawned_body = spawned_body
+        self.spawn_read = self.spawn_pending = None
+        if spawned_body is not None and self.world.size > nranks:
+            self.spawn_read, self.world.spawn_fd = os.pipe()
+            self.world.spawn_program = spawned_body    # the root checks a request with it
+            self.spawn_pending = b""
 
     def check_summary(self, status):
         """The job's exit status, after the race checker's summary when it ran."""
@@ -93,22 +102,57 @@ class Job:
     def start(self, rank_main):
         """Fork every rank; ``rank_main(rank)`` runs in the child and returns its exit code."""
         for rank in range(self.nranks):
-            diag_read, diag_write = os.pipe()
-            outputs = [os.pipe(), os.pipe()] if self.tag_output else None
-            sys.stdout.flush()
-            sys.stderr.flush()
-            pid = os.fork()
-            if pid == 0:
-                os.close(diag_read)
-                self._in_child(rank, rank_main, diag_write, outputs)
-            os.close(diag_write)
-            _nonblocking(diag_read)
-            self.pids[pid] = rank
-            self.diagnostics[rank] = diag_read
-            if outputs:
-                for stream, (read_end, write_end) in zip((sys.stdout, sys.stderr), outputs):
-                    os.close(write_end)
-                    self.readers[read_end] = _LinePrefixer(rank, stream)
+            self._fork(rank, rank_main)
+
+    def _fork(self, rank, rank_main, selector=None, setup=None):
+        """Fork ``rank``; ``setup(world)`` first, in the child (a spawned one's world)."""
+        diag_read, diag_write = os.pipe()
+        outputs = [os.pipe(), os.pipe()] if self.tag_output else None
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            os.close(diag_read)
+            if setup is not None:
+                setup(self.world)
+            self._in_child(rank, rank_main, diag_write, outputs)
+        os.close(diag_write)
+        _nonblocking(diag_read)
+        self.pids[pid] = rank
+        self.diagnostics[rank] = diag_read
+        if outputs:
+            for stream, (read_end, write_end) in zip((sys.stdout, sys.stderr), outputs):
+                os.close(write_end)
+                self.readers[read_end] = _LinePrefixer(rank, stream)
+                if selector is not None:
+                    _nonblocking(read_end)
+                    selector.register(read_end, selectors.EVENT_READ)
+
+    def _spawn(self, selector):
+        """Start the children of every complete request in the pipe (comm/spawn.py
+        writes each as its length, then its pickle)."""
+        import pickle
+        import struct
+        try:
+            self.spawn_pending += os.read(self.spawn_read, 65536)
+        except BlockingIOError:
+            return
+        while len(self.spawn_pending) >= 4:
+            size, = struct.unpack_from("<I", self.spawn_pending)
+            if len(self.spawn_pending) < 4 + size:
+                return
+            request = pickle.loads(self.spawn_pending[4:4 + size])
+            self.spawn_pending = self.spawn_pending[4 + size:]
+            for rank, argv, workdir in request["children"]:
+                self._fork(rank, self._spawned_main(argv, workdir), selector,
+                           _spawned_world(request))
+
+    def _spawned_main(self, argv, workdir):
+        def main(rank):
+            if workdir:
+                os.chdir(workdir)
+            return run_rank_body(self.world, rank, self.spawned_body(argv, workdir))[0]
+        return main
 
     def _in_child(self, rank, rank_main, diag_write, outputs):
         code = 1
@@ -121,6 +165,8 @@ class Job:
                     os.close(write_end)
             for fd in list(self.diagnostics.values()) + list(self.readers):
                 os.close(fd)
+            if self.spawn_read is not None:
+                os.close(self.spawn_read)
             _whole_lines(sys.stdout, sys.stderr)
             signal.signal(signal.SIGINT, _interrupted)
             faulthandler.register(signal.SIGUSR1, file=diag_write, all_threads=True)
@@ -150,6 +196,9 @@ class Job:
         _nonblocking(wake_write)
         previous = _install_wakeups(wake_write, self)
         selector.register(wake_read, selectors.EVENT_READ)
+        if self.spawn_read is not None:
+            _nonblocking(self.spawn_read)
+            selector.register(self.spawn_read, selectors.EVENT_READ)
         for fd in self.readers:
             _nonblocking(fd)
             selector.register(fd, selectors.EVENT_READ)
@@ -175,6 +224,9 @@ class Job:
                 for key, _ in selector.select(max(0.0, min(wait)) if wait else None):
                     if key.fd == wake_read:
                         _drain(wake_read)
+                    elif key.fd == self.spawn_read:
+                        if self.outcome.culprit is None:
+                            self._spawn(selector)
                     else:
                         self._relay(selector, key.fd)
         finally:
@@ -187,6 +239,10 @@ class Job:
             for fd in self.diagnostics.values():
                 os.close(fd)
             self.diagnostics.clear()
+            for fd in (self.spawn_read, self.world.spawn_fd):
+                if fd is not None:
+                    os.close(fd)
+            self.spawn_read = self.world.spawn_fd = None
             segments.sweep(self.job_id)
             if self.sweeper_fd is not None:
                 os.close(self.sweeper_fd)
@@ -367,6 +423,17 @@ def _more_soon(fd, seconds):
     import select
     ready, _, _ = select.select([fd], [], [], seconds)
     return bool(ready)
+
+
+def _spawned_world(request):
+    """What makes a forked process one of a Spawn's children: its COMM_WORLD is
+    their group, with the context and barrier slot the spawning root planned,
+    and its parent intercommunicator's plan (comm/spawn.py)."""
+    def setup(world):
+        world.group = tuple(request["group"])
+        world.world_context, world.world_slot = request["context"], request["slot"]
+        world.parent = request["parent"]
+    return setup
 
 
 def _die_with_parent():

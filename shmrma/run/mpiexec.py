@@ -53,6 +53,9 @@ options:
                           when there are enough CPUs (shmrma's default)
   --timeout SEC           end the job after SEC seconds, printing every rank's
                           Python stack; exit status 124
+  -usize, --universe-size N
+                          the job's process slots, Spawn's children included
+                          (MPICH's -usize; default -n)
   --check[=MODE]          report data races (shmrma-run --help says more)
   --backend NAME          shm (default) or mpi (the installed MPI's mpiexec)
   --no-mpi4py-alias       leave `import mpi4py` to the installed mpi4py
@@ -84,6 +87,7 @@ _SYNONYMS = {
     "tag": ("-l", "-prepend-rank", "--prepend-rank", "--tag-output", "-tag-output"),
     "bind": ("--bind-to", "-bind-to"),
     "timeout": ("--timeout",),
+    "universe": ("-usize", "--universe-size"),
     "backend": ("--backend",),
     "links": ("--links",),
     "ignored_flag": ("--oversubscribe", "-oversubscribe", "--allow-run-as-root",
@@ -162,6 +166,8 @@ def _option(options, name, item, value, items):
             options.environment["SHMRMA_BIND"] = "0"
     elif name == "timeout":
         options.timeout = cli._positive(value, item, float)
+    elif name == "universe":
+        options.universe = cli._positive(value, item, int)
     elif name == "backend":
         options.backend = cli._backend_name(value)
     elif name == "links":
