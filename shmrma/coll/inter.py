@@ -26,8 +26,8 @@ from ..types import op as ops
 from ..p2p.request import Request
 from ..p2p.transfers import _dumps, _loads
 from ..p2p.transport import COLLECTIVE, MAX_TAG
-from .blocking import (_Parts, _data, _message, _plain, _plain_message, _reduce_send,
-                       _sequence_of_size, own_dumps)
+from .blocking import (Collectives, _Parts, _data, _message, _plain, _plain_message,
+                       _reduce_send, _sequence_of_size, own_dumps)
 from .blocking import _fold as _fold_objects
 from .blocking import _fold_into
 from .channel import mismatch
@@ -85,6 +85,11 @@ def _notice(exc):
     return _NOTICE + own_dumps((error_class, "%s: %s" % (type(exc).__name__, exc)))
 
 
+def _to_each(ranks, data):
+    """The sends of one payload to every rank of ``ranks``."""
+    return [(rank, data) for rank in ranks]
+
+
 def _take(name, rank, view, into):
     """Copy remote rank's ``view`` into ``into``, which it must fill exactly."""
     if len(view) != len(into):
@@ -136,8 +141,12 @@ class InterCollectives:
             for rank in readers:
                 self._isend_bytes(notice, rank, tag, False, COLLECTIVE)
             raise
+        framed = {}     # one copy per distinct payload (a broadcast sends one to all)
         for rank, data in sends:
-            self._isend_bytes(b"".join((_DATA, data)), rank, tag, False, COLLECTIVE)
+            message = framed.get(id(data))
+            if message is None:
+                message = framed[id(data)] = b"".join((_DATA, data))
+            self._isend_bytes(message, rank, tag, False, COLLECTIVE)
         receives = {rank: self._irecv(rank, tag, None, COLLECTIVE, loads=bytes)
                     for rank in sources}
         return _Exchange(self, name, receives, finish)
@@ -159,7 +168,7 @@ class InterCollectives:
         """Nonblocking barrier: complete once every rank of the other group called it."""
         everyone = list(self._remote_ranks())
         return self._exchange("Ibarrier", everyone,
-                              lambda: ([(rank, b"") for rank in everyone], everyone, None))
+                              lambda: (_to_each(everyone, b""), everyone, None))
 
     def Barrier(self):
         """Barrier: return once every rank of the other group has called it."""
@@ -173,8 +182,7 @@ class InterCollectives:
         everyone = list(self._remote_ranks())
 
         def send():
-            data = _message(buf, False).data
-            return [(rank, data) for rank in everyone], [], None
+            return _to_each(everyone, _message(buf, False).data), [], None
 
         def receive(root):
             received = _message(buf, True)
@@ -284,7 +292,7 @@ class InterCollectives:
 
         def plan():
             data, parts = data_of(sendbuf, False), parts_of(recvbuf, True)
-            return ([(rank, data) for rank in everyone], everyone,
+            return (_to_each(everyone, data), everyone,
                     lambda views: self._into_parts(name, views, parts))
         return self._exchange(name, everyone, plan)
 
@@ -379,35 +387,31 @@ class InterCollectives:
             if sendbuf is constants.IN_PLACE or sendbuf is None:
                 errors.fail(errors.ERR_BUFFER, "%s: IN_PLACE is not valid on an "
                             "intercommunicator; pass a send buffer" % name)
-            send = buffers.message(sendbuf, writable=False)
-            receive = buffers.message(recvbuf, writable=True)
-            buffers.check_same_datatype(send, receive)
+            cut = scatter
+            if scatter in (None, "blocks"):
+                send = buffers.message(sendbuf, writable=False)
+                receive = buffers.message(recvbuf, writable=True)
+                buffers.check_same_datatype(send, receive)
+            else:   # recvcounts: checked against the buffers as on an intracommunicator
+                send, receive, cut = Collectives._vector_buffers(self, sendbuf, recvbuf,
+                                                                 scatter)
             op.check(send.datatype, "reduction")
-            sends, block = self._reduce_parts(name, send, receive, scatter, everyone)
+            sends, block = self._reduce_parts(send, cut, everyone)
             return sends, everyone, lambda views: _fold_views(name, views, receive, op, block)
         return self._exchange(name, everyone, plan)
 
-    def _reduce_parts(self, name, send, receive, scatter, everyone):
-        """(what goes to each remote rank, the byte range this rank folds)."""
+    def _reduce_parts(self, send, scatter, everyone):
+        """(what goes to each remote rank, the byte range this rank folds); ``scatter``
+        is None, "blocks" or this group's checked counts."""
         data = memoryview(send.data).cast("B")
         if scatter is None:
-            return [(rank, data) for rank in everyone], None
+            return _to_each(everyone, data), None
         if scatter == "blocks":
             size = len(data) // len(everyone)
             return [(rank, data[rank * size:(rank + 1) * size]) for rank in everyone], None
-        counts = [operator.index(count) for count in scatter]
-        if len(counts) != self.Get_size():
-            raise ValueError("%s: recvcounts holds %d counts; give one per rank of this "
-                             "group (%d)" % (name, len(counts), self.Get_size()))
         me, item = self.Get_rank(), buffers.item_bytes(send.datatype)
-        if counts[me] != receive.count:
-            raise ValueError("recvcounts[%d] is %d but the receive buffer holds %d items"
-                             % (me, counts[me], receive.count))
-        if send.count != sum(counts):
-            raise ValueError("the send buffer holds %d items, the blocks of all ranks %d; "
-                             "make them equal" % (send.count, sum(counts)))
-        start = sum(counts[:me]) * item
-        return [(rank, data) for rank in everyone], (start, start + counts[me] * item)
+        start = sum(scatter[:me]) * item
+        return _to_each(everyone, data), (start, start + scatter[me] * item)
 
     # --- objects -----------------------------------------------------------------
     def bcast(self, obj=None, root=0):
@@ -416,7 +420,7 @@ class InterCollectives:
         The other group's ranks return it; the root and PROC_NULL return None."""
         everyone = list(self._remote_ranks())
         return self._rooted("bcast", root, lambda: (everyone, lambda: (
-            [(rank, data) for data in [_dumps(obj)] for rank in everyone], [], None)),
+            _to_each(everyone, _dumps(obj)), [], None)),
             lambda root: ([], lambda: ([], [root], lambda views: _loads(views[root])))).wait()
 
     def gather(self, sendobj, root=0):
@@ -440,7 +444,7 @@ class InterCollectives:
         """Gather the other group's objects at every rank: a list in their rank order."""
         everyone = list(self._remote_ranks())
         return self._exchange("allgather", everyone, lambda: (
-            [(rank, data) for data in [_dumps(sendobj)] for rank in everyone], everyone,
+            _to_each(everyone, _dumps(sendobj)), everyone,
             lambda views: [_loads(views[rank]) for rank in everyone])).wait()
 
     def alltoall(self, sendobj):

@@ -28,7 +28,7 @@ from ..p2p.transport import CONNECT
 from .comm import COMM_CLASSES, INTER, Comm
 from .group import Group, make_group
 from .intracomm import (_SESSIONS, MADE_ABOVE, Intracomm, _allocate_or_error, _planned,
-                        _split_choice, checked_subset)
+                        _split_choice, checked_subset, members_of)
 
 _TAG = 0    # every creation call on an intercommunicator: they are collective, in order
 
@@ -173,12 +173,6 @@ def _inter_state(comm):
     return state
 
 
-def _members(choices, ranks, color):
-    """The world ranks of the members choosing ``color``, ordered by key, then rank."""
-    return [ranks[r] for _, r in sorted((key, r) for r, (c, key) in enumerate(choices)
-                                        if c == color)]
-
-
 class Intercomm(PersistentCollectives, InterCollectives, Comm):
     """``MPI.Intercomm``: an intercommunicator, between two disjoint groups."""
 
@@ -231,8 +225,8 @@ class Intercomm(PersistentCollectives, InterCollectives, Comm):
         _, theirs = _swapped(self, choices)
         colors = sorted({c for c, _ in choices} & {c for c, _ in theirs} -
                         {constants.UNDEFINED})
-        pairs = [(_members(choices, state.local_ranks, c), _members(theirs, state.ranks, c))
-                 for c in colors]
+        pairs = [(members_of(choices, state.local_ranks, c),
+                  members_of(theirs, state.ranks, c)) for c in colors]
 
         def plan():
             return _allocate_or_error(3 * len(colors), [size for local, remote in pairs

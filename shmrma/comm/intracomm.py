@@ -69,8 +69,7 @@ class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm
                    for rank, choice in enumerate(own_allgather(self, (color, key)))]
         color = choices[state.rank][0]
         colors = sorted({c for c, _ in choices if c != constants.UNDEFINED})
-        members = {c: sorted((k, r) for r, (cc, k) in enumerate(choices) if cc == c)
-                   for c in colors}
+        members = {c: members_of(choices, state.ranks, c) for c in colors}
         plan = None
         if state.rank == 0:
             plan = _allocate_or_error(len(colors), [len(members[c]) for c in colors])
@@ -78,8 +77,8 @@ class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm
         if color == constants.UNDEFINED:
             return COMM_NULL
         index = colors.index(color)
-        ranks = [state.ranks[r] for _, r in members[color]]
-        return Intracomm(CommState(base + index, ranks, slots[index], parent=state))
+        return Intracomm(CommState(base + index, members[color], slots[index],
+                                   parent=state))
 
     # --- process topologies and intercommunicators: topology.py, graph.py and
     # intercomm.py, which build on this module, register how each is made
@@ -240,6 +239,13 @@ class _Duplication(Request):
 
     def _peers(self):
         return self._arrived._peers()
+
+
+def members_of(choices, ranks, color):
+    """The world ranks (of ``ranks``) of the members whose (color, key) in ``choices``
+    has ``color``, ordered by key, then rank: a Split's new group."""
+    return [ranks[r] for _, r in sorted((key, r) for r, (c, key) in enumerate(choices)
+                                        if c == color)]
 
 
 def _split_choice(rank, choice):
