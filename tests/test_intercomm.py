@@ -142,9 +142,11 @@ def _buffer_collectives(world, color, inter, start):
     total = np.full(2, -1.0)
     start("Allreduce", np.array([me, 2.0 ** me]), total, op=MPI.MAX)
     out["allreduce"] = total.tolist()
-    # Reduce_scatter_block: this group's vector has one block per remote rank
-    block = np.full(1, -1, "i")
-    start("Reduce_scatter_block", np.arange(rsize, dtype="i") + me, block, op=MPI.SUM)
+    # Reduce_scatter_block (MPI-3.1 §5.10.1): both groups' vectors have the same count,
+    # the group's size times its recvcount: here size * rsize, so a block of rsize
+    block = np.full(rsize, -1, "i")
+    start("Reduce_scatter_block", np.arange(inter.size * rsize, dtype="i") + me, block,
+          op=MPI.SUM)
     out["reduce_scatter_block"] = block.tolist()
     # Reduce_scatter: both groups' counts add up to the same (7)
     local_counts = _seven_in(inter.size)
@@ -178,7 +180,8 @@ def _expected(rank, nranks):
     out["alltoall"] = out["alltoallv"] = out["alltoallw"] = [100 * w + me for w in theirs]
     out["reduce"] = ([sum(theirs), rsize] if not first and me == 0 else [-1, -1])
     out["allreduce"] = [max(theirs), 2.0 ** max(theirs)]
-    out["reduce_scatter_block"] = [sum(theirs) + rsize * me]
+    out["reduce_scatter_block"] = [sum(theirs) + rsize * j
+                                   for j in range(me * rsize, (me + 1) * rsize)]
     counts = _seven_in(len(mine))
     lo = sum(counts[:me])
     out["reduce_scatter"] = [sum(w + 1 for w in theirs) * i for i in range(lo, lo + counts[me])]

@@ -92,15 +92,16 @@ def test_spawn_and_dynproc_modules_pass_at_1_2_and_3_ranks(source):
 def test_spawning_demo_computes_pi(source, run_shmrma, tmp_path):
     """mpi4py's demo/spawning as its makefile builds and runs the Python pair: the
     master and worker scripts made executable with a #! line, the master run at
-    one rank, spawning 5 workers by the worker's file name."""
+    one rank, spawning 5 workers by the worker's file name (in the slots a job has
+    without --universe-size, as MPICH starts them without asking)."""
     folder = os.path.join(source, "demo", "spawning")
     for role in ("master", "worker"):
         exe = tmp_path / ("cpi-%s-py.exe" % role)
         with open(os.path.join(folder, "cpi-%s.py" % role)) as script:
             exe.write_text("#!%s\n%s" % (sys.executable, script.read()))
         exe.chmod(0o755)
-    result = run_shmrma(["-n", 1, "--universe-size", 6, "--timeout", 120,
-                         "./cpi-master-py.exe"], timeout=200, cwd=tmp_path)
+    result = run_shmrma(["-n", 1, "--timeout", 120, "./cpi-master-py.exe"], timeout=200,
+                        cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "pi: 3.14160" in result.stdout and "error: 0.0000083" in result.stdout
 
@@ -113,7 +114,7 @@ def test_mpi4py_futures_demos_run_as_their_makefile_runs_them(source, run_shmrma
     ways (run_crawl needs the network and is left out)."""
     folder = os.path.join(source, "demo", "futures")
     pools = ("run_cpi.py", "run_hello.py", "run_primes.py")
-    runs = ([["-n", 1, "--universe-size", 16, name] for name in pools] +
+    runs = ([["-n", 1, name] for name in pools] +
             [["-n", 5, "-m", "mpi4py.futures", name] for name in
              pools + ("run_julia.py", "run_mandelbrot.py")] +
             [["-n", 5, "run_julia.py"], ["-n", 5, "run_mandelbrot.py"]])
@@ -121,6 +122,24 @@ def test_mpi4py_futures_demos_run_as_their_makefile_runs_them(source, run_shmrma
         result = run_shmrma(["--timeout", 240] + run, timeout=300, cwd=folder)
         assert result.returncode == 0, (run, result.stderr[-3000:])
         assert result.stdout.strip(), run
+
+
+@pytest.mark.timeout(600)
+def test_nxtval_and_compute_pi_demos_run_as_their_makefiles_run_them(source, run_shmrma):
+    """mpi4py's demo/nxtval (threads, Spawn, one-sided, MPI-3 atomics: each checks
+    its counter's values itself and fails loudly) at 5 ranks, and demo/compute-pi
+    (collectives, RMA, and cpi-dpm.py spawning its 5 workers from one rank) fed 100
+    intervals, as their makefiles run them."""
+    nxtval = os.path.join(source, "demo", "nxtval")
+    for name in ("nxtval-threads.py", "nxtval-dynproc.py", "nxtval-onesided.py",
+                 "nxtval-scalable.py", "nxtval-mpi3.py"):
+        result = run_shmrma(["-n", 5, "--timeout", 120, name], timeout=200, cwd=nxtval)
+        assert result.returncode == 0, (name, result.stderr[-3000:])
+    pi = os.path.join(source, "demo", "compute-pi")
+    for run in (["-n", 5, "cpi-cco.py"], ["-n", 5, "cpi-rma.py"], ["-n", 1, "cpi-dpm.py", 5]):
+        result = run_shmrma(["--timeout", 120] + run, timeout=200, cwd=pi, input="100\n")
+        assert result.returncode == 0, (run, result.stderr[-3000:])
+        assert "3.14160098692312" in result.stdout, (run, result.stdout)
 
 
 @pytest.mark.timeout(300)

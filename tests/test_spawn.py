@@ -1,7 +1,9 @@
 """Spawn, Spawn_multiple and Comm.Get_parent (shmrma/comm/spawn.py; issue 30): the
 children are ranks of the same job, started in the slots ``shmrma-run
---universe-size`` reserves, and supervised as any rank; the errors a user can
+--universe-size`` reserves (16 by default), and supervised as any rank; the errors a user can
 cause are ERR_SPAWN at the spawning ranks, never a hang."""
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -84,7 +86,7 @@ def test_spawn_starts_children_that_talk_to_their_parents(run_shmrma, tmp_path):
 
 @pytest.mark.timeout(HANG_S + 30)
 def test_spawn_errors_are_err_spawn_at_every_spawning_rank(run_shmrma, tmp_path):
-    """No free slot (no --universe-size, or more children than slots left), a command
+    """No free slot (a job started by shmrma.launch, or more children than slots left), a command
     that is not a Python interpreter, a script that does not exist, a wdir that is
     not a directory: ERR_SPAWN, saying what to do, at every rank of the spawning
     communicator; nothing is started; the job goes on."""
@@ -121,11 +123,47 @@ def test_spawn_errors_are_err_spawn_at_every_spawning_rank(run_shmrma, tmp_path)
                   "wdir names '/no/such/dir', which is not a directory"):
         assert any(words in line for line in said), (words, said)
     assert "0 slots 4" in lines and "1 slots 4" in lines
-    alone = run_shmrma(["-n", 1, "-c", "from mpi4py import MPI\nimport sys\ntry:\n"
-                        "    MPI.COMM_SELF.Spawn(sys.executable, ['x.py'])\nexcept "
-                        "MPI.Exception as e:\n    print(e.Get_error_class() == MPI.ERR_SPAWN,"
-                        " 'universe-size' in str(e))"], timeout=HANG_S)
-    assert alone.stdout.split() == ["True", "True"], alone.stderr
+    launched = subprocess.run([sys.executable, "-c", textwrap.dedent("""\
+        import sys, shmrma
+        def body():
+            from shmrma import MPI
+            try:
+                MPI.COMM_SELF.Spawn(sys.executable, ['x.py'])
+            except MPI.Exception as e:
+                return e.Get_error_class() == MPI.ERR_SPAWN, 'universe-size' in str(e)
+        print(shmrma.launch(body, 2))
+        """)], capture_output=True, text=True, timeout=HANG_S)
+    assert launched.stdout.split() == ["[(True,", "True),", "(True,", "True)]"], \
+        launched.stderr
+
+
+@pytest.mark.timeout(HANG_S + 60)
+def test_a_job_has_16_slots_without_universe_size(run_shmrma, tmp_path):
+    """As MPICH starts spawned processes without asking, a job started without
+    --universe-size has 16 process slots (UNIVERSE_SIZE still says -n, as a
+    universe nobody declared): Spawn fills them, then says how many are left."""
+    _write(tmp_path, "bye.py", "from mpi4py import MPI\nMPI.Comm.Get_parent().Disconnect()\n")
+    program = _write(tmp_path, "fill.py", textwrap.dedent("""\
+        import sys
+        from mpi4py import MPI
+        world = MPI.COMM_WORLD
+        for count in (4, 10, 1):
+            try:
+                inter = world.Spawn(sys.executable, ["bye.py"], count)
+                print(world.rank, "spawned", inter.remote_size, flush=True)
+                inter.Disconnect()
+            except MPI.Exception as exc:
+                print(world.rank, exc.Get_error_class() == MPI.ERR_SPAWN, str(exc),
+                      flush=True)
+        print(world.rank, "universe", world.Get_attr(MPI.UNIVERSE_SIZE), flush=True)
+        """))
+    result = run_shmrma(["-n", 2, "--timeout", HANG_S, program], timeout=HANG_S + 20,
+                        cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    for rank in "01":
+        said = [line[2:] for line in result.stdout.splitlines() if line[0] == rank]
+        assert said[:2] + said[3:] == ["spawned 4", "spawned 10", "universe 2"], said
+        assert said[2].startswith("True") and "0 slots left of this job's 16" in said[2]
 
 
 @pytest.mark.timeout(HANG_S + 60)

@@ -110,7 +110,8 @@ class Loads:
         self.started, self.spent = time.perf_counter(), 0.0
         from ..core import job
         # ranks sharing a CPU wait out each other's faults too
-        self.fault_cost = _fault_cost() * max(1.0, job.world_size() / (os.cpu_count() or 1))
+        self.fault_cost = _fault_cost() * max(1.0, job.current().processes()
+                                              / (os.cpu_count() or 1))
         self.arm()
 
     def _watch(self, slot, address):

@@ -162,7 +162,7 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
         return {attributes.TAG_UB: mailbox.MAX_TAG,
                 attributes.IO: constants.ANY_SOURCE,       # every rank can do I/O
                 attributes.WTIME_IS_GLOBAL: 1,      # Wtime reads the machine's one clock
-                attributes.UNIVERSE_SIZE: job.world_size(),     # its process slots
+                attributes.UNIVERSE_SIZE: job.current().universe,
                 attributes.LASTUSEDCODE: errors.last_used_code()}.get(keyval) \
             if state is not None else None
 

@@ -1,7 +1,7 @@
 """Spawn, Spawn_multiple and Comm.Get_parent (MPI-3.1 §10.3) in a shmrma job.
 
 The children are ranks of the same job: the root takes free process slots of the
-job's universe (``shmrma-run --universe-size``; a slot is never given back), plans
+job (``shmrma-run --universe-size N``, else 16 at least; a slot is never given back), plans
 their COMM_WORLD and the parent intercommunicator (contexts and barrier slots, as
 intercomm.py plans any), and asks the launcher, down its request pipe, to fork
 them; the launcher supervises them as any rank (a crash ends the job, --timeout
@@ -95,14 +95,14 @@ def _spawned(comm, root, programs):
     def start_children(parent_ranks):
         world = job.current()
         if world.spawn_fd is None:
-            errors.fail(errors.ERR_SPAWN, "Spawn: this job has no free process slot; start "
-                        "it with shmrma-run --universe-size N, N above -n (a program run "
-                        "by shmrma.launch or without the launcher cannot spawn)")
+            errors.fail(errors.ERR_SPAWN, "Spawn: this job has no process slot to spare; "
+                        "start it with shmrma-run --universe-size N, N above -n (a program "
+                        "run by shmrma.launch or without the launcher cannot spawn)")
         children = [child for entry in programs() for child in _children_of(world, *entry)]
         first = world.claim_ranks(len(children))
         if first is None:
-            errors.fail(errors.ERR_SPAWN, "Spawn: %d processes asked, %d slots left in this "
-                        "job's universe of %d (slots are not given back); start it with a "
+            errors.fail(errors.ERR_SPAWN, "Spawn: %d processes asked, %d slots left of "
+                        "this job's %d (slots are not given back); start it with a "
                         "larger shmrma-run --universe-size"
                         % (len(children), world.size - world.processes(), world.size))
         ranks = list(range(first, first + len(children)))

@@ -14,6 +14,12 @@ import sys
 from . import atomic, errors, segments, settings
 
 MAX_RANKS = 256
+# The process slots of a job the launcher starts without --universe-size: room for
+# a few Spawned children, as MPICH starts them on demand (mpi4py's demos spawn up
+# to 5). Up to 16 slots the rings and staging rings keep the sizes of a 2-rank
+# job (channel_ring_bytes, p2p/transport.staging_bytes), and the slots no process
+# took cost nothing: the transport drains the channels of taken slots only.
+DEFAULT_SLOTS = 16
 MAX_COMM_SLOTS = 4096
 
 HEADER_BYTES = 4096
@@ -81,9 +87,10 @@ class World:
     children), whose communicator has ``world_context`` and ``world_slot``;
     ``parent`` the plan of a spawned process's parent intercommunicator."""
 
-    def __init__(self, job_id, nranks, segment, rank=None, capacity=None):
+    def __init__(self, job_id, nranks, segment, rank=None, capacity=None, universe=None):
         self.job_id = job_id
         self.size = capacity or nranks
+        self.universe = universe or nranks  # MPI.UNIVERSE_SIZE: the one asked, else -n
         self.group = tuple(range(nranks))
         self.world_context, self.world_slot = WORLD_CONTEXT, WORLD_SLOT
         self.parent = None
@@ -98,7 +105,7 @@ class World:
         self.abort_cell = self.base + OFF_ABORT
 
     @classmethod
-    def create(cls, job_id, nranks, capacity=None):
+    def create(cls, job_id, nranks, capacity=None, universe=None):
         capacity = max(capacity or nranks, nranks)
         if not 1 <= nranks <= capacity <= MAX_RANKS:
             errors.fail(errors.ERR_ARG, "a job has 1 to %d ranks (its universe included), "
@@ -107,7 +114,7 @@ class World:
         segment = segments.Segment.create(job_id, layout.total)
         # Every rank inherits the mapping through fork: the name is not needed any more.
         segment.unlink()
-        world = cls(job_id, nranks, segment, capacity=capacity)
+        world = cls(job_id, nranks, segment, capacity=capacity, universe=universe)
         struct.pack_into("<Qi", world.mem, OFF_MAGIC, MAGIC, nranks)
         world.mem[OFF_SECRET:OFF_SECRET + SECRET_BYTES] = os.urandom(SECRET_BYTES)
         atomic.store64(world.base + OFF_NEXT_CONTEXT, FIRST_FREE_CONTEXT)

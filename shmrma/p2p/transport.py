@@ -269,7 +269,7 @@ class Mailbox:
         bell = atomic.load32(self.doorbell)
         if bell != self.seen_bell:
             self.seen_bell = bell
-            for source in range(len(self.in_channels)):
+            for source in range(min(len(self.in_channels), self.world.processes())):
                 self._drain(source)
         if self.queued:
             for dest, queue in enumerate(self.queues):
@@ -487,7 +487,8 @@ def _new_engine(world):
         stage=partial(stage, world.job_id), fetch=fetch, discard=discard,
         staging_bytes=staging.capacity, chunk_bytes=min(CHUNK_BYTES, staging.capacity // 4),
         new_staging=staging.create, attach_staging=staging.attach,
-        direct_min=direct_min(), read_peers=os.environ.get("SHMRMA_VM_READV", "1") != "0")
+        direct_min=direct_min(), read_peers=os.environ.get("SHMRMA_VM_READV", "1") != "0",
+        taken_offset=job.OFF_NEXT_RANK)
 
 
 CHUNK_BYTES = 256 * 1024   # a staged message moves in chunks, copied in and out in turn

@@ -70,7 +70,9 @@ class Job:
         self.timeout = timeout
         self.tag_output = tag_output
         self.job_id = job.new_job_id()
-        self.world = job.World.create(self.job_id, nranks, universe)
+        # a job that can spawn has DEFAULT_SLOTS slots at least, --universe-size exactly
+        slots = universe or (max(nranks, job.DEFAULT_SLOTS) if spawned_body else nranks)
+        self.world = job.World.create(self.job_id, nranks, slots, universe)
         self.race_check = None
         if settings.checking():
             from ..check import clock
@@ -573,7 +575,7 @@ def exec_rank(world, rank, path, args):
     Returns only when the program cannot start: 127, not found; 126, not runnable.
     """
     environment = dict(os.environ)
-    environment.update(job.launcher_variables(rank, world.size))
+    environment.update(job.launcher_variables(rank, len(world.group)))
     sys.stdout.flush()
     sys.stderr.flush()
     try:

@@ -55,7 +55,7 @@ options:
                           Python stack; exit status 124
   -usize, --universe-size N
                           the job's process slots, Spawn's children included
-                          (MPICH's -usize; default -n)
+                          (MPICH's -usize; default 16 slots, or -n)
   --check[=MODE]          report data races (shmrma-run --help says more)
   --backend NAME          shm (default) or mpi (the installed MPI's mpiexec)
   --no-mpi4py-alias       leave `import mpi4py` to the installed mpi4py

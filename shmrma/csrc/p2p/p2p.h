@@ -131,6 +131,8 @@ typedef struct {
     int me, n;
     Py_ssize_t channels, channel_bytes, ring_bytes, inline_max;
     Py_ssize_t ranks, rank_block, doorbell_offset;
+    const int64_t *taken;       /* the world's count of process slots taken: only
+                                 * those can have sent (core/job.py OFF_NEXT_RANK) */
     int32_t *doorbell;
     uint32_t seen_bell;
     int seen_valid;

@@ -521,11 +521,14 @@ int
 progress(Transport *t, int32_t *bell_out)
 {
     uint32_t bell = (uint32_t)__atomic_load_n(t->doorbell, SC);
-    int source, dest, rc = 0;
+    int source, dest, rc = 0, live;
     if (!t->seen_valid || bell != t->seen_bell) {
         t->seen_bell = bell;
         t->seen_valid = 1;
-        for (source = 0; source < t->n && rc == 0; source++)
+        live = (int)__atomic_load_n(t->taken, __ATOMIC_ACQUIRE);
+        if (live > t->n)
+            live = t->n;
+        for (source = 0; source < live && rc == 0; source++)
             rc = drain(t, source);
         if (rc < 0)
             t->seen_valid = 0;  /* drain every ring again next time */

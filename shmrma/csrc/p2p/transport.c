@@ -113,25 +113,26 @@ transport_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     static char *kwlist[] = {"base", "me", "nranks", "channels", "channel_bytes",
                              "ring_bytes", "ranks", "rank_block", "doorbell_offset",
                              "stage", "fetch", "discard", "staging_bytes", "chunk_bytes",
-                             "new_staging", "attach_staging", "direct_min", "read_peers", NULL};
+                             "new_staging", "attach_staging", "direct_min", "read_peers", "taken_offset",
+                             NULL};
     Transport *t;
     PyObject *base_obj, *stage, *fetch, *discard, *new_staging, *attach_staging;
     void *base;
     int me, n;
     Py_ssize_t channels, channel_bytes, ring_bytes, ranks, rank_block, doorbell_offset;
     unsigned long long staging_bytes, chunk_bytes;
-    Py_ssize_t direct_min;
+    Py_ssize_t direct_min, taken_offset;
     int read_peers;
     if (!g_setup_done) {
         PyErr_SetString(PyExc_RuntimeError, "Transport(): call transport_setup() first");
         return NULL;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "Oiinnnnnn$OOOKKOOnp:Transport", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "Oiinnnnnn$OOOKKOOnpn:Transport", kwlist,
                                      &base_obj, &me, &n, &channels, &channel_bytes,
                                      &ring_bytes, &ranks, &rank_block, &doorbell_offset,
                                      &stage, &fetch, &discard, &staging_bytes, &chunk_bytes,
                                      &new_staging, &attach_staging, &direct_min,
-                                     &read_peers))
+                                     &read_peers, &taken_offset))
         return NULL;
     if (!(base = get_addr(base_obj, 64, "Transport")))
         return NULL;
@@ -155,6 +156,7 @@ transport_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     t->rank_block = rank_block;
     t->doorbell_offset = doorbell_offset;
     t->doorbell = doorbell_of(t, me);
+    t->taken = (const int64_t *)((char *)base + taken_offset);
     t->unexpected = PyMem_Calloc((size_t)n, sizeof(Queue));
     t->queues = PyMem_Calloc((size_t)n, sizeof(Queue));
     t->tickets = PyMem_Calloc((size_t)n, sizeof(uint64_t));
