@@ -15,6 +15,7 @@ import textwrap
 
 import pytest
 
+import shmrma
 from shmrma import MPI
 from shmrma.core import job, segments
 
@@ -214,6 +215,7 @@ def test_full_dev_shm_gives_err_no_mem_never_sigbus(tmp_path):
 CHECKED_WINDOW = """
 import os
 import numpy as np
+import shmrma
 from shmrma import MPI
 comm = MPI.COMM_WORLD
 win = MPI.Win.Allocate(int(os.environ["WINDOW_BYTES"]), 8, comm=comm)
@@ -292,3 +294,62 @@ def test_full_dev_shm_in_a_collective_fails_every_rank_with_err_no_mem(tmp_path)
             assert "class %d:" % MPI.ERR_NO_MEM in line, line
             assert ("/dev/shm" if rank == 0 else "see its own error") in line, line
         assert "%d after 3" % rank in lines
+
+
+@pytest.mark.timeout(90)
+def test_spawn_reserves_its_slots_channels_or_says_there_is_no_room(tmp_path):
+    """A job's spare process slots reserve nothing in /dev/shm until a Spawn takes
+    them: in a 2 MiB /dev/shm a 2-rank job starts; a Spawn of 14 children, whose
+    channels do not fit, fails with ERR_NO_MEM at every spawning rank (nothing
+    started, no SIGBUS); a Spawn of one child then fits and runs."""
+    (tmp_path / "child.py").write_text(
+        "from shmrma import MPI\nparent = MPI.Comm.Get_parent()\n"
+        "parent.send(MPI.COMM_WORLD.size, 0)\nparent.Disconnect()\n")
+    prog = tmp_path / "spawn.py"
+    prog.write_text(textwrap.dedent('''
+        import sys
+        from shmrma import MPI
+        comm = MPI.COMM_WORLD
+        for count in (14, 1):
+            try:
+                inter = comm.Spawn(sys.executable, [%r], count)
+            except MPI.Exception as exc:
+                sys.stdout.write("%%d class %%d: %%s\\n" %% (comm.rank, exc.Get_error_class(),
+                                                            exc))
+                continue
+            got = inter.recv(source=0) if comm.rank == 0 else None
+            sys.stdout.write("%%d spawned %%d %%s\\n" %% (comm.rank, inter.remote_size, got))
+            inter.Disconnect()
+    ''' % str(tmp_path / "child.py")))
+    result = small_dev_shm([sys.executable, "-m", "shmrma.run", "-n", "2", "--timeout", "40",
+                            str(prog)], size="2m")
+    assert result.returncode == 0, result.stderr
+    for rank, got in (("0", "1"), ("1", "None")):
+        said = [line for line in result.stdout.splitlines() if line.startswith(rank + " ")]
+        assert len(said) == 2 and said[1] == "%s spawned 1 %s" % (rank, got), said
+        assert said[0].startswith("%s class %d:" % (rank, MPI.ERR_NO_MEM)), said
+        assert "/dev/shm" in said[0] and "cannot reserve" in said[0], said
+
+
+def test_the_channels_of_the_first_slots_come_first_in_c_and_python():
+    """The world segment's channels are laid out by shells (core/job.channel_index):
+    those among the first k slots are its first k * k, which a Spawn reserves; the
+    C transport finds each channel where Python does."""
+    from shmrma.core import job
+    for capacity in (1, 2, 5, 16):
+        indexes = {(s, d): job.channel_index(s, d)
+                   for s in range(capacity) for d in range(capacity)}
+        assert sorted(indexes.values()) == list(range(capacity * capacity))
+        for k in range(capacity + 1):
+            assert {i for (s, d), i in indexes.items() if max(s, d) < k} == set(range(k * k))
+
+    def offsets():
+        from shmrma.p2p import transport
+        world = job.current()
+        engine = transport.mailbox()
+        if not hasattr(engine, "channel_offset"):
+            return None     # the fallback engine: Python's offsets only
+        return [(engine.channel_offset(s, d), world.channel_offset(s, d))
+                for s in range(world.size) for d in range(world.size)]
+    for pairs in shmrma.launch(offsets, 5):
+        assert pairs is None or all(c == p for c, p in pairs)

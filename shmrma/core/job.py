@@ -18,7 +18,8 @@ MAX_RANKS = 256
 # a few Spawned children, as MPICH starts them on demand (mpi4py's demos spawn up
 # to 5). Up to 16 slots the rings and staging rings keep the sizes of a 2-rank
 # job (channel_ring_bytes, p2p/transport.staging_bytes), and the slots no process
-# took cost nothing: the transport drains the channels of taken slots only.
+# took cost nothing: their channels are reserved in /dev/shm only when a Spawn
+# takes them (Layout), and the transport drains the channels of taken slots only.
 DEFAULT_SLOTS = 16
 MAX_COMM_SLOTS = 4096
 
@@ -64,8 +65,18 @@ def channel_ring_bytes(nranks):
     return ring
 
 
+def channel_index(src, dst):
+    """The place of channel src -> dst among the world segment's channels, in shells:
+    the channels among slots 0..k-1 come first (k * k of them), then slot k's with
+    those and itself, so the first k slots' channels are a prefix of the region
+    whatever the job's size, which a Spawn reserves as it takes slots. The C
+    transport's twin is channel() in csrc/p2p/rings.c."""
+    shell = max(src, dst)
+    return shell * shell + (dst if src == shell else shell + 1 + src)
+
+
 class Layout:
-    """Byte offsets inside the world segment for a job of ``nranks`` ranks."""
+    """Byte offsets inside the world segment for a job of ``nranks`` process slots."""
 
     def __init__(self, nranks):
         self.nranks = nranks
@@ -74,7 +85,12 @@ class Layout:
         self.channels_offset = self.slots_offset + MAX_COMM_SLOTS * SLOT_BYTES
         self.ring_bytes = channel_ring_bytes(nranks)
         self.channel_bytes = CHANNEL_HEADER + self.ring_bytes
-        self.total = self.channels_offset + nranks * nranks * self.channel_bytes
+        self.total = self.reserved(nranks)
+
+    def reserved(self, taken):
+        """The bytes from the segment's start that ``taken`` slots use: the header,
+        the rank blocks and slots, and the channels among them."""
+        return self.channels_offset + taken * taken * self.channel_bytes
 
 
 class World:
@@ -111,7 +127,8 @@ class World:
             errors.fail(errors.ERR_ARG, "a job has 1 to %d ranks (its universe included), "
                         "not %d" % (MAX_RANKS, capacity))
         layout = Layout(capacity)
-        segment = segments.Segment.create(job_id, layout.total)
+        segment = segments.Segment.create(job_id, layout.total, layout.reserved(nranks),
+                                          keep_fd=capacity > nranks)
         # Every rank inherits the mapping through fork: the name is not needed any more.
         segment.unlink()
         world = cls(job_id, nranks, segment, capacity=capacity, universe=universe)
@@ -129,11 +146,13 @@ class World:
 
     def claim_ranks(self, count):
         """The first of ``count`` free process slots, taken for a Spawn; None when the
-        universe has not that many left (slots are never given back)."""
+        universe has not that many left (slots are never given back). Their channels
+        are reserved first: ERR_NO_MEM, nothing taken, when /dev/shm has no room."""
         while True:
             taken = self.processes()
             if taken + count > self.size:
                 return None
+            self.segment.reserve(self.layout.reserved(taken + count))
             if atomic.cas64(self.base + OFF_NEXT_RANK, taken, taken + count) == taken:
                 return taken
 
@@ -157,7 +176,7 @@ class World:
         return "/%s%s" % (segments.job_prefix(self.job_id), digest)
 
     def channel_offset(self, src, dst):
-        return self.layout.channels_offset + (src * self.size + dst) * self.layout.channel_bytes
+        return self.layout.channels_offset + channel_index(src, dst) * self.layout.channel_bytes
 
     # --- rank states -------------------------------------------------------
     def set_state(self, rank, state):

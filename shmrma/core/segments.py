@@ -41,15 +41,19 @@ def shm_free_bytes():
 class Segment:
     """A mapped shared-memory segment; ``address`` is where this process sees it."""
 
-    __slots__ = ("name", "size", "_map", "_anchor", "address", "_named")
+    __slots__ = ("name", "size", "_map", "_anchor", "address", "_named", "_fd")
 
-    def __init__(self, name, size, fd):
+    def __init__(self, name, size, fd, keep_fd=False):
         self.name = name
         self.size = size
+        self._fd = fd if keep_fd else None
         try:
             self._map = mmap.mmap(fd, size, mmap.MAP_SHARED,
                                   mmap.PROT_READ | mmap.PROT_WRITE)
-        finally:
+        except BaseException:
+            os.close(fd)
+            raise
+        if not keep_fd:
             os.close(fd)
         # The ctypes anchor pins the mapping: mmap refuses to close while it lives.
         self._anchor = ctypes.c_char.from_buffer(self._map)
@@ -57,14 +61,21 @@ class Segment:
         self._named = True
 
     @classmethod
-    def create(cls, job_id, size):
-        """Create, reserve and map a new segment of ``size`` bytes (size > 0)."""
-        name, fd = _create_reserved(job_id, size)
+    def create(cls, job_id, size, reserved=None, keep_fd=False):
+        """Create, reserve and map a new segment of ``size`` bytes (size > 0), the
+        first ``reserved`` of them reserved now (default all); ``keep_fd`` keeps
+        its descriptor, for reserve() to reserve more later."""
+        name, fd = _create_reserved(job_id, size, size if reserved is None else reserved)
         try:
-            return cls(name, size, fd)
+            return cls(name, size, fd, keep_fd) if keep_fd else cls(name, size, fd)
         except BaseException:
             _unlink_quietly(name)
             raise
+
+    def reserve(self, nbytes):
+        """Reserve the first ``nbytes`` (ERR_NO_MEM when /dev/shm has no room); those
+        reserved already cost nothing. Only a segment created with keep_fd can."""
+        _reserve(self._fd, nbytes)
 
     @classmethod
     def attach(cls, name, size):
@@ -185,13 +196,16 @@ class PopulatedRegion(Region):
     populate = True
 
 
-def _create_reserved(job_id, size):
-    """A new segment's name and open descriptor, its ``size`` bytes reserved."""
+def _create_reserved(job_id, size, reserved):
+    """A new segment's name and open descriptor, ``size`` bytes long, the first
+    ``reserved`` of them reserved."""
     name = new_name(job_id)
     shm = posix_ipc.SharedMemory(name, posix_ipc.O_CREX, mode=0o600)
     fd = shm.fd
     try:
-        _reserve(fd, size)
+        if reserved < size:
+            os.ftruncate(fd, size)
+        _reserve(fd, reserved)
     except BaseException:
         os.close(fd)
         _unlink_quietly(name)

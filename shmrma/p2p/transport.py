@@ -170,8 +170,12 @@ class Mailbox:
         self.inline_max = self.ring_bytes // 4
         self.out_channels = [world.channel_offset(self.me, d) for d in range(nranks)]
         self.in_channels = [world.channel_offset(s, self.me) for s in range(nranks)]
-        self.tails = [atomic.load32(world.base + c + OFF_TAIL) & MASK32 for c in self.out_channels]
-        self.heads = [atomic.load32(world.base + c + OFF_HEAD) & MASK32 for c in self.in_channels]
+        # a slot no process took yet has fresh channels, maybe not even reserved
+        taken = world.processes()
+        self.tails = [atomic.load32(world.base + c + OFF_TAIL) & MASK32 if d < taken else 0
+                      for d, c in enumerate(self.out_channels)]
+        self.heads = [atomic.load32(world.base + c + OFF_HEAD) & MASK32 if s < taken else 0
+                      for s, c in enumerate(self.in_channels)]
         self.unexpected = [deque() for _ in range(nranks)]
         self.posted = []
         self.queues = [deque() for _ in range(nranks)]

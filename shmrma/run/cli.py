@@ -20,9 +20,9 @@ ranks are processes sharing memory.
 options:
   -n, -np N          number of ranks (default 1)
   --universe-size N  the job's process slots, Spawn's children included
-                     (MPI.UNIVERSE_SIZE says it); without it, 16 slots (or -n)
-                     and UNIVERSE_SIZE is -n; Spawn takes new slots, which
-                     are not given back when children exit
+                     (MPI.UNIVERSE_SIZE says it); without it, 16 slots (or -n;
+                     -n under --check) and UNIVERSE_SIZE is -n; Spawn takes
+                     new slots, which are not given back when children exit
   --timeout SEC      end the job after SEC seconds, printing every rank's Python
                      stack and what it waits for; exit status 124
   -l, --tag-output   prefix every output line with the rank: [0] ...

@@ -70,8 +70,11 @@ class Job:
         self.timeout = timeout
         self.tag_output = tag_output
         self.job_id = job.new_job_id()
-        # a job that can spawn has DEFAULT_SLOTS slots at least, --universe-size exactly
-        slots = universe or (max(nranks, job.DEFAULT_SLOTS) if spawned_body else nranks)
+        # a job that can spawn has DEFAULT_SLOTS slots at least, --universe-size exactly;
+        # under the race checker, whose clocks are sized for every slot up front (12 MB
+        # for 16), only those asked for
+        spare = spawned_body is not None and not settings.checking()
+        slots = universe or (max(nranks, job.DEFAULT_SLOTS) if spare else nranks)
         self.world = job.World.create(self.job_id, nranks, slots, universe)
         self.race_check = None
         if settings.checking():

@@ -326,6 +326,16 @@ HIDDEN Msg *find(Transport *t, int32_t context, int32_t source, int32_t tag, int
 /* A receive of (context, source, tag) into target (None: an object receive). */
 HIDDEN Core *new_core(int32_t context, int32_t source, int32_t tag, PyObject *target);
 
+/* Channel src -> dst, in core/job.py's channel_index order (by shells: the
+ * first k slots' channels first), which a test holds the two to. */
+static inline char *
+channel(Transport *t, int src, int dst)
+{
+    Py_ssize_t shell = src > dst ? src : dst;
+    Py_ssize_t index = shell * shell + (src == shell ? dst : shell + 1 + src);
+    return t->base + t->channels + index * t->channel_bytes;
+}
+
 /* --- communicators (communicator.c) --------------------------------------------- */
 
 /* A collective area as this rank maps it (coll/area.py); base NULL: not yet. */

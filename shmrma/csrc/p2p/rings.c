@@ -46,12 +46,6 @@ typedef struct {
 
 /* --- the sending end: records into the pair's ring, or queued for room --------- */
 
-static inline char *
-channel(Transport *t, int src, int dst)
-{
-    return t->base + t->channels + ((Py_ssize_t)src * t->n + dst) * t->channel_bytes;
-}
-
 static inline uint32_t *
 word(char *channel_base, Py_ssize_t offset)
 {

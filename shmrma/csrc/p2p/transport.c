@@ -358,6 +358,21 @@ t_sent(Transport *t, PyObject *const *args, Py_ssize_t nargs)
     return PyBool_FromLong(sent);
 }
 
+/* channel_offset(src, dst) -> its offset in the world segment (a test holds it
+ * to core/job.py's channel_index) */
+static PyObject *
+t_channel_offset(Transport *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    int src, dst;
+    if (nargs != 2 || (src = (int)PyLong_AsLong(args[0])) < 0 ||
+            (dst = (int)PyLong_AsLong(args[1])) < 0 || src >= t->n || dst >= t->n) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "channel_offset(src, dst): two slots");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(channel(t, src, dst) - t->base);
+}
+
 static PyObject *
 t_queued_dests(Transport *t, PyObject *unused)
 {
@@ -571,6 +586,7 @@ static PyMethodDef transport_methods[] = {
     TM(send, METH_FASTCALL, "send(dest, context, tag, data, flags[, hold]) -> None once "
        "in the ring, else a ticket for sent() (the data copied, or held with hold)."),
     TM(sent, METH_FASTCALL, "sent(dest, ticket) -> bool: the queued send is in the ring."),
+    TM(channel_offset, METH_FASTCALL, "channel_offset(src, dst) -> the channel's offset."),
     TM(queued_dests, METH_NOARGS, "queued_dests() -> the ranks queued sends wait to reach."),
     TM(progress, METH_NOARGS, "progress() -> the doorbell value read before draining."),
     TM(irecv, METH_FASTCALL, "irecv(context, source, tag, target) -> Core."),
