@@ -108,8 +108,8 @@ def assert_every_mode_agrees(results, missed):
 def alltoallv_case(comm, alltoallv, scale=1, in_place=False, form="full", bad_here=False):
     """``alltoallv(sendbuf, recvbuf)`` (Alltoallv, or Ialltoallv and Wait) where rank r
     sends ((r + k) % 3) * scale int32 items to rank k (zeros among them) and receives
-    into parts with a gap before each; the messages in ``form`` "full", "pair" or
-    "derived"; ``bad_here``: this rank passes one count short. What it received."""
+    into parts with a gap before each; the messages in ``form`` "full", "pair",
+    "arrays" (counts and displacements in integer arrays) or "derived"; ``bad_here``: this rank passes one count short. What it received."""
     import numpy as np
     rank, size = comm.rank, comm.size
     sends = [(rank + k) % 3 * scale for k in range(size)]
@@ -124,6 +124,9 @@ def alltoallv_case(comm, alltoallv, scale=1, in_place=False, form="full", bad_he
     if bad_here:
         sends = sends[:-1]      # ValueError here; the others raise too
     datatype = MPI.INT.Dup() if form == "derived" else MPI.INT
+    if form == "arrays":
+        from array import array
+        sends, receives, displs = array("i", sends), np.array(receives), array("q", displs)
     try:
         alltoallv([send, sends] if form != "pair" else [send, (sends, None), MPI.INT32_T],
                   [out, receives, displs, datatype])
@@ -131,6 +134,70 @@ def alltoallv_case(comm, alltoallv, scale=1, in_place=False, form="full", bad_he
         if form == "derived":
             datatype.Free()
     return out
+
+
+def message_form_scenarios(comm, prefix, run):
+    """The buffer collectives with their messages in mpi4py's list forms ([buf,
+    datatype], [buf, count, datatype], [buf, (count, displ), datatype], [buf,
+    count, displ, datatype]; a collective's count is one block's), named ``prefix``
+    + call: ``run(name, *args)`` runs the blocking call or the nonblocking form and
+    its Wait. What every buffer holds after."""
+    import numpy as np
+    rank, size = comm.rank, comm.size
+
+    def listed(name, *args):
+        """run(name, *args) and the contents of its messages' buffers."""
+        arrays = [a[0] for a in args if isinstance(a, list)]
+        run(name, *args)
+        return [a.tolist() if isinstance(a, np.ndarray) else bytes(a) for a in arrays]
+
+    def ints(n, scale=1):
+        return np.arange(n, dtype="i4") * scale + 10 * rank
+
+    def named(text):
+        return prefix + text[0].lower() + text[1:] if prefix else text
+
+    return {
+        named("Bcast [buf, count, INT]"): lambda: listed(
+            "Bcast", [ints(5, 1 - (rank > 0)), 3, MPI.INT], 0),
+        named("Bcast [buf, (count, displ), BYTE]"): lambda: listed(
+            "Bcast", [ints(4), (6, 2), MPI.BYTE], size - 1),
+        named("Allreduce [buf, INT32_T]"): lambda: listed(
+            "Allreduce", [ints(3), MPI.INT32_T], [np.zeros(3, "i4"), MPI.INT32_T], MPI.SUM),
+        named("Allreduce [buf, count, displ, INT]"): lambda: listed(
+            "Allreduce", [ints(5), 2, 1, MPI.INT], [np.full(4, -1, "i4"), (2, 2), MPI.INT],
+            MPI.MAX),
+        named("Allreduce int64 as DOUBLE"): lambda: listed(
+            "Allreduce", [np.arange(2, dtype="i8"), MPI.DOUBLE], [np.zeros(2), MPI.DOUBLE],
+            MPI.SUM),
+        named("Allreduce INT64_T into LONG"): lambda: listed(
+            "Allreduce", [np.ones(2, "i8"), MPI.INT64_T], [np.zeros(2, "i8"), MPI.LONG],
+            MPI.SUM),
+        named("Allreduce BYTE"): lambda: listed(
+            "Allreduce", [bytearray(b"ab"), MPI.BYTE], [bytearray(2), MPI.BYTE], MPI.SUM),
+        named("Reduce [buf, count, DOUBLE]"): lambda: listed(
+            "Reduce", [np.full(4, rank + 0.5), 3, MPI.DOUBLE], [np.zeros(4), 3, MPI.DOUBLE],
+            MPI.SUM, 0),
+        named("Scan [buf, count, INT]"): lambda: listed(
+            "Scan", [ints(4), 2, MPI.INT], [np.zeros(3, "i4"), 2, MPI.INT], MPI.SUM),
+        named("Reduce_scatter_block counted per block"): lambda: listed(
+            "Reduce_scatter_block", [ints(2 * size + 1), 2, MPI.INT],
+            [np.zeros(3, "i4"), 2, MPI.INT], MPI.SUM),
+        named("Reduce_scatter_block in place counted per block"): lambda: listed(
+            "Reduce_scatter_block", MPI.IN_PLACE, [ints(2 * size + 1), 2, MPI.INT], MPI.SUM),
+        named("Gather [buf, count, INT]"): lambda: listed(
+            "Gather", [ints(3), 2, MPI.INT], [np.full(2 * size + 1, -1, "i4"), 2, MPI.INT], 0),
+        named("Allgather [buf, BYTE]"): lambda: listed(
+            "Allgather", [ints(2), MPI.BYTE], [np.full(2 * size, -1, "i4"), MPI.BYTE]),
+        named("Scatter [buf, count, displ, INT]"): lambda: listed(
+            "Scatter", [ints(2 * size + 1), 2, 1, MPI.INT], [np.full(3, -1, "i4"), 2, MPI.INT],
+            0),
+        named("Alltoall [buf, count, INT]"): lambda: listed(
+            "Alltoall", [ints(2 * size + 2), 2, MPI.INT],
+            [np.full(2 * size + 1, -1, "i4"), 2, MPI.INT]),
+        named("Alltoall count past the buffer"): lambda: listed(
+            "Alltoall", [ints(2 * size), 3, MPI.INT], [np.zeros(3 * size, "i4"), 3, MPI.INT]),
+    }
 
 
 def vector_scenarios(comm, prefix, run):
@@ -148,8 +215,10 @@ def vector_scenarios(comm, prefix, run):
 
     def vector(values, form):
         """A vector message of ``values`` (int32) in one of the forms mpi4py takes."""
+        from array import array
         return {"full": [values, counts, displs, MPI.INT32_T],
                 "pair": [values, (counts, displs), MPI.INT],
+                "arrays": [values, array("i", counts), np.array(displs, "u8"), MPI.INT],
                 "counts": [values, counts],
                 "int": [values, 1, MPI.INT],
                 "derived": [values, counts, displs, MPI.INT.Create_contiguous(1).Commit()],
@@ -200,6 +269,7 @@ def vector_scenarios(comm, prefix, run):
     return {
         named("gatherv"): lambda: gatherv(),
         named("gatherv pair form"): lambda: gatherv("pair"),
+        named("gatherv array counts"): lambda: gatherv("arrays"),
         named("gatherv counts only"): lambda: gatherv("counts"),
         named("gatherv int count"): lambda: gatherv("int"),
         named("gatherv plain"): lambda: gatherv("plain"),
@@ -209,6 +279,7 @@ def vector_scenarios(comm, prefix, run):
             sent=lambda root: counts[rank] + (rank == last)),
         named("scatterv"): lambda: scatterv(),
         named("scatterv counts only"): lambda: scatterv("counts"),
+        named("scatterv array counts"): lambda: scatterv("arrays"),
         named("scatterv plain"): lambda: scatterv(    # the first ranks get one more item
             "plain", received=lambda root: extent // size + (extent % size > rank)),
         named("scatterv derived"): lambda: scatterv("derived"),
@@ -217,11 +288,13 @@ def vector_scenarios(comm, prefix, run):
             received=lambda root: counts[rank] + (rank == 0 and root != 0)),
         named("allgatherv"): lambda: allgatherv(),
         named("allgatherv pair form"): lambda: allgatherv("pair"),
+        named("allgatherv array counts"): lambda: allgatherv("arrays"),
         named("allgatherv derived"): lambda: allgatherv("derived"),
         named("allgatherv in place"): lambda: allgatherv(in_place=True),
         named("alltoallv"): lambda: alltoallv(),
         named("alltoallv in place"): lambda: alltoallv(in_place=True),
         named("alltoallv pair form"): lambda: alltoallv(form="pair"),
+        named("alltoallv array counts"): lambda: alltoallv(form="arrays"),
         named("alltoallv derived"): lambda: alltoallv(form="derived"),
         named("alltoallv bad counts"): lambda: alltoallv(bad_here=rank == last),
     }

@@ -20,8 +20,8 @@ from shmrma import MPI
 from shmrma.core import atomic
 from shmrma.coll import blocking as collective
 from shmrma.rma import fastpath
-from mpitest import (alltoallv_case, assert_every_mode_agrees, run_in_every_mode,
-                     vector_scenarios)
+from mpitest import (alltoallv_case, assert_every_mode_agrees, message_form_scenarios,
+                     run_in_every_mode, vector_scenarios)
 
 FAST = ("fast_bcast", "fast_reduce", "fast_allreduce", "fast_allgather_bytes",
         "fast_bcast_bytes", "fast_gather", "fast_allgather", "fast_scatter", "fast_alltoall",
@@ -124,6 +124,7 @@ def _scenarios(comm):
         return out
 
     return {
+        **message_form_scenarios(comm, "", lambda name, *args: getattr(comm, name)(*args)),
         **vector_scenarios(comm, "", lambda name, *args: getattr(comm, name)(*args)),
         "Bcast small": lambda: bcast(4),
         "Bcast large": lambda: bcast(BIG, size - 1),
@@ -219,8 +220,19 @@ def test_the_c_path_takes_the_common_cases():
                      "Gather in place", "Allgather small", "Allgather in place",
                      "Scatter small", "Scatter in place", "Alltoall small", "Alltoall in place",
                      "Scan small", "Scan in place", "Exscan small", "Exscan in place",
-                     "Reduce_scatter_block small", "Reduce_scatter_block in place"):
+                     "Reduce_scatter_block small", "Reduce_scatter_block in place",
+                     "Bcast [buf, count, INT]", "Bcast [buf, (count, displ), BYTE]",
+                     "Allreduce [buf, INT32_T]", "Allreduce [buf, count, displ, INT]",
+                     "Allreduce int64 as DOUBLE", "Reduce [buf, count, DOUBLE]",
+                     "Scan [buf, count, INT]", "Reduce_scatter_block counted per block",
+                     "Reduce_scatter_block in place counted per block",
+                     "Gather [buf, count, INT]", "Allgather [buf, BYTE]",
+                     "Scatter [buf, count, displ, INT]", "Alltoall [buf, count, INT]"):
             assert [took for _, took in taken[name]] == ["done"], (rank, name, taken[name])
+        # a datatype mismatch (INT64_T and LONG), BYTE reduced, a count past the end
+        for name in ("Allreduce INT64_T into LONG", "Allreduce BYTE",
+                     "Alltoall count past the buffer"):
+            assert [took for _, took in taken[name]] == ["missed"], (rank, name, taken[name])
         # Bcast large ran first of the large ones: it mapped the large area in Python
         assert [took for _, took in taken["Bcast large"]] == ["handed over"]
         assert [took for _, took in taken["Allreduce large"]] == ["done"]
@@ -250,10 +262,12 @@ def _vector_forms_are_done_in_c(rank, taken):
         return [took for _, took in taken[name]]
     for name in ("Gatherv", "Gatherv pair form", "Gatherv counts only", "Gatherv int count",
                  "Gatherv plain", "Gatherv in place", "Scatterv", "Scatterv counts only",
-                 "Scatterv plain", "Scatterv in place"):
+                 "Scatterv plain", "Scatterv in place", "Gatherv array counts",
+                 "Scatterv array counts"):
         assert took(name) == ["done"] * 3, (rank, name, took(name))
     for name in ("Allgatherv", "Allgatherv pair form", "Allgatherv in place", "Alltoallv",
-                 "Alltoallv pair form", "Alltoallv in place"):
+                 "Alltoallv pair form", "Alltoallv in place", "Allgatherv array counts",
+                 "Alltoallv array counts"):
         assert took(name) == ["done"], (rank, name, took(name))
     for name in ("Gatherv derived", "Scatterv derived"):
         assert took(name) == ["missed" if rank == root else "done" for root in roots], name

@@ -121,10 +121,12 @@ def transfer_cases(win, target):
     def put(origin, *args, **kwargs):
         return lambda: (lambda: win.Put(origin(), target, *args, **kwargs), [])
 
-    def get(make_origin, *args):
+    def get(make_origin, *args, spec=None):
+        """Get into make_origin()'s buffer, given as is or as spec(buffer)."""
         def make():
             origin = make_origin()
-            return (lambda: win.Get(origin, target, *args)), [origin]
+            message = origin if spec is None else spec(origin)
+            return (lambda: win.Get(message, target, *args)), [origin]
         return make
 
     base = np.zeros(32)
@@ -147,7 +149,20 @@ def transfer_cases(win, target):
         ("put float16", put(lambda: np.ones(2, "f2"), 1), False),
         ("put big-endian", put(lambda: np.ones(2, ">i4"), 1), False),
         ("put empty", put(lambda: np.zeros(0, "i8"), 1), False),
-        ("put list spec", put(lambda: [np.arange(2, dtype="i4"), MPI.INT], 1), False),
+        ("put list spec", put(lambda: [np.arange(2, dtype="i4"), MPI.INT], 1), True),
+        ("put [buf, count, BYTE]", put(lambda: [np.arange(8, dtype="u1"), 5, MPI.BYTE], 3),
+         True),
+        ("put (count, displ)", put(lambda: [np.arange(6, dtype="i4"), (2, 3), MPI.INT], 1),
+         True),
+        ("put count, displ, datatype", put(lambda: (np.arange(6, dtype="i4"), 2, 1,
+                                                    MPI.INT32_T), 1), True),
+        ("put [buf, count]", put(lambda: [np.arange(4.0), 3], 1), True),
+        ("put doubles as BYTE", put(lambda: [np.arange(2.0), MPI.BYTE], 1), True),
+        ("put count past the buffer", put(lambda: [np.arange(2, dtype="i4"), 3, MPI.INT], 1),
+         False),
+        ("put count 0", put(lambda: [np.arange(2, dtype="i4"), 0, MPI.INT], 1), False),
+        ("put derived datatype", put(lambda: [np.arange(2, dtype="i4"), 2, MPI.INT.Dup()], 1),
+         False),
         ("put tuple target", put(lambda: np.arange(2, dtype="i4"), (1, 2, MPI.INT)), False),
         ("put numpy disp", put(lambda: np.arange(2, dtype="i4"), np.int64(3)), False),
         ("put bool disp", put(lambda: np.arange(2, dtype="i4"), True), False),
@@ -166,6 +181,14 @@ def transfer_cases(win, target):
         ("get into read-only", get(lambda: readonly(np.zeros(2, "i8")), 1), False),
         ("get out of range", get(lambda: np.full(3, 7, "i8"), 12), False),
         ("get into window memory", get(lambda: win_view(win, target)[16:24], 0), True),
+        ("get [buf, count, datatype]", get(lambda: np.full(4, -1, "i8"), 1,
+                                           spec=lambda a: [a, 2, MPI.INT64_T]), True),
+        ("get (count, displ)", get(lambda: np.full(6, -1, "i4"), 0,
+                                   spec=lambda a: [a, (3, 2), MPI.INT]), True),
+        ("get [buf, BYTE]", get(lambda: np.zeros(3, "i4"), 2, spec=lambda a: [a, MPI.BYTE]),
+         True),
+        ("get count past the buffer", get(lambda: np.zeros(3, "i4"), 2,
+                                          spec=lambda a: [a, 4, MPI.INT]), False),
     ]]
 
 
@@ -299,6 +322,36 @@ def argument_error_cases(win, target):
          call(lambda: win.Accumulate(np.ones(2, "i2"), target, 1, MPI.SUM)), True),
         ("accumulate char REPLACE",
          call(lambda: win.Accumulate(np.array([b"a", b"b"]), target, 1, MPI.REPLACE)), False),
+        ("accumulate [buf, INT] SUM",
+         call(lambda: win.Accumulate([np.full(2, 3, "i4"), MPI.INT], target, 1, MPI.SUM)),
+         True),
+        ("accumulate count, displ, INT32_T MAX",
+         call(lambda: win.Accumulate([np.arange(6, dtype="i4"), 2, 3, MPI.INT32_T], target, 1,
+                                     MPI.MAX)), True),
+        ("accumulate int64s as DOUBLE SUM",
+         call(lambda: win.Accumulate([np.arange(2, dtype="i8"), MPI.DOUBLE], target, 1,
+                                     MPI.SUM)), True),
+        ("accumulate C_BOOL LAND",
+         call(lambda: win.Accumulate([np.ones(2, "?"), MPI.C_BOOL], target, 1, MPI.LAND)),
+         False),
+        ("accumulate AINT BAND",
+         call(lambda: win.Accumulate([np.ones(2, "i8"), MPI.AINT], target, 1, MPI.BAND)),
+         True),
+        ("get_accumulate list specs",
+         with_result(lambda r: win.Get_accumulate([np.ones(3, "i4"), 2, MPI.INT], [r, 2, MPI.INT],
+                                                  target, 0, MPI.SUM), np.zeros(3, "i4")), True),
+        ("get_accumulate INT64_T into LONG",
+         with_result(lambda r: win.Get_accumulate([np.ones(2, "i8"), MPI.INT64_T],
+                                                  [r, MPI.LONG], target, 0, MPI.SUM),
+                     np.zeros(2, "i8")), False),
+        ("fetch_and_op list specs",
+         with_result(lambda r: win.Fetch_and_op([np.ones(2, "i4"), 1, MPI.INT],
+                                                [r, (1, 1), MPI.INT], target, 0, MPI.SUM),
+                     np.zeros(2, "i4")), True),
+        ("compare_and_swap list specs",
+         call(lambda: win.Compare_and_swap([np.array([7, 8]), 1, MPI.LONG], [np.array([2]),
+                                           MPI.LONG], [np.zeros(3, "i8"), (1, 2), MPI.LONG],
+                                           target, 2)), True),
         ("accumulate default op",
          call(lambda: win.Accumulate(np.ones(2, "i8"), target, 1)), True),
         ("accumulate copied op handle",

@@ -101,6 +101,42 @@ SCENARIOS = {
                       _recv_into(lambda: [np.zeros(3), 3, MPI.DOUBLE])),
     "large (own segment)": (_send(lambda: np.arange(40000.0)),
                             _recv_into(lambda: np.zeros(40000))),
+    # every message form mpi4py reads (types/buffers.py's message; C's message_get)
+    "[buf, count, BYTE]": (_send(lambda: [np.arange(8, dtype="B"), 8, MPI.BYTE]),
+                           _recv_into(lambda: [np.zeros(8, "B"), 8, MPI.BYTE])),
+    "[buf, BYTE] of doubles": (_send(lambda: [np.arange(2.0), MPI.BYTE]),
+                               _recv_into(lambda: [np.zeros(2), MPI.BYTE])),
+    "(count, displ)": (_send(lambda: [np.arange(6, dtype="i4"), (3, 2), MPI.INT]),
+                       _recv_into(lambda: [np.full(6, -1, "i4"), (3, 1), MPI.INT])),
+    "count, displ, datatype": (_send(lambda: (np.arange(4.0), 2, 1, MPI.DOUBLE)),
+                               _recv_into(lambda: [np.full(5, -1.0), 2, 3, MPI.DOUBLE])),
+    "[buf, count]": (_send(lambda: [np.arange(5.0), 3]),
+                     _recv_into(lambda: [np.full(5, -1.0), 4])),
+    "[buf, (count, displ)]": (_send(lambda: [np.arange(5.0), (2, 3)]),
+                              _recv_into(lambda: [np.full(5, -1.0), [2, 0]])),
+    "count 0": (_send(lambda: [np.arange(5.0), 0, MPI.DOUBLE]),
+                _recv_into(lambda: [np.full(2, -1.0), 0, MPI.DOUBLE])),
+    "other datatype than the buffer's": (_send(lambda: [np.arange(4, dtype="i4"), MPI.FLOAT]),
+                                         _recv_into(lambda: [np.zeros(2), 4, MPI.INT])),
+    "receive too small for the count": (_send(lambda: [np.arange(4.0), 4, MPI.DOUBLE]),
+                                        _recv_into(lambda: [np.zeros(8), 2, MPI.DOUBLE])),
+    "count past the buffer": (_send(lambda: [np.arange(3.0), 5, MPI.DOUBLE]),
+                              _recv_into(lambda: [np.zeros(3), 4, MPI.DOUBLE], MPI.PROC_NULL)),
+    "displacement past the buffer": (_send(lambda: [np.arange(3.0), (1, 4), MPI.DOUBLE]),
+                                     _recv_into(lambda: None, MPI.PROC_NULL)),
+    "negative count": (_send(lambda: [np.arange(3.0), -1, MPI.DOUBLE]),
+                       _recv_into(lambda: [np.zeros(3), -2, MPI.DOUBLE], MPI.PROC_NULL)),
+    "length not a multiple": (_send(lambda: [bytearray(6), MPI.INT]),
+                              _recv_into(lambda: None, MPI.PROC_NULL)),
+    "derived datatype": (_send(lambda: [np.arange(3.0), 3, MPI.DOUBLE.Dup()]),
+                         _recv_into(lambda: [np.zeros(3), 3, MPI.DOUBLE.Dup()])),
+    "typecode string": (_send(lambda: [np.arange(3.0), "d"]),
+                        _recv_into(lambda: [np.zeros(3), 3, "d"])),
+    "five items": (_send(lambda: [np.arange(3.0), 3, 0, MPI.DOUBLE, None]),
+                   _recv_into(lambda: None, MPI.PROC_NULL)),
+    "large, displaced (own segment)": (
+        _send(lambda: [np.arange(40000.0), (30000, 5000), MPI.DOUBLE]),
+        _recv_into(lambda: [np.full(40000, -1.0), (30000, 7000), MPI.DOUBLE])),
 }
 
 
@@ -150,14 +186,19 @@ def _nonblocking(comm, rank):
     early = np.zeros(3)
     first = comm.Irecv(early, peer, 11)
     comm.Barrier()
+    narrow = np.full(6, -1, "i4")
+    third = comm.Irecv([narrow, (2, 3), MPI.INT], peer, 13)   # posted, then matched
+    comm.Barrier()
     sent = comm.Isend(np.full(3, rank + 1.0), peer, 11)
     comm.Isend(np.full(2, rank + 5.0), peer, 12).Wait()
+    comm.Isend([np.arange(4, dtype="i4") + rank, 2, 2, MPI.INT], peer, 13).Wait()
     comm.Barrier()
     late = np.zeros(2)
     second = comm.Irecv(late, peer, 12)
-    statuses = [MPI.Status(), MPI.Status()]
-    MPI.Request.Waitall([first, second, sent], statuses)
-    return early.tolist(), late.tolist(), [_status(s) for s in statuses]
+    statuses = [MPI.Status(), MPI.Status(), MPI.Status()]
+    MPI.Request.Waitall([first, second, third, sent], statuses)
+    return (early.tolist(), late.tolist(), narrow.tolist(),
+            [_status(s) for s in statuses])
 
 
 def _run(fast):
@@ -213,8 +254,17 @@ TAKEN = {
     "float16 (no MPI type)": (False, False), "read-only receive buffer": (True, False),
     "strided receive buffer": (True, False), "bad tag": (False, False),
     "bad destination": (False, False), "PROC_NULL both ways": (False, False),
-    "numpy int rank": (False, False), "datatype list": (False, False),
+    "numpy int rank": (False, False), "datatype list": (True, True),
     "large (own segment)": (False, True),       # the receive reads the segment in C
+    "[buf, count, BYTE]": (True, True), "[buf, BYTE] of doubles": (True, True),
+    "(count, displ)": (True, True), "count, displ, datatype": (True, True),
+    "[buf, count]": (True, True), "[buf, (count, displ)]": (True, True),
+    "count 0": (True, True), "other datatype than the buffer's": (True, True),
+    "receive too small for the count": (True, True),
+    "count past the buffer": (False, False), "displacement past the buffer": (False, False),
+    "negative count": (False, False), "length not a multiple": (False, False),
+    "derived datatype": (False, False), "typecode string": (False, False),
+    "five items": (False, False), "large, displaced (own segment)": (False, True),
 }
 
 

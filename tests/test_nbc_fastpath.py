@@ -16,7 +16,8 @@ import shmrma
 from shmrma import MPI
 from shmrma.core import atomic
 from shmrma.coll import channel as nbcarea, nonblocking
-from mpitest import assert_every_mode_agrees, run_in_every_mode, vector_scenarios
+from mpitest import (assert_every_mode_agrees, message_form_scenarios, run_in_every_mode,
+                     vector_scenarios)
 
 
 class Spy:
@@ -158,6 +159,8 @@ def _scenarios(comm):
         "Ireduce_scatter short here": lambda: reduce_scatter(short_here=rank == last),
         **vector_scenarios(comm, "I", lambda name, *args: getattr(
             comm, "I" + name.lower())(*args).Wait()),
+        **message_form_scenarios(comm, "I", lambda name, *args: getattr(
+            comm, "I" + name.lower())(*args).Wait()),
         "Igather": lambda: gather(3, last),
         "Igather in place": lambda: gather(2, 0, in_place=True),
         "Igather mismatch": lambda: gather(2, 0, count=3 if rank == last else 2),
@@ -238,6 +241,18 @@ def test_the_c_path_takes_the_common_cases():
             assert taken[name] == [True], (rank, name, taken[name])
             assert outcomes[name][0] == "ok", (rank, name, outcomes[name])
         _vector_forms_take_the_c_path(rank, taken, outcomes)
+        for name in ("Ibcast [buf, count, INT]", "Ibcast [buf, (count, displ), BYTE]",
+                     "Iallreduce [buf, INT32_T]", "Iallreduce [buf, count, displ, INT]",
+                     "Iallreduce int64 as DOUBLE", "Ireduce [buf, count, DOUBLE]",
+                     "Iscan [buf, count, INT]", "Ireduce_scatter_block counted per block",
+                     "Ireduce_scatter_block in place counted per block",
+                     "Igather [buf, count, INT]", "Iallgather [buf, BYTE]",
+                     "Iscatter [buf, count, displ, INT]", "Ialltoall [buf, count, INT]"):
+            assert taken[name] == [True], (rank, name, taken[name])
+            assert outcomes[name][0] == "ok", (rank, name, outcomes[name])
+        for name in ("Iallreduce INT64_T into LONG", "Iallreduce BYTE",
+                     "Ialltoall count past the buffer"):
+            assert taken[name] == [False], (rank, name, taken[name])
         assert taken["Iallreduce large"] == [False]
         assert taken["Ialltoall large"] == [False]
         assert taken["Iscatter large"] == [rank != 0]
@@ -268,11 +283,13 @@ def _vector_forms_take_the_c_path(rank, taken, outcomes):
     roots = range(3)
     for name in ("Igatherv", "Igatherv pair form", "Igatherv counts only", "Igatherv int count",
                  "Igatherv plain", "Igatherv in place", "Iscatterv", "Iscatterv counts only",
-                 "Iscatterv plain", "Iscatterv in place"):
+                 "Iscatterv plain", "Iscatterv in place", "Igatherv array counts",
+                 "Iscatterv array counts"):
         assert taken[name] == [True] * 3, (rank, name, taken[name])
         assert [result[0] for result in outcomes[name][1]] == ["ok"] * 3, (rank, name)
     for name in ("Iallgatherv", "Iallgatherv pair form", "Iallgatherv in place", "Ialltoallv",
-                 "Ialltoallv in place", "Ialltoallv pair form"):
+                 "Ialltoallv in place", "Ialltoallv pair form", "Iallgatherv array counts",
+                 "Ialltoallv array counts"):
         assert taken[name] == [True], (rank, name, taken[name])
         assert outcomes[name][0] == "ok", (rank, name, outcomes[name])
     # a derived datatype misses where it is parsed: the root's vector, everyone's

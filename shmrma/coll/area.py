@@ -45,7 +45,6 @@ meets the others.
 import struct
 
 from ..core import atomic, constants, errors, job, segments
-from ..types import datatype as datatypes
 from .slots import slot_barrier
 
 AREA_HEADER = 64                # the step counter, a wait cell, alone on its line
@@ -526,21 +525,8 @@ def _combine(call, area, parity, start, size, wanted, combine):
         local(call, combine, low, parts)
 
 
-def _vector_datatypes():
-    """(datatype, extent) of the predefined datatypes a vector message may name on the
-    C path: those of positive extent, but the Sync handles' (they never take it) and
-    the pair types with padding, whose size is less than their extent (a receive
-    leaves their padding as it is, which the C path's copies of whole parts would not)."""
-    unique = {id(datatype): datatype for datatype in datatypes.PREDEFINED.values()}
-    return tuple((datatype, datatype.Get_extent()[1]) for datatype in unique.values()
-                 if datatype is not datatypes.DATATYPE_NULL
-                 and datatype.type_class != datatypes.HANDLE
-                 and datatype.Get_size() == datatype.Get_extent()[1] > 0)
-
-
 if atomic.BACKEND == "c":
     from .. import _native
-    _native.vector_setup(_vector_datatypes())
     _native.collectives_setup(area_header=AREA_HEADER, slot_header=SLOT_HEADER,
                               read_line=READ_LINE, wait_slice=job.WAIT_SLICE, check=wait_check,
                               over=wait_over,

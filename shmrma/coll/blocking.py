@@ -612,13 +612,19 @@ def _table_stream(parts):
 
 def _parts_stream(parts, size):
     """A buffer cut in parts (_Parts, buffers.VectorMessage) as a table stream: the
-    table, then the buffer as it is; the table says where each part lies."""
+    table, then the parts one after another (what a rank sends, not the buffer they
+    lie in: a vector collective's cost follows the bytes it moves); the table says
+    where each part lies. The C paths write the same stream (table_step in
+    csrc/coll/parts.c, deposit in csrc/coll/nonblocking.c)."""
     table = bytearray(TABLE.size * size)
-    whole = parts.data
+    whole = memoryview(parts.data).cast("B")
+    pieces, at = [table], len(table)
     for index in range(size):
         start, stop = parts.span(index)
-        TABLE.pack_into(table, index * TABLE.size, len(table) + start, stop - start)
-    return b"".join((bytes(table), bytes(whole)))
+        TABLE.pack_into(table, index * TABLE.size, at, stop - start)
+        pieces.append(whole[start:stop])
+        at += stop - start
+    return b"".join(pieces)
 
 
 def _entry(first, index):

@@ -14,7 +14,7 @@ import ctypes
 import mmap
 import operator
 
-from ..core import constants, errors
+from ..core import atomic, constants, errors
 from . import derived, dlpack, synchandle
 from . import datatype as datatypes
 
@@ -548,3 +548,47 @@ def _displs_of(displs, counts, blocks):
     if is_integral(displs):
         return [operator.index(displs) * rank for rank in range(blocks)]
     return _per_rank(displs, blocks, "displacements")
+
+
+_KERNEL_TYPECODES = "bBhHiIlLqQfd"     # the formats the C paths' kernels combine
+
+
+def _kernel_typecode(datatype):
+    """The buffer format whose datatype reduces as ``datatype`` does: the same element
+    type (typestr, which needs no numpy) and reduction class (MPI.INT64_T as an int64
+    array's MPI.LONG), else ""."""
+    for code in _KERNEL_TYPECODES:
+        twin = datatypes.from_buffer_format(code)
+        if (twin.type_class, twin.typestr) == (datatype.type_class, datatype.typestr) and \
+                datatype.type_class in (datatypes.INTEGER_CLASS, datatypes.FLOATING):
+            return code
+    return ""
+
+
+def _predefined_datatypes():
+    """(datatype, extent, typecode) of the predefined datatypes a message may name on
+    the C paths (message_get, vector_get in csrc/types/buffers.c): those of positive
+    extent, but the Sync handles' (they never take it) and the pair types with
+    padding, whose size is less than their extent (a receive leaves their padding as
+    it is, which the C path's copies of whole parts would not). The typecode is the
+    buffer format whose datatype reduces as this one does, so that a reduction of
+    ``[buf, MPI.INT]`` is the one of an int32 array; "" for the others (MPI.BYTE,
+    MPI.C_BOOL, ...), which the C paths copy and leave to Python to reduce."""
+    unique = {id(datatype): datatype for datatype in datatypes.PREDEFINED.values()}
+    return tuple((datatype, datatype.Get_extent()[1], _kernel_typecode(datatype))
+                 for datatype in unique.values()
+                 if datatype is not datatypes.DATATYPE_NULL
+                 and datatype.type_class != datatypes.HANDLE
+                 and datatype.Get_size() == datatype.Get_extent()[1] > 0)
+
+
+def _format_datatypes():
+    """(format, datatype) of the formats the C paths take (format_size in
+    csrc/types/buffers.c), "" for a buffer without one: what from_buffer_format says."""
+    return (("", datatypes.from_buffer_format(None)),) + tuple(
+        (code, datatypes.from_buffer_format(code)) for code in _KERNEL_TYPECODES + "?")
+
+
+if atomic.BACKEND == "c":
+    from .. import _native
+    _native.datatypes_setup(_predefined_datatypes(), _format_datatypes())

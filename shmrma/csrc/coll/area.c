@@ -323,7 +323,7 @@ n_coll_bcast(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     if (!(c = coll_comm(args[0])) || (root = plain_int(args[2])) < 0 || root >= c->size)
         Py_RETURN_FALSE;
     me = c->to_rank[c->world_rank];
-    if (operand_get(args[1], me != root, &o) < 0)
+    if (message_get(args[1], me != root, 1, &o) < 0)
         Py_RETURN_FALSE;
     /* the receivers read the root's slots, and say so once they did (read_done);
      * handed over, Python reads on and says so */

@@ -508,7 +508,7 @@ parts_get(NbcOp *o, PyObject *buf, int writable, int cut, Operand *op, int *has,
         *has = 1;
         return 0;
     }
-    if (operand_get(buf, writable, op) < 0)
+    if (message_get(buf, writable, cut ? n : 1, op) < 0)    /* a count is one part's */
         return -1;
     *has = 1;
     if (cut && op->count % n)
@@ -552,7 +552,7 @@ static int
 scatter_block(NbcOp *o, Operand *mine, PyObject *recvcounts)
 {
     ChannelCore *c = o->channel;
-    Py_ssize_t total = 0, before = 0, item = mine->view.itemsize;
+    Py_ssize_t total = 0, before = 0, item = mine->extent;
     int r, in_place = !o->io.has_send, ok;
     Span *blocks = PyMem_New(Span, (size_t)c->n);
     if (blocks == NULL)
@@ -585,24 +585,26 @@ fold_args(NbcOp *o, PyObject *sendbuf, PyObject *recvbuf, PyObject *op, PyObject
 {
     ChannelCore *c = o->channel;
     int me = c->me, receives = o->kind != REDUCE || me == o->root;
-    int scatters = o->kind == REDUCE_SCATTER_BLOCK;
+    int scatters = o->kind == REDUCE_SCATTER_BLOCK, in_place = sendbuf == g_in_place;
+    /* Ireduce_scatter_block's vectors are counted in blocks, its receive's IN_PLACE */
+    int blocks = scatters && o->named != REDUCE_SCATTER ? c->n : 1;
     Operand *mine;
     if (receives) {
-        if (operand_get(recvbuf, 1, &o->io.recv) < 0)
+        if (message_get(recvbuf, 1, in_place ? blocks : 1, &o->io.recv) < 0)
             return -1;
         o->io.has_recv = 1;
     }
-    if (sendbuf == g_in_place) {
+    if (in_place) {
         if (!receives)
             return -1;
         mine = &o->io.recv;
     }
     else {
-        if (operand_get(sendbuf, 0, &o->io.send) < 0)
+        if (message_get(sendbuf, 0, blocks, &o->io.send) < 0)
             return -1;
         o->io.has_send = 1;
         mine = &o->io.send;
-        if (receives && (o->io.send.code != o->io.recv.code || pair_overlaps(&o->io) ||
+        if (receives && (o->io.send.datatype != o->io.recv.datatype || pair_overlaps(&o->io) ||
                          (!scatters && o->io.send.view.len != o->io.recv.view.len)))
             return -1;
     }
@@ -627,7 +629,7 @@ start_args(NbcOp *o, PyObject *sendbuf, PyObject *recvbuf, PyObject *op, PyObjec
     case BARRIER:
         return 0;
     case BCAST:         /* sendbuf: the buffer */
-        if (operand_get(sendbuf, !root_side, root_side ? &o->io.send : &o->io.recv) < 0)
+        if (message_get(sendbuf, !root_side, 1, root_side ? &o->io.send : &o->io.recv) < 0)
             return -1;
         if (root_side)
             o->io.has_send = 1;
@@ -687,6 +689,7 @@ stream_of(NbcOp *o, const char **data, Py_ssize_t *len, int *table)
     Pair *io = &o->io;
     Operand *out;
     Span *spans;
+    int r;
     *data = NULL;
     *len = 0;
     *table = 0;
@@ -706,13 +709,14 @@ stream_of(NbcOp *o, const char **data, Py_ssize_t *len, int *table)
         *len = spans[c->me].len;
         return;
     case SCATTER:
-    case ALLTOALL:      /* the whole buffer, as Python's collective._parts_stream */
+    case ALLTOALL:      /* the parts after a table, as Python's collective._parts_stream */
         if (o->kind == SCATTER && c->me != o->root)
             return;
         *table = 1;
         out = outgoing(o, &spans);
         *data = out->view.buf;
-        *len = out->view.len;
+        for (r = 0; r < c->n; r++)
+            *len += spans[r].len;
         return;
     default:        /* the folds: this member's whole vector */
         *data = io->has_send ? io->send.view.buf : io->recv.view.buf;
@@ -745,18 +749,20 @@ deposit(NbcOp *o)
     Span *spans;
     stream_of(o, &data, &len, &table);
     if (table) {        /* collective._parts_stream: (offset, length) of each part */
-        head = c->n * (Py_ssize_t)sizeof(TableEntry);
+        Py_ssize_t at = head = c->n * (Py_ssize_t)sizeof(TableEntry);
         outgoing(o, &spans);
         for (r = 0; r < c->n; r++) {
-            TableEntry e = {head + spans[r].at, spans[r].len};
+            TableEntry e = {at, spans[r].len};
             memcpy(into + r * sizeof(e), &e, sizeof(e));
+            memcpy(into + at, data + spans[r].at, (size_t)spans[r].len);
+            at += spans[r].len;
         }
     }
+    else if (len)
+        memcpy(into + head, data, (size_t)len);
     h->error = 0;
     h->length = head + len;
     h->generation = h->offset = h->size = 0;
-    if (len)
-        memcpy(into + head, data, (size_t)len);
     __atomic_store_n(&h->ready, (int32_t)(uint32_t)o->step, SC);
     for (r = 0; r < c->n; r++)
         if (reader(o, r))

@@ -32,7 +32,7 @@ parts_args(Parts *p, PyObject *sendbuf, PyObject *recvbuf, int n, int receives,
 {
     memset(p, 0, sizeof(*p));
     if (receives) {
-        if (operand_get(recvbuf, 1, &p->io.recv) < 0)
+        if (message_get(recvbuf, 1, n, &p->io.recv) < 0)
             return -1;
         p->io.has_recv = 1;
         if (p->io.recv.count % n)
@@ -44,7 +44,7 @@ parts_args(Parts *p, PyObject *sendbuf, PyObject *recvbuf, int n, int receives,
             return 0;
         goto miss;
     }
-    if (operand_get(sendbuf, 0, &p->io.send) < 0)
+    if (message_get(sendbuf, 0, send_parts, &p->io.send) < 0)
         goto miss;
     p->io.has_send = 1;
     if (send_parts > 1 && p->io.send.count % send_parts)
@@ -65,25 +65,29 @@ part_at(Operand *o, Py_ssize_t part, int index)
     return (char *)o->view.buf + part * index;
 }
 
-/* Deposit the first step of a table stream of the `body` bytes at data, cut in
- * one part per rank where `spans` says (NULL: `n` parts of `part` bytes in rank
- * order): the table, then as much of the data as the slot holds.  The parity,
- * or -1 with an exception set. */
+/* Deposit the first step of the table stream of the parts of data that `spans`
+ * says, one per rank: the table of where each part lies in the stream, then the
+ * parts one after another (collective._parts_stream: what a rank sends, not the
+ * buffer it lies in), as much of it as the slot holds.  The parity, or -1 with
+ * an exception set. */
 static int
-table_step(CommCore *c, PyObject *state, const char *data, Py_ssize_t body,
-           const Span *spans, Py_ssize_t part)
+table_step(CommCore *c, PyObject *state, const char *data, const Span *spans)
 {
     int n = c->size, r;
     Py_ssize_t table = n * (Py_ssize_t)sizeof(TableEntry), slot = c->areas[SMALL].slot;
+    Py_ssize_t at = table;
     char *into = begin_step(c, state, SMALL);
     if (into == NULL)
         return -1;
     for (r = 0; r < n; r++) {
-        TableEntry e = {table + (spans ? spans[r].at : r * part), spans ? spans[r].len : part};
+        TableEntry e = {at, spans[r].len};
         memcpy(into + r * sizeof(TableEntry), &e, sizeof(e));
+        if (at < slot)
+            memcpy(into + at, data + spans[r].at,
+                   (size_t)(spans[r].len < slot - at ? spans[r].len : slot - at));
+        at += spans[r].len;
     }
-    memcpy(into + table, data, (size_t)(body < slot - table ? body : slot - table));
-    return end_step(c, state, SMALL, table + body, 0, -1);
+    return end_step(c, state, SMALL, at, 0, -1);
 }
 
 /* Where part `index` of rank's table stream lies in its slot, when whole there
@@ -139,7 +143,7 @@ gather_args(Parts *p, PyObject *sendbuf, PyObject *recvbuf, int n, int me, int r
     }
     if (sendbuf == g_area_in_place && receives)
         return 0;
-    if (sendbuf != g_area_in_place && operand_get(sendbuf, 0, &p->io.send) == 0) {
+    if (sendbuf != g_area_in_place && message_get(sendbuf, 0, 1, &p->io.send) == 0) {
         p->io.has_send = 1;
         if (!receives || (p->io.send.view.len == recvs[me].len && !pair_overlaps(&p->io)))
             return 0;
@@ -260,7 +264,7 @@ scatter_root_args(Parts *p, PyObject *sendbuf, PyObject *recvbuf, int n, int me,
     }
     if (recvbuf == g_area_in_place)
         return 0;
-    if (operand_get(recvbuf, 1, &p->io.recv) == 0) {
+    if (message_get(recvbuf, 1, 1, &p->io.recv) == 0) {
         p->io.has_recv = 1;
         if (p->io.recv.view.len == sends[me].len && !pair_overlaps(&p->io))
             return 0;
@@ -292,11 +296,11 @@ scatter(PyObject *state, PyObject *sendbuf, PyObject *recvbuf, PyObject *root_ar
             PyMem_Free(sends);
             Py_RETURN_FALSE;
         }
-        parity = table_step(c, state, p.io.send.view.buf, p.io.send.view.len, sends, 0);
+        parity = table_step(c, state, p.io.send.view.buf, sends);
     }
     else {
         memset(&p, 0, sizeof(p));      /* sendbuf is not significant here */
-        if (operand_get(recvbuf, 1, &p.io.recv) < 0) {
+        if (message_get(recvbuf, 1, 1, &p.io.recv) < 0) {
             PyMem_Free(sends);
             Py_RETURN_FALSE;
         }
@@ -393,7 +397,7 @@ alltoall(PyObject *state, PyObject *sendbuf, PyObject *recvbuf, int vector)
     /* with IN_PLACE the parts go out from the receive buffer */
     out = p.io.has_send ? &p.io.send : &p.io.recv;
     out_spans = p.io.has_send ? sends : recvs;
-    parity = table_step(c, state, out->view.buf, out->view.len, out_spans, 0);
+    parity = table_step(c, state, out->view.buf, out_spans);
     if (parity < 0)
         result = NULL;
     else if (!all_bring(c, parity, -1, NULL))

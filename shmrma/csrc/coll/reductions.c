@@ -44,30 +44,31 @@ reduction_args(Reduction *r, PyObject *sendbuf, PyObject *recvbuf, PyObject *op,
                int receives, int blocks)
 {
     Operand *mine;
+    int in_place = sendbuf == g_area_in_place;
     memset(r, 0, sizeof(*r));
-    if (receives) {
-        if (operand_get(recvbuf, 1, &r->io.recv) < 0)
+    if (receives) {     /* with IN_PLACE, the whole vector: a count is one block's */
+        if (message_get(recvbuf, 1, in_place ? blocks : 1, &r->io.recv) < 0)
             return -1;
         r->io.has_recv = 1;
     }
-    if (sendbuf == g_area_in_place) {
+    if (in_place) {
         if (!receives || r->io.recv.count % blocks)
             goto miss;          /* Python raises ERR_BUFFER, or that the blocks are uneven */
         mine = &r->io.recv;
     }
     else {
-        if (operand_get(sendbuf, 0, &r->io.send) < 0)
+        if (message_get(sendbuf, 0, blocks, &r->io.send) < 0)
             goto miss;
         r->io.has_send = 1;
         mine = &r->io.send;
-        if (receives && (r->io.send.code != r->io.recv.code ||
+        if (receives && (r->io.send.datatype != r->io.recv.datatype ||
                          r->io.send.view.len != r->io.recv.view.len * blocks ||
                          pair_overlaps(&r->io)))
             goto miss;
     }
     r->data = mine->view.buf;
     r->nbytes = mine->view.len;
-    r->unit = mine->view.itemsize;
+    r->unit = mine->extent;
     r->etype = mine->etype;
     r->op = op_code(op, r->etype, 0);
     if (r->op < 0 || r->op == OP_REPLACE)

@@ -1,8 +1,9 @@
 /*
  * The fast paths of the point-to-point calls: Send, Recv, send, recv, Isend,
  * Irecv and their kin in their common case, under the fast path's contract
- * (rma/fastpath.py): an int rank and tag in range, a C-contiguous buffer of a
- * plain format (or pickled bytes), a payload that fits the ring.  Anything
+ * (rma/fastpath.py): an int rank and tag in range, a message message_get takes
+ * (a C-contiguous buffer of a plain format, or [buf, count, datatype] and its
+ * kin with a predefined datatype) or pickled bytes, a payload that fits the ring.  Anything
  * else misses (False) with nothing touched, and the Python path (MPI.Comm's
  * methods, comm/comm.py) does the call or raises its error.
  * p2p/transport.py hands these functions to comm/comm.py.
@@ -52,22 +53,16 @@ fast_tag(PyObject *obj, int any)
     return fast_int(obj, 0, TAG_UB, any, ANY_TAG);
 }
 
-/* The communicator, source and tag of a fast receive, and its buffer usable
- * (None: an object receive); 0, or -1 for a miss. */
+/* The communicator, source and tag of a fast receive, and its message into
+ * *into (buf None: an object receive, nothing held); 0, or -1 for a miss. */
 static int
 receive_args(PyObject *state, PyObject *buf, PyObject *source_obj, PyObject *tag_obj,
-             CommCore **c, int32_t *source, int32_t *tag)
+             CommCore **c, int32_t *source, int32_t *tag, Operand *into)
 {
-    Operand o;
     if (!(*c = fast_comm(state)) || (*source = fast_rank(*c, source_obj, 1)) == MISSING ||
             (*tag = fast_tag(tag_obj, 1)) == MISSING)
         return -1;
-    if (buf != Py_None) {
-        if (operand_get(buf, 1, &o) < 0)
-            return -1;
-        operand_release(&o);
-    }
-    return 0;
+    return buf == Py_None ? 0 : message_get(buf, 1, 1, into);
 }
 
 /* A fast send's record into the ring, when nothing waits before it and it fits:
@@ -110,7 +105,7 @@ n_p2p_send(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         return PyBool_FromLong(fast_push(t, world, (int32_t)flags, c->context, tag, data,
                                          len));
     }
-    if (operand_get(args[1], 0, &o) < 0)
+    if (message_get(args[1], 0, 1, &o) < 0)
         Py_RETURN_FALSE;
     pushed = fast_push(t, world, (int32_t)flags, c->context, tag, o.view.buf, o.view.len);
     operand_release(&o);
@@ -197,10 +192,12 @@ fill_status(CommCore *c, PyObject *status, Core *core)
     return 0;
 }
 
-/* The receive of a fast call, matched or posted, and waited for during one
+/* The receive of a fast call into `into`'s bytes (NULL: an object receive),
+ * which the core takes over, matched or posted, and waited for during one
  * slice: NULL with an exception (nothing left posted), else the core. */
 static Core *
-fast_receive(CommCore *c, PyObject *target, int32_t source, int32_t tag, int wait)
+fast_receive(CommCore *c, PyObject *target, Operand *into, int32_t source, int32_t tag,
+             int wait)
 {
     Transport *t = g_current;
     int32_t context = c->context * SUBCONTEXTS + P2P, bell, seen;
@@ -208,7 +205,8 @@ fast_receive(CommCore *c, PyObject *target, int32_t source, int32_t tag, int wai
     int64_t deadline;
     Msg *m;
     int rc;
-    Core *core = new_core(context, world, tag, target);
+    Core *core = into ? new_core_into(context, world, tag, target, into)
+                      : new_core(context, world, tag, Py_None);
     if (core == NULL)
         return NULL;
     transport_lock();
@@ -253,12 +251,13 @@ n_p2p_recv(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     CommCore *c;
     int32_t source, tag;
     Core *core;
+    Operand into;
     if (check_nargs("p2p_recv", nargs, 5) < 0)
         return NULL;
     if (args[1] == Py_None || !status_arg(args[4]) ||
-            receive_args(args[0], args[1], args[2], args[3], &c, &source, &tag) < 0)
+            receive_args(args[0], args[1], args[2], args[3], &c, &source, &tag, &into) < 0)
         Py_RETURN_FALSE;
-    if ((core = fast_receive(c, args[1], source, tag, 1)) == NULL)
+    if ((core = fast_receive(c, args[1], &into, source, tag, 1)) == NULL)
         return NULL;
     if (core->done && !core->error) {
         int rc = fill_status(c, args[4], core);
@@ -282,11 +281,11 @@ n_p2p_recvobj(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     if (check_nargs("p2p_recvobj", nargs, 4) < 0)
         return NULL;
     if (!status_arg(args[3]) ||
-            receive_args(args[0], Py_None, args[1], args[2], &c, &source, &tag) < 0) {
+            receive_args(args[0], Py_None, args[1], args[2], &c, &source, &tag, NULL) < 0) {
         Py_INCREF(g_p2p_miss);
         return g_p2p_miss;
     }
-    if ((core = fast_receive(c, Py_None, source, tag, 1)) == NULL)
+    if ((core = fast_receive(c, Py_None, NULL, source, tag, 1)) == NULL)
         return NULL;
     if (!core->done)
         return (PyObject *)core;
@@ -311,11 +310,13 @@ n_p2p_irecv(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     CommCore *c;
     int32_t source, tag;
+    Operand into;
     if (check_nargs("p2p_irecv", nargs, 4) < 0)
         return NULL;
-    if (receive_args(args[0], args[1], args[2], args[3], &c, &source, &tag) < 0)
+    if (receive_args(args[0], args[1], args[2], args[3], &c, &source, &tag, &into) < 0)
         Py_RETURN_FALSE;
-    return (PyObject *)fast_receive(c, args[1], source, tag, 0);
+    return (PyObject *)fast_receive(c, args[1], args[1] == Py_None ? NULL : &into, source,
+                                    tag, 0);
 }
 
 static PyMethodDef calls_functions[] = {

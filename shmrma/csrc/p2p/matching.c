@@ -46,7 +46,7 @@ complete(Transport *t, Core *c, int32_t source, int32_t flags, int32_t context, 
         Py_XSETREF(c->payload, result);
         rc = result == NULL ? -1 : 0;
     }
-    else if (nbytes > c->view.len) {
+    else if (nbytes > c->into.view.len) {
         c->error = ERR_TRUNCATE;
         if (staged) {
             result = PyObject_CallFunction(t->discard, "OL", name, (long long)nbytes);
@@ -55,12 +55,16 @@ complete(Transport *t, Core *c, int32_t source, int32_t flags, int32_t context, 
         }
     }
     else if (staged) {
-        result = PyObject_CallFunction(t->fetch, "OLO", name, (long long)nbytes, c->target);
+        PyObject *into = PyMemoryView_FromMemory(c->into.view.buf, c->into.view.len,
+                                                 PyBUF_WRITE);
+        result = into ? PyObject_CallFunction(t->fetch, "OLO", name, (long long)nbytes,
+                                              into) : NULL;
         rc = result == NULL ? -1 : 0;
         Py_XDECREF(result);
+        Py_XDECREF(into);
     }
     else
-        copy_large(c->view.buf, data, (size_t)nbytes);
+        copy_large(c->into.view.buf, data, (size_t)nbytes);
     Py_XDECREF(name);
     /* done last: the thread that waits for it reads the payload once it sees done
      * (a copy and a fetch let the GIL go) */
@@ -150,10 +154,10 @@ start_staged(Transport *t, int source, Record *r, Partial *p)
             return -1;
         p->into = PyBytes_AS_STRING(c->payload);
     }
-    else if (nbytes > c->view.len)
+    else if (nbytes > c->into.view.len)
         c->error = ERR_TRUNCATE;    /* its chunks are dropped */
     else
-        p->into = c->view.buf;
+        p->into = c->into.view.buf;
     return 0;
 }
 
@@ -210,8 +214,8 @@ find(Transport *t, int32_t context, int32_t source, int32_t tag, int remove)
 /* Core                                                                 */
 /* ------------------------------------------------------------------ */
 
-Core *
-new_core(int32_t context, int32_t source, int32_t tag, PyObject *target)
+static Core *
+bare_core(int32_t context, int32_t source, int32_t tag, PyObject *target)
 {
     Core *c = PyObject_New(Core, &CoreType);
     if (c == NULL)
@@ -229,13 +233,35 @@ new_core(int32_t context, int32_t source, int32_t tag, PyObject *target)
     c->payload = NULL;
     Py_INCREF(target);
     c->target = target;
-    if (target != Py_None) {
-        if (PyObject_GetBuffer(target, &c->view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
-            Py_DECREF(c);
-            return NULL;
-        }
-        c->has_view = 1;
+    return c;
+}
+
+Core *
+new_core(int32_t context, int32_t source, int32_t tag, PyObject *target)
+{
+    Core *c = bare_core(context, source, tag, target);
+    if (c == NULL || target == Py_None)
+        return c;
+    if (PyObject_GetBuffer(target, &c->into.view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        Py_DECREF(c);
+        return NULL;
     }
+    c->into.whole = c->into.view.buf;
+    c->into.whole_len = c->into.view.len;
+    c->has_view = 1;
+    return c;
+}
+
+Core *
+new_core_into(int32_t context, int32_t source, int32_t tag, PyObject *target, Operand *into)
+{
+    Core *c = bare_core(context, source, tag, target);
+    if (c == NULL) {
+        operand_release(into);
+        return NULL;
+    }
+    c->into = *into;
+    c->has_view = 1;
     return c;
 }
 
@@ -243,7 +269,7 @@ static void
 core_dealloc(Core *c)
 {
     if (c->has_view)
-        PyBuffer_Release(&c->view);
+        operand_release(&c->into);
     Py_XDECREF(c->target);
     Py_XDECREF(c->payload);
     PyObject_Free(c);
@@ -266,7 +292,7 @@ core_get_payload(Core *c, void *closure)
 static PyObject *
 core_get_capacity(Core *c, void *closure)
 {
-    return PyLong_FromSsize_t(c->has_view ? c->view.len : 0);
+    return PyLong_FromSsize_t(c->has_view ? c->into.view.len : 0);
 }
 
 static PyGetSetDef core_getset[] = {

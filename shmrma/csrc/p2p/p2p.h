@@ -108,7 +108,7 @@ typedef struct Core {
     int posted;
     int32_t context, want_source, want_tag;
     PyObject *target;           /* the buffer, or None for an object receive */
-    Py_buffer view;
+    Operand into;               /* its bytes, the message's (types.h) */
     int has_view;
     int done;
     int32_t source, tag, flags, error;
@@ -325,6 +325,9 @@ HIDDEN int received_part(Transport *t, int source, int64_t length, int64_t nbyte
 HIDDEN Msg *find(Transport *t, int32_t context, int32_t source, int32_t tag, int remove);
 /* A receive of (context, source, tag) into target (None: an object receive). */
 HIDDEN Core *new_core(int32_t context, int32_t source, int32_t tag, PyObject *target);
+/* The same with the target's bytes message_get found, which the core takes over. */
+HIDDEN Core *new_core_into(int32_t context, int32_t source, int32_t tag, PyObject *target,
+                           Operand *into);
 
 /* Channel src -> dst, in core/job.py's channel_index order (by shells: the
  * first k slots' channels first), which a test holds the two to. */

@@ -139,7 +139,7 @@ transfer(PyObject *const *args, int get)
         if (reached == REACH_NULL) DONE;
         MISS;
     }
-    if (get_disp(args[3], 1, &disp) < 0 || operand_get(args[1], get, &origin) < 0)
+    if (get_disp(args[3], 1, &disp) < 0 || message_get(args[1], get, 1, &origin) < 0)
         MISS;
     there = window_bytes(slot, disp, origin.view.len);
     if (there == NULL) {
@@ -186,7 +186,7 @@ combinable(int call, int op, const Operand *origin, const Operand *result,
         return 0;
     if (result == NULL)
         return 1;
-    return result->code == origin->code && result->view.len == n &&
+    return result->datatype == origin->datatype && result->view.len == n &&
         !overlap(result->view.buf, n, there, n) &&
         (op == OP_NO_OP || !overlap(origin->view.buf, n, result->view.buf, n));
 }
@@ -209,10 +209,10 @@ combine(int call, PyObject *table, PyObject *origin_obj, PyObject *result_obj,
         MISS;
     }
     if (get_disp(target_obj, call != CALL_FETCH_AND_OP, &disp) < 0 ||
-            operand_get(origin_obj, call == CALL_GET_ACCUMULATE, &origin) < 0)
+            message_get(origin_obj, call == CALL_GET_ACCUMULATE, 1, &origin) < 0)
         MISS;
     if (result_obj != NULL) {
-        if (operand_get(result_obj, 1, &result) < 0) {
+        if (message_get(result_obj, 1, 1, &result) < 0) {
             operand_release(&origin);
             MISS;
         }
@@ -278,7 +278,7 @@ n_rma_compare_and_swap(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     if (get_disp(args[5], 0, &disp) < 0)
         MISS;
     for (i = 0; i < 3; i++) {
-        if (operand_get(args[1 + i], i == 2, &ops[i]) < 0) {
+        if (message_get(args[1 + i], i == 2, 1, &ops[i]) < 0) {
             while (i-- > 0)
                 operand_release(&ops[i]);
             MISS;
@@ -286,7 +286,7 @@ n_rma_compare_and_swap(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     }
     there = window_bytes(slot, disp, ops[0].view.len);
     ok = there != NULL && IS_INT(ops[0].etype) && ops[0].count == 1 &&
-        ops[1].code == ops[0].code && ops[2].code == ops[0].code &&
+        ops[1].datatype == ops[0].datatype && ops[2].datatype == ops[0].datatype &&
         ops[1].count == 1 && ops[2].count == 1 &&
         !overlap(ops[2].view.buf, ops[2].view.len, there, ops[0].view.len) &&
         acc_lock(slot->acc_lock) == 0;

@@ -59,9 +59,18 @@ format_code(const char *fmt, char *code)
     return 0;
 }
 
+static PyObject **g_datatypes;      /* the predefined datatypes a message may name */
+static Py_ssize_t *g_extents;       /* and their extents */
+static char *g_codes;               /* and typecodes (0: none the kernels know) */
+static Py_ssize_t g_ndatatypes;
+static int g_format_datatype[256];  /* the datatype a buffer format means, by its
+                                     * typecode (0: no format); -1 none */
+
 void
 operand_release(Operand *o)
 {
+    o->view.buf = o->whole;
+    o->view.len = o->whole_len;
     PyBuffer_Release(&o->view);
 }
 
@@ -75,6 +84,8 @@ operand_get(PyObject *obj, int writable, Operand *o)
         PyErr_Clear();
         return -1;
     }
+    o->whole = o->view.buf;
+    o->whole_len = o->view.len;
     size = o->view.itemsize;
     if (format_code(o->view.format, &o->code) < 0 ||
             size != (o->code ? format_size(o->code) : 1) || o->view.len % size != 0) {
@@ -82,20 +93,47 @@ operand_get(PyObject *obj, int writable, Operand *o)
         return -1;
     }
     o->etype = element_type(o->code, size);
+    o->datatype = g_format_datatype[(unsigned char)o->code];
+    o->extent = size;
     o->count = o->view.len / size;
     return 0;
 }
 
 /* --- vector messages (the counts and displacements of Gatherv, Alltoallv, ...) --- */
 
-static PyObject **g_datatypes;      /* the predefined datatypes a vector message may name */
-static Py_ssize_t *g_extents;       /* and their extents */
-static Py_ssize_t g_ndatatypes;
 
-/* The predefined datatypes a vector message may name: a sequence of
- * (datatype, extent > 0), kept for good. */
+/* The predefined datatypes a message may name: a sequence of (datatype,
+ * extent > 0, typecode) (the typecode of format_size's, or ""), kept for good. */
+static Py_ssize_t datatype_index(PyObject *datatype);
+
+/* g_format_datatype from (format, datatype) pairs, datatypes of the table. */
+static int
+set_format_datatypes(PyObject *formats)
+{
+    PyObject *seq = PySequence_Fast(formats, "formats must be a sequence");
+    Py_ssize_t i;
+    if (seq == NULL)
+        return -1;
+    memset(g_format_datatype, -1, sizeof g_format_datatype);
+    for (i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *datatype;
+        const char *format;
+        Py_ssize_t len, index;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "s#O", &format, &len,
+                              &datatype) || len > 1 || (index = datatype_index(datatype)) < 0) {
+            PyErr_SetString(PyExc_ValueError, "formats are (a typecode or \"\", a datatype "
+                            "of the table)");
+            Py_DECREF(seq);
+            return -1;
+        }
+        g_format_datatype[len ? (unsigned char)format[0] : 0] = (int)index;
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
 int
-set_vector_datatypes(PyObject *pairs)
+set_datatypes(PyObject *pairs, PyObject *formats)
 {
     PyObject *seq = PySequence_Fast(pairs, "datatypes must be a sequence");
     Py_ssize_t i, n;
@@ -104,56 +142,199 @@ set_vector_datatypes(PyObject *pairs)
     n = PySequence_Fast_GET_SIZE(seq);
     g_ndatatypes = 0;
     PyMem_Free(g_extents);
+    PyMem_Free(g_codes);
     g_datatypes = PyMem_Realloc(g_datatypes, (size_t)(n ? n : 1) * sizeof(PyObject *));
     g_extents = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t));
-    if (g_datatypes == NULL || g_extents == NULL) {
+    g_codes = PyMem_Malloc((size_t)(n ? n : 1));
+    if (g_datatypes == NULL || g_extents == NULL || g_codes == NULL) {
         Py_DECREF(seq);
         PyErr_NoMemory();
         return -1;
     }
     for (i = 0; i < n; i++) {
         PyObject *datatype;
-        Py_ssize_t extent;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "On", &datatype, &extent) ||
-                extent <= 0) {
-            PyErr_SetString(PyExc_ValueError, "datatypes are (datatype, extent > 0)");
+        Py_ssize_t extent, code_len;
+        const char *code;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "Ons#", &datatype, &extent,
+                              &code, &code_len) || extent <= 0 || code_len > 1 ||
+                (code_len && format_size(code[0]) != extent)) {
+            PyErr_SetString(PyExc_ValueError, "datatypes are (datatype, extent > 0, a "
+                            "typecode of that size or \"\")");
             Py_DECREF(seq);
             return -1;
         }
         Py_INCREF(datatype);
         g_datatypes[i] = datatype;
         g_extents[i] = extent;
+        g_codes[i] = code_len ? code[0] : 0;
     }
     g_ndatatypes = n;
     Py_DECREF(seq);
-    return 0;
+    return set_format_datatypes(formats);
 }
 
-/* vector_setup(datatypes) */
+/* datatypes_setup(datatypes, formats) */
 static PyObject *
-n_vector_setup(PyObject *m, PyObject *datatypes)
+n_datatypes_setup(PyObject *m, PyObject *args)
 {
-    if (set_vector_datatypes(datatypes) < 0)
+    PyObject *datatypes, *formats;
+    if (!PyArg_ParseTuple(args, "OO:datatypes_setup", &datatypes, &formats) ||
+            set_datatypes(datatypes, formats) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
 
-/* The extent of a predefined datatype set_vector_datatypes named; 0 for any
+/* The index of a predefined datatype set_datatypes named; -1 for any
  * other object. */
 static Py_ssize_t
-extent_of(PyObject *datatype)
+datatype_index(PyObject *datatype)
 {
     Py_ssize_t i;
     for (i = 0; i < g_ndatatypes; i++)
         if (g_datatypes[i] == datatype)
-            return g_extents[i];
+            return i;
+    return -1;
+}
+
+/* The extent of a predefined datatype set_datatypes named; 0 for any
+ * other object. */
+static Py_ssize_t
+extent_of(PyObject *datatype)
+{
+    Py_ssize_t i = datatype_index(datatype);
+    return i < 0 ? 0 : g_extents[i];
+}
+
+/* A message's items as mpi4py unpacks them: buf, [buf, datatype], [buf, count],
+ * [buf, pair], [buf, count, datatype], [buf, pair, datatype] or [buf, count,
+ * displ, datatype], where a pair is a tuple (count, displ) (with `lists`, a list
+ * too: a vector message's counts may be a list); what is not there is None.
+ * -1: a list of another length, or a pair of another (a miss). */
+static int
+unpack(PyObject *msg, int lists, PyObject **buf, PyObject **count, PyObject **displ,
+       PyObject **datatype)
+{
+    PyObject *const *parts;
+    Py_ssize_t len;
+    *buf = msg;
+    *count = *displ = *datatype = Py_None;
+    if (!PyList_Check(msg) && !PyTuple_Check(msg))
+        return 0;
+    parts = PySequence_Fast_ITEMS(msg);
+    len = PySequence_Fast_GET_SIZE(msg);
+    if (len < 2 || len > 4)
+        return -1;
+    *buf = parts[0];
+    if (len == 2 && datatype_index(parts[1]) >= 0) {
+        *datatype = parts[1];
+        return 0;
+    }
+    *count = parts[1];
+    if (len > 2)
+        *datatype = parts[len - 1];
+    if (len == 4)
+        *displ = parts[2];
+    else if (PyTuple_Check(*count) || (lists && PyList_Check(*count))) {
+        if (PySequence_Fast_GET_SIZE(*count) != 2)
+            return -1;
+        *displ = PySequence_Fast_ITEMS(*count)[1];
+        *count = PySequence_Fast_ITEMS(*count)[0];
+    }
     return 0;
+}
+
+/* An int >= 0, None (-2), or anything else (-1). */
+static Py_ssize_t
+count_or_none(PyObject *obj)
+{
+    return obj == Py_None ? -2 : plain_int(obj);
+}
+
+int
+message_get(PyObject *msg, int writable, int blocks, Operand *o)
+{
+    PyObject *buf, *count_obj, *displ_obj, *datatype;
+    Py_ssize_t index = -1, extent, start = 0, count, displ, room;
+    if (unpack(msg, 1, &buf, &count_obj, &displ_obj, &datatype) < 0)
+        return -1;
+    if (buf == msg)     /* a bare buffer: all of it, as operand_get takes it */
+        return operand_get(buf, writable, o);
+    if ((datatype != Py_None && (index = datatype_index(datatype)) < 0) ||
+            (count = count_or_none(count_obj)) == -1 ||
+            (displ = count_or_none(displ_obj)) == -1 || operand_get(buf, writable, o) < 0)
+        return -1;
+    if (index >= 0) {
+        o->code = g_codes[index];
+        o->etype = element_type(o->code, g_extents[index]);
+        o->datatype = (int)index;
+    }
+    extent = o->extent = index >= 0 ? g_extents[index] : o->extent;
+    if (displ > 0) {
+        if (displ > o->view.len / extent)
+            goto miss;
+        start = displ * extent;
+    }
+    room = (o->view.len - start) / extent / blocks;     /* items per block */
+    if (count == -2) {
+        if ((o->view.len - start) % (extent * blocks))
+            goto miss;
+        count = room;
+    }
+    else if (count > room)
+        goto miss;
+    o->view.buf = (char *)o->view.buf + start;
+    o->count = count * blocks;
+    o->view.len = o->count * extent;
+    return 0;
+miss:
+    operand_release(o);
+    return -1;
+}
+
+/* An integer array's n values into spans (as per_rank): array('i'), a numpy
+ * array of any integer type, any C-contiguous buffer of an integer format.
+ * -1: a miss (not such a buffer, another length, a value < 0). */
+static int
+per_rank_buffer(PyObject *obj, int n, Span *spans, int displs)
+{
+    Py_buffer view;
+    char code;
+    int r, rc = 0;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyErr_Clear();
+        return -1;
+    }
+    if (format_code(view.format, &code) < 0 || !IS_INT(element_type(code, view.itemsize)) ||
+            view.itemsize != format_size(code) || view.len != (Py_ssize_t)n * view.itemsize)
+        rc = -1;
+    for (r = 0; rc == 0 && r < n; r++) {
+        const char *at = (const char *)view.buf + r * view.itemsize;
+        long long value;
+        switch (element_type(code, view.itemsize)) {
+        case E_I8: value = *(const int8_t *)at; break;
+        case E_U8: value = *(const uint8_t *)at; break;
+        case E_I16: value = *(const int16_t *)at; break;
+        case E_U16: value = *(const uint16_t *)at; break;
+        case E_I32: value = *(const int32_t *)at; break;
+        case E_U32: value = *(const uint32_t *)at; break;
+        case E_I64: value = *(const int64_t *)at; break;
+        default:    /* E_U64 */
+            value = *(const uint64_t *)at > (uint64_t)LLONG_MAX ? -1
+                  : (long long)*(const uint64_t *)at;
+        }
+        if (value < 0 || value > PY_SSIZE_T_MAX)
+            rc = -1;
+        else
+            *(displs ? &spans[r].at : &spans[r].len) = (Py_ssize_t)value;
+    }
+    PyBuffer_Release(&view);
+    return rc;
 }
 
 /* The counts (or, `displs`, the displacements) of a vector message into each
  * span's len (at), in items: an int (every rank's count; the displacements'
- * stride), or a list or tuple of an int per rank, each >= 0.  None is left to
- * the caller.  -1: a miss. */
+ * stride), a list or tuple of an int per rank, or an integer array of them
+ * (array('i'), numpy), each >= 0.  None is left to the caller.  -1: a miss. */
 int
 per_rank(PyObject *obj, int n, Span *spans, int displs)
 {
@@ -167,7 +348,9 @@ per_rank(PyObject *obj, int n, Span *spans, int displs)
             *(displs ? &spans[r].at : &spans[r].len) = displs ? value * r : value;
         return 0;
     }
-    if ((!PyList_Check(obj) && !PyTuple_Check(obj)) || PySequence_Fast_GET_SIZE(obj) != n)
+    if (!PyList_Check(obj) && !PyTuple_Check(obj))
+        return per_rank_buffer(obj, n, spans, displs);
+    if (PySequence_Fast_GET_SIZE(obj) != n)
         return -1;
     items = PySequence_Fast_ITEMS(obj);
     for (r = 0; r < n; r++) {
@@ -189,31 +372,11 @@ per_rank(PyObject *obj, int n, Span *spans, int displs)
 int
 vector_get(PyObject *msg, int writable, int n, Operand *op, Span *spans)
 {
-    PyObject *buf = msg, *counts = Py_None, *displs = Py_None, *datatype = Py_None;
+    PyObject *buf, *counts, *displs, *datatype;
     Py_ssize_t extent, items, packed = 0;
     int r;
-    if (PyList_Check(msg) || PyTuple_Check(msg)) {
-        PyObject *const *parts = PySequence_Fast_ITEMS(msg);
-        Py_ssize_t len = PySequence_Fast_GET_SIZE(msg);
-        if (len < 2 || len > 4)
-            return -1;
-        buf = parts[0];
-        counts = parts[1];
-        if (len == 4)
-            displs = parts[2];
-        if (len > 2)
-            datatype = parts[len - 1];
-        else if (extent_of(parts[1])) {
-            datatype = parts[1];
-            counts = Py_None;
-        }
-        if (len < 4 && PyTuple_Check(counts)) {     /* (counts, displs) */
-            if (PyTuple_GET_SIZE(counts) != 2)
-                return -1;
-            displs = PyTuple_GET_ITEM(counts, 1);
-            counts = PyTuple_GET_ITEM(counts, 0);
-        }
-    }
+    if (unpack(msg, 0, &buf, &counts, &displs, &datatype) < 0)
+        return -1;
     if ((datatype != Py_None && !extent_of(datatype)) || operand_get(buf, writable, op) < 0)
         return -1;
     extent = datatype != Py_None ? extent_of(datatype) : op->view.itemsize;
@@ -246,9 +409,10 @@ miss:
 }
 
 static PyMethodDef buffers_functions[] = {
-    {"vector_setup", (PyCFunction)n_vector_setup, METH_O,
-     "vector_setup(datatypes): the (datatype, extent) of the predefined datatypes a "
-     "vector collective's message may name on the C paths."},
+    {"datatypes_setup", (PyCFunction)n_datatypes_setup, METH_VARARGS,
+     "datatypes_setup(datatypes, formats): the (datatype, extent, typecode) of the "
+     "predefined datatypes a message may name on the C paths, and the (format, "
+     "datatype) a buffer's format means."},
     {NULL, NULL, 0, NULL}
 };
 

@@ -36,28 +36,44 @@ enum { E_RAW, E_I8, E_U8, E_I16, E_U16, E_I32, E_I64, E_U32, E_U64, E_F32, E_F64
 #define IS_INT(e) ((e) >= E_I8 && (e) <= E_U64)
 #define IS_FLOAT(e) ((e) == E_F32 || (e) == E_F64)
 
-/* A buffer argument and its element type. */
+/* A buffer argument and its element type.  view.buf and view.len are the
+ * message's bytes (message_get narrows them to its count and displacement);
+ * operand_release gives the exporter back the view it made. */
 typedef struct {
     Py_buffer view;
-    char code;                  /* the format's typecode; 0 for exactly "B" (MPI BYTE) */
+    char code;                  /* the typecode; 0: no format, or a datatype without one */
     int etype;
-    Py_ssize_t count;
+    int datatype;               /* the MPI datatype, an index of datatypes_setup's table
+                                 * (a buffer's own: its format's); -1 unknown */
+    Py_ssize_t count;           /* items of the message */
+    Py_ssize_t extent;          /* bytes of one (its datatype's extent) */
+    void *whole;                /* the exporter's view.buf and view.len */
+    Py_ssize_t whole_len;
 } Operand;
 
 /* A C-contiguous buffer with a known format whose item size agrees; -1 (no
  * error set) otherwise. */
 int operand_get(PyObject *obj, int writable, Operand *o);
 void operand_release(Operand *o);
+/* A message (types/buffers.py's message): a buffer operand_get takes, or
+ * [buf, datatype], [buf, count], [buf, count, datatype], [buf, (count, displ),
+ * datatype], [buf, count, displ, datatype] with ints >= 0 (or None) and a
+ * predefined datatype datatypes_setup named: the buffer into *o, its view
+ * narrowed to the message's bytes (with `blocks` > 1, a collective's: the
+ * count is one block's).  -1 (no error set): a miss, nothing held, for the
+ * Python path to do or refuse. */
+int message_get(PyObject *msg, int writable, int blocks, Operand *o);
 
 /* A rank's part of a buffer, in bytes. */
 typedef struct {
     Py_ssize_t at, len;
 } Span;
 
-/* The predefined datatypes a vector message may name: a sequence of
- * (datatype, extent > 0) (coll/area.py's _vector_datatypes).  -1 with an
- * error set. */
-int set_vector_datatypes(PyObject *pairs);
+/* The predefined datatypes a message may name: a sequence of (datatype,
+ * extent > 0, typecode), and the datatype a buffer format means as a sequence
+ * of (format, datatype), "" for none (types/buffers.py's _predefined_datatypes
+ * and _format_datatypes).  -1 with an error set. */
+int set_datatypes(PyObject *triples, PyObject *formats);
 /* A vector message's counts (or, `displs`, its displacements) into each span's
  * len (at), in items: an int for every rank (the displacements' stride) or a
  * list or tuple of an int per rank, each >= 0.  -1 (no error set): a miss. */
