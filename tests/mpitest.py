@@ -18,11 +18,14 @@ def raises_mpi(error_class, match=None):
 
 def job_segments():
     """This job's names still in /dev/shm (the world segment never is; another
-    program's names are not this job's)."""
+    program's names are not this job's), but the small collective areas', which
+    stay for the next communicators while the job runs (coll/area.py's pool)."""
     import os
     from shmrma.core import job, segments
+    from shmrma.coll.area import AREA_KIND
     prefix = "%s%s." % (segments.NAME_PREFIX, job.current().job_id)
-    return sorted(n for n in os.listdir(segments.SHM_DIR) if n.startswith(prefix))
+    return sorted(n for n in os.listdir(segments.SHM_DIR)
+                  if n.startswith(prefix) and not n.startswith(prefix + AREA_KIND))
 
 
 def nothing_left_behind(comm):

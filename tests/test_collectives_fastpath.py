@@ -123,7 +123,21 @@ def _scenarios(comm):
         comm.Reduce_scatter_block(send, out, op)
         return out
 
+    def first_collective(make):
+        """The first collective of a new communicator maps its area: in C or in
+        Python (the mixed mode has both in one call), then moves the data."""
+        new = make()
+        try:
+            out = np.zeros(2)
+            new.Allreduce(np.array([rank, 1.0]), out)
+            return out.tolist(), new.allgather(rank)
+        finally:
+            new.Free()
+
     return {
+        "first collective of a Dup": lambda: first_collective(comm.Dup),
+        "first collective of a Split": lambda: first_collective(
+            lambda: comm.Split(0, size - rank)),
         **message_form_scenarios(comm, "", lambda name, *args: getattr(comm, name)(*args)),
         **vector_scenarios(comm, "", lambda name, *args: getattr(comm, name)(*args)),
         "Bcast small": lambda: bcast(4),
@@ -229,6 +243,9 @@ def test_the_c_path_takes_the_common_cases():
                      "Gather [buf, count, INT]", "Allgather [buf, BYTE]",
                      "Scatter [buf, count, displ, INT]", "Alltoall [buf, count, INT]"):
             assert [took for _, took in taken[name]] == ["done"], (rank, name, taken[name])
+        for name in ("first collective of a Dup", "first collective of a Split"):
+            took = [took for _, took in taken[name]]    # the making, then the two calls
+            assert len(took) >= 3 and set(took) == {"done"}, (rank, name, taken[name])
         # a datatype mismatch (INT64_T and LONG), BYTE reduced, a count past the end
         for name in ("Allreduce INT64_T into LONG", "Allreduce BYTE",
                      "Alltoall count past the buffer"):

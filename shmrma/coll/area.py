@@ -35,6 +35,16 @@ own exception, the others one naming it). A mismatch only some members can see
 (a part longer than its place) is raised by them at the end, after they took
 part in every step, so nobody is left waiting.
 
+A communicator's small area is a segment its rank 0 makes at its first collective.
+When its last member frees it, the area goes to a pool in the world segment
+(POOL_ENTRIES of them, by communicator size), and the next communicator of that
+size takes it instead of a new segment; every process keeps the last areas it
+unmapped mapped (CACHED_AREAS), so a member that had it maps nothing either.
+Communicator creation costs a segment only when the pool has none. So the name
+of a small area (AREA_KIND in it) stays in /dev/shm while the job runs, where
+every other name of a collective goes once all its users mapped it; the job's
+sweeper removes it at the end, however the job ends.
+
 ``exchange`` moves byte streams (each member's outgoing bytes) to whoever wants
 parts of them; ``fold`` reduces vectors element-wise in rank order.
 coll/blocking.py builds every blocking collective from the two;
@@ -42,7 +52,9 @@ shmrma/csrc/coll/ (area.c, reductions.c, parts.c) runs the common cases (plain b
 the small area) in C on the same areas and protocol, so a member on either path
 meets the others.
 """
+import ctypes
 import struct
+import threading
 
 from ..core import atomic, constants, errors, job, segments
 from .slots import slot_barrier
@@ -58,6 +70,11 @@ NAME_BYTES = 48
 FAILED_OFFSET = 56              # a member could not map the area (an int32)
 MAPPED_OFFSET = 60              # members that mapped it so far (an int32)
 MASK32 = 0xFFFFFFFF
+POOL_ENTRIES = 32               # small areas kept for new communicators, at job.OFF_AREA_POOL
+POOL_ENTRY = 64                 # state (int32), communicator size (int32), name
+POOL_EMPTY, POOL_BUSY, POOL_READY = 0, 1, 2
+CACHED_AREAS = 16               # areas a process keeps mapped after its communicator's Free
+AREA_KIND = "area-"             # in the names of small areas (segments.new_name)
 
 
 def large_slot_bytes(nranks):
@@ -106,10 +123,16 @@ class Area:
         base = self.offset(rank, parity) + SLOT_HEADER
         return self.mem[base + start:base + stop]
 
-    def close(self):
+    def close(self, keep=False):
+        """Unmap the area; ``keep``: keep its mapping for a communicator that takes
+        it from the pool (_cached)."""
         mem, self.mem = self.mem, None
-        if mem is not None:
-            mem.release()
+        if mem is None:
+            return
+        mem.release()
+        if keep and isinstance(self.region, segments.Region):
+            _keep_mapped(self.region)
+        else:
             self.region.close()
 
 
@@ -126,7 +149,7 @@ def large_area_of(state):
     members know from the first step that it does)."""
     if state.large_area is None:
         slot = large_slot_bytes(len(state.ranks))
-        state.large_area = Area(state, _map(state, slot), slot, "large")
+        state.large_area = Area(state, _map(state, slot, pooled=False), slot, "large")
         state._bind_area(True, state.large_area.address, slot)
     return state.large_area
 
@@ -145,10 +168,84 @@ class _PrivateRegion:
         self.buffer.release()
 
 
-def _map(state, slot):
-    """Map an area (collective): rank 0 creates the segment and puts its name in
-    the communicator's barrier slot, the others map it, the last unlinks it; a
-    failure anywhere is every member's."""
+_cached = {}        # segment name -> Region: areas this process unmapped last, still mapped
+_cache_lock = threading.Lock()      # threads make and free communicators at once
+
+
+def _keep_mapped(region):
+    atomic.forget(region.address, region.size)     # a new communicator's, from now on
+    with _cache_lock:
+        _cached[region.name] = region
+        while len(_cached) > CACHED_AREAS:      # its name stays: it can be mapped again
+            _cached.pop(next(iter(_cached))).close()
+
+
+def _mapped(name, nbytes):
+    """Area segment ``name``: this process's mapping of it when it kept one."""
+    with _cache_lock:
+        region = _cached.pop(name, None)
+    if region is not None and region.size == nbytes:
+        return region
+    if region is not None:
+        region.close()
+    return segments.Region.attach(name, nbytes)
+
+
+def _pool_entries(world):
+    for index in range(POOL_ENTRIES):
+        yield world.base + job.OFF_AREA_POOL + index * POOL_ENTRY
+
+
+def _pool_take(world, size):
+    """The name of a pooled small area for a communicator of ``size``, taken out of
+    the pool; None when it has none."""
+    for entry in _pool_entries(world):
+        if atomic.load32(entry) != POOL_READY or atomic.load32(entry + 4) != size or \
+                atomic.cas32(entry, POOL_READY, POOL_BUSY) != POOL_READY:
+            continue
+        if atomic.load32(entry + 4) != size:     # given again meanwhile, for another size
+            atomic.store32(entry, POOL_READY)
+            continue
+        at = entry - world.base + 8
+        name = bytes(world.mem[at:at + NAME_BYTES]).rstrip(b"\0").decode()
+        atomic.store32(entry, POOL_EMPTY)
+        return name
+    return None
+
+
+def recycle(state):
+    """The last member out of a communicator gives its small area to the pool, or
+    unlinks it when the pool is full; its mapping stays in this process's cache."""
+    area = state.area
+    if area is None or not isinstance(area.region, segments.Region):
+        return
+    world, name = job.current(), area.region.name
+    for entry in _pool_entries(world):
+        if atomic.cas32(entry, POOL_EMPTY, POOL_BUSY) == POOL_EMPTY:
+            at = entry - world.base + 8
+            world.mem[at:at + NAME_BYTES] = name.encode().ljust(NAME_BYTES, b"\0")
+            atomic.store32(entry + 4, len(state.ranks))
+            atomic.store32(entry, POOL_READY)
+            return
+    segments.unlink(name)
+
+
+def _made_or_pooled(world, size, nbytes, pooled):
+    """Rank 0's area: a pooled one (its memory cleared: a new communicator's steps
+    start from zero), else a new segment."""
+    name = _pool_take(world, size) if pooled else None
+    if name is None:
+        return segments.Region.create(world.job_id, nbytes, kind=AREA_KIND if pooled else "")
+    region = _mapped(name, nbytes)
+    ctypes.memset(region.address, 0, nbytes)
+    return region
+
+
+def _map(state, slot, pooled=True):
+    """Map an area (collective): rank 0 takes a pooled one or creates the segment
+    and puts its name in the communicator's barrier slot, the others map it; a
+    pooled area's name stays (recycle() gives it back to the pool), another's is
+    unlinked by the last to map it. A failure anywhere is every member's."""
     size = len(state.ranks)
     nbytes = Area.nbytes(size, slot)
     if size == 1:
@@ -163,7 +260,7 @@ def _map(state, slot):
         atomic.store32(failed_at, 0)
         atomic.store32(mapped_at, 0)
         try:
-            region = segments.Region.create(world.job_id, nbytes)
+            region = _made_or_pooled(world, size, nbytes, pooled)
             name = region.name.encode()
         except errors.Exception as exc:
             error = exc
@@ -173,11 +270,12 @@ def _map(state, slot):
         name = bytes(world.mem[name_at:name_at + NAME_BYTES]).rstrip(b"\0")
         if name:
             try:
-                region = segments.Region.attach(name.decode(), nbytes)
+                region = _mapped(name.decode(), nbytes) if pooled else \
+                    segments.Region.attach(name.decode(), nbytes)
             except (errors.Exception, OSError) as exc:
                 error = exc
                 atomic.store32(failed_at, 1)
-    if name and atomic.fetch_add32(mapped_at, 1) + 1 == size:
+    if name and not pooled and atomic.fetch_add32(mapped_at, 1) + 1 == size:
         segments.unlink(name.decode())      # the last to map it: no name is left behind
     slot_barrier(state)
     if error is None and (atomic.load32(failed_at) or region is None):
@@ -530,7 +628,8 @@ if atomic.BACKEND == "c":
     _native.collectives_setup(area_header=AREA_HEADER, slot_header=SLOT_HEADER,
                               read_line=READ_LINE, wait_slice=job.WAIT_SLICE, check=wait_check,
                               over=wait_over,
-                              in_place=constants.IN_PLACE, sliced_above=SLICED_ABOVE)
+                              in_place=constants.IN_PLACE, sliced_above=SLICED_ABOVE,
+                              map_area=area_of)
     fast_bcast, fast_reduce = _native.coll_bcast, _native.coll_reduce
     fast_allreduce = _native.coll_allreduce
     fast_scan, fast_reduce_scatter_block = _native.coll_scan, _native.coll_reduce_scatter_block

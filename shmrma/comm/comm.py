@@ -318,16 +318,18 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
             errors.fail(errors.ERR_COMM, "COMM_WORLD and COMM_SELF cannot be freed; free "
                         "only communicators you created (Dup, Split, Create...)")
         if state.slot is not None and release_slot(job.current(), state.slot):
-            from ..coll import channel as nbcarea
+            from ..coll import area as collarea, channel as nbcarea
             nbcarea.unlink_channel(state)   # the last member out: nobody maps it any more
+            collarea.recycle(state)         # its small area, for the next communicator
         self._drop_attributes()
         if state.commctx is not None:
             state.commctx.dup.Free()    # mpi4py frees it with its communicator
         state._unbind_areas()       # the fast paths must not reach them any more
         _attached.pop(state, None)  # freeing detaches its buffer (MPI-4.1 §3.6.1)
-        for area in (state.area, state.large_area):     # collarea.Area objects
-            if area is not None:
-                area.close()
+        if state.area is not None:      # collarea.Area objects
+            state.area.close(keep=True)     # mapped still, for the next that takes it
+        if state.large_area is not None:
+            state.large_area.close()
         if state.nbc is not None:
             state.nbc.free()
         _by_number.pop(state.context + 1, None)

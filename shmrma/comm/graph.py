@@ -13,7 +13,7 @@ import operator
 
 from ..core import constants, errors
 from .comm import COMM_CLASSES
-from .intracomm import MADE_ABOVE
+from .intracomm import MADE_ABOVE, split_by
 from .topology import Topocomm, Topology, agreed, with_topology
 
 # ints told apart by identity, as mpi4py's (the addresses of MPI's sentinels)
@@ -90,15 +90,21 @@ def _checked_graph(call, index, edges, size):
     return GraphTopology(index, edges)
 
 
+def _same_order(comm):
+    """Every rank's Split choice for a communicator of the same ranks in the same
+    order (a distributed graph keeps them where they are)."""
+    return [(0, rank) for rank in range(comm.Get_size())]
+
+
 def create_graph(comm, index, edges, reorder=False):
     """``comm.Create_graph``: collective; ranks beyond the graph's nodes get a null
     Graphcomm."""
     graph, _ = agreed(comm, "Create_graph", lambda: _checked_graph(
         "Create_graph", *_graph_arguments(index, edges), comm.Get_size()))
-    rank = comm.Get_rank()
     nnodes = len(graph.index)
-    return with_topology(Graphcomm, comm.Split(0 if rank < nnodes else constants.UNDEFINED,
-                                               rank), graph)
+    return with_topology(Graphcomm, split_by(comm, [
+        (0 if rank < nnodes else constants.UNDEFINED, rank)
+        for rank in range(comm.Get_size())]), graph)
 
 
 def graph_map(comm, index, edges):
@@ -202,7 +208,7 @@ def create_dist_graph_adjacent(comm, sources, destinations, sourceweights=None,
         weights = None if in_weights is None else (in_weights, out_weights or [])
         return DistGraphTopology(inward, outward, weights)
     graph, _ = agreed(comm, call, parse)
-    return with_topology(Distgraphcomm, comm.Split(0, comm.Get_rank()), graph)
+    return with_topology(Distgraphcomm, split_by(comm, _same_order(comm)), graph)
 
 
 def create_dist_graph(comm, sources, degrees, destinations, weights=None, info=None,
@@ -236,7 +242,7 @@ def create_dist_graph(comm, sources, degrees, destinations, weights=None, info=N
         if weighted else None
     graph = DistGraphTopology([start for start, _ in inward], [end for end, _ in outward],
                               weights_of)
-    return with_topology(Distgraphcomm, comm.Split(0, me), graph)
+    return with_topology(Distgraphcomm, split_by(comm, _same_order(comm)), graph)
 
 
 class Distgraphcomm(Topocomm):

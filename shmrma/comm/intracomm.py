@@ -62,23 +62,10 @@ class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm
 
     def Split(self, color=0, key=0):
         """Split communicator by color and key (color UNDEFINED: COMM_NULL)."""
-        state = self._s
         # checked after the exchange, so a bad color on one rank fails every rank
         # instead of leaving the others waiting for it
-        choices = [_split_choice(rank, choice)
-                   for rank, choice in enumerate(own_allgather(self, (color, key)))]
-        color = choices[state.rank][0]
-        colors = sorted({c for c, _ in choices if c != constants.UNDEFINED})
-        members = {c: members_of(choices, state.ranks, c) for c in colors}
-        plan = None
-        if state.rank == 0:
-            plan = _allocate_or_error(len(colors), [len(members[c]) for c in colors])
-        base, slots = _planned(own_bcast(self, plan, 0))
-        if color == constants.UNDEFINED:
-            return COMM_NULL
-        index = colors.index(color)
-        return Intracomm(CommState(base + index, members[color], slots[index],
-                                   parent=state))
+        return split_by(self, [_split_choice(rank, choice) for rank, choice
+                               in enumerate(own_allgather(self, (color, key)))])
 
     # --- process topologies and intercommunicators: topology.py, graph.py and
     # intercomm.py, which build on this module, register how each is made
@@ -196,9 +183,14 @@ class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm
 
 def duplicate(comm, info=None):
     """``comm.Dup``: a new communicator of the same group and topology, with a handle
-    of ``comm``'s class (Self, as mpi4py's Dup: a subclass's Dup gives that subclass)."""
-    state = Intracomm._handle_of(comm._s).Split(0, comm._s.rank)._s
-    state.topology = comm._s.topology   # topologies never change: shared
+    of ``comm``'s class (Self, as mpi4py's Dup: a subclass's Dup gives that subclass).
+    One collective step: rank 0 allocates it and broadcasts the plan (a Split of one
+    color would first gather every rank's color and key)."""
+    parent = comm._s
+    plan = _allocate_or_error(1, [len(parent.ranks)]) if parent.rank == 0 else None
+    base, slots = _planned(own_bcast(Intracomm._handle_of(parent), plan, 0))
+    state = CommState(base, parent.ranks, slots[0], parent=parent)
+    state.topology = parent.topology    # topologies never change: shared
     copy = comm._own_class()._handle_of(state)
     if info is not None:
         copy.Set_info(info)
@@ -246,6 +238,25 @@ def members_of(choices, ranks, color):
     has ``color``, ordered by key, then rank: a Split's new group."""
     return [ranks[r] for _, r in sorted((key, r) for r, (c, key) in enumerate(choices)
                                         if c == color)]
+
+
+def split_by(comm, choices):
+    """The communicators of a Split of ``comm`` whose every rank's (color, key) is
+    ``choices``, known at every rank (a topology's, or gathered by Split): one
+    collective step, rank 0 allocating them all and broadcasting the plan."""
+    state = comm._s
+    color = choices[state.rank][0]
+    colors = sorted({c for c, _ in choices if c != constants.UNDEFINED})
+    members = {c: members_of(choices, state.ranks, c) for c in colors}
+    plan = None
+    if state.rank == 0:
+        plan = _allocate_or_error(len(colors), [len(members[c]) for c in colors])
+    base, slots = _planned(own_bcast(Intracomm._handle_of(state), plan, 0))
+    if color == constants.UNDEFINED:
+        return COMM_NULL
+    index = colors.index(color)
+    return Intracomm(CommState(base + index, members[color], slots[index],
+                               parent=state))
 
 
 def _split_choice(rank, choice):

@@ -15,7 +15,7 @@ import operator
 from ..core import constants, errors
 from ..types.buffers import is_integral
 from .comm import COMM_CLASSES
-from .intracomm import COMM_NULL, MADE_ABOVE, Intracomm
+from .intracomm import COMM_NULL, MADE_ABOVE, Intracomm, split_by
 from ..coll.neighbor import NeighborCollectives
 from ..coll.persistent import PersistentNeighborCollectives
 
@@ -153,9 +153,10 @@ def create_cart(comm, dims, periods=None, reorder=False):
                                                  comm.Get_size()))
         return grid, nodes
     (grid, nodes), _ = agreed(comm, "Create_cart", parse)
-    rank = comm.Get_rank()
-    return with_topology(Cartcomm, comm.Split(0 if rank < nodes else constants.UNDEFINED,
-                                              rank), grid)
+    # every rank knows every rank's place in the grid: no exchange of colors
+    return with_topology(Cartcomm, split_by(comm, [
+        (0 if rank < nodes else constants.UNDEFINED, rank) for rank in range(comm.Get_size())]),
+        grid)
 
 
 def cart_map(comm, dims, periods=None):
@@ -325,13 +326,16 @@ class Cartcomm(Topocomm):
                                  % (len(keep), len(grid.dims)))
             return keep
         keep, _ = agreed(self, "Sub", parse)
-        coords = grid.coords_of(self.Get_rank())
-        color = 0
-        for coord, extent, kept in zip(coords, grid.dims, keep):
-            if not kept:
-                color = color * extent + coord
+
+        def color_of(rank):     # the dropped coordinates, which every rank can tell
+            color = 0
+            for coord, extent, kept in zip(grid.coords_of(rank), grid.dims, keep):
+                if not kept:
+                    color = color * extent + coord
+            return color
         kept = [i for i, k in enumerate(keep) if k]
-        return with_topology(Cartcomm, self.Split(color, self.Get_rank()),
+        choices = [(color_of(rank), rank) for rank in range(self.Get_size())]
+        return with_topology(Cartcomm, split_by(self, choices),
                              CartTopology([grid.dims[i] for i in kept],
                                           [grid.periods[i] for i in kept]))
 

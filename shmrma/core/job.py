@@ -33,6 +33,7 @@ OFF_SECRET = 192        # 16 random bytes: the job's segments that ranks find by
 SECRET_BYTES = 16
 OFF_NEXT_RANK = 256     # 64-bit count of the process slots taken (started or spawned)
 OFF_SPAWN_LOCK = 264    # held while a Spawn's request goes down the launcher's pipe
+OFF_AREA_POOL = 1024    # collective areas kept for new communicators (coll/area.py)
 
 RANK_BLOCK = 256
 OFF_PID = 0

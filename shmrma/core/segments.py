@@ -29,8 +29,10 @@ def job_prefix(job_id):
     return "%s%s." % (NAME_PREFIX, job_id)
 
 
-def new_name(job_id):
-    return "/%s%s" % (job_prefix(job_id), os.urandom(8).hex())
+def new_name(job_id, kind=""):
+    """A new segment name of the job: its prefix, ``kind`` (a word that tells what
+    lives there), then random."""
+    return "/%s%s%s" % (job_prefix(job_id), kind, os.urandom(8).hex())
 
 
 def shm_free_bytes():
@@ -61,11 +63,13 @@ class Segment:
         self._named = True
 
     @classmethod
-    def create(cls, job_id, size, reserved=None, keep_fd=False):
+    def create(cls, job_id, size, reserved=None, keep_fd=False, kind=""):
         """Create, reserve and map a new segment of ``size`` bytes (size > 0), the
         first ``reserved`` of them reserved now (default all); ``keep_fd`` keeps
-        its descriptor, for reserve() to reserve more later."""
-        name, fd = _create_reserved(job_id, size, size if reserved is None else reserved)
+        its descriptor, for reserve() to reserve more later; ``kind`` goes into
+        its name (new_name)."""
+        name, fd = _create_reserved(job_id, size, size if reserved is None else reserved,
+                                    kind)
         try:
             return cls(name, size, fd, keep_fd) if keep_fd else cls(name, size, fd)
         except BaseException:
@@ -196,10 +200,10 @@ class PopulatedRegion(Region):
     populate = True
 
 
-def _create_reserved(job_id, size, reserved):
+def _create_reserved(job_id, size, reserved, kind=""):
     """A new segment's name and open descriptor, ``size`` bytes long, the first
     ``reserved`` of them reserved."""
-    name = new_name(job_id)
+    name = new_name(job_id, kind)
     shm = posix_ipc.SharedMemory(name, posix_ipc.O_CREX, mode=0o600)
     fd = shm.fd
     try:

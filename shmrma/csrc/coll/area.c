@@ -26,6 +26,7 @@ static double WAIT_SLICE;
 static PyObject *g_check;       /* collarea.wait_check(state, sequence, first, reader):
                                    * None, or the job's problem to raise */
 static PyObject *g_over;        /* collarea.wait_over() */
+static PyObject *g_map;         /* collarea.area_of(state): maps the small area */
 PyObject *g_area_in_place;      /* MPI.IN_PLACE */
 static int g_setup_done = 0;
 
@@ -301,10 +302,20 @@ CommCore *
 coll_comm(PyObject *state)
 {
     CommCore *c = (CommCore *)state;
+    PyObject *mapped;
     if (!g_fast_enabled || !g_setup_done || !PyObject_TypeCheck(state, &CommCoreType) ||
-            c->freed || c->ranks == NULL || c->areas[SMALL].base == NULL ||
-            c->to_rank[c->world_rank] < 0)
+            c->freed || c->ranks == NULL || c->to_rank[c->world_rank] < 0)
         return NULL;
+    if (c->areas[SMALL].base == NULL) {
+        /* the communicator's first collective: every member maps its area here, or
+         * in the Python path when its call misses, which maps it just the same
+         * (a failure there is every member's: each raises it in Python) */
+        if ((mapped = PyObject_CallOneArg(g_map, state)) == NULL)
+            PyErr_Clear();
+        Py_XDECREF(mapped);
+        if (c->areas[SMALL].base == NULL)
+            return NULL;
+    }
     return c;
 }
 
@@ -463,11 +474,11 @@ static PyObject *
 n_collectives_setup(PyObject *m, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"area_header", "slot_header", "read_line", "wait_slice",
-                             "check", "over", "in_place", "sliced_above", NULL};
-    PyObject *check, *over, *in_place;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "$nnndOOOi:collectives_setup", kwlist,
+                             "check", "over", "in_place", "sliced_above", "map_area", NULL};
+    PyObject *check, *over, *in_place, *map_area;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "$nnndOOOiO:collectives_setup", kwlist,
                                      &AREA_HEADER, &AREA_SLOT_HEADER, &READ_LINE, &WAIT_SLICE,
-                                     &check, &over, &in_place, &SLICED_ABOVE))
+                                     &check, &over, &in_place, &SLICED_ABOVE, &map_area))
         return NULL;
     if (AREA_SLOT_HEADER < (Py_ssize_t)sizeof(SlotHeader) || READ_LINE < 8 || READ_LINE % 8) {
         PyErr_SetString(PyExc_ValueError, "collectives_setup(): the slot header or the "
@@ -480,6 +491,8 @@ n_collectives_setup(PyObject *m, PyObject *args, PyObject *kwds)
     Py_XSETREF(g_over, over);
     Py_INCREF(in_place);
     Py_XSETREF(g_area_in_place, in_place);
+    Py_INCREF(map_area);
+    Py_XSETREF(g_map, map_area);
     g_setup_done = 1;
     Py_RETURN_NONE;
 }

@@ -1,0 +1,86 @@
+"""The pool of collective areas (shmrma/coll/area.py): a freed communicator's small
+area serves the next communicator of its size instead of a new segment, cleared,
+whichever ranks made or freed it; names in /dev/shm stay bounded however many
+communicators a program makes."""
+import os
+
+import numpy as np
+import pytest
+
+import shmrma
+from shmrma import MPI
+
+
+def _area_names():
+    from shmrma.core import job, segments
+    from shmrma.coll.area import AREA_KIND
+    prefix = "%s%s" % (segments.job_prefix(job.current().job_id), AREA_KIND)
+    return sorted(n for n in os.listdir(segments.SHM_DIR) if n.startswith(prefix))
+
+
+def _many_communicators(rounds):
+    """Communicators of three sizes made, used and freed in turn (Dup, Split in
+    halves, Split in pairs with the ranks reversed), each checked by the results of
+    its first collectives (a reused area starts clean); the names of small areas at
+    the end of each round."""
+    comm = MPI.COMM_WORLD
+    rank, size = comm.rank, comm.size
+    names = []
+    for turn in range(rounds):
+        made = [comm.Dup(), comm.Split(rank % 2, rank), comm.Split(rank // 2, size - rank)]
+        for new in made:
+            out = np.zeros(3)
+            new.Allreduce(np.array([1.0, new.rank, turn]), out)
+            assert out.tolist() == [new.size, sum(range(new.size)), turn * new.size]
+            assert new.allgather((turn, new.rank)) == [(turn, r) for r in range(new.size)]
+            assert new.bcast(turn * 10 + rank if new.rank == 0 else None, 0) is not None
+        for new in made[::-1] if turn % 2 else made:
+            new.Free()
+        comm.Barrier()
+        names.append(len(_area_names()))
+    return names
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("nranks", [2, 4, 5])
+def test_areas_are_reused_and_their_names_stay_bounded(nranks):
+    """60 rounds of 3 communicators: the areas in /dev/shm stop growing after the
+    first rounds (each new communicator took a freed one of its size)."""
+    for counts in shmrma.launch(_many_communicators, nranks, args=(60,), timeout=110):
+        assert max(counts) <= counts[2] + 1 and max(counts) <= 8, counts
+
+
+def _threads_make_communicators():
+    """Two threads of each rank make, use and free communicators at once (each on
+    its own Dup of COMM_WORLD): the pool is shared by every process and thread."""
+    import threading
+    comm = MPI.COMM_WORLD
+    bases = [comm.Dup() for _ in range(2)]
+    failures = []
+
+    def work(base):
+        try:
+            for turn in range(40):
+                new = base.Split(base.rank % 2, base.rank) if turn % 2 else base.Dup()
+                got = new.allreduce(turn)
+                if got != turn * new.size:
+                    failures.append((turn, got))
+                new.Free()
+        except Exception as exc:    # noqa: BLE001 - reported to the test
+            failures.append(repr(exc))
+    threads = [threading.Thread(target=work, args=(base,)) for base in bases]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for base in bases:
+        base.Free()
+    return failures
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("run", range(3))
+def test_threads_and_ranks_share_the_pool(run):
+    if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
+        pytest.skip("needs THREAD_MULTIPLE")
+    assert shmrma.launch(_threads_make_communicators, 4, timeout=110) == [[]] * 4
