@@ -500,6 +500,7 @@ def _map(state, nbytes):
     if size == 1:
         return _PrivateRegion(nbytes)
     world = job.current()
+    atomic.store32(world.slot_address(state.slot) + job.OFF_SLOT_CHANNEL, 1)
     region = segments.Region.create_or_attach(world.shared_name("nbc.%d" % state.context),
                                               nbytes)
     if atomic.fetch_add32(region.address + OFF_MAPPED, 1) + 1 == size:
@@ -508,6 +509,9 @@ def _map(state, nbytes):
 
 
 def unlink_channel(state):
-    """The last member frees the communicator: its channel's name goes, mapped or not."""
-    if len(state.ranks) > 1:
-        segments.unlink(job.current().shared_name("nbc.%d" % state.context))
+    """The last member frees the communicator: its channel's name goes, mapped or not
+    (not looked for when no member made one: most communicators never do)."""
+    world = job.current()
+    if len(state.ranks) > 1 and atomic.load32(world.slot_address(state.slot) +
+                                              job.OFF_SLOT_CHANNEL):
+        segments.unlink(world.shared_name("nbc.%d" % state.context))

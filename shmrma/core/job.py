@@ -46,6 +46,7 @@ SLOT_BYTES = 128
 OFF_SLOT_REFS = 0
 OFF_SLOT_COUNT = 64
 OFF_SLOT_GENERATION = 72  # wait cell
+OFF_SLOT_CHANNEL = 80   # 1 once a member made the communicator's nonblocking channel
 
 CHANNEL_HEADER = 192
 MAGIC = 0x5348524D41574F52  # "SHRMAWOR"
