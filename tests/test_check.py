@@ -76,18 +76,27 @@ def reported_pairs(stderr):
                                      "buffer_cases.py", "local_cases.py",
                                      "local_cases.py allocate", "load_cases.py",
                                      "load_cases.py alloc_mem", "load_cases.py private",
-                                     "dynamic_cases.py", "shared_cases.py"])
+                                     "dynamic_cases.py", "shared_cases.py",
+                                     "accumulate_cases.py"])
 def test_reports_exactly_the_marked_races(program, nranks):
     assert_marked_races(program, nranks)
 
 
 @pytest.mark.parametrize("program", ["fence_cases.py", "active_cases.py",
-                                     "local_cases.py allocate"])
+                                     "local_cases.py allocate", "accumulate_cases.py"])
 def test_reports_exactly_the_marked_races_on_the_python_path(program):
     """SHMRMA_NATIVE=0: the checker's Python fallbacks (the access log in numpy, the
     clocks' releases, counter cells and joins, the store compare) report the same
     races, counters' signals included (A15, R152-R160)."""
     assert_marked_races(program, 3, {"SHMRMA_NATIVE": "0"})
+
+
+def test_reports_the_benchmark_atomicity_cases():
+    """RMARaceBench's atomicity scenarios (different basic types, one origin's two
+    types, displacements that put elements across each other; and the race-free
+    ones: a contiguous type of INT against INTs, one grid, one type)."""
+    assert_marked_races("atomic_cases.py", 3)
+    assert_marked_races("atomic_cases.py", 3, {"SHMRMA_NATIVE": "0"})
 
 
 def assert_marked_races(program, nranks, env=None):

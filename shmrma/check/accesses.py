@@ -8,10 +8,15 @@ origin's epoch at that moment. A record of rank o is ordered before the current
 point of rank s when ``vc_s[o] >= stamp``; for o itself, when it is complete.
 
 Two overlapping records conflict when one writes, they are not both atomic
-accumulate-class accesses allowed to run concurrently (same basic type and the
-same op or NO_OP for Accumulate, R135, R140; Get_accumulate, Fetch_and_op and
-Compare_and_swap among themselves, R136), and neither is ordered before the other.
-Accumulate-class accesses of one origin are ordered among themselves (R141).
+accumulate-class accesses allowed to run concurrently, and neither is ordered
+before the other. Accumulate-class accesses are atomic together element by
+element (MPI-3.1 §11.7.1): of the same basic type, on elements that coincide
+(two MPI.INT accumulates at bytes 0 and 1 of a window of disp_unit 1 overlap
+without being the same elements: a race), and with the same op or NO_OP for
+Accumulate (Get_accumulate, Fetch_and_op and Compare_and_swap among
+themselves). Those of one origin are ordered among themselves per datatype
+(§11.7.2, accumulate_ordering): two of different basic types from one origin to
+the same bytes race unless the first was completed before the second.
 
 Each target's records are changed under that target's checking lock, so of two
 concurrent accesses the second always sees the first.
@@ -41,6 +46,9 @@ CALL_NAMES = {LOAD: "Load", LOCAL_STORE: "Store", STORE: "Store", PUT: "Put", GE
               ACCUMULATE: "Accumulate", GET_ACCUMULATE: "Get_accumulate",
               FETCH_AND_OP: "Fetch_and_op", COMPARE_AND_SWAP: "Compare_and_swap"}
 NO_OP_CODE = -1          # the op code of NO_OP (a read)
+# a record's basic type code (windowcheck.basic_code): its name's hash in the low
+# bits, its size in bytes from SIZE_SHIFT up (0: unknown, any alignment)
+SIZE_SHIFT, NAME_MASK, MAX_SIZE = 24, (1 << 24) - 1, 63
 CAPACITY = 4096          # records per target before pruning
 ATOMICS = 256            # words per target used as flags or locks through atomics
 ATOMIC_BYTES = 16        # an accumulate-class access of at most one element synchronizes
@@ -156,10 +164,13 @@ class WindowLog:
         overlap[inside] = access.lows[at[inside]] < rows["high"][inside]
         if not overlap.any():
             return rows[:0]
-        rows = rows[overlap]
+        rows, at = rows[overlap], at[overlap]
         writes = _writes(rows["kind"], rows["op"]) | access.writes
         both_atomic = (rows["kind"] >= ACCUMULATE) & (access.kind >= ACCUMULATE)
-        allowed = both_atomic & (rows["basic"] == access.basic) & (
+        same_basic = rows["basic"] == access.basic
+        size = max((access.basic >> SIZE_SHIFT) & MAX_SIZE, 1)
+        coincide = (access.lows[at] - rows["low"]) % size == 0
+        allowed = both_atomic & same_basic & coincide & (
             (rows["op"] == access.op) | (rows["op"] == NO_OP_CODE) | (access.op == NO_OP_CODE)
             | ((rows["kind"] > ACCUMULATE) & (access.kind > ACCUMULATE)))
         # an exclusive lock epoch excludes every other lock epoch on its target
@@ -169,7 +180,7 @@ class WindowLog:
         elif LOCK_EXCLUSIVE <= access.epoch <= LOCK_ALL:
             allowed |= (rows["epoch"] == LOCK_EXCLUSIVE) & (rows["origin"] != me)
         mine = rows["origin"] == me
-        ordered = numpy.where(mine, (rows["stamp"] != PENDING) | both_atomic,
+        ordered = numpy.where(mine, (rows["stamp"] != PENDING) | (both_atomic & same_basic),
                               vc[rows["origin"]] >= rows["stamp"])
         return rows[writes & ~allowed & ~ordered]
 
@@ -431,7 +442,7 @@ def use_native(enabled):
 _native = None
 if _racecheck is not None and atomic.BACKEND == "c":
     _racecheck.setup(PENDING, LOAD, PUT, GET, ACCUMULATE, GET_ACCUMULATE, FETCH_AND_OP,
-                     NO_OP_CODE, LOCK_EXCLUSIVE, LOCK_ALL)
+                     NO_OP_CODE, LOCK_EXCLUSIVE, LOCK_ALL, SIZE_SHIFT, MAX_SIZE)
     _native = _racecheck
 
 

@@ -77,6 +77,25 @@ def _remedy(first_call, first_rank, pending, second_rank, epochs):
                   "synchronization counter" % second_rank)
 
 
+def _why_accumulates(row, access, same_origin):
+    """Why two accumulate-class calls race, when they are that (else "")."""
+    if int(row["kind"]) < accesses.ACCUMULATE or access.kind < accesses.ACCUMULATE:
+        return ""
+    if int(row["basic"]) != access.basic:
+        if same_origin:
+            return ("  one origin's accumulates are ordered per datatype only (MPI-3.1 "
+                    "11.7.2), and these are of two basic types\n")
+        return ("  accumulates of two basic types are not atomic together (MPI-3.1 "
+                "11.7.1)\n")
+    size = (access.basic >> accesses.SIZE_SHIFT) & accesses.MAX_SIZE
+    if size > 1 and (int(access.lows[0]) - int(row["low"])) % size:
+        return ("  accumulates are atomic element by element (MPI-3.1 11.7.1): these "
+                "%d-byte elements overlap without coinciding (they start at bytes %d and "
+                "%d); use one displacement grid\n" % (size, int(row["low"]),
+                                                      int(access.lows[0])))
+    return ""
+
+
 def _bytes_of(low, high, target, dynamic):
     """Where the racing bytes are: offsets into the target's memory, or (``dynamic``:
     its displacements are addresses) the addresses in the regions it attached."""
@@ -87,16 +106,17 @@ def _bytes_of(low, high, target, dynamic):
 
 def race(window, target, row, row_site, me, access, site, dynamic=False):
     """The text of one race between a recorded access ``row`` and the new ``access``."""
-    first, second = accesses.CALL_NAMES[int(row["kind"])], accesses.CALL_NAMES[access.kind]
+    first = accesses.CALL_NAMES[int(row["kind"])]
     low = max(int(row["low"]), int(access.lows[0]))
     high = min(int(row["high"]), int(access.highs[-1]))
     origin = int(row["origin"])
     epochs = (int(row["epoch"]), access.epoch)
     return ("shmrma-check: data race on %s, %s\n"
-            "  %s\n  %s\n  %s\n" % (
+            "  %s\n  %s\n%s  %s\n" % (
                 window, _bytes_of(low, high, target, dynamic),
                 _describe(int(row["kind"]), origin, row_site, epochs[0], target),
                 _describe(access.kind, me, site, epochs[1], target),
+                _why_accumulates(row, access, origin == me),
                 _remedy(first, origin, int(row["stamp"]) == accesses.PENDING, me, epochs)))
 
 

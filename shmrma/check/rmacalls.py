@@ -16,7 +16,7 @@ from .accesses import (ACCUMULATE, COMPARE_AND_SWAP, FETCH_AND_OP, GET, GET_ACCU
 from .clock import clock
 from .completion import on_completion
 from .origin import READ, WRITTEN
-from .windowcheck import (BARRIER, CAS_CODE, DECLINED, basic_codes, check_of,
+from .windowcheck import (BARRIER, CAS_CODE, DECLINED, basic_code, basic_codes, check_of,
                           code_of)
 
 
@@ -34,8 +34,7 @@ def _runs(state, rank, target, defaults):
             return (numpy.array([low]), numpy.array([low + defaults.nbytes])), basic
     message = buffers.message(defaults, writable=False, sparse=True)
     disp, count, datatype = rma._target_spec(target, message.count, message.datatype)
-    basic = datatype.basic
-    basic = code_of(basic.Get_name()) if basic is not None else 0
+    basic = basic_code(datatype.basic)
     if type(defaults) is numpy.ndarray and message.datatype is datatype:
         basic_codes[defaults.dtype] = basic
     side = rma.Side(datatype, count)

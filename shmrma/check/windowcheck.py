@@ -28,6 +28,16 @@ def code_of(name):
     return zlib.crc32(name.encode()) & 0x3fffffff
 
 
+def basic_code(basic):
+    """The code of a basic datatype in the access log: its name's (the low bits)
+    and its size in bytes (accesses.SIZE_SHIFT up): accumulates of one basic type
+    are atomic together only element by element, where their elements coincide."""
+    if basic is None:
+        return 0
+    return (zlib.crc32(basic.Get_name().encode()) & accesses.NAME_MASK) | \
+        (min(basic.Get_size(), accesses.MAX_SIZE) << accesses.SIZE_SHIFT)
+
+
 # --- windows -----------------------------------------------------------------------
 
 class WindowCheck:

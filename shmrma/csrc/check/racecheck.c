@@ -25,15 +25,17 @@ static struct {
     int64_t pending;
     int32_t load, put, get, accumulate, get_accumulate, fetch_and_op, no_op;
     int32_t lock_exclusive, lock_all;
+    int32_t size_shift, max_size;   /* a basic code's size in bytes (accesses.SIZE_SHIFT) */
     int ready;
 } codes;
 
 static PyObject *setup(PyObject *self, PyObject *args)
 {
-    if (!PyArg_ParseTuple(args, "Liiiiiiiii", &codes.pending, &codes.load, &codes.put,
+    if (!PyArg_ParseTuple(args, "Liiiiiiiiiii", &codes.pending, &codes.load, &codes.put,
                           &codes.get,
                           &codes.accumulate, &codes.get_accumulate, &codes.fetch_and_op,
-                          &codes.no_op, &codes.lock_exclusive, &codes.lock_all))
+                          &codes.no_op, &codes.lock_exclusive, &codes.lock_all,
+                          &codes.size_shift, &codes.max_size))
         return NULL;
     if (sizeof(struct record) != 48) {
         PyErr_SetString(PyExc_RuntimeError, "struct record is not 48 bytes");
@@ -54,7 +56,8 @@ static int writes(int32_t kind, int32_t op)
     return 1;       /* Accumulate, Compare_and_swap */
 }
 
-static int overlaps(const struct access *a, const struct record *r)
+/* The first of the access's runs that overlaps r, or -1. */
+static Py_ssize_t overlapping(const struct access *a, const struct record *r)
 {
     const int64_t *lows = a->lows, *highs = a->highs;
     Py_ssize_t first = 0, last = a->runs;      /* the first run ending after r->low */
@@ -65,7 +68,15 @@ static int overlaps(const struct access *a, const struct record *r)
         else
             first = middle + 1;
     }
-    return first < a->runs && lows[first] < r->high;
+    return first < a->runs && lows[first] < r->high ? first : -1;
+}
+
+/* Do the elements of the access's run `run` coincide with r's (its basic type's
+ * size from its code, 0 for unknown: any)? */
+static int coincide(const struct access *a, Py_ssize_t run, const struct record *r)
+{
+    int64_t size = (a->basic >> codes.size_shift) & codes.max_size;
+    return size <= 1 || (a->lows[run] - r->low) % size == 0;
 }
 
 static int is_lock(int32_t epoch)
@@ -75,10 +86,12 @@ static int is_lock(int32_t epoch)
 
 static int conflicts(const struct access *a, const struct record *r, const int64_t *vc)
 {
-    if (!overlaps(a, r) || !(writes(r->kind, r->op) || writes(a->kind, a->op)))
+    Py_ssize_t run = overlapping(a, r);
+    if (run < 0 || !(writes(r->kind, r->op) || writes(a->kind, a->op)))
         return 0;
     int both_atomic = r->kind >= codes.accumulate && a->kind >= codes.accumulate;
-    if (both_atomic && r->basic == a->basic
+    int same_basic = r->basic == a->basic;
+    if (both_atomic && same_basic && coincide(a, run, r)
             && (r->op == a->op || r->op == codes.no_op || a->op == codes.no_op
                 || (r->kind > codes.accumulate && a->kind > codes.accumulate)))
         return 0;
@@ -88,7 +101,8 @@ static int conflicts(const struct access *a, const struct record *r, const int64
             return 0;       /* an exclusive lock epoch excludes the other */
         return vc[r->origin] < r->stamp;
     }
-    return r->stamp == codes.pending && !both_atomic;
+    /* one origin's accumulates are ordered per datatype (accumulate_ordering) */
+    return r->stamp == codes.pending && !(both_atomic && same_basic);
 }
 
 /* The access's runs from two int64 arrays of one length >= 1 (sorted, disjoint), or
