@@ -145,6 +145,23 @@ def test_nxtval_and_compute_pi_demos_run_as_their_makefiles_run_them(source, run
         assert "3.14160098692312" in result.stdout, (run, result.stdout)
 
 
+@pytest.mark.timeout(300)
+def test_test_run_demo_passes_with_shmrmas_mpiexec(source, tmp_path):
+    """mpi4py's demo/test-run as its makefile runs it (python test_run.py), with
+    shmrma's mpiexec first on PATH: `python -m mpi4py` and its error exits, the
+    abort status, scripts, modules and -c commands, 19 cases."""
+    links = tmp_path / "bin"
+    subprocess.run([sys.executable, "-m", "shmrma.run.mpiexec", "--links", str(links)],
+                   check=True, capture_output=True)
+    env = dict(os.environ, PATH=str(links) + os.pathsep + os.environ.get("PATH", ""))
+    env.pop("MPIEXEC", None)
+    result = subprocess.run([sys.executable, "test_run.py"], capture_output=True, text=True,
+                            cwd=os.path.join(source, "demo", "test-run"), env=env,
+                            timeout=280)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Ran 19 tests" in result.stderr and "\nOK" in result.stderr, result.stderr[-2000:]
+
+
 @pytest.mark.timeout(600)
 def test_osu_demos_run_to_their_largest_message(source, run_shmrma):
     """mpi4py's demo/osu_*.py (message forms such as [buf, (counts, displs), MPI.BYTE]
