@@ -72,6 +72,7 @@ MAPPED_OFFSET = 60              # members that mapped it so far (an int32)
 MASK32 = 0xFFFFFFFF
 POOL_ENTRIES = 32               # small areas kept for new communicators, at job.OFF_AREA_POOL
 POOL_ENTRY = 64                 # state (int32), communicator size (int32), name
+POOL_SIZE, POOL_NAME = 4, 8     # offsets in an entry
 POOL_EMPTY, POOL_BUSY, POOL_READY = 0, 1, 2
 CACHED_AREAS = 16               # areas a process keeps mapped after its communicator's Free
 AREA_KIND = "area-"             # in the names of small areas (segments.new_name)
@@ -200,13 +201,13 @@ def _pool_take(world, size):
     """The name of a pooled small area for a communicator of ``size``, taken out of
     the pool; None when it has none."""
     for entry in _pool_entries(world):
-        if atomic.load32(entry) != POOL_READY or atomic.load32(entry + 4) != size or \
+        if atomic.load32(entry) != POOL_READY or atomic.load32(entry + POOL_SIZE) != size or \
                 atomic.cas32(entry, POOL_READY, POOL_BUSY) != POOL_READY:
             continue
-        if atomic.load32(entry + 4) != size:     # given again meanwhile, for another size
+        if atomic.load32(entry + POOL_SIZE) != size:   # given again meanwhile, another size
             atomic.store32(entry, POOL_READY)
             continue
-        at = entry - world.base + 8
+        at = entry - world.base + POOL_NAME
         name = bytes(world.mem[at:at + NAME_BYTES]).rstrip(b"\0").decode()
         atomic.store32(entry, POOL_EMPTY)
         return name
@@ -222,9 +223,9 @@ def recycle(state):
     world, name = job.current(), area.region.name
     for entry in _pool_entries(world):
         if atomic.cas32(entry, POOL_EMPTY, POOL_BUSY) == POOL_EMPTY:
-            at = entry - world.base + 8
+            at = entry - world.base + POOL_NAME
             world.mem[at:at + NAME_BYTES] = name.encode().ljust(NAME_BYTES, b"\0")
-            atomic.store32(entry + 4, len(state.ranks))
+            atomic.store32(entry + POOL_SIZE, len(state.ranks))
             atomic.store32(entry, POOL_READY)
             return
     segments.unlink(name)

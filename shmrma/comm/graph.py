@@ -13,7 +13,7 @@ import operator
 
 from ..core import constants, errors
 from .comm import COMM_CLASSES
-from .intracomm import MADE_ABOVE, split_by
+from .intracomm import MADE_ABOVE, same_order, split_by
 from .topology import Topocomm, Topology, agreed, with_topology
 
 # ints told apart by identity, as mpi4py's (the addresses of MPI's sentinels)
@@ -88,12 +88,6 @@ def _checked_graph(call, index, edges, size):
         errors.fail(errors.ERR_ARG, "%s: edges %s lead outside the graph's nodes 0..%d"
                     % (call, outside, nnodes - 1))
     return GraphTopology(index, edges)
-
-
-def _same_order(comm):
-    """Every rank's Split choice for a communicator of the same ranks in the same
-    order (a distributed graph keeps them where they are)."""
-    return [(0, rank) for rank in range(comm.Get_size())]
 
 
 def create_graph(comm, index, edges, reorder=False):
@@ -208,7 +202,7 @@ def create_dist_graph_adjacent(comm, sources, destinations, sourceweights=None,
         weights = None if in_weights is None else (in_weights, out_weights or [])
         return DistGraphTopology(inward, outward, weights)
     graph, _ = agreed(comm, call, parse)
-    return with_topology(Distgraphcomm, split_by(comm, _same_order(comm)), graph)
+    return with_topology(Distgraphcomm, split_by(comm, same_order(comm)), graph)
 
 
 def create_dist_graph(comm, sources, degrees, destinations, weights=None, info=None,
@@ -242,7 +236,7 @@ def create_dist_graph(comm, sources, degrees, destinations, weights=None, info=N
         if weighted else None
     graph = DistGraphTopology([start for start, _ in inward], [end for end, _ in outward],
                               weights_of)
-    return with_topology(Distgraphcomm, split_by(comm, _same_order(comm)), graph)
+    return with_topology(Distgraphcomm, split_by(comm, same_order(comm)), graph)
 
 
 class Distgraphcomm(Topocomm):

@@ -184,11 +184,9 @@ class Intracomm(PersistentCollectives, NonblockingCollectives, Collectives, Comm
 def duplicate(comm, info=None):
     """``comm.Dup``: a new communicator of the same group and topology, with a handle
     of ``comm``'s class (Self, as mpi4py's Dup: a subclass's Dup gives that subclass).
-    One collective step: rank 0 allocates it and broadcasts the plan (a Split of one
-    color would first gather every rank's color and key)."""
+    One collective step: no Split's gather of colors first."""
     parent = comm._s
-    plan = _allocate_or_error(1, [len(parent.ranks)]) if parent.rank == 0 else None
-    base, slots = _planned(own_bcast(Intracomm._handle_of(parent), plan, 0))
+    base, slots = _agreed_plan(parent, [len(parent.ranks)])
     state = CommState(base, parent.ranks, slots[0], parent=parent)
     state.topology = parent.topology    # topologies never change: shared
     copy = comm._own_class()._handle_of(state)
@@ -240,6 +238,12 @@ def members_of(choices, ranks, color):
                                         if c == color)]
 
 
+def same_order(comm):
+    """Every rank's Split choice for a communicator of the same ranks in the same
+    order (a distributed graph)."""
+    return [(0, rank) for rank in range(comm.Get_size())]
+
+
 def split_by(comm, choices):
     """The communicators of a Split of ``comm`` whose every rank's (color, key) is
     ``choices``, known at every rank (a topology's, or gathered by Split): one
@@ -248,15 +252,20 @@ def split_by(comm, choices):
     color = choices[state.rank][0]
     colors = sorted({c for c, _ in choices if c != constants.UNDEFINED})
     members = {c: members_of(choices, state.ranks, c) for c in colors}
-    plan = None
-    if state.rank == 0:
-        plan = _allocate_or_error(len(colors), [len(members[c]) for c in colors])
-    base, slots = _planned(own_bcast(Intracomm._handle_of(state), plan, 0))
+    base, slots = _agreed_plan(state, [len(members[c]) for c in colors])
     if color == constants.UNDEFINED:
         return COMM_NULL
     index = colors.index(color)
     return Intracomm(CommState(base + index, members[color], slots[index],
                                parent=state))
+
+
+def _agreed_plan(state, sizes):
+    """Context ids and barrier slots for new communicators of ``sizes`` members, made
+    from the communicator ``state``: rank 0 allocates them and broadcasts the plan,
+    or the error it met, which every member then raises."""
+    plan = _allocate_or_error(len(sizes), sizes) if state.rank == 0 else None
+    return _planned(own_bcast(Intracomm._handle_of(state), plan, 0))
 
 
 def _split_choice(rank, choice):

@@ -99,11 +99,8 @@ operand_get(PyObject *obj, int writable, Operand *o)
     return 0;
 }
 
-/* --- vector messages (the counts and displacements of Gatherv, Alltoallv, ...) --- */
+/* --- the datatypes a message may name, and messages ------------------------------ */
 
-
-/* The predefined datatypes a message may name: a sequence of (datatype,
- * extent > 0, typecode) (the typecode of format_size's, or ""), kept for good. */
 static Py_ssize_t datatype_index(PyObject *datatype);
 
 /* g_format_datatype from (format, datatype) pairs, datatypes of the table. */
@@ -132,6 +129,9 @@ set_format_datatypes(PyObject *formats)
     return 0;
 }
 
+/* The predefined datatypes a message may name: a sequence of (datatype,
+ * extent > 0, typecode) (the typecode of format_size's, or ""), kept for good;
+ * then the datatype each buffer format means (set_format_datatypes). */
 int
 set_datatypes(PyObject *pairs, PyObject *formats)
 {
@@ -196,13 +196,22 @@ datatype_index(PyObject *datatype)
     return -1;
 }
 
-/* The extent of a predefined datatype set_datatypes named; 0 for any
- * other object. */
-static Py_ssize_t
-extent_of(PyObject *datatype)
+/* buf (operand_get) as items of `datatype`, None for the buffer's own format's,
+ * else a predefined one of the table: its typecode, element type, identity and
+ * extent replace the format's.  -1: a miss, nothing held. */
+static int
+typed_operand(PyObject *buf, PyObject *datatype, int writable, Operand *o)
 {
-    Py_ssize_t i = datatype_index(datatype);
-    return i < 0 ? 0 : g_extents[i];
+    Py_ssize_t index = datatype == Py_None ? -1 : datatype_index(datatype);
+    if ((datatype != Py_None && index < 0) || operand_get(buf, writable, o) < 0)
+        return -1;
+    if (index >= 0) {
+        o->code = g_codes[index];
+        o->etype = element_type(o->code, g_extents[index]);
+        o->datatype = (int)index;
+        o->extent = g_extents[index];
+    }
+    return 0;
 }
 
 /* A message's items as mpi4py unpacks them: buf, [buf, datatype], [buf, count],
@@ -254,21 +263,15 @@ int
 message_get(PyObject *msg, int writable, int blocks, Operand *o)
 {
     PyObject *buf, *count_obj, *displ_obj, *datatype;
-    Py_ssize_t index = -1, extent, start = 0, count, displ, room;
+    Py_ssize_t extent, start = 0, count, displ, room;
     if (unpack(msg, 1, &buf, &count_obj, &displ_obj, &datatype) < 0)
         return -1;
     if (buf == msg)     /* a bare buffer: all of it, as operand_get takes it */
         return operand_get(buf, writable, o);
-    if ((datatype != Py_None && (index = datatype_index(datatype)) < 0) ||
-            (count = count_or_none(count_obj)) == -1 ||
-            (displ = count_or_none(displ_obj)) == -1 || operand_get(buf, writable, o) < 0)
+    if ((count = count_or_none(count_obj)) == -1 || (displ = count_or_none(displ_obj)) == -1 ||
+            typed_operand(buf, datatype, writable, o) < 0)
         return -1;
-    if (index >= 0) {
-        o->code = g_codes[index];
-        o->etype = element_type(o->code, g_extents[index]);
-        o->datatype = (int)index;
-    }
-    extent = o->extent = index >= 0 ? g_extents[index] : o->extent;
+    extent = o->extent;
     if (displ > 0) {
         if (displ > o->view.len / extent)
             goto miss;
@@ -377,9 +380,9 @@ vector_get(PyObject *msg, int writable, int n, Operand *op, Span *spans)
     int r;
     if (unpack(msg, 0, &buf, &counts, &displs, &datatype) < 0)
         return -1;
-    if ((datatype != Py_None && !extent_of(datatype)) || operand_get(buf, writable, op) < 0)
+    if (typed_operand(buf, datatype, writable, op) < 0)
         return -1;
-    extent = datatype != Py_None ? extent_of(datatype) : op->view.itemsize;
+    extent = op->extent;
     items = op->view.len / extent;
     if (counts == Py_None) {
         if (op->view.len % extent)
