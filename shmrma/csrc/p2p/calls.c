@@ -22,18 +22,43 @@ fast_comm(PyObject *state)
     return c;
 }
 
-/* An exact int in low..high, or the wildcard; else MISSING. */
+/* The value of an int-like (an int, a numpy integer: what operator.index takes)
+ * or, with floats, of a float with an integral value (comm.py's _rank_number:
+ * mpi4py takes ranks computed as nprocs / 2); 0, or -1 (no error set) for
+ * anything else, which the Python path then judges. */
+static int
+int_value(PyObject *obj, int floats, long *value)
+{
+    PyObject *index;
+    if (PyLong_CheckExact(obj)) {
+        *value = PyLong_AsLong(obj);
+    } else if (floats && PyFloat_CheckExact(obj)) {
+        double d = PyFloat_AS_DOUBLE(obj);
+        if (!(d >= -2147483648.0 && d <= 2147483647.0) || d != (double)(long)d)
+            return -1;
+        *value = (long)d;
+        return 0;
+    } else if (PyIndex_Check(obj) && (index = PyNumber_Index(obj)) != NULL) {
+        *value = PyLong_AsLong(index);
+        Py_DECREF(index);
+    } else {
+        PyErr_Clear();
+        return -1;
+    }
+    if (*value == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return -1;
+    }
+    return 0;
+}
+
+/* An int in low..high, or the wildcard; else MISSING. */
 static int32_t
-fast_int(PyObject *obj, long low, long high, int any, int32_t wildcard)
+fast_int(PyObject *obj, int floats, long low, long high, int any, int32_t wildcard)
 {
     long v;
-    if (!PyLong_CheckExact(obj))
+    if (int_value(obj, floats, &v) < 0)
         return MISSING;
-    v = PyLong_AsLong(obj);
-    if (v == -1 && PyErr_Occurred()) {
-        PyErr_Clear();
-        return MISSING;
-    }
     if (any && v == wildcard)
         return wildcard;
     return v >= low && v <= high ? (int32_t)v : MISSING;
@@ -43,14 +68,14 @@ fast_int(PyObject *obj, long low, long high, int any, int32_t wildcard)
 static inline int32_t
 fast_rank(CommCore *c, PyObject *obj, int any)
 {
-    return fast_int(obj, 0, c->size - 1, any, ANY_SOURCE);
+    return fast_int(obj, 1, 0, c->size - 1, any, ANY_SOURCE);
 }
 
 /* A tag (or ANY_TAG with any), else MISSING. */
 static inline int32_t
 fast_tag(PyObject *obj, int any)
 {
-    return fast_int(obj, 0, TAG_UB, any, ANY_TAG);
+    return fast_int(obj, 0, 0, TAG_UB, any, ANY_TAG);
 }
 
 /* The communicator, source and tag of a fast receive, and its message into
