@@ -104,6 +104,24 @@ def _scenarios(comm):
         comm.Alltoall(send, out)
         return out
 
+    def alltoallw(rows, in_place=False, count=1):
+        """Rank j gets column pair j of every rank's (rows x 2 size) array: subarray
+        types, packed, then moved as Alltoallv's bytes in C."""
+        whole = np.arange(rows * 2 * size, dtype="i4").reshape(rows, 2 * size) + 1000 * rank
+        types = [MPI.INT.Create_subarray([rows, 2 * size], [rows, 2], [0, 2 * j]).Commit()
+                 for j in range(size)]
+        out = np.full_like(whole, -1)
+        try:
+            if in_place:
+                comm.Alltoallw(MPI.IN_PLACE, [whole, ([1] * size, [0] * size), types])
+                return whole
+            comm.Alltoallw([whole, ([count] * size, [0] * size), types],
+                           [out, ([1] * size, [0] * size), types])
+            return out
+        finally:
+            for datatype in types:
+                datatype.Free()
+
     def scan(n, inclusive=True, in_place=False, op=MPI.SUM):
         send = np.arange(n, dtype="f8") * (rank + 1) - rank
         out = np.full(n, -7.0)
@@ -183,7 +201,17 @@ def _scenarios(comm):
         "Alltoall in place": lambda: alltoall(2, in_place=True),
         "Alltoall mismatch": lambda: alltoall(2, count=3 if rank == 0 else 2),
         "Alltoall large": lambda: alltoall(BIG // 8),
+        # the parts received land in the buffer the parts sent are still read from
+        "Alltoall in place large": lambda: alltoall(BIG // 8, in_place=True),
+        "Alltoall large mismatch": lambda: alltoall(BIG // 8,
+                                                    count=BIG // 8 + (rank == 0) * 2),
+        "Gather large": lambda: gather(BIG // 4, size - 1),
+        "Scatter large in place": lambda: scatter(BIG // 8, 1 % size, in_place=True),
         "Alltoallv large": lambda: alltoallv_case(comm, comm.Alltoallv, scale=20000),
+        "Alltoallw subarrays": lambda: alltoallw(3),
+        "Alltoallw in place": lambda: alltoallw(4, in_place=True),
+        "Alltoallw large": lambda: alltoallw(3000),
+        "Alltoallw one part too many here": lambda: alltoallw(2, count=2 if rank == 0 else 1),
         "Scan small": lambda: scan(3),
         "Scan in place": lambda: scan(4, in_place=True, op=MPI.PROD),
         "Exscan small": lambda: scan(2, inclusive=False, op=MPI.MAX),
@@ -256,13 +284,21 @@ def test_the_c_path_takes_the_common_cases():
         assert [took for _, took in taken["Allreduce mismatch"]] == ["handed over"]
         # a pickle larger than the small area: missed before the first step
         assert [took for _, took in taken["allgather large"]] == ["missed"]
-        # once the large area is mapped, folds go on through it in C; streams that
-        # outgrow the small area, and parts that do not fit, go to Python
-        assert [took for _, took in taken["Scan large"]] == ["done"]
+        # once the large area is mapped, folds and streams that outgrow the small
+        # area go on through it in C; parts that do not fit go to Python
         _vector_forms_are_done_in_c(rank, taken)
-        for name in ("Allgather large", "Scatter large", "Alltoall large", "Alltoallv large",
-                     "Scan mismatch"):
-            assert [took for _, took in taken[name]] == ["handed over"], (rank, name)
+        for name in ("Scan large", "Allgather large", "Gather large", "Scatter large",
+                     "Scatter large in place", "Alltoall large", "Alltoall in place large",
+                     "Alltoallv large"):
+            assert [took for _, took in taken[name]] == ["done"], (rank, name)
+        assert [took for _, took in taken["Scan mismatch"]] == ["handed over"]
+        for name in ("Alltoallw subarrays", "Alltoallw in place", "Alltoallw large"):
+            assert [took for _, took in taken[name]] == ["done"], (rank, name)
+        # rank 0 sends past its array: Python's parse refuses it, and it says so in step
+        assert [took for _, took in taken["Alltoallw one part too many here"]] == (
+            [] if rank == 0 else ["handed over"])
+        assert [took for _, took in taken["Alltoall large mismatch"]] == [
+            "missed" if rank == 0 else "handed over"]
         # rank 0's own buffers disagree: it misses (Python raises in the first step)
         for name in ("Allgather mismatch", "Alltoall mismatch"):
             assert [took for _, took in taken[name]] == ["missed" if rank == 0

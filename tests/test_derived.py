@@ -120,6 +120,37 @@ def test_subarray_layout_is_the_sub_box():
     assert _packed(sub, data).view("f8").tolist() == data[1:3, 1:4].ravel().tolist()
 
 
+@pytest.mark.parametrize("base", ["DOUBLE", "INT", "vector", "contiguous"])
+def test_subarrays_pack_and_unpack_the_numpy_slice(base):
+    """Random subarrays, both storage orders, of predefined elements (built a block per
+    row) and of derived ones (a block per element): Pack gives the slice's elements in
+    storage order, each as its own type map, and Unpack puts them back where they were."""
+    old = {"DOUBLE": MPI.DOUBLE, "INT": MPI.INT,
+           "vector": MPI.DOUBLE.Create_vector(2, 1, 3).Commit(),
+           "contiguous": MPI.DOUBLE.Create_contiguous(2).Commit()}[base]
+    blocks = list(zip(*derived.Layout.of(old).as_lists()[:2]))
+    rng = np.random.default_rng(len(base))
+    for case in range(60):
+        sizes = [int(n) for n in rng.integers(1, 7, int(rng.integers(1, 4)))]
+        subsizes = [int(rng.integers(1, n + 1)) for n in sizes]
+        starts = [int(rng.integers(0, n - m + 1)) for n, m in zip(sizes, subsizes)]
+        order, storage = (MPI.ORDER_C, "C") if case % 2 else (MPI.ORDER_FORTRAN, "F")
+        sub = old.Create_subarray(sizes, subsizes, starts, order=order).Commit()
+        data = np.arange(int(np.prod(sizes)) * old.extent, dtype="u1")
+        where = np.arange(int(np.prod(sizes))).reshape(sizes, order=storage)[
+            tuple(slice(a, a + m) for a, m in zip(starts, subsizes))].ravel(order=storage)
+        expected = b"".join(data[e * old.extent + at:e * old.extent + at + n].tobytes()
+                            for e in where for at, n in blocks)
+        packed = bytearray(sub.Pack_size(1, MPI.COMM_SELF))
+        assert sub.Pack(data, packed, 0, MPI.COMM_SELF) == len(expected)
+        assert bytes(packed[:len(expected)]) == expected, (sizes, subsizes, starts, storage)
+        back = np.zeros_like(data)
+        sub.Unpack(packed, 0, back, MPI.COMM_SELF)
+        touched = np.frombuffer(expected, "u1")
+        assert sorted(back[back != 0].tolist()) == sorted(touched[touched != 0].tolist())
+        sub.Free()
+
+
 def test_bad_constructor_arguments_raise():
     with pytest.raises(MPI.Exception) as info:
         MPI.INT.Create_contiguous(-1)

@@ -289,7 +289,23 @@ class Collectives:
 
     def Alltoallw(self, sendbuf, recvbuf):
         """All to all scatter/gather with varying counts, displacements and datatypes."""
-        self._alltoall("Alltoallw", self._alltoallw_parts, sendbuf, recvbuf)
+        # the parts travel packed, so C moves them as Alltoallv's bytes; a message
+        # Python cannot parse goes to its path, which raises in step
+        try:
+            both = self._alltoallw_parts(sendbuf, recvbuf)
+        except Exception:  # noqa: BLE001 - _alltoall parses it again and says it to all
+            both = None
+        try:
+            taken = both and fast_alltoallv(self._state_value, both[0].bytes_message(),
+                                            both[1].bytes_message())
+            if taken is True:
+                both[1].finish()
+                return
+            self._alltoall("Alltoallw", (lambda *_: both) if both else self._alltoallw_parts,
+                           sendbuf, recvbuf, taken)
+        finally:
+            for message in both or ():
+                message.release()
 
     def _alltoall(self, name, parts_of, sendbuf, recvbuf, taken=None):
         """Every rank's parts (after a table of where each lies) to their ranks."""
@@ -510,7 +526,10 @@ class Collectives:
         return sends, receives
 
     def _alltoallw_parts(self, sendbuf, recvbuf):
-        receives = buffers.vector_w_message(recvbuf, True, self.size)
+        # every part of the receive is written (unless the call fails), so its parts
+        # start empty; with IN_PLACE they are what is sent
+        receives = buffers.vector_w_message(recvbuf, True, self.size,
+                                            _in_place(sendbuf) is constants.IN_PLACE)
         sends = (receives.snapshot() if _in_place(sendbuf) is constants.IN_PLACE
                  else buffers.vector_w_message(sendbuf, False, self.size))
         own, into = sends.part(self._s.rank), receives.part(self._s.rank)

@@ -13,6 +13,7 @@ collectives accept it (R154, A25).
 import ctypes
 import mmap
 import operator
+import threading
 
 from ..core import atomic, constants, errors
 from . import derived, dlpack, synchandle
@@ -394,23 +395,67 @@ def vector_message(msg, writable, blocks):
     return VectorMessage(data, counts, displs, extent)
 
 
+# Byte buffers of packed parts given back by finished calls, for the next to reuse:
+# a fresh buffer of a MiB costs its page faults (glibc maps every allocation that
+# large anew and unmaps it at free), more than the copy it holds.
+SCRATCH_KEPT = 4
+SCRATCH_LARGEST = 64 << 20
+_scratch = []
+_scratch_lock = threading.Lock()        # threads call collectives at once
+
+
+def scratch(nbytes):
+    """A writable byte view of ``nbytes`` whose buffer give_back() may reuse."""
+    with _scratch_lock:
+        for index, buffer in enumerate(_scratch):
+            if len(buffer) >= nbytes:
+                del _scratch[index]
+                return memoryview(buffer)[:nbytes]
+    return memoryview(bytearray(nbytes))
+
+
+def give_back(view):
+    """Keep scratch()'s buffer for the next call; ``view`` is not used again."""
+    buffer = view.obj
+    if not isinstance(buffer, bytearray) or len(buffer) > SCRATCH_LARGEST:
+        return
+    with _scratch_lock:
+        if len(_scratch) < SCRATCH_KEPT:
+            _scratch.append(buffer)
+        else:
+            smallest = min(range(len(_scratch)), key=lambda i: len(_scratch[i]))
+            if len(_scratch[smallest]) < len(buffer):
+                _scratch[smallest] = buffer
+
+
 class VectorWMessage:
     """Alltoallw's buffer: rank i's ``counts[i]`` items of ``types[i]`` from byte
     ``displs[i]`` of ``whole``. The parts' types differ, so each travels packed: the
     parts lie one after another in ``data``, and ``finish`` unpacks what receives
-    wrote there into ``whole``."""
+    wrote there into ``whole``. ``packed``: the parts hold what ``whole`` holds
+    (a receive need not, when every part of it will be written)."""
 
     __slots__ = ("data", "whole", "_items", "_firsts", "_starts")
 
-    def __init__(self, whole, items, firsts):
+    def __init__(self, whole, items, firsts, packed=True):
         self.whole, self._items, self._firsts = whole, items, firsts
         self._starts = [0]
         for item in items:
             self._starts.append(self._starts[-1] + item.nbytes)
-        self.data = memoryview(bytearray(self._starts[-1]))
+        self.data = scratch(self._starts[-1])      # every byte is written before use
         for index, (item, first) in enumerate(zip(items, firsts)):
-            if item.count:
-                self.part(index)[:] = memoryview(item.pack(whole, first)).cast("B")
+            if item.count and packed:
+                item.pack_into(whole, first, self.part(index))
+
+    def release(self):
+        """Done with the parts: their buffer may serve the next call (give_back)."""
+        give_back(self.data)
+        self.data = None
+
+    def bytes_message(self):
+        """The packed parts as a vector message of bytes, as Alltoallv takes it."""
+        sizes = [stop - start for start, stop in zip(self._starts, self._starts[1:])]
+        return [self.data, (sizes, self._starts[:-1]), datatypes.BYTE]
 
     def part(self, index):
         start, stop = self.span(index)
@@ -432,11 +477,12 @@ class VectorWMessage:
                 item.unpack(self.part(index), self.whole, first)
 
 
-def vector_w_message(msg, writable, blocks):
+def vector_w_message(msg, writable, blocks, packed=True):
     """Parse Alltoallw's message as mpi4py does: ``[buf, counts, displs, datatypes]``,
     ``[buf, (counts, displs), datatypes]`` or ``[buf, datatypes]`` (then one item of
     each type at byte 0). Displacements are in bytes; with MPI.BOTTOM they are
-    absolute addresses (MPI.Get_address), usually inside the datatypes."""
+    absolute addresses (MPI.Get_address), usually inside the datatypes. ``packed``:
+    as VectorWMessage's."""
     buf, counts, displs, types = _unpack_w(msg)
     types = _per_rank(types, blocks, "datatypes", datatypes.lookup)
     if any(datatype.type_class == datatypes.HANDLE for datatype in types):
@@ -457,12 +503,12 @@ def vector_w_message(msg, writable, blocks):
         low = min((start for start, _ in used), default=0)
         high = max((stop for _, stop in used), default=0)
         whole = _at_address(low, high - low, writable)
-        return VectorWMessage(whole, items, [displ - low for displ in displs])
+        return VectorWMessage(whole, items, [displ - low for displ in displs], packed)
     whole = as_view(buf, writable)
     whole = _bytes_of(whole)
     for datatype, count, displ in zip(types, counts, displs):
         _spread(whole, displ, count, datatype)
-    return VectorWMessage(whole, items, displs)
+    return VectorWMessage(whole, items, displs, packed)
 
 
 def _bottom_message(datatype, count, parts, writable):

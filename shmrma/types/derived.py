@@ -10,13 +10,18 @@ writes only the members of each pair, its padding left as it was (Layout.members
 """
 import operator
 
-from ..core import errors
+from ..core import atomic, errors
 from . import datatype as datatypes
 from .datatype import (COMBINER_CONTIGUOUS, COMBINER_DARRAY, COMBINER_HINDEXED,
                        COMBINER_HINDEXED_BLOCK, COMBINER_HVECTOR, COMBINER_INDEXED,
                        COMBINER_INDEXED_BLOCK, COMBINER_RESIZED, COMBINER_STRUCT,
                        COMBINER_SUBARRAY, COMBINER_VECTOR, c_integer)
 from ..core.lazy import numpy
+
+if atomic.BACKEND == "c":
+    from .. import _native      # copy_runs: a derived type's blocks, one memcpy each
+else:
+    _native = None
 
 # array storage orders and distributions, as MPICH numbers them (mpi4py exposes these)
 ORDER_C = 56
@@ -278,7 +283,22 @@ class Items:
         """The packed bytes of the items whose item 0 starts at byte ``first`` of ``data``."""
         if self.dense:
             return data[first + self.low:first + self.low + self.nbytes]
+        if _native is not None:
+            layout = Layout.of(self.datatype)
+            packed = numpy.empty(self.nbytes, dtype=numpy.uint8)
+            _native.copy_runs(data, packed, layout.offsets, layout.lengths, self.count,
+                              self.datatype.extent, first, self.nbytes, False)
+            return packed
         return numpy.frombuffer(data, dtype=numpy.uint8)[first + self.index]
+
+    def pack_into(self, data, first, out):
+        """pack(), written into the writable bytes ``out``."""
+        if not self.dense and _native is not None:
+            layout = Layout.of(self.datatype)
+            _native.copy_runs(data, out, layout.offsets, layout.lengths, self.count,
+                              self.datatype.extent, first, self.nbytes, False)
+        else:
+            out[:] = memoryview(self.pack(data, first)).cast("B")
 
     def unpack(self, packed, data, first, nbytes=None):
         """Write packed bytes (the first ``nbytes`` of them, by default all) into the
@@ -292,6 +312,10 @@ class Items:
         elif self.dense:
             start = first + self.low
             data[start:start + nbytes] = memoryview(packed).cast("B")[:nbytes]
+        elif _native is not None:
+            layout = Layout.of(self.datatype)
+            _native.copy_runs(data, packed, layout.offsets, layout.lengths, self.count,
+                              self.datatype.extent, first, nbytes, True)
         else:
             numpy.frombuffer(data, dtype=numpy.uint8)[first + self.index[:nbytes]] = \
                 numpy.frombuffer(packed, dtype=numpy.uint8, count=nbytes)
@@ -579,11 +603,27 @@ def _array_type(old, sizes, indices, order, call):
     if order == ORDER_FORTRAN:
         sizes, indices = sizes[::-1], indices[::-1]
     strides = numpy.cumprod([1] + list(sizes[:0:-1]))[::-1]
+    old_layout, extent = Layout.of(old), old.extent
+    last = indices[-1]
+    if len(old_layout) == 1 and old_layout.block(0)[:2] == (0, extent) and \
+            len(last) and last[-1] - last[0] == len(last) - 1:
+        # the innermost dimension's indices are one run and an element fills its
+        # extent: a block per row, not per element (a subarray has thousands)
+        rows = _flat_indices(indices[:-1], strides[:-1]) + int(last[0])
+        layout = Layout(rows * extent, numpy.full(len(rows), len(last) * extent),
+                        numpy.full(len(rows), old_layout.block(0)[2]))
+    else:
+        layout = old_layout.replicated(_flat_indices(indices, strides) * extent)
+    total = int(numpy.prod(sizes)) * extent
+    return _make(layout, 0, total, old.basic if old_layout.basic() is not None else None)
+
+
+def _flat_indices(indices, strides):
+    """The flat index of every combination of indices[d] (d outermost first), in order."""
+    if not indices:
+        return numpy.zeros(1, dtype=numpy.int64)
     grids = numpy.meshgrid(*indices, indexing="ij")
-    elements = sum(g * int(stride) for g, stride in zip(grids, strides)).ravel()
-    layout = Layout.of(old).replicated(elements * old.extent)
-    total = int(numpy.prod(sizes)) * old.extent
-    return _make(layout, 0, total, old.basic if Layout.of(old).basic() is not None else None)
+    return sum(g.astype(numpy.int64) * int(stride) for g, stride in zip(grids, strides)).ravel()
 
 
 def create_darray(self, size, rank, gsizes, distribs, dargs, psizes, order=ORDER_C):

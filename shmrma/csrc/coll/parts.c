@@ -7,9 +7,12 @@
  * What the members deposit is what coll/blocking.py's exchange moves: Gather's and
  * Allgather's streams are the parts themselves (the root of a Gather brings
  * nothing), Scatter's and Alltoall's a table of (offset, length) per rank, then
- * the parts (collective._parts_stream).  C takes the call when every stream fits
- * the small area; otherwise, or when a member failed or a part does not fit its
- * place, it hands the call over after the first step.
+ * the parts (collective._parts_stream).  C takes the whole call: in the first
+ * step when every stream fits the small area, else through the large area as
+ * coll/area.py's exchange does (each stream again from its start, chunk by
+ * chunk).  When a member failed, a part does not fit its place, or the large
+ * area is not mapped yet (its first use maps it, in Python), it hands the call
+ * over after the first step.
  */
 #include "coll.h"
 
@@ -65,58 +68,172 @@ part_at(Operand *o, Py_ssize_t part, int index)
     return (char *)o->view.buf + part * index;
 }
 
-/* Deposit the first step of the table stream of the parts of data that `spans`
- * says, one per rank: the table of where each part lies in the stream, then the
- * parts one after another (collective._parts_stream: what a rank sends, not the
- * buffer it lies in), as much of it as the slot holds.  The parity, or -1 with
- * an exception set. */
-static int
-table_step(CommCore *c, PyObject *state, const char *data, const Span *spans)
+/* A member's stream: Gather's and Allgather's own part (`spans` NULL), or the
+ * table stream of Scatter and Alltoall: the table of where each of the n parts
+ * that `spans` says lies, then the parts one after another
+ * (collective._parts_stream: what a rank sends, not the buffer it lies in). */
+typedef struct {
+    const char *data;
+    const Span *spans;
+    int n;
+    Py_ssize_t length;
+} Stream;
+
+static Stream
+plain_stream(const char *data, Py_ssize_t length)
 {
-    int n = c->size, r;
-    Py_ssize_t table = n * (Py_ssize_t)sizeof(TableEntry), slot = c->areas[SMALL].slot;
-    Py_ssize_t at = table;
+    return (Stream){data, NULL, 0, length};
+}
+
+static Stream
+table_stream(const char *data, const Span *spans, int n)
+{
+    Py_ssize_t length = n * (Py_ssize_t)sizeof(TableEntry);
+    int r;
+    for (r = 0; r < n; r++)
+        length += spans[r].len;
+    return (Stream){data, spans, n, length};
+}
+
+/* Copy what [low, high) of `piece` (which sits at `at` in the stream) has of
+ * the stream's bytes [start, start + len) to `into` (which holds those). */
+static inline void
+copy_overlap(char *into, Py_ssize_t start, Py_ssize_t len, const char *piece, Py_ssize_t at,
+             Py_ssize_t size)
+{
+    Py_ssize_t low = at > start ? at : start;
+    Py_ssize_t high = at + size < start + len ? at + size : start + len;
+    if (low < high)
+        memcpy(into + (low - start), piece + (low - at), (size_t)(high - low));
+}
+
+/* Bytes [start, start + len) of stream s into `into`. */
+static void
+stream_copy(const Stream *s, char *into, Py_ssize_t start, Py_ssize_t len)
+{
+    Py_ssize_t at = s->n * (Py_ssize_t)sizeof(TableEntry);
+    int r;
+    if (s->spans == NULL) {
+        memcpy(into, s->data + start, (size_t)len);
+        return;
+    }
+    for (r = 0; r < s->n; r++) {
+        TableEntry e = {at, s->spans[r].len};
+        copy_overlap(into, start, len, (const char *)&e, r * (Py_ssize_t)sizeof(e), sizeof(e));
+        copy_overlap(into, start, len, s->data + s->spans[r].at, at, s->spans[r].len);
+        at += s->spans[r].len;
+    }
+}
+
+/* The first step, depositing the start of stream s (as much as a small slot
+ * holds).  The parity, or -1 with an exception set. */
+static int
+first_step(CommCore *c, PyObject *state, const Stream *s)
+{
+    Py_ssize_t slot = c->areas[SMALL].slot;
     char *into = begin_step(c, state, SMALL);
     if (into == NULL)
         return -1;
-    for (r = 0; r < n; r++) {
-        TableEntry e = {at, spans[r].len};
-        memcpy(into + r * sizeof(TableEntry), &e, sizeof(e));
-        if (at < slot)
-            memcpy(into + at, data + spans[r].at,
-                   (size_t)(spans[r].len < slot - at ? spans[r].len : slot - at));
-        at += spans[r].len;
-    }
-    return end_step(c, state, SMALL, at, 0, -1);
+    stream_copy(s, into, 0, s->length < slot ? s->length : slot);
+    return end_step(c, state, SMALL, s->length, 0, -1);
 }
 
-/* Where part `index` of rank's table stream lies in its slot, when whole there
- * and `part` bytes long; NULL otherwise. */
-static const char *
-table_part(CommCore *c, int rank, int parity, int index, Py_ssize_t part)
+/* Where part `index` of rank's table stream lies in that stream (the table is in
+ * the rank's small slot: a table of every member fits one), when it is `part`
+ * bytes long and within the stream; else -1. */
+static Py_ssize_t
+table_entry(CommCore *c, int rank, int parity, int index, Py_ssize_t part)
 {
     SlotHeader *h = slot_at(c, SMALL, rank, parity);
     TableEntry e;
     if (h->length < (int64_t)((index + 1) * sizeof(TableEntry)))
-        return NULL;
+        return -1;
     memcpy(&e, data_at(c, SMALL, rank, parity) + index * sizeof(TableEntry), sizeof(e));
     if (e.length != part || e.offset < 0 || e.offset + e.length > h->length)
-        return NULL;
-    return data_at(c, SMALL, rank, parity) + e.offset;
+        return -1;
+    return (Py_ssize_t)e.offset;
 }
 
-/* Did every member take part, all within a small slot, each rank other than
- * `skip` bringing the bytes of its part in `parts` (any length when NULL)? */
+/* Did every member take part (no error), each rank other than `skip` bringing
+ * the bytes of its part in `parts` (any length when NULL)? */
 static int
 all_bring(CommCore *c, int parity, int skip, const Span *parts)
 {
     int r;
-    if (!all_small(c, parity, -1))
-        return 0;
-    for (r = 0; parts != NULL && r < c->size; r++)
-        if (r != skip && slot_at(c, SMALL, r, parity)->length != parts[r].len)
+    for (r = 0; r < c->size; r++) {
+        SlotHeader *h = slot_at(c, SMALL, r, parity);
+        if (h->error || (parts != NULL && r != skip && h->length != parts[r].len))
             return 0;
+    }
     return 1;
+}
+
+/* A part this member takes: `length` bytes at `offset` of rank's stream. */
+typedef struct {
+    int rank;
+    Py_ssize_t offset, length;
+    char *into;
+} Want;
+
+/* The longest stream of the first step. */
+static int64_t
+longest_stream(CommCore *c, int parity)
+{
+    int64_t longest = 0;
+    int r;
+    for (r = 0; r < c->size; r++)
+        if (slot_at(c, SMALL, r, parity)->length > longest)
+            longest = slot_at(c, SMALL, r, parity)->length;
+    return longest;
+}
+
+/* Copy what each want holds of the chunk [start, start + size) of its rank's
+ * stream, in the area's slots of this parity. */
+static void
+take(CommCore *c, int which, int parity, Py_ssize_t start, Py_ssize_t size, const Want *wants,
+     int count)
+{
+    int w;
+    for (w = 0; w < count; w++) {
+        Py_ssize_t low = wants[w].offset > start ? wants[w].offset : start;
+        Py_ssize_t high = wants[w].offset + wants[w].length < start + size ?
+            wants[w].offset + wants[w].length : start + size;
+        if (low < high)
+            memcpy(wants[w].into + (low - wants[w].offset),
+                   data_at(c, which, wants[w].rank, parity) + (low - start),
+                   (size_t)(high - low));
+    }
+}
+
+/* The rest of a call after its first step (`parity`), when every member took
+ * part: the wants from the small slots when every stream fits one, else every
+ * stream from its start through the large area in chunks, as coll/area.py's
+ * exchange moves them.  True, hand_over's answer (the large area is not
+ * mapped yet), or NULL with an exception set. */
+static PyObject *
+move_streams(CommCore *c, PyObject *state, int parity, const Stream *mine, const Want *wants,
+             int count)
+{
+    int64_t longest = longest_stream(c, parity);
+    Py_ssize_t start, size = c->areas[LARGE].slot;
+    if (longest <= c->areas[SMALL].slot) {
+        take(c, SMALL, parity, 0, c->areas[SMALL].slot, wants, count);
+        Py_RETURN_TRUE;
+    }
+    if (c->areas[LARGE].base == NULL)
+        return hand_over(c, parity);
+    for (start = 0; start < longest; start += size) {
+        Py_ssize_t len = mine->length - start;
+        char *into = begin_step(c, state, LARGE);
+        if (into == NULL)
+            return NULL;
+        len = len < 0 ? 0 : len < size ? len : size;
+        stream_copy(mine, into, start, len);
+        if ((parity = end_step(c, state, LARGE, mine->length, 0, -1)) < 0)
+            return NULL;
+        take(c, LARGE, parity, start, size, wants, count);
+    }
+    Py_RETURN_TRUE;
 }
 
 /* Gather's or Allgather's buffers into p (`receives`: this member's receive
@@ -159,40 +276,38 @@ gather(PyObject *state, PyObject *sendbuf, PyObject *recvbuf, long root, int vec
     CommCore *c = coll_comm(state);
     Parts p;
     Span *recvs;
-    int me, r, receives, parity;
+    Want *wants;
+    Stream mine;
+    int me, r, receives, parity, count = 0;
     const char *own;
-    Py_ssize_t length;
-    PyObject *result = Py_True;
+    PyObject *result;
     if (c == NULL || root >= c->size)
         Py_RETURN_FALSE;
     me = c->to_rank[c->world_rank];
     receives = root < 0 || me == root;
-    if ((recvs = PyMem_New(Span, (size_t)c->size)) == NULL)
+    if ((recvs = PyMem_Malloc((size_t)c->size * (sizeof(Span) + sizeof(Want)))) == NULL)
         return PyErr_NoMemory();
+    wants = (Want *)(recvs + c->size);
     if (gather_args(&p, sendbuf, recvbuf, c->size, me, receives, vector, recvs) < 0) {
         PyMem_Free(recvs);
         Py_RETURN_FALSE;
     }
     /* with IN_PLACE this member's part goes out from the receive buffer */
     own = p.io.has_send ? p.io.send.view.buf : (char *)p.io.recv.view.buf + recvs[me].at;
-    length = me == root ? 0 : p.io.has_send ? p.io.send.view.len : recvs[me].len;
-    parity = step(c, state, SMALL, length, 0, own,
-                  length < c->areas[SMALL].slot ? length : c->areas[SMALL].slot, -1);
-    if (parity < 0)
+    mine = plain_stream(own, me == root ? 0 : p.io.has_send ? p.io.send.view.len
+                                                           : recvs[me].len);
+    for (r = 0; receives && r < c->size; r++)
+        if (r != me)
+            wants[count++] = (Want){r, 0, recvs[r].len, (char *)p.io.recv.view.buf + recvs[r].at};
+    if ((parity = first_step(c, state, &mine)) < 0)
         result = NULL;
     else if (!all_bring(c, parity, root < 0 ? -1 : (int)root, receives ? recvs : NULL))
         result = hand_over(c, parity);
-    else if (receives) {
-        for (r = 0; r < c->size; r++)
-            if (r != me)
-                memcpy((char *)p.io.recv.view.buf + recvs[r].at, data_at(c, SMALL, r, parity),
-                       (size_t)recvs[r].len);
-        if (p.io.has_send)
-            memcpy((char *)p.io.recv.view.buf + recvs[me].at, own, (size_t)recvs[me].len);
-    }
+    else if ((result = move_streams(c, state, parity, &mine, wants, count)) == Py_True &&
+             receives && p.io.has_send)
+        memcpy((char *)p.io.recv.view.buf + recvs[me].at, own, (size_t)recvs[me].len);
     pair_release(&p.io);
     PyMem_Free(recvs);
-    Py_XINCREF(result);
     return result;
 }
 
@@ -280,10 +395,11 @@ scatter(PyObject *state, PyObject *sendbuf, PyObject *recvbuf, PyObject *root_ar
     CommCore *c = coll_comm(state);
     Parts p;
     Span *sends;
+    Stream mine = plain_stream(NULL, 0);
+    Want want;
     long root;
     int me, parity;
-    const char *mine = NULL;
-    PyObject *result = Py_True;
+    PyObject *result;
     if (!c || (root = plain_int(root_arg)) < 0 || root >= c->size ||
             c->size * (Py_ssize_t)sizeof(TableEntry) > c->areas[SMALL].slot)
         Py_RETURN_FALSE;
@@ -296,7 +412,7 @@ scatter(PyObject *state, PyObject *sendbuf, PyObject *recvbuf, PyObject *root_ar
             PyMem_Free(sends);
             Py_RETURN_FALSE;
         }
-        parity = table_step(c, state, p.io.send.view.buf, sends);
+        mine = table_stream(p.io.send.view.buf, sends, c->size);
     }
     else {
         memset(&p, 0, sizeof(p));      /* sendbuf is not significant here */
@@ -306,21 +422,21 @@ scatter(PyObject *state, PyObject *sendbuf, PyObject *recvbuf, PyObject *root_ar
         }
         p.io.has_recv = 1;
         p.part = p.io.recv.view.len;
-        parity = step(c, state, SMALL, 0, 0, NULL, 0, -1);
     }
-    if (parity < 0)
+    if ((parity = first_step(c, state, &mine)) < 0)
         result = NULL;
-    else if (!all_bring(c, parity, -1, NULL) ||
-             (me != root && !(mine = table_part(c, (int)root, parity, me, p.part))))
+    else if (!all_bring(c, parity, -1, NULL) || (me != root && (want.offset = table_entry(
+                 c, (int)root, parity, me, p.part)) < 0))
         result = hand_over(c, parity);
-    else if (me != root)
-        memcpy(p.io.recv.view.buf, mine, (size_t)p.part);
-    else if (p.io.has_recv)
-        memcpy(p.io.recv.view.buf, (char *)p.io.send.view.buf + sends[me].at,
-               (size_t)sends[me].len);
+    else {
+        want = (Want){(int)root, want.offset, p.part, p.io.recv.view.buf};
+        result = move_streams(c, state, parity, &mine, &want, me != root);
+        if (result == Py_True && me == root && p.io.has_recv)
+            memcpy(p.io.recv.view.buf, (char *)p.io.send.view.buf + sends[me].at,
+                   (size_t)sends[me].len);
+    }
     pair_release(&p.io);
     PyMem_Free(sends);
-    Py_XINCREF(result);
     return result;
 }
 
@@ -379,48 +495,55 @@ alltoall(PyObject *state, PyObject *sendbuf, PyObject *recvbuf, int vector)
 {
     CommCore *c = coll_comm(state);
     Parts p;
-    Span *sends, *recvs, *out_spans;
-    Operand *out;
-    int me, n, r, parity;
-    PyObject *result = Py_True;
+    Span *sends, *recvs;
+    Want *wants;
+    Stream mine;
+    int me, n, r, parity, count = 0;
+    char *copy = NULL;
+    PyObject *result = NULL;
     if (c == NULL || c->size * (Py_ssize_t)sizeof(TableEntry) > c->areas[SMALL].slot)
         Py_RETURN_FALSE;
     n = c->size;
     me = c->to_rank[c->world_rank];
-    if ((sends = PyMem_New(Span, 2 * (size_t)n)) == NULL)
+    if ((sends = PyMem_Malloc((size_t)n * (2 * sizeof(Span) + sizeof(Want)))) == NULL)
         return PyErr_NoMemory();
     recvs = sends + n;
+    wants = (Want *)(recvs + n);
     if (alltoall_args(&p, sendbuf, recvbuf, n, me, vector, sends, recvs) < 0) {
         PyMem_Free(sends);
         Py_RETURN_FALSE;
     }
-    /* with IN_PLACE the parts go out from the receive buffer */
-    out = p.io.has_send ? &p.io.send : &p.io.recv;
-    out_spans = p.io.has_send ? sends : recvs;
-    parity = table_step(c, state, out->view.buf, out_spans);
-    if (parity < 0)
-        result = NULL;
-    else if (!all_bring(c, parity, -1, NULL))
-        result = hand_over(c, parity);
-    else {
-        for (r = 0; r < n; r++)
-            if (r != me && table_part(c, r, parity, me, recvs[r].len) == NULL)
-                break;
-        if (r < n)
-            result = hand_over(c, parity);
-        else {
-            for (r = 0; r < n; r++)
-                if (r != me)
-                    memcpy((char *)p.io.recv.view.buf + recvs[r].at,
-                           table_part(c, r, parity, me, recvs[r].len), (size_t)recvs[r].len);
-            if (p.io.has_send)
-                memcpy((char *)p.io.recv.view.buf + recvs[me].at,
-                       (char *)p.io.send.view.buf + sends[me].at, (size_t)recvs[me].len);
+    /* with IN_PLACE the parts go out from the receive buffer; a copy of it when
+     * the parts received would land there before all of it went out */
+    mine = p.io.has_send ? table_stream(p.io.send.view.buf, sends, n)
+                         : table_stream(p.io.recv.view.buf, recvs, n);
+    if (!p.io.has_send && mine.length > c->areas[SMALL].slot) {
+        if ((copy = PyMem_Malloc((size_t)p.io.recv.view.len + 1)) == NULL) {
+            result = Py_NewRef(Py_False);   /* a miss: Python's path says it to all */
+            goto done;
         }
+        mine.data = memcpy(copy, p.io.recv.view.buf, (size_t)p.io.recv.view.len);
     }
+    if ((parity = first_step(c, state, &mine)) < 0)
+        goto done;
+    for (r = all_bring(c, parity, -1, NULL) ? 0 : n + 1; r < n; r++) {
+        Py_ssize_t offset = r == me ? 0 : table_entry(c, r, parity, me, recvs[r].len);
+        if (offset < 0)
+            break;
+        if (r != me)
+            wants[count++] = (Want){r, offset, recvs[r].len,
+                                    (char *)p.io.recv.view.buf + recvs[r].at};
+    }
+    if (r != n)
+        result = hand_over(c, parity);
+    else if ((result = move_streams(c, state, parity, &mine, wants, count)) == Py_True &&
+             p.io.has_send)
+        memcpy((char *)p.io.recv.view.buf + recvs[me].at,
+               (char *)p.io.send.view.buf + sends[me].at, (size_t)recvs[me].len);
+done:
+    PyMem_Free(copy);
     pair_release(&p.io);
     PyMem_Free(sends);
-    Py_XINCREF(result);
     return result;
 }
 

@@ -411,7 +411,81 @@ miss:
     return -1;
 }
 
+/* copy_runs(data, packed, offsets, lengths, count, extent, first, nbytes, unpack):
+ * the packed bytes of `count` items of a derived datatype, item k's blocks
+ * lying at first + k * extent + offsets[i] in data, lengths[i] bytes each (the
+ * merged blocks of types/derived.py's Layout, int64 arrays): copied from data
+ * into packed, or (unpack) the first nbytes of packed into data.  One memcpy
+ * per block, where numpy would index every byte.  ValueError, nothing copied,
+ * when a block lies outside data or packed is too short. */
+static PyObject *
+n_copy_runs(PyObject *m, PyObject *args)
+{
+    PyObject *data_obj, *packed_obj, *offsets_obj, *lengths_obj, *result = NULL;
+    Py_ssize_t count, extent, first, nbytes, blocks, i, k, done = 0, low = 0, high = 0;
+    int unpack;
+    Py_buffer data, packed, offsets, lengths;
+    if (!PyArg_ParseTuple(args, "OOOOnnnnp:copy_runs", &data_obj, &packed_obj, &offsets_obj,
+                          &lengths_obj, &count, &extent, &first, &nbytes, &unpack))
+        return NULL;
+    if (PyObject_GetBuffer(data_obj, &data, unpack ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(packed_obj, &packed, unpack ? PyBUF_SIMPLE : PyBUF_WRITABLE) < 0)
+        goto data_held;
+    if (PyObject_GetBuffer(offsets_obj, &offsets, PyBUF_SIMPLE) < 0)
+        goto packed_held;
+    if (PyObject_GetBuffer(lengths_obj, &lengths, PyBUF_SIMPLE) < 0)
+        goto offsets_held;
+    blocks = offsets.len / 8;
+    if (lengths.len != offsets.len || offsets.len % 8 || count < 0 || nbytes < 0 ||
+            nbytes > packed.len) {
+        PyErr_SetString(PyExc_ValueError, "copy_runs(): blocks or sizes do not agree");
+        goto all_held;
+    }
+    for (i = 0; i < blocks; i++) {      /* the bytes every item touches */
+        int64_t at = ((int64_t *)offsets.buf)[i], len = ((int64_t *)lengths.buf)[i];
+        if (len < 0) {
+            PyErr_SetString(PyExc_ValueError, "copy_runs(): a negative block length");
+            goto all_held;
+        }
+        low = i == 0 || at < low ? at : low;
+        high = i == 0 || at + len > high ? at + len : high;
+    }
+    if (count && blocks && (first + low + (extent < 0 ? (count - 1) * extent : 0) < 0 ||
+                            first + high + (extent > 0 ? (count - 1) * extent : 0) > data.len)) {
+        PyErr_SetString(PyExc_ValueError, "copy_runs(): the items lie outside the buffer");
+        goto all_held;
+    }
+    for (k = 0; k < count && done < nbytes; k++) {
+        char *item = (char *)data.buf + first + k * extent;
+        for (i = 0; i < blocks && done < nbytes; i++) {
+            int64_t len = ((int64_t *)lengths.buf)[i];
+            char *at = item + ((int64_t *)offsets.buf)[i];
+            if (len > nbytes - done)
+                len = nbytes - done;
+            if (unpack)
+                memcpy(at, (char *)packed.buf + done, (size_t)len);
+            else
+                memcpy((char *)packed.buf + done, at, (size_t)len);
+            done += len;
+        }
+    }
+    result = PyLong_FromSsize_t(done);
+all_held:
+    PyBuffer_Release(&lengths);
+offsets_held:
+    PyBuffer_Release(&offsets);
+packed_held:
+    PyBuffer_Release(&packed);
+data_held:
+    PyBuffer_Release(&data);
+    return result;
+}
+
 static PyMethodDef buffers_functions[] = {
+    {"copy_runs", n_copy_runs, METH_VARARGS,
+     "copy_runs(data, packed, offsets, lengths, count, extent, first, nbytes, unpack) -> "
+     "bytes copied: pack items of a derived datatype block by block, or unpack them."},
     {"datatypes_setup", (PyCFunction)n_datatypes_setup, METH_VARARGS,
      "datatypes_setup(datatypes, formats): the (datatype, extent, typecode) of the "
      "predefined datatypes a message may name on the C paths, and the (format, "
