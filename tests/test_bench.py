@@ -843,11 +843,60 @@ def test_messages_cases_are_valid_runs():
     for case in cases:
         argv = case.argv("shmrma", quick=True)
         program = argv[argv.index("shmrma.bench.messages") + 1:]
-        name, _, sizes, cap, element = messages.parse(program)
+        name, _, sizes, cap, element, form = messages.parse(program)
         assert name == case.name and sizes == [case.size] and cap is not None
         assert element == ("f8" if "float64" in case.title else "f4")
+        assert form == ("count" if ", 8, BYTE]" in case.title else
+                        "type" if "[buf, BYTE]" in case.title else "bare")
     assert [c.title for c in cases if "float64" in c.title] == [
         "Allreduce 1 MiB float64 n=%d (osu_allreduce -T mpi_double), us" % n for n in (2, 4)]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("form", ["type", "count"])
+def test_messages_forms_move_the_same_bytes(run_shmrma, form):
+    """osu_latency and osu_bw with [buf, BYTE] and [buf, size, BYTE] messages run and
+    print a row per size; a form the benchmark does not know is refused."""
+    for name in ("osu_latency", "osu_bw"):
+        done = run_shmrma(["-n", 2, "-m", "shmrma.bench.messages", name, "-m", "1:64",
+                           "--form", form, "--max-iterations", "5"])
+        assert done.returncode == 0, done.stderr
+        assert [int(line.split()[0]) for line in done.stdout.splitlines()
+                if line[:1].isdigit()] == [1, 2, 4, 8, 16, 32, 64]
+    from shmrma.bench import messages
+    with pytest.raises(SystemExit, match="unknown option"):
+        messages.parse(["osu_latency", "--form", "vector"])
+
+
+def test_programs_suite_runs_mpi4pys_demos_and_the_transpose():
+    """Each program of the programs suite: its wall time against mpi4py's (target 1),
+    the figures it printed as rows of their own; a transpose that found wrong values
+    fails its run."""
+    cases = compare.SUITES["programs"]
+    assert all(case.against_mpi4py == 1.0 for case in cases)
+    demos = [case for case in cases if "demo" in case.title]
+    assert len(demos) == 11 and all(case.nranks in (2, 4) for case in demos)
+    latency = demos[0]
+    out = "# MPI Latency Test\n# Size [B]        Latency [us]\n" + "".join(
+        "%10d%20.2f\n" % (size, size / 1000 + 0.5) for size in (0, 8, 4 << 20))
+    value = latency.measured(out, 1.5)
+    assert value == {"wall": 1.5, 8: 0.51, 4 << 20: 4194.8}     # as printed: %.2f
+    assert [extra.of(value) for extra in latency.extras] == [0.51, 4194.8]
+    transpose = cases[-1]
+    assert transpose.measured("setup_us 10.0\ncycle_us 20.0\nchecked yes\n", 2.0) == {
+        "wall": 2.0, "cycle_us": 20.0, "setup_us": 10.0}
+    with pytest.raises(compare.jobs.RunFailed, match="wrong values"):
+        transpose.measured("setup_us 10.0\ncycle_us 20.0\nchecked NO\n", 2.0)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("nranks", [1, 2, 3, 4])
+def test_transpose_program_moves_every_value_where_it_belongs(run_shmrma, nranks):
+    """The pencil transpose checks its own result (grids 1x1 to 2x2, a size that does
+    not divide evenly)."""
+    done = run_shmrma(["-n", nranks, "-m", "shmrma.bench.transpose", "10", "2"])
+    assert done.returncode == 0, done.stderr
+    assert "checked yes" in done.stdout and "cycle_us" in done.stdout
 
 
 @pytest.mark.timeout(120)

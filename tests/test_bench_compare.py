@@ -341,6 +341,8 @@ def fake_samples(cases):
             return [{1: 1.0 + i, 2: 2.0 + i}, {1: 1.2 + i, 2: 2.0 + i}]
         if isinstance(case, compare.MemoryCase):
             return [{"pss": 10.0 + i, "rss": 30.0 + i, "shared": 20.0 + i}] * 2
+        if isinstance(case, compare.ProgramCase):
+            return [dict({key: 5.0 + i for _, key, _ in case.figures}, wall=1.0 + i)] * 2
         return [1.0 + i, 1.2 + i]
     return {case.title: {impl: runs(case, i) for i, impl in enumerate(case.impls(True))}
             for case in cases}
@@ -352,6 +354,7 @@ def test_json_holds_numbers_sweeps_and_machine_facts(tmp_path, monkeypatch, caps
     monkeypatch.setattr(jobs, "reference_missing", lambda: None)
     monkeypatch.setattr(jobs, "_mpi_versions", lambda: ("4.1.2", "MPICH 5.0.2"))
     monkeypatch.setattr(compare, "measure", lambda cases, *args: fake_samples(cases))
+    monkeypatch.setattr(compare.programs, "mpi4py_sources", lambda: str(tmp_path))
     path = tmp_path / "run.json"
     opts = types.SimpleNamespace(suite="all", reps=2, quick=True, json=str(path), plot=None,
                                  results=None, shmrma_path=None)

@@ -14,6 +14,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import mpi4py_suite  # noqa: E402
+from shmrma.bench import programs  # noqa: E402
 
 EXPECTED = {"test_win": 100, "test_rma": 36, "test_rma_nb": 14, "test_util_sync": 78,
             "test_comm_inter": 29, "test_cco_buf_inter": 16, "test_cco_obj_inter": 24,
@@ -41,7 +42,7 @@ FLOORS = {
 def source():
     try:
         return mpi4py_suite.fetch()
-    except (subprocess.CalledProcessError, OSError) as exc:
+    except (programs.SourcesMissing, OSError) as exc:
         pytest.skip("mpi4py %s's source distribution could not be fetched: %s"
                     % (mpi4py_suite.VERSION, exc))
 

@@ -26,26 +26,18 @@ import json
 import os
 import subprocess
 import sys
-import tarfile
 import tempfile
 import unittest
 
-VERSION = "4.1.2"
-CACHE = os.path.join(os.path.expanduser("~"), ".cache", "shmrma")
+from shmrma.bench import programs
+
+VERSION = programs.MPI4PY_VERSION
+CACHE = programs.CACHE
 
 
 def fetch(cache=CACHE):
     """The folder of mpi4py's sdist, downloaded and unpacked once."""
-    folder = os.path.join(cache, "mpi4py-%s" % VERSION)
-    if os.path.isdir(os.path.join(folder, "test")):
-        return folder
-    os.makedirs(cache, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-binary",
-                    ":all:", "--no-deps", "mpi4py==%s" % VERSION, "-d", cache], check=True)
-    with tarfile.open(os.path.join(cache, "mpi4py-%s.tar.gz" % VERSION)) as archive:
-        archive.extractall(cache, filter="data") if hasattr(tarfile, "data_filter") \
-            else archive.extractall(cache)
-    return folder
+    return programs.mpi4py_sources(cache)
 
 
 # --- in every rank --------------------------------------------------------------------

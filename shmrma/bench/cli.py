@@ -10,7 +10,8 @@ from . import options as osu
 
 USAGE = """\
 usage: shmrma-bench NAME [OMB options] [--impl shmrma|shmrma-mpi|mpi4py|numpy]
-       shmrma-bench compare [--suite all|windows|sync|counters|memory|sweep|scaling|messages|check]
+       shmrma-bench compare [--suite all|windows|sync|counters|memory|sweep|scaling|messages|
+                                    check|programs]
                             [--quick] [--reps N] [--json FILE] [--plot FILE.png]
                             [--results FILE.md]
        shmrma-bench list
@@ -45,7 +46,12 @@ output) on two ranks it starts itself.
               every size, Allreduce, Bcast and Barrier at 2-16 ranks, 1 MiB
               Allreduce), their object forms and a message-passing halo
               (suite messages); the halos and the 8-byte put with and
-              without shmrma-run --check (suite check); --json FILE: every row's median, min, max,
+              without shmrma-run --check (suite check); whole programs as
+              their users run them: mpi4py's demo benchmarks (demo/osu_*.py
+              of its source distribution, fetched once into ~/.cache/shmrma)
+              and a pencil transpose with Create_cart, Sub and Alltoallw,
+              their wall time and printed figures (suite programs);
+              --json FILE: every row's median, min, max,
               noisy flag and ratio as numbers, the sweeps per size and the
               machine facts
   list        the benchmarks and the sync modes each accepts

@@ -23,13 +23,13 @@ import time
 from collections import namedtuple
 from operator import itemgetter
 
-from . import jobs
+from . import jobs, programs
 
 REPS = 3
 QUICK_ITERATIONS = {"latency": 2000, "bw": 5}
 NOISY = 0.25
 TIMEOUT_S = 600
-ROW = re.compile(r"^(\d+)\s+(\d+\.\d+)\s*$")
+ROW = re.compile(r"^\s*(\d+)\s+(\d+\.\d+)\s*$")   # OMB's rows; mpi4py's demos right-align
 MIB = 1 << 20
 
 # A further row from the same runs as its case's: ``of`` turns one run's value into
@@ -67,6 +67,10 @@ class Case:
 
     def value(self, out):
         return value_at(out, self.size)
+
+    def measured(self, out, wall):
+        """What one run measured, from its output (and its wall time, for a program)."""
+        return self.value(out)
 
     def headline(self, value):
         """The number of one run that the progress line shows and the main row holds."""
@@ -249,6 +253,72 @@ class MessagesSweep(SweepCase):
         return ["-m", "shmrma.bench.messages", self.name] + flags
 
 
+class ProgramCase(Case):
+    """A whole program as its users run it (programs.py): its wall time, the main
+    row, and figures it printed (``figures``: (row title, the OSU size or the
+    ``KEY number`` key of the figure, higher is better)), rows from the same runs."""
+
+    def __init__(self, title, nranks, program, figures=(), against_mpi4py=1.0):
+        self.title, self.nranks, self._program = title, nranks, program
+        self.against_mpi4py, self.numpy_at_least, self.bandwidth = against_mpi4py, None, False
+        self.figures = figures
+        self.extras = tuple(Extra(label, itemgetter(key), higher)
+                            for label, key, higher in figures)
+
+    def program(self, quick):
+        return self._program(quick)
+
+    def value(self, out):
+        """{figure key: number} of one run's output."""
+        if re.search(r"^checked (?!yes)", out, re.M):
+            raise jobs.RunFailed("the program found wrong values:\n%s" % out[-800:])
+        return {key: value_at(out, key) if isinstance(key, int) else keyed_value(out, {key})
+                for _, key, _ in self.figures}
+
+    def measured(self, out, wall):
+        return dict(self.value(out), wall=wall)
+
+    def headline(self, value):
+        return value["wall"]
+
+    def describe(self):
+        return dict(super().describe(), program=self.program(False), figures=self.figures)
+
+
+def _demo(name, nranks, figures):
+    """mpi4py's demo ``name`` at nranks: wall time, and the figures it printed at
+    the sizes given ((label, size in bytes, higher is better))."""
+    unit = "MB/s" if name in ("osu_bw.py", "osu_bibw.py") else "us"
+    return ProgramCase(
+        "mpi4py demo %s n=%d, wall s" % (name, nranks), nranks,
+        lambda quick: [programs.demo(name)],
+        tuple(("mpi4py demo %s n=%d, %s, %s" % (name, nranks, label, unit), size,
+               unit == "MB/s") for label, size in figures))
+
+
+def _transpose(nranks):
+    title = "Pencil transpose 64^3 float64 n=%d (Create_cart, Sub, Alltoallw)" % nranks
+    return ProgramCase(
+        title + ", wall s", nranks,
+        lambda quick: ["-m", "shmrma.bench.transpose", "64", "10" if quick else "50"],
+        ((title + ": a cycle of 4 transfers, us", "cycle_us", False),
+         (title + ": communicators and types, us", "setup_us", False)))
+
+
+_SMALL_AND_LARGE = (("8 B", 8), ("1 MiB", MIB))
+# mpi4py's demo benchmarks at the rank counts they take (the point-to-point ones need
+# 2), then the transpose: each program's wall time against mpi4py's (target 1.0)
+PROGRAMS_SUITE = (
+    _demo("osu_latency.py", 2, (("8 B", 8), ("4 MiB", 4 * MIB))),
+    _demo("osu_bw.py", 2, (("8 B", 8), ("4 MiB", 4 * MIB))),
+    _demo("osu_bibw.py", 2, (("4 MiB", 4 * MIB),)),
+    _demo("osu_multi_lat.py", 2, (("8 B", 8), ("4 MiB", 4 * MIB))),
+    _demo("osu_barrier.py", 4, (("barrier", 0),)),
+) + tuple(_demo(name, 4, _SMALL_AND_LARGE) for name in (
+    "osu_bcast.py", "osu_gather.py", "osu_scatter.py", "osu_allgather.py", "osu_alltoall.py",
+    "osu_alltoallv.py")) + (_transpose(2), _transpose(4))
+
+
 # The targets of the windows issue: shmrma time / mpi4py time, and bandwidth
 # against numpy's copy of the same bytes in one process.
 WINDOWS_SUITE = (
@@ -360,6 +430,12 @@ def _collective_targets(small, large=1.0):
 MESSAGES_SUITE = (
     MessagesCase("Send/Recv 8 B, one way (osu_latency), us", "osu_latency", 8,
                  against_mpi4py=0.6),
+    MessagesCase("Send/Recv 8 B as [buf, BYTE], one way, us", "osu_latency", 8,
+                 against_mpi4py=0.6, flags=["--form", "type"]),
+    MessagesCase("Send/Recv 8 B as [buf, 8, BYTE], one way, us", "osu_latency", 8,
+                 against_mpi4py=0.6, flags=["--form", "count"]),
+    MessagesCase("Isend/Irecv bandwidth 8 B as [buf, 8, BYTE] (osu_bw), MB/s", "osu_bw", 8,
+                 against_mpi4py=1.0, flags=["--form", "count"]),
     MessagesCase("send/recv of 8-byte objects, one way, us", "obj_latency", 8,
                  against_mpi4py=0.6),
     MessagesCase("Send/Recv 4 MiB, one way (osu_latency), us", "osu_latency", 4 * MIB),
@@ -484,9 +560,10 @@ SUITES = {"windows": WINDOWS_SUITE, "sync": SYNC_SUITE,
           "counters": COUNTERS_SUITE + COUNTERS_COMPANIONS,
           "scaling": SCALING_SUITE, "memory": MEMORY_SUITE, "sweep": SWEEP_SUITE,
           "messages": MESSAGES_SUITE + MESSAGES_SWEEP, "check": CHECK_SUITE,
+          "programs": PROGRAMS_SUITE,
           "all": _unique(WINDOWS_SUITE + SYNC_SUITE + COUNTERS_SUITE + MEMORY_SUITE
                          + SWEEP_SUITE + SCALING_SUITE + MESSAGES_SUITE + MESSAGES_SWEEP
-                         + CHECK_SUITE)}
+                         + CHECK_SUITE + PROGRAMS_SUITE)}
 
 
 def keyed_value(out, keys):
@@ -520,7 +597,7 @@ def measure(cases, have_reference, quick, reps, shmrma_path=None):
                 if shmrma_path:
                     argv = jobs.from_checkout(argv)
                 wall, out = jobs.run_once(argv, jobs.child_env(impl, shmrma_path), TIMEOUT_S)
-                value = case.value(out)
+                value = case.measured(out, wall)
                 bar.step(progress_line(rnd, reps, impl, case.title, case.headline(value),
                                        wall))
                 if rnd >= 0:
@@ -665,7 +742,7 @@ def shown(summary):
 def run(opts):
     """The compare command; returns the exit status."""
     suite = SUITES[opts.suite]
-    if not plot_ready(opts, suite):
+    if not plot_ready(opts, suite) or not sources_ready(suite):
         return 2
     missing = jobs.reference_missing()
     if missing:
@@ -716,6 +793,20 @@ CONVENTIONS = ("OSU conventions (OMB 7.x) unless named: 2 ranks, Win.Allocate, -
                "latency = time of op + sync; bandwidth = 64 ops per flush, MB = 10^6 B. Rounds "
                "at n ranks: shmrma/bench/sync.py, the slowest rank's time. Median of %d "
                "alternating runs%s")
+
+
+def sources_ready(suite):
+    """Before anything runs: False (with the reason on stderr) when the suite runs
+    mpi4py's demos and their source distribution cannot be fetched."""
+    if not any(isinstance(case, ProgramCase) for case in suite):
+        return True
+    try:
+        programs.mpi4py_sources()
+    except (programs.SourcesMissing, OSError) as exc:
+        print("shmrma-bench compare: the programs' sources are missing, nothing was run: %s"
+              % exc, file=sys.stderr)
+        return False
+    return True
 
 
 def plot_ready(opts, suite):

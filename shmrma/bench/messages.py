@@ -19,6 +19,10 @@ or one of the object forms (pickled Python objects, which OMB has not):
   obj_allreduce  allreduce of an int (the size column says 8)
   obj_bcast      bcast of a bytes object of the size
 
+--form bare|type|count: the buffer specification of osu_latency's and osu_bw's
+messages: the array itself (the default), ``[buf, MPI.BYTE]`` or
+``[buf, size, MPI.BYTE]`` (the form of every OSU benchmark and of mpi4py's demos).
+
 The loops follow OMB 7.x: 10,000 timed iterations after 100 warm-up up to 8 KiB
 and 1,000 after 10 above for latency; 100 after 10 and 20 after 2 for bandwidth;
 1,000 after 100 and 100 after 10 for collectives. --max-iterations caps them
@@ -48,14 +52,19 @@ ONE_SIZE = ("osu_barrier", "obj_allreduce")
 MAX_SIZE = {"latency": 1 << 22, "bw": 1 << 22, "collective": 1 << 20}
 WINDOW = 64
 TYPES = {"mpi_float": "f4", "mpi_double": "f8"}     # OMB's -T, for the reductions
+# the buffer specification of a point-to-point message: (MPI, array, size) -> message
+FORMS = {"bare": lambda MPI, buf, size: buf,
+         "type": lambda MPI, buf, size: [buf, MPI.BYTE],
+         "count": lambda MPI, buf, size: [buf, size, MPI.BYTE]}
 
 
 def parse(argv):
     if not argv or argv[0] not in KINDS:
         raise SystemExit("usage: python -m shmrma.bench.messages %s [-m [MIN:]MAX] "
-                         "[-T %s] [--max-iterations N]" % ("|".join(KINDS), "|".join(TYPES)))
+                         "[-T %s] [--form %s] [--max-iterations N]"
+                         % ("|".join(KINDS), "|".join(TYPES), "|".join(FORMS)))
     name, kind = argv[0], KINDS[argv[0]]
-    low, high, cap, element = 1, MAX_SIZE[kind], None, "f4"
+    low, high, cap, element, form = 1, MAX_SIZE[kind], None, "f4", "bare"
     rest = list(argv[1:])
     while rest:
         flag = rest.pop(0)
@@ -67,10 +76,12 @@ def parse(argv):
             cap = int(rest.pop(0))
         elif flag == "-T" and rest and rest[0] in TYPES:
             element = TYPES[rest.pop(0)]
+        elif flag == "--form" and rest and rest[0] in FORMS:
+            form = rest.pop(0)
         else:
             raise SystemExit("shmrma-bench: unknown option %r" % flag)
     sizes = [8] if name in ONE_SIZE else _powers(low, high)
-    return name, kind, sizes, cap, element
+    return name, kind, sizes, cap, element, form
 
 
 def _powers(low, high):
@@ -88,8 +99,9 @@ def loops(kind, size, cap):
 
 
 class Run:
-    def __init__(self, MPI, name, kind, element="f4"):
+    def __init__(self, MPI, name, kind, element="f4", form="bare"):
         self.MPI, self.name, self.kind, self.element = MPI, name, kind, element
+        self.form = FORMS[form]
         self.comm = MPI.COMM_WORLD
         self.rank = self.comm.Get_rank()
 
@@ -99,6 +111,8 @@ class Run:
         MPI, comm, rank = self.MPI, self.comm, self.rank
         send = np.ones(max(size, 4), np.uint8)[:size]
         recv = np.zeros(max(size, 4), np.uint8)[:size]
+        if self.name in ("osu_latency", "osu_bw"):
+            send, recv = self.form(MPI, send, size), self.form(MPI, recv, size)
         if self.name == "osu_latency":
             return _ping_pong(rank, lambda: comm.Send(send, 1, 1), lambda: comm.Recv(recv, 1, 1),
                               lambda: comm.Recv(recv, 0, 1), lambda: comm.Send(send, 0, 1))
@@ -170,8 +184,8 @@ def _ping_pong(rank, send0, recv0, recv1, send1):
 
 
 def main(argv):
-    name, kind, sizes, cap, element = parse(argv)
-    run = Run(mpi_module(), name, kind, element)
+    name, kind, sizes, cap, element, form = parse(argv)
+    run = Run(mpi_module(), name, kind, element, form)
     comm = run.comm
     if kind != "collective" and comm.Get_size() != 2:
         raise SystemExit("shmrma-bench: %s needs exactly two ranks" % name)
