@@ -77,7 +77,7 @@ def reported_pairs(stderr):
                                      "local_cases.py allocate", "load_cases.py",
                                      "load_cases.py alloc_mem", "load_cases.py private",
                                      "dynamic_cases.py", "shared_cases.py",
-                                     "accumulate_cases.py"])
+                                     "accumulate_cases.py", "result_cases.py"])
 def test_reports_exactly_the_marked_races(program, nranks):
     assert_marked_races(program, nranks)
 
@@ -216,7 +216,7 @@ def test_buffers_a_call_covers():
     """What the checker compares for each kind of buffer argument (origin.watched)."""
     import numpy as np
     from shmrma import MPI
-    from shmrma.check import origin
+    from shmrma.check import accesses, origin
     array = np.arange(16.0).reshape(4, 4)
     assert origin.watched(array)[1:] == (None, 8)
     assert origin.watched(b"immutable") is None
@@ -228,7 +228,7 @@ def test_buffers_a_call_covers():
     try:
         data, where, unit = origin.watched([array, 1, column])
         assert unit == 8 and sorted(set(where // 8)) == [0, 4, 8, 12]
-        held = origin.Held(0, 1, origin.READ, 0, data, where, unit)
+        held = origin.Held(0, 1, accesses.READ, 0, data, where, unit)
         array[1, 1] = -1.0          # beside the column
         assert held.changed() is None
         array[3, 0] = -1.0          # in it
@@ -1146,6 +1146,44 @@ def test_a_real_crash_under_the_page_watch_still_reaches_faulthandler(tmp_path):
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == -signal.SIGSEGV, result.stderr
     assert "Fatal Python error: Segmentation fault" in result.stderr, result.stderr
+
+
+WORDWATCH_PROGRAM = """
+import sys
+import numpy as np
+from shmrma import _pagewatch
+values = np.zeros(4, "i8")
+slots = _pagewatch.hw_watch(values.ctypes.data + 8, 16)     # words 1 and 2
+if not slots:
+    print("refused")
+    sys.exit(0)
+first = values[0]                                           # not watched
+_pagewatch.hw_call(-1, lambda: values[1])                   # the checker's own look
+second = values[1]                                          # noted
+values[1] = 5                                               # the word's second access
+_pagewatch.hw_call(3, values.fill, 7)                       # a call's (kind 2) store
+print(len(slots), [(address - values.ctypes.data, length, frames[0][1], call)
+                   for address, length, frames, call in _pagewatch.hw_unwatch(slots)])
+values[2] = 1                                               # unwatched: nothing noted
+print(_pagewatch.hw_unwatch(slots), _pagewatch.hw_in_call(0))
+"""
+
+
+def test_the_word_watch_notes_the_first_access_to_each_word_and_its_line(tmp_path):
+    """csrc/check/pagewatch.c's word watch (hardware watchpoints): the first load or
+    store of each watched word with its line and who made it (the program: 0, a
+    call: its kind + 1), none of the words beside it, none of the checker's own looks
+    (hw_call -1); after hw_unwatch nothing more. Where perf events are refused here,
+    it watches nothing and says so."""
+    program = tmp_path / "words.py"
+    program.write_text(WORDWATCH_PROGRAM)
+    result = subprocess.run([sys.executable, str(program)], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    if result.stdout.strip() == "refused":
+        pytest.skip("perf breakpoint events are refused on this machine")
+    lines = result.stdout.splitlines()
+    assert lines == ["2 [(8, 8, 12, 0), (16, 8, 14, 3)]", "[] 0"], result.stdout
 
 
 LATE_RACE_PROGRAM = """import time

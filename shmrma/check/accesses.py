@@ -45,6 +45,7 @@ LOAD, LOCAL_STORE = -1, -2
 CALL_NAMES = {LOAD: "Load", LOCAL_STORE: "Store", STORE: "Store", PUT: "Put", GET: "Get",
               ACCUMULATE: "Accumulate", GET_ACCUMULATE: "Get_accumulate",
               FETCH_AND_OP: "Fetch_and_op", COMPARE_AND_SWAP: "Compare_and_swap"}
+READ, WRITTEN = 0, 1        # a call's buffer: read by the call (origin), or filled (result)
 NO_OP_CODE = -1          # the op code of NO_OP (a read)
 # a record's basic type code (windowcheck.basic_code): its name's hash in the low
 # bits, its size in bytes from SIZE_SHIFT up (0: unknown, any alignment)

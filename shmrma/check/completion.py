@@ -3,6 +3,7 @@ the target, for a read) when its request does, whichever call completes it."""
 import functools
 
 from .clock import clock
+from .wordwatch import CHECKER, as_call
 
 
 
@@ -40,13 +41,13 @@ def install_requests(classes):
 
         def Wait(self, status=None, _wait=wait):
             inner = getattr(self, "_inner", None)   # a persistent request's operation
-            result = _wait(self, status)
+            result = as_call(lambda: _wait(self, status), CHECKER)  # filling its buffers
             completed(self, inner)
             return result
 
         def Test(self, status=None, _test=test):
             inner = getattr(self, "_inner", None)
-            done = _test(self, status)
+            done = as_call(lambda: _test(self, status), CHECKER)
             if done:
                 completed(self, inner)
             return done

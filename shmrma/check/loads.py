@@ -65,7 +65,6 @@ try:
 except ImportError:         # the C extension is not built: loads go unchecked
     _pagewatch = None
 
-NUMPY_MARK = os.sep + "numpy" + os.sep
 # Every page is taken away in the first periods and one in FULL_EVERY after; in the
 # others only the pages other ranks' RMA wrote in the records the log still holds
 # (the halo rows of a stencil, not its interior), where loads of the period can
@@ -236,7 +235,7 @@ class Loads:
             at = bisect.bisect_right(self.starts, address) - 1
             if at < 0 or address >= self.ends[at] or polls and not wrote:
                 continue        # padding between ranks' memories
-            key = (self.ranks[at], LOCAL_STORE if wrote else LOAD, _user_site(frames))
+            key = (self.ranks[at], LOCAL_STORE if wrote else LOAD, report.user_site(frames))
             groups.setdefault(key, []).append(address - self.starts[at])
         seen = c.seen_by_all(self.entries)
         for (target, kind, site), offsets in groups.items():
@@ -359,10 +358,3 @@ def _fault_cost(_measured=[]):
         _measured.append(max(faulting - arming / 2, 0.0) / pages)
     return _measured[0]
 
-
-def _user_site(frames):
-    """'file:line' of the innermost frame of the program's own code."""
-    for path, line in frames:
-        if not path.startswith(report.PACKAGE_DIR) and NUMPY_MARK not in path:
-            return report.shown_site(path, line)
-    return "<unknown>"

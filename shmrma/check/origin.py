@@ -7,16 +7,41 @@ that breaks the rule gets the right answer here and the wrong one there. The che
 keeps a copy of those bytes from the call (a result buffer's as the call left it) and
 compares at the call's local completion (Flush_local, Flush, Unlock, Complete, Fence,
 the window barrier, a counter's signal, its request's Wait: R109, R116, R158); a
-difference is a store between the two. Plain loads cannot be seen this way: reading a
-Get's result buffer early goes unreported.
+difference is a store between the two.
+
+A comparison sees no load, and no store of the value already there, so the processor
+watches a result buffer's first words too (csrc/check/pagewatch.c's word watch: at
+most four words of the process's pending calls, each a breakpoint on an aligned word
+of up to 8 bytes): any load or store of them, and another RMA call filling or reading
+them, from the call to its completion at the origin, is noted with its line (MPI-3.1
+section 11.7: the result buffer must not be accessed until the call completes). Only
+the thread that made the first watch is watched, and where perf events are refused
+(perf_event_paranoid above 2, a seccomp filter) the watch is off.
+
+The processor also notes instructions that only come near the word: a memset or
+memcpy of a neighbouring object with a masked 64-byte vector store (glibc's AVX-512
+routines) matches the watch although it leaves the word alone. So an access counts
+only where the program's code at that moment names the buffer: the line of one of
+its frames mentions the expression the call was given as the buffer (``value`` in
+``win.Get(value, 1, 0)``, ``self.out`` in ``win.Get([self.out, MPI.INT], ...)``). A
+call written across several lines, or an access through another name, goes
+unreported: the watch misses rather than cry wolf.
 """
 from ..types import buffers
 from ..rma import calls as rma
 from ..core.lazy import numpy
-from .accesses import GET, PUT
+from .accesses import GET, PUT, WRITTEN
+
+import ast
+import functools
+import linecache
+import re
+
+from .accesses import COMPARE_AND_SWAP, FETCH_AND_OP, GET_ACCUMULATE
+from . import report
+from .wordwatch import CHECKER, as_call, hw_unwatch, hw_watch
 
 HELD = 4096         # buffers a window keeps watching (then the oldest are let go)
-READ, WRITTEN = 0, 1            # the role of a buffer: read by the call, or filled by it
 
 
 def mode_bit(kind):
@@ -26,14 +51,61 @@ def mode_bit(kind):
 
 
 class Held:
-    """One buffer of one call, with its bytes as the call saw or left them."""
+    """One buffer of one call, with its bytes as the call saw or left them, and the
+    word watch on its first words (``slots``)."""
 
-    __slots__ = ("target", "kind", "role", "site", "array", "where", "unit", "copy")
+    __slots__ = ("target", "kind", "role", "site", "array", "where", "unit", "copy",
+                 "slots", "low", "high", "clashed")
 
-    def __init__(self, target, kind, role, site, array, where, unit):
+    def __init__(self, target, kind, role, site, array, where, unit, watch=True):
         self.target, self.kind, self.role, self.site = target, kind, role, site
         self.array, self.where, self.unit = array, where, unit
         self.copy = self.now()
+        self.slots = self._watch() if watch else ()
+        self.clashed = False            # another call's use of it was reported
+        base = array.ctypes.data      # the addresses of its first and past its last byte
+        self.low, self.high = (
+            (base, base + array.nbytes) if where is None else
+            (base + where.start, base + where.stop) if isinstance(where, slice) else
+            (base + int(where.min()), base + int(where.max()) + 1))
+
+    def addresses(self):
+        """The address of every byte the call covers (a sorted array)."""
+        if self.where is None or isinstance(self.where, slice):
+            return numpy.arange(self.low, self.high)
+        return numpy.unique(self.where) + self.array.ctypes.data
+
+    def overlap(self, other):
+        """(first, last) bytes of this buffer that ``other`` covers too, or None."""
+        if other.high <= self.low or self.high <= other.low:
+            return None
+        both = numpy.intersect1d(self.addresses(), other.addresses(), assume_unique=True)
+        if not len(both):
+            return None
+        unit = self.unit
+        return ((int(both[0]) - self.low) // unit * unit,
+                ((int(both[-1]) - self.low) // unit + 1) * unit - 1)
+
+    def _watch(self):
+        """Watch a result buffer's first words (an origin buffer's stores are found
+        by the comparison; the word watch's four slots go where loads race)."""
+        if self.role != WRITTEN or not (self.where is None or isinstance(self.where, slice)):
+            return ()
+        start = 0 if self.where is None else self.where.start
+        stop = self.array.nbytes if self.where is None else self.where.stop
+        return hw_watch(self.array.ctypes.data + start, stop - start)
+
+    def accesses(self):
+        """Stop watching: the accesses the watch saw, as (first, last) bytes of the
+        buffer, the frames (innermost first), and the kind of the RMA call that made
+        it, or None: the program."""
+        if not self.slots:
+            return []
+        slots, self.slots = self.slots, ()
+        base = self.array.ctypes.data + (0 if self.where is None else self.where.start)
+        return [(address - base, address - base + length - 1, frames,
+                 call - 1 if call else None)
+                for address, length, frames, call in hw_unwatch(slots)]
 
     def now(self):
         """The bytes the call covers, as they are now."""
@@ -92,9 +164,14 @@ def watched(spec):
 class Buffers:
     """The buffers of one rank's calls on one window not yet complete at the origin."""
 
-    def __init__(self, warn):
+    def __init__(self, warn, watch_words=True):
         self.held = []
         self.warn = warn
+        self.watch_words = watch_words      # off with the loads' watch (--check=no-loads)
+        # (held, new, (first, last)): a call given bytes an earlier call still fills,
+        # or fills bytes an earlier call still reads (MPI-3.1 section 11.7), found by
+        # hold(); the caller reports them (take_clashes)
+        self.clashes = []
 
     def hold(self, target, kind, site, specs):
         """Watch the buffers of a call that has just been made: ``specs`` holds
@@ -103,26 +180,42 @@ class Buffers:
         for spec, role in specs:
             found = watched(spec)
             if found is not None:
-                new.append(Held(target, kind, role, site, *found))
+                new.append(Held(target, kind, role, site, *found, watch=self.watch_words))
         return self._add(new)
 
     def hold_array(self, target, kind, site, array, role):
         """hold() of one C-contiguous numpy array, not empty (the quick path's)."""
-        return self._add([Held(target, kind, role, site, array, None, array.itemsize)])
+        return self._add([Held(target, kind, role, site, array, None, array.itemsize,
+                               watch=self.watch_words)])
+
+    def take_clashes(self):
+        clashes, self.clashes = self.clashes, []
+        return clashes
 
     def _add(self, new):
+        for fresh in new:
+            for held in self.held:
+                if (held.role == WRITTEN or fresh.role == WRITTEN) and \
+                        held.low < fresh.high and fresh.low < held.high:
+                    both = held.overlap(fresh)
+                    if both is not None:
+                        held.clashed = True     # its change is that call's: said once
+                        self.clashes.append((held, fresh, both))
         if new:
             if len(self.held) + len(new) > HELD:
                 self.warn("a window holds more than %d RMA calls not complete at the origin; "
                           "the older ones' buffers are no longer checked" % HELD)
+                for dropped in self.held[:len(new)]:
+                    dropped.accesses()
                 del self.held[:len(new)]
             self.held += new
         return new
 
     def complete(self, targets=None, modes=7, only=None):
         """The held buffers now complete (at ``targets``, None for all, of the kinds
-        in the counter ``modes``; or just ``only``): those that changed, as
-        (Held, (first, last)); they are no longer held."""
+        in the counter ``modes``; or just ``only``): those that changed or whose
+        words the watch saw accessed, as (Held, (first, last) changed or None, the
+        accesses seen (Held.accesses)); they are no longer held."""
         if not self.held:
             return []
         done, kept = [], []
@@ -131,9 +224,53 @@ class Buffers:
                    (targets is None or held.target in targets) and modes & mode_bit(held.kind))
             (done if due else kept).append(held)
         self.held = kept
-        found = []
-        for held in done:
-            changed = held.changed()
-            if changed is not None:
-                found.append((held, changed))
-        return found
+        seen = [held.accesses() for held in done]
+        changed = as_call(lambda: [held.changed() for held in done], CHECKER)
+        return [(held, None if held.clashed else bytes_changed, accesses)
+                for held, bytes_changed, accesses in zip(done, changed, seen)
+                if accesses or (bytes_changed is not None and not held.clashed)]
+
+
+# where each call that fills a result buffer takes it: (method names, position, keyword)
+RESULT_ARGUMENT = {GET: (("Get", "Rget"), 0, "origin"),
+                   GET_ACCUMULATE: (("Get_accumulate", "Rget_accumulate"), 1, "result"),
+                   FETCH_AND_OP: (("Fetch_and_op",), 1, "result"),
+                   COMPARE_AND_SWAP: (("Compare_and_swap",), 2, "result")}
+
+
+def names_the_buffer(call_site, kind, frames):
+    """Does a line of the program's ``frames`` (innermost first) name the result
+    buffer the call of ``kind`` at ``call_site`` ('file:line') was given? False
+    when that call's line does not say."""
+    path, _, line = call_site.rpartition(":")
+    expression = _buffer_expression(path, int(line), kind) if line.isdigit() else None
+    if expression is None:
+        return False
+    pattern = re.compile(r"(?<![\w.])%s(?!\w)" % re.escape(expression))
+    return any(pattern.search(linecache.getline(file, number))
+               for file, number in frames
+               if not file.startswith(report.PACKAGE_DIR) and report.NUMPY_MARK not in file)
+
+
+@functools.lru_cache(maxsize=256)
+def _buffer_expression(path, line, kind):
+    """The text of the result buffer's expression in the call on that line (its root:
+    ``buf`` of ``[buf, MPI.INT]`` or of ``buf[2:]``), or None."""
+    try:
+        tree = ast.parse(linecache.getline(path, line).strip())
+    except SyntaxError:
+        return None
+    methods, position, keyword = RESULT_ARGUMENT.get(kind, ((), 0, ""))
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in methods):
+            continue
+        given = [k.value for k in node.keywords if k.arg == keyword]
+        expression = given[0] if given else (
+            node.args[position] if len(node.args) > position else None)
+        while isinstance(expression, (ast.List, ast.Tuple, ast.Subscript)):
+            expression = (expression.value if isinstance(expression, ast.Subscript)
+                          else expression.elts[0] if expression.elts else None)
+        if isinstance(expression, (ast.Name, ast.Attribute)):
+            return ast.unparse(expression)
+    return None

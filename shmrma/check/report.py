@@ -7,6 +7,7 @@ from .accesses import (BARRIER, COUNTER, EXPOSURE, FENCE, LOCK_ALL, LOCK_EXCLUSI
                        LOCK_SHARED, NO_EPOCH, PSCW)
 
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NUMPY_MARK = os.sep + "numpy" + os.sep      # a frame inside numpy is not the program's
 
 EPOCH_TEXT = {NO_EPOCH: "outside any epoch", FENCE: "in a fence epoch",
               PSCW: "in a Start/Complete access epoch",
@@ -123,10 +124,9 @@ def race(window, target, row, row_site, me, access, site, dynamic=False):
 def buffer_race(window, held, first, last, me, made, here):
     """The text of a call's origin or result buffer changed before the call completed
     at the origin (origin.py): ``made`` is the call's site, ``here`` the completion's."""
-    from .origin import READ
     call = accesses.CALL_NAMES[held.kind]
     role, rule, does = (("origin", "leave the buffer unchanged", "reads")
-                        if held.role == READ else
+                        if held.role == accesses.READ else
                         ("result", "do not write (nor read) the buffer", "fills"))
     return ("shmrma-check: data race on the %s buffer of %s (to rank %d on %s), bytes "
             "%d..%d of the buffer\n"
@@ -137,6 +137,51 @@ def buffer_race(window, held, first, last, me, made, here):
             "Complete, Fence, the window barrier or its request's Wait\n" % (
                 role, call, held.target, window, first, last, call, me, made, does, me,
                 here, call, rule, call))
+
+
+def result_access_race(window, held, first, last, me, made, there, here):
+    """The text of the program's load or store of a call's result buffer before the
+    call completed at the origin, seen by the word watch (origin.py) at ``there``."""
+    call = accesses.CALL_NAMES[held.kind]
+    return ("shmrma-check: data race on the result buffer of %s (to rank %d on %s), bytes "
+            "%d..%d of the buffer\n"
+            "  %s by rank %d at %s, which fills that buffer until it completes at the origin\n"
+            "  Access by rank %d at %s, a load or store of that buffer before the %s "
+            "completed (at %s)\n"
+            "  do not read nor write the buffer, nor give it to another call, until the %s "
+            "completes at the origin: %s\n" % (
+                call, held.target, window, first, last, call, me, made, me, there, call, here,
+                call, COMPLETIONS))
+
+
+def buffer_clash(window, held, fresh, first, last, me, made, there):
+    """The text of a call given a buffer that an earlier call of the rank still fills
+    (its result buffer) or reads (its origin buffer, which the new call fills)."""
+    call, other = accesses.CALL_NAMES[held.kind], accesses.CALL_NAMES[fresh.kind]
+    role, does = (("result", "fills") if held.role == accesses.WRITTEN else
+                  ("origin", "reads"))
+    return ("shmrma-check: data race on the %s buffer of %s (to rank %d on %s), bytes "
+            "%d..%d of the buffer\n"
+            "  %s by rank %d at %s, which %s that buffer until it completes at the origin\n"
+            "  %s by rank %d at %s, which %s that buffer too before the %s completed\n"
+            "  give the buffer to another call only after the %s completes at the origin: "
+            "%s\n" % (
+                role, call, held.target, window, first, last, call, me, made, does, other, me,
+                there, "fills" if fresh.role == accesses.WRITTEN else "reads", call, call,
+                COMPLETIONS))
+
+
+COMPLETIONS = ("Flush_local, Flush, Unlock, Complete, Fence, the window barrier or its "
+               "request's Wait")
+
+
+def user_site(frames):
+    """'file:line' of the innermost frame of the program's own code (not shmrma's nor
+    numpy's), from [(file, line), ...] innermost first."""
+    for path, line in frames:
+        if not path.startswith(PACKAGE_DIR) and NUMPY_MARK not in path:
+            return shown_site(path, line)
+    return "<unknown>"
 
 
 def unseen_store(window, target, run, me, access, site, dynamic=False):

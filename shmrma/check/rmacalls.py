@@ -15,7 +15,8 @@ from .accesses import (ACCUMULATE, COMPARE_AND_SWAP, FETCH_AND_OP, GET, GET_ACCU
                        PUT)
 from .clock import clock
 from .completion import on_completion
-from .origin import READ, WRITTEN
+from .accesses import READ, WRITTEN
+from .wordwatch import calling_as
 from .windowcheck import (BARRIER, CAS_CODE, DECLINED, basic_code, basic_codes, check_of,
                           code_of)
 
@@ -108,6 +109,7 @@ def _noted(check, kind, target_rank, runs, basic, defaults, op, perform, held):
         result = perform()
         check.access(target_rank, runs[0], runs[1], kind, op_code, basic)
     check.last_held = check.buffers.hold(target_rank, kind, check.last_site, held)
+    check.report_clashes()
     return result
 
 
@@ -232,7 +234,14 @@ def install_rma(Win):
 
     for function in (Put, Get, Accumulate, Get_accumulate, Fetch_and_op, Compare_and_swap,
                      Rput, Rget, Raccumulate, Rget_accumulate):
-        setattr(Win, function.__name__, functools.wraps(real[function.__name__])(function))
+        setattr(Win, function.__name__, functools.wraps(real[function.__name__])(
+            calling_as(function, CALL_KINDS[function.__name__])))
+
+
+CALL_KINDS = {"Put": PUT, "Rput": PUT, "Get": GET, "Rget": GET, "Accumulate": ACCUMULATE,
+              "Raccumulate": ACCUMULATE, "Get_accumulate": GET_ACCUMULATE,
+              "Rget_accumulate": GET_ACCUMULATE, "Fetch_and_op": FETCH_AND_OP,
+              "Compare_and_swap": COMPARE_AND_SWAP}
 
 
 def _completing_read(check, request, target_rank, target, defaults, kind):

@@ -66,7 +66,9 @@ class WindowCheck:
         self.locks = {}             # target -> passive.HELD_* (or NOCHECK)
         self.pending = set()        # targets where this rank may have pending accesses
         self.lock_all = None
-        self.buffers = origin.Buffers(lambda text: clock().warn_once(text))
+        from ..core.settings import loads_watched
+        self.buffers = origin.Buffers(lambda text: clock().warn_once(text),
+                                      watch_words=loads_watched())
         self.last_site = 0          # of the latest access
         self.last_held = []         # the buffers the latest call holds (for its request)
         shadow = stores.Shadow.of(state)
@@ -236,6 +238,7 @@ class WindowCheck:
                                                  numpy.array([low + array.nbytes]), kind, 0,
                                                  basic, site, epoch), *done)
         self.last_held = self.buffers.hold_array(target, kind, site, array, role)
+        self.report_clashes()
         return None
 
     def _quick_report(self, c, target, access, found, unseen):
@@ -318,11 +321,38 @@ class WindowCheck:
             return
         c = clock()
         here = report.call_site()
-        for held, (first, last) in changed:
+        for held, bytes_changed, seen in changed:
             made = c.site_text(c.me, held.site)
-            c.report_once(key_of(zlib.crc32(("%s|%s|%d" % (made, here, held.role)).encode())),
-                          lambda: report.buffer_race(self.name(), held, first, last, c.me,
-                                                     made, here))
+            # the program's accesses the word watch saw, with their line (another
+            # call's are found when it is made: report_clashes)
+            seen = [(first, last, frames) for first, last, frames, by_call in seen
+                    if by_call is None and origin.names_the_buffer(made, held.kind, frames)]
+            for first, last, frames in seen:
+                there = report.user_site(frames)
+                c.report_once(key_of(zlib.crc32(("%s|%s|%d" % (made, there,
+                                                                held.role)).encode())),
+                              lambda: report.result_access_race(
+                                  self.name(), held, first, last, c.me, made, there, here))
+            if bytes_changed is not None and not seen:
+                first, last = bytes_changed
+                c.report_once(
+                    key_of(zlib.crc32(("%s|%s|%d" % (made, here, held.role)).encode())),
+                    lambda: report.buffer_race(self.name(), held, first, last, c.me, made,
+                                               here))
+
+    def report_clashes(self):
+        """Report the calls just made on buffers that pending calls of this rank still
+        fill or read (origin.Buffers.clashes), each pair of sites once."""
+        clashes = self.buffers.take_clashes()
+        if not clashes:
+            return
+        c = clock()
+        for held, fresh, (first, last) in clashes:
+            made, there = c.site_text(c.me, held.site), c.site_text(c.me, fresh.site)
+            c.report_once(key_of(zlib.crc32(("%s|%s|%d|%d" % (made, there, held.role,
+                                                               fresh.role)).encode())),
+                          lambda: report.buffer_clash(self.name(), held, fresh, first, last,
+                                                      c.me, made, there))
 
     def observe_local(self):
         c = clock()

@@ -34,9 +34,15 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <linux/hw_breakpoint.h>
+#include <linux/perf_event.h>
+#endif
 
 #define MAX_REGIONS 64
 #define MAX_FAULTS 4096
@@ -392,6 +398,250 @@ static PyObject *faults_of(PyObject *self, PyObject *args)
     return r == NULL ? NULL : PyLong_FromLong(r->faults);
 }
 
+/* --- the word watch: hardware watchpoints on a call's result buffer -----------------
+ *
+ * An RMA call's result buffer is filled by the call until it completes at the
+ * origin: a load or a store of it in between is a race, and so is another call
+ * filling it (check/origin.py).  Those buffers are small and share their pages
+ * with the interpreter's own objects, so a page cannot be taken away from them:
+ * the watch asks the processor instead.  A perf breakpoint event
+ * (perf_event_open, PERF_TYPE_BREAKPOINT) on each aligned word of the buffer's
+ * start, at most HW_SLOTS of them per process (x86-64 has four debug registers
+ * per thread), sends the thread a SIGTRAP (sigtrap) right after the first
+ * instruction that loads or stores the word; the handler notes the frames and
+ * whether an RMA call of the checker's (hw_in_call) made the access, and
+ * disables the event.  The events are opened once and moved from word to word
+ * (PERF_EVENT_IOC_MODIFY_ATTRIBUTES): about 2 us a watch, where opening one
+ * costs 12.  Only the thread that made the first watch is watched.  Where perf
+ * events are refused (perf_event_paranoid above 2, seccomp) hw_watch answers no
+ * slot and the buffer goes unwatched. */
+
+#define HW_SLOTS 4
+#define HW_MAGIC 0x5348574bUL     /* in sig_data, above the slot's index */
+
+struct hw_slot {
+    int fd;                 /* the event, opened at the slot's first use; -1 before */
+    int busy;               /* watching a word now */
+    uintptr_t address;
+    int len, hit, in_call, frames;
+    PyObject *code[FRAMES];
+    int lasti[FRAMES];
+};
+
+static struct hw_slot hw[HW_SLOTS] = {{-1}, {-1}, {-1}, {-1}};
+/* where an idle slot's event points, enabled: a word nothing ever loads or stores,
+ * so moving the event (one ioctl) is all a watch or its end costs */
+static volatile uint64_t idle_word;
+static volatile sig_atomic_t hw_in_call;
+static int hw_refused;          /* perf_event_open failed here once: no word watch */
+static struct sigaction previous_trap;
+static int trap_installed;
+
+/* the siginfo of a TRAP_PERF SIGTRAP, as the kernel lays it out (glibc 2.36 names
+ * no field of it): the address, then the event's sig_data */
+struct perf_trap {
+    int signo, errno_, code, pad;
+    void *address;
+    unsigned long data;
+};
+
+static void on_trap(int signum, siginfo_t *info, void *context)
+{
+    const struct perf_trap *trap = (const struct perf_trap *)info;
+    unsigned long index = trap->data & 0xff;
+    (void)context;
+    if (info->si_code != 6 /* TRAP_PERF */ || (trap->data >> 8) != HW_MAGIC ||
+            index >= HW_SLOTS || hw[index].fd < 0) {
+        /* not ours: the handler before takes it (a debugger's, or the default) */
+        sigaction(SIGTRAP, &previous_trap, NULL);
+        raise(signum);
+        return;
+    }
+    struct hw_slot *slot = &hw[index];
+    if (hw_in_call < 0)
+        return;     /* the checker's own look at the buffer: the watch stays */
+    ioctl(slot->fd, PERF_EVENT_IOC_DISABLE, 0);
+    if (!slot->busy || slot->hit)
+        return;
+    slot->hit = 1;
+    slot->in_call = hw_in_call;
+    struct fault f;
+    note_frames(&f);
+    slot->frames = f.frames;
+    memcpy(slot->code, f.code, sizeof(f.code));
+    memcpy(slot->lasti, f.lasti, sizeof(f.lasti));
+}
+
+static int install_trap(void)
+{
+    struct sigaction mine;
+    if (trap_installed)
+        return 0;
+    memset(&mine, 0, sizeof(mine));
+    mine.sa_sigaction = on_trap;
+    mine.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    sigemptyset(&mine.sa_mask);
+    if (sigaction(SIGTRAP, &mine, &previous_trap) < 0)
+        return -1;
+    trap_installed = 1;
+    return 0;
+}
+
+#if defined(__linux__) && defined(__x86_64__)
+/* Point slot i's event at [at, at + len), enabled (`enable`: it may have been
+ * disabled by a hit): 0, or -1. */
+static int hw_point(int i, uintptr_t at, int len, int enable)
+{
+    struct perf_event_attr attr;
+    memset(&attr, 0, sizeof(attr));
+    attr.type = PERF_TYPE_BREAKPOINT;
+    attr.size = sizeof(attr);
+    attr.bp_type = HW_BREAKPOINT_RW;
+    attr.bp_addr = at;
+    attr.bp_len = (uint64_t)len;
+    attr.sample_period = 1;
+    attr.exclude_kernel = 1;
+    attr.exclude_hv = 1;
+    attr.sigtrap = 1;
+    attr.remove_on_exec = 1;
+    attr.sig_data = (HW_MAGIC << 8) | (unsigned long)i;
+    if (hw[i].fd < 0) {
+        hw[i].fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+        if (hw[i].fd < 0)
+            hw_refused = 1;
+        return hw[i].fd < 0 ? -1 : 0;
+    }
+    if (ioctl(hw[i].fd, PERF_EVENT_IOC_MODIFY_ATTRIBUTES, &attr) < 0)
+        return -1;
+    return enable ? ioctl(hw[i].fd, PERF_EVENT_IOC_ENABLE, 0) : 0;
+}
+#endif
+
+static void hw_release(struct hw_slot *slot)
+{
+#if defined(__linux__) && defined(__x86_64__)
+    if (slot->busy && hw_point((int)(slot - hw), (uintptr_t)&idle_word, 8, slot->hit) < 0)
+        ioctl(slot->fd, PERF_EVENT_IOC_DISABLE, 0);
+#endif
+    for (int k = 0; k < slot->frames; k++)
+        Py_DECREF(slot->code[k]);
+    slot->frames = slot->hit = slot->busy = 0;
+}
+
+/* hw_watch(address, nbytes): watch the aligned words of the range from its
+ * start, as many as free slots allow; the slots' indices (a list, empty when none
+ * is free or perf events are refused here). */
+static PyObject *hw_watch(PyObject *self, PyObject *args)
+{
+    Py_ssize_t address, nbytes;
+    PyObject *taken;
+    if (!PyArg_ParseTuple(args, "nn", &address, &nbytes))
+        return NULL;
+    if ((taken = PyList_New(0)) == NULL)
+        return NULL;
+#if defined(__linux__) && defined(__x86_64__)
+    uintptr_t at = (uintptr_t)address, end = (uintptr_t)address + (uintptr_t)nbytes;
+    if (hw_refused || install_trap() < 0)
+        return taken;
+    for (int i = 0; i < HW_SLOTS && at < end; i++) {
+        if (hw[i].busy)
+            continue;
+        int len = 8;        /* the largest aligned word at `at` inside the range */
+        while (len > 1 && ((at % (uintptr_t)len) || at + (uintptr_t)len > end))
+            len /= 2;
+        hw[i].address = at;
+        hw[i].len = len;
+        hw[i].hit = hw[i].frames = 0;
+        if (hw_point(i, at, len, 0) < 0)
+            break;
+        hw[i].busy = 1;
+        PyObject *index = PyLong_FromLong(i);
+        if (index == NULL || PyList_Append(taken, index) < 0) {
+            Py_XDECREF(index);
+            hw_release(&hw[i]);
+            Py_DECREF(taken);
+            return NULL;
+        }
+        Py_DECREF(index);
+        at += (uintptr_t)len;
+    }
+#else
+    (void)address;
+    (void)nbytes;
+#endif
+    return taken;
+}
+
+/* hw_unwatch(slots): the accesses the slots saw, as a list of (address, length of
+ * the word, [(file, line), ...] innermost first, in_call), and the slots freed. */
+static PyObject *hw_unwatch(PyObject *self, PyObject *args)
+{
+    PyObject *slots, *found, *seq;
+    if (!PyArg_ParseTuple(args, "O", &slots))
+        return NULL;
+    if ((seq = PySequence_Fast(slots, "hw_unwatch(): a sequence of slots")) == NULL)
+        return NULL;
+    found = PyList_New(0);
+    for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(seq); k++) {
+        long i = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, k));
+        if (i < 0 || i >= HW_SLOTS || !hw[i].busy)
+            continue;
+        if (hw[i].hit && found != NULL) {
+            struct fault f = {.frames = hw[i].frames};
+            memcpy(f.code, hw[i].code, sizeof(f.code));
+            memcpy(f.lasti, hw[i].lasti, sizeof(f.lasti));
+            PyObject *frames = frames_of(&f);
+            PyObject *item = frames ? Py_BuildValue("(niNi)", (Py_ssize_t)hw[i].address,
+                                                    hw[i].len, frames, hw[i].in_call) : NULL;
+            if (item == NULL || PyList_Append(found, item) < 0)
+                Py_CLEAR(found);
+            Py_XDECREF(item);
+        }
+        hw_release(&hw[i]);
+    }
+    Py_DECREF(seq);
+    if (found == NULL && !PyErr_Occurred())
+        PyErr_NoMemory();
+    return found;
+}
+
+/* hw_in_call(call): while above 0, accesses to watched words are the checker's
+ * RMA call's own (`call` says which: check/origin.py's as_call); below 0, the
+ * checker's own looks at a buffer, not noted; the value before. */
+static PyObject *hw_set_in_call(PyObject *self, PyObject *args)
+{
+    int call;
+    if (!PyArg_ParseTuple(args, "i", &call))
+        return NULL;
+    int before = hw_in_call;
+    hw_in_call = call;
+    return PyLong_FromLong(before);
+}
+
+/* hw_call(call, function, *args, **kwargs): function(*args, **kwargs) with
+ * hw_in_call set to `call` (as hw_in_call), restored after; in one C call, since
+ * the checker wraps every RMA and synchronization call in it. */
+static PyObject *hw_call(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (n < 2) {
+        PyErr_SetString(PyExc_TypeError, "hw_call(call, function, *args, **kwargs)");
+        return NULL;
+    }
+    int call = (int)PyLong_AsLong(PyTuple_GET_ITEM(args, 0));
+    if (call == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *rest = PyTuple_GetSlice(args, 2, n);
+    if (rest == NULL)
+        return NULL;
+    int before = hw_in_call;
+    hw_in_call = call;
+    PyObject *result = PyObject_Call(PyTuple_GET_ITEM(args, 1), rest, kwargs);
+    hw_in_call = before;
+    Py_DECREF(rest);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"watch", watch, METH_VARARGS, "watch(address, nbytes[, stores]): a slot, or < 0"},
     {"arm", arm, METH_VARARGS, "arm(slot): take the pages away; the next access faults"},
@@ -402,6 +652,11 @@ static PyMethodDef methods[] = {
     {"set_quiet", set_quiet, METH_VARARGS, "set_quiet(flag): faults unnoted; the flag before"},
     {"faults", faults_of, METH_VARARGS, "faults(slot): its faults since the last take"},
     {"take", take, METH_VARARGS, "take(slot): ([(address, frames, wrote)], lost, faults) since the last"},
+    {"hw_watch", hw_watch, METH_VARARGS, "hw_watch(address, nbytes): the slots watching"},
+    {"hw_unwatch", hw_unwatch, METH_VARARGS, "hw_unwatch(slots): [(address, len, frames, in_call)]"},
+    {"hw_in_call", hw_set_in_call, METH_VARARGS, "hw_in_call(call): the call before"},
+    {"hw_call", (PyCFunction)(void (*)(void))hw_call, METH_VARARGS | METH_KEYWORDS,
+     "hw_call(call, function, *args, **kwargs): the function's result, run as `call`"},
     {NULL, NULL, 0, NULL},
 };
 

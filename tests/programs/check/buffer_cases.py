@@ -1,7 +1,7 @@
-"""Race checker cases for the origin's buffers (tests/test_check.py): a call's origin
-buffer changed, or its result buffer written, before the call completed at the origin
-(R35). The change is found at the completing call, so both the call and the completing
-call carry the mark. Rank 0 owns the memory; A (rank 1) accesses it."""
+"""Race checker cases for the origin's buffers (tests/test_check.py): a call's buffer
+changed before the call completed at the origin (R35), found at the completing call,
+which carries the mark with the call; a result buffer's first words are watched, so
+there the store's own line does. Rank 0 owns the memory; A (rank 1) accesses it."""
 import numpy as np
 
 from shmrma import MPI
@@ -88,8 +88,8 @@ if rank == A:
     win.Flush_local(0)
     buf[2] = 4.0                                        # complete locally: allowed
     win.Get(out, 0, 16)                                 # race RG
-    out[0] = 5.0
-    win.Flush(0)                                        # race RG
+    out[0] = 5.0                                        # race RG (the word watch's line)
+    win.Flush(0)
     win.Get(out, 0, 16)
     win.Flush(0)
     out[0] = 6.0                                        # complete: allowed
@@ -100,8 +100,8 @@ if rank == A:
     request.Wait()
     buf[3] = 8.0                                        # its request completed: allowed
     win.Fetch_and_op(ints, iout, 0, 40)                 # race FO
-    iout[0] = 9
-    win.Flush_all()                                     # race FO
+    iout[0] = 9                                         # race FO
+    win.Flush_all()
     win.Fetch_and_op(ints, iout, 0, 40)
     win.Flush_all()
     ints[0] = 2                                         # allowed
