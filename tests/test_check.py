@@ -1158,23 +1158,21 @@ if not slots:
     print("refused")
     sys.exit(0)
 first = values[0]                                           # not watched
-_pagewatch.hw_call(-1, lambda: values[1])                   # the checker's own look
 second = values[1]                                          # noted
 values[1] = 5                                               # the word's second access
-_pagewatch.hw_call(3, values.fill, 7)                       # a call's (kind 2) store
-print(len(slots), [(address - values.ctypes.data, length, frames[0][1], call)
-                   for address, length, frames, call in _pagewatch.hw_unwatch(slots)])
+values.fill(7)                                              # noted (in numpy's C code)
+print(len(slots), [(address - values.ctypes.data, length, frames[0][1])
+                   for address, length, frames in _pagewatch.hw_unwatch(slots)])
 values[2] = 1                                               # unwatched: nothing noted
-print(_pagewatch.hw_unwatch(slots), _pagewatch.hw_in_call(0))
+print(_pagewatch.hw_unwatch(slots))
 """
 
 
 def test_the_word_watch_notes_the_first_access_to_each_word_and_its_line(tmp_path):
     """csrc/check/pagewatch.c's word watch (hardware watchpoints): the first load or
-    store of each watched word with its line and who made it (the program: 0, a
-    call: its kind + 1), none of the words beside it, none of the checker's own looks
-    (hw_call -1); after hw_unwatch nothing more. Where perf events are refused here,
-    it watches nothing and says so."""
+    store of each watched word with its line, none of the words beside it; after
+    hw_unwatch nothing more. Where perf events are refused here, it watches nothing
+    and says so."""
     program = tmp_path / "words.py"
     program.write_text(WORDWATCH_PROGRAM)
     result = subprocess.run([sys.executable, str(program)], capture_output=True, text=True,
@@ -1182,8 +1180,24 @@ def test_the_word_watch_notes_the_first_access_to_each_word_and_its_line(tmp_pat
     assert result.returncode == 0, result.stderr
     if result.stdout.strip() == "refused":
         pytest.skip("perf breakpoint events are refused on this machine")
-    lines = result.stdout.splitlines()
-    assert lines == ["2 [(8, 8, 12, 0), (16, 8, 14, 3)]", "[] 0"], result.stdout
+    assert result.stdout.splitlines() == ["2 [(8, 8, 11), (16, 8, 13)]", "[]"], result.stdout
+
+
+def test_the_word_watch_counts_the_programs_accesses_not_the_implementations():
+    """wordwatch.by_the_program: an access made in the RMA calls' or the checker's
+    code is the implementation's; one in the program, or in numpy on the program's
+    behalf, or in a message call the program gave the buffer to, is the program's."""
+    import os
+    from shmrma.check import report, wordwatch
+    package, numpy_file = report.PACKAGE_DIR, os.sep + os.path.join("np", "numpy", "x.py")
+    assert wordwatch.by_the_program([("/home/u/prog.py", 3)])
+    assert wordwatch.by_the_program([(numpy_file, 1), ("/home/u/prog.py", 3)])
+    assert wordwatch.by_the_program([(os.path.join(package, "comm", "comm.py"), 9),
+                                     ("/home/u/prog.py", 3)])
+    for part in ("rma", "check"):
+        assert not wordwatch.by_the_program([(numpy_file, 1),
+                                             (os.path.join(package, part, "a.py"), 9),
+                                             ("/home/u/prog.py", 3)])
 
 
 LATE_RACE_PROGRAM = """import time

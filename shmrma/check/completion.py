@@ -3,7 +3,6 @@ the target, for a read) when its request does, whichever call completes it."""
 import functools
 
 from .clock import clock
-from .wordwatch import CHECKER, as_call
 
 
 
@@ -41,13 +40,13 @@ def install_requests(classes):
 
         def Wait(self, status=None, _wait=wait):
             inner = getattr(self, "_inner", None)   # a persistent request's operation
-            result = as_call(lambda: _wait(self, status), CHECKER)  # filling its buffers
+            result = _wait(self, status)
             completed(self, inner)
             return result
 
         def Test(self, status=None, _test=test):
             inner = getattr(self, "_inner", None)
-            done = as_call(lambda: _test(self, status), CHECKER)
+            done = _test(self, status)
             if done:
                 completed(self, inner)
             return done

@@ -12,11 +12,14 @@ difference is a store between the two.
 A comparison sees no load, and no store of the value already there, so the processor
 watches a result buffer's first words too (csrc/check/pagewatch.c's word watch: at
 most four words of the process's pending calls, each a breakpoint on an aligned word
-of up to 8 bytes): any load or store of them, and another RMA call filling or reading
-them, from the call to its completion at the origin, is noted with its line (MPI-3.1
-section 11.7: the result buffer must not be accessed until the call completes). Only
-the thread that made the first watch is watched, and where perf events are refused
-(perf_event_paranoid above 2, a seccomp filter) the watch is off.
+of up to 8 bytes): the program's first load or store of them from the call to its
+completion at the origin is noted with its line (MPI-3.1 section 11.7: the result
+buffer must not be accessed until the call completes; wordwatch.py tells the
+implementation's own accesses apart). Only the thread that made the first watch is
+watched, and where perf events are refused (perf_event_paranoid above 2, a seccomp
+filter) the watch is off. Another call given a buffer that a pending call fills, or
+filling one a pending call reads, is found when it is made, from the addresses
+(Buffers.clashes).
 
 The processor also notes instructions that only come near the word: a memset or
 memcpy of a neighbouring object with a masked 64-byte vector store (glibc's AVX-512
@@ -39,7 +42,7 @@ import re
 
 from .accesses import COMPARE_AND_SWAP, FETCH_AND_OP, GET_ACCUMULATE
 from . import report
-from .wordwatch import CHECKER, as_call, hw_unwatch, hw_watch
+from .wordwatch import hw_unwatch, hw_watch
 
 HELD = 4096         # buffers a window keeps watching (then the oldest are let go)
 
@@ -61,23 +64,31 @@ class Held:
         self.target, self.kind, self.role, self.site = target, kind, role, site
         self.array, self.where, self.unit = array, where, unit
         self.copy = self.now()
-        self.slots = self._watch() if watch else ()
+        self.slots = self._watch() if watch and role == WRITTEN else ()
         self.clashed = False            # another call's use of it was reported
-        base = array.ctypes.data      # the addresses of its first and past its last byte
-        self.low, self.high = (
-            (base, base + array.nbytes) if where is None else
-            (base + where.start, base + where.stop) if isinstance(where, slice) else
-            (base + int(where.min()), base + int(where.max()) + 1))
+        self.low = self.high = None     # bounds(), made when a clash is possible
+
+    def bounds(self):
+        """(address of its first byte, past its last): found at the first need, since
+        only a buffer a call fills can clash, and most calls fill none."""
+        if self.low is None:
+            base, where = self.array.ctypes.data, self.where
+            self.low, self.high = (
+                (base, base + self.array.nbytes) if where is None else
+                (base + where.start, base + where.stop) if isinstance(where, slice) else
+                (base + int(where.min()), base + int(where.max()) + 1))
+        return self.low, self.high
 
     def addresses(self):
         """The address of every byte the call covers (a sorted array)."""
         if self.where is None or isinstance(self.where, slice):
-            return numpy.arange(self.low, self.high)
+            return numpy.arange(*self.bounds())
         return numpy.unique(self.where) + self.array.ctypes.data
 
     def overlap(self, other):
         """(first, last) bytes of this buffer that ``other`` covers too, or None."""
-        if other.high <= self.low or self.high <= other.low:
+        (low, high), (other_low, other_high) = self.bounds(), other.bounds()
+        if other_high <= low or high <= other_low:
             return None
         both = numpy.intersect1d(self.addresses(), other.addresses(), assume_unique=True)
         if not len(both):
@@ -89,23 +100,21 @@ class Held:
     def _watch(self):
         """Watch a result buffer's first words (an origin buffer's stores are found
         by the comparison; the word watch's four slots go where loads race)."""
-        if self.role != WRITTEN or not (self.where is None or isinstance(self.where, slice)):
+        if not (self.where is None or isinstance(self.where, slice)):
             return ()
         start = 0 if self.where is None else self.where.start
         stop = self.array.nbytes if self.where is None else self.where.stop
         return hw_watch(self.array.ctypes.data + start, stop - start)
 
     def accesses(self):
-        """Stop watching: the accesses the watch saw, as (first, last) bytes of the
-        buffer, the frames (innermost first), and the kind of the RMA call that made
-        it, or None: the program."""
+        """Stop watching: the program's accesses the watch saw, as (first, last) bytes
+        of the buffer and the frames (innermost first)."""
         if not self.slots:
             return []
         slots, self.slots = self.slots, ()
         base = self.array.ctypes.data + (0 if self.where is None else self.where.start)
-        return [(address - base, address - base + length - 1, frames,
-                 call - 1 if call else None)
-                for address, length, frames, call in hw_unwatch(slots)]
+        return [(address - base, address - base + length - 1, frames)
+                for address, length, frames in hw_unwatch(slots)]
 
     def now(self):
         """The bytes the call covers, as they are now."""
@@ -195,8 +204,7 @@ class Buffers:
     def _add(self, new):
         for fresh in new:
             for held in self.held:
-                if (held.role == WRITTEN or fresh.role == WRITTEN) and \
-                        held.low < fresh.high and fresh.low < held.high:
+                if held.role == WRITTEN or fresh.role == WRITTEN:
                     both = held.overlap(fresh)
                     if both is not None:
                         held.clashed = True     # its change is that call's: said once
@@ -224,11 +232,13 @@ class Buffers:
                    (targets is None or held.target in targets) and modes & mode_bit(held.kind))
             (done if due else kept).append(held)
         self.held = kept
-        seen = [held.accesses() for held in done]
-        changed = as_call(lambda: [held.changed() for held in done], CHECKER)
-        return [(held, None if held.clashed else bytes_changed, accesses)
-                for held, bytes_changed, accesses in zip(done, changed, seen)
-                if accesses or (bytes_changed is not None and not held.clashed)]
+        found = []
+        for held in done:
+            accesses = held.accesses() if held.slots else ()
+            changed = None if held.clashed else held.changed()
+            if accesses or changed is not None:
+                found.append((held, changed, accesses))
+        return found
 
 
 # where each call that fills a result buffer takes it: (method names, position, keyword)

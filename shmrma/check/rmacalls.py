@@ -16,7 +16,6 @@ from .accesses import (ACCUMULATE, COMPARE_AND_SWAP, FETCH_AND_OP, GET, GET_ACCU
 from .clock import clock
 from .completion import on_completion
 from .accesses import READ, WRITTEN
-from .wordwatch import calling_as
 from .windowcheck import (BARRIER, CAS_CODE, DECLINED, basic_code, basic_codes, check_of,
                           code_of)
 
@@ -109,7 +108,8 @@ def _noted(check, kind, target_rank, runs, basic, defaults, op, perform, held):
         result = perform()
         check.access(target_rank, runs[0], runs[1], kind, op_code, basic)
     check.last_held = check.buffers.hold(target_rank, kind, check.last_site, held)
-    check.report_clashes()
+    if check.buffers.clashes:
+        check.report_clashes()
     return result
 
 
@@ -234,14 +234,7 @@ def install_rma(Win):
 
     for function in (Put, Get, Accumulate, Get_accumulate, Fetch_and_op, Compare_and_swap,
                      Rput, Rget, Raccumulate, Rget_accumulate):
-        setattr(Win, function.__name__, functools.wraps(real[function.__name__])(
-            calling_as(function, CALL_KINDS[function.__name__])))
-
-
-CALL_KINDS = {"Put": PUT, "Rput": PUT, "Get": GET, "Rget": GET, "Accumulate": ACCUMULATE,
-              "Raccumulate": ACCUMULATE, "Get_accumulate": GET_ACCUMULATE,
-              "Rget_accumulate": GET_ACCUMULATE, "Fetch_and_op": FETCH_AND_OP,
-              "Compare_and_swap": COMPARE_AND_SWAP}
+        setattr(Win, function.__name__, functools.wraps(real[function.__name__])(function))
 
 
 def _completing_read(check, request, target_rank, target, defaults, kind):

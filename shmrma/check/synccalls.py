@@ -19,7 +19,6 @@ from ..types import memory
 from . import loads, report
 from .clock import clock, key_of
 from .completion import on_completion
-from .wordwatch import CHECKER, calling_as
 from .windowcheck import (BARRIER, COMPLETE, COUNTER, FENCE, POST, check_of,
                           checked_window)
 
@@ -220,15 +219,7 @@ def install_window_sync(Win):
     for function in (Fence, Barrier, Ibarrier, Post, Start, Complete, Wait, Test, Lock, Unlock,
                      Lock_all, Unlock_all, Flush, Flush_all, Flush_local, Flush_local_all,
                      Sync):
-        setattr(Win, function.__name__,
-                functools.wraps(real[function.__name__])(not_the_programs(function)))
-
-
-def not_the_programs(function):
-    """``function``, a synchronization call: what it (or the implementation under it,
-    completing a call's transfer) loads or stores of a watched result buffer is no
-    access of the program's (wordwatch.CHECKER)."""
-    return calling_as(function, CHECKER)
+        setattr(Win, function.__name__, functools.wraps(real[function.__name__])(function))
 
 
 def install_attach(Win):
@@ -349,7 +340,7 @@ def install_counters(Win):
     def Test(self, status=None):
         signalling(self)
         return test(self, status)
-    cls.Wait, cls.Test = not_the_programs(Wait), not_the_programs(Test)
+    cls.Wait, cls.Test = Wait, Test
 
     cls = counters.SyncObjectRequest
     object_wait, object_test = cls.Wait, cls.Test
@@ -364,4 +355,4 @@ def install_counters(Win):
         if done:
             signalled(self)
         return done
-    cls.Wait, cls.Test = not_the_programs(ObjectWait), not_the_programs(ObjectTest)
+    cls.Wait, cls.Test = ObjectWait, ObjectTest

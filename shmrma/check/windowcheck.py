@@ -238,7 +238,8 @@ class WindowCheck:
                                                  numpy.array([low + array.nbytes]), kind, 0,
                                                  basic, site, epoch), *done)
         self.last_held = self.buffers.hold_array(target, kind, site, array, role)
-        self.report_clashes()
+        if self.buffers.clashes:
+            self.report_clashes()
         return None
 
     def _quick_report(self, c, target, access, found, unseen):
@@ -325,8 +326,8 @@ class WindowCheck:
             made = c.site_text(c.me, held.site)
             # the program's accesses the word watch saw, with their line (another
             # call's are found when it is made: report_clashes)
-            seen = [(first, last, frames) for first, last, frames, by_call in seen
-                    if by_call is None and origin.names_the_buffer(made, held.kind, frames)]
+            seen = [(first, last, frames) for first, last, frames in seen
+                    if origin.names_the_buffer(made, held.kind, frames)]
             for first, last, frames in seen:
                 there = report.user_site(frames)
                 c.report_once(key_of(zlib.crc32(("%s|%s|%d" % (made, there,

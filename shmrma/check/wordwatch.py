@@ -1,32 +1,23 @@
 """The word watch's Python side (csrc/check/pagewatch.c): hardware watchpoints on
-the first words of pending calls' result buffers (origin.py), and who is accessing
-them: the program, the checker's RMA call of some kind (as_call), or the checker
-itself looking at memory (CHECKER), whose accesses are not noted.
+the first words of pending calls' result buffers (origin.py), and whose accesses they
+saw: the program's, or the implementation's own (the RMA calls filling or reading
+the buffer, the synchronization calls completing them, the checker looking at it),
+told apart by where the access was made.
 """
+import os
+
+from . import report
+
 try:
     from .. import _pagewatch
 except ImportError:         # the C extension is not built: no word watch
     _pagewatch = None
 
-CHECKER = -2      # as_call's kind while the checker itself looks at memory
-
-
-def as_call(run, kind):
-    """``run()``, the checker's RMA call of ``kind`` (an accesses kind), or its own
-    look at memory (CHECKER): what it loads or stores of a watched word is that
-    call's access, not the program's."""
-    return run() if _pagewatch is None else _pagewatch.hw_call(kind + 1, run)
-
-
-def calling_as(function, kind):
-    """``function`` made a call of ``kind`` as as_call says, for every call of it."""
-    if _pagewatch is None:
-        return function
-    call, mark = _pagewatch.hw_call, kind + 1
-
-    def run(*args, **kwargs):
-        return call(mark, function, *args, **kwargs)
-    return run
+# code whose accesses to a result buffer are the implementation's: the RMA and
+# synchronization calls and the checker itself (a message call or a collective that
+# reads the buffer is the program passing it on, and counts)
+IMPLEMENTATION = tuple(os.path.join(report.PACKAGE_DIR, part) + os.sep
+                       for part in ("check", "rma"))
 
 
 def hw_watch(address, nbytes):
@@ -35,5 +26,18 @@ def hw_watch(address, nbytes):
 
 
 def hw_unwatch(slots):
-    """The accesses the slots saw, as (address, length, frames, call + 1 or 0)."""
-    return _pagewatch.hw_unwatch(slots) if slots else []
+    """The program's accesses the slots saw, as (address, length, frames innermost
+    first); the slots are free again."""
+    if not slots:
+        return []
+    return [(address, length, frames) for address, length, frames
+            in _pagewatch.hw_unwatch(slots) if by_the_program(frames)]
+
+
+def by_the_program(frames):
+    """Was the access whose frames these are the program's: its innermost frame
+    outside numpy not in the implementation's code?"""
+    for path, _ in frames:
+        if report.NUMPY_MARK not in path:
+            return not path.startswith(IMPLEMENTATION)
+    return True

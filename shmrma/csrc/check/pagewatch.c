@@ -408,8 +408,8 @@ static PyObject *faults_of(PyObject *self, PyObject *args)
  * (perf_event_open, PERF_TYPE_BREAKPOINT) on each aligned word of the buffer's
  * start, at most HW_SLOTS of them per process (x86-64 has four debug registers
  * per thread), sends the thread a SIGTRAP (sigtrap) right after the first
- * instruction that loads or stores the word; the handler notes the frames and
- * whether an RMA call of the checker's (hw_in_call) made the access, and
+ * instruction that loads or stores the word; the handler notes the frames (the
+ * checker tells the program's accesses from the implementation's by them) and
  * disables the event.  The events are opened once and moved from word to word
  * (PERF_EVENT_IOC_MODIFY_ATTRIBUTES): about 2 us a watch, where opening one
  * costs 12.  Only the thread that made the first watch is watched.  Where perf
@@ -423,7 +423,7 @@ struct hw_slot {
     int fd;                 /* the event, opened at the slot's first use; -1 before */
     int busy;               /* watching a word now */
     uintptr_t address;
-    int len, hit, in_call, frames;
+    int len, hit, frames;
     PyObject *code[FRAMES];
     int lasti[FRAMES];
 };
@@ -432,7 +432,6 @@ static struct hw_slot hw[HW_SLOTS] = {{-1}, {-1}, {-1}, {-1}};
 /* where an idle slot's event points, enabled: a word nothing ever loads or stores,
  * so moving the event (one ioctl) is all a watch or its end costs */
 static volatile uint64_t idle_word;
-static volatile sig_atomic_t hw_in_call;
 static int hw_refused;          /* perf_event_open failed here once: no word watch */
 static struct sigaction previous_trap;
 static int trap_installed;
@@ -458,13 +457,10 @@ static void on_trap(int signum, siginfo_t *info, void *context)
         return;
     }
     struct hw_slot *slot = &hw[index];
-    if (hw_in_call < 0)
-        return;     /* the checker's own look at the buffer: the watch stays */
     ioctl(slot->fd, PERF_EVENT_IOC_DISABLE, 0);
     if (!slot->busy || slot->hit)
         return;
     slot->hit = 1;
-    slot->in_call = hw_in_call;
     struct fault f;
     note_frames(&f);
     slot->frames = f.frames;
@@ -573,7 +569,7 @@ static PyObject *hw_watch(PyObject *self, PyObject *args)
 }
 
 /* hw_unwatch(slots): the accesses the slots saw, as a list of (address, length of
- * the word, [(file, line), ...] innermost first, in_call), and the slots freed. */
+ * the word, [(file, line), ...] innermost first), and the slots freed. */
 static PyObject *hw_unwatch(PyObject *self, PyObject *args)
 {
     PyObject *slots, *found, *seq;
@@ -591,8 +587,8 @@ static PyObject *hw_unwatch(PyObject *self, PyObject *args)
             memcpy(f.code, hw[i].code, sizeof(f.code));
             memcpy(f.lasti, hw[i].lasti, sizeof(f.lasti));
             PyObject *frames = frames_of(&f);
-            PyObject *item = frames ? Py_BuildValue("(niNi)", (Py_ssize_t)hw[i].address,
-                                                    hw[i].len, frames, hw[i].in_call) : NULL;
+            PyObject *item = frames ? Py_BuildValue("(niN)", (Py_ssize_t)hw[i].address,
+                                                    hw[i].len, frames) : NULL;
             if (item == NULL || PyList_Append(found, item) < 0)
                 Py_CLEAR(found);
             Py_XDECREF(item);
@@ -603,43 +599,6 @@ static PyObject *hw_unwatch(PyObject *self, PyObject *args)
     if (found == NULL && !PyErr_Occurred())
         PyErr_NoMemory();
     return found;
-}
-
-/* hw_in_call(call): while above 0, accesses to watched words are the checker's
- * RMA call's own (`call` says which: check/origin.py's as_call); below 0, the
- * checker's own looks at a buffer, not noted; the value before. */
-static PyObject *hw_set_in_call(PyObject *self, PyObject *args)
-{
-    int call;
-    if (!PyArg_ParseTuple(args, "i", &call))
-        return NULL;
-    int before = hw_in_call;
-    hw_in_call = call;
-    return PyLong_FromLong(before);
-}
-
-/* hw_call(call, function, *args, **kwargs): function(*args, **kwargs) with
- * hw_in_call set to `call` (as hw_in_call), restored after; in one C call, since
- * the checker wraps every RMA and synchronization call in it. */
-static PyObject *hw_call(PyObject *self, PyObject *args, PyObject *kwargs)
-{
-    Py_ssize_t n = PyTuple_GET_SIZE(args);
-    if (n < 2) {
-        PyErr_SetString(PyExc_TypeError, "hw_call(call, function, *args, **kwargs)");
-        return NULL;
-    }
-    int call = (int)PyLong_AsLong(PyTuple_GET_ITEM(args, 0));
-    if (call == -1 && PyErr_Occurred())
-        return NULL;
-    PyObject *rest = PyTuple_GetSlice(args, 2, n);
-    if (rest == NULL)
-        return NULL;
-    int before = hw_in_call;
-    hw_in_call = call;
-    PyObject *result = PyObject_Call(PyTuple_GET_ITEM(args, 1), rest, kwargs);
-    hw_in_call = before;
-    Py_DECREF(rest);
-    return result;
 }
 
 static PyMethodDef methods[] = {
@@ -653,10 +612,7 @@ static PyMethodDef methods[] = {
     {"faults", faults_of, METH_VARARGS, "faults(slot): its faults since the last take"},
     {"take", take, METH_VARARGS, "take(slot): ([(address, frames, wrote)], lost, faults) since the last"},
     {"hw_watch", hw_watch, METH_VARARGS, "hw_watch(address, nbytes): the slots watching"},
-    {"hw_unwatch", hw_unwatch, METH_VARARGS, "hw_unwatch(slots): [(address, len, frames, in_call)]"},
-    {"hw_in_call", hw_set_in_call, METH_VARARGS, "hw_in_call(call): the call before"},
-    {"hw_call", (PyCFunction)(void (*)(void))hw_call, METH_VARARGS | METH_KEYWORDS,
-     "hw_call(call, function, *args, **kwargs): the function's result, run as `call`"},
+    {"hw_unwatch", hw_unwatch, METH_VARARGS, "hw_unwatch(slots): [(address, len, frames)]"},
     {NULL, NULL, 0, NULL},
 };
 
