@@ -24,7 +24,7 @@ def install():
     _installed.append(True)
     from ..coll import blocking as collective, neighbor, nonblocking
     from ..comm import comm
-    from ..p2p import request
+    from ..p2p import request, transfers
     from ..rma import winbarrier, window
     Win = window.Win
     install_rma(Win)
@@ -34,7 +34,8 @@ def install():
     install_messages(comm.Comm)
     install_collectives([collective.Collectives, nonblocking.NonblockingCollectives,
                           neighbor.NeighborCollectives, comm.Comm])
-    classes = [request.Request, winbarrier.BarrierRequest]
+    # a receive has a Wait of its own (transfers.Receive)
+    classes = [request.Request, transfers.Receive, winbarrier.BarrierRequest]
     fast = getattr(nonblocking, "_FastCollective", None)
     classes += [fast] if fast is not None else []
     install_requests(classes)

@@ -181,6 +181,7 @@ class Buffers:
         # or fills bytes an earlier call still reads (MPI-3.1 section 11.7), found by
         # hold(); the caller reports them (take_clashes)
         self.clashes = []
+        self.filling = []       # the held buffers that calls fill (WRITTEN)
 
     def hold(self, target, kind, site, specs):
         """Watch the buffers of a call that has just been made: ``specs`` holds
@@ -203,12 +204,12 @@ class Buffers:
 
     def _add(self, new):
         for fresh in new:
-            for held in self.held:
-                if held.role == WRITTEN or fresh.role == WRITTEN:
-                    both = held.overlap(fresh)
-                    if both is not None:
-                        held.clashed = True     # its change is that call's: said once
-                        self.clashes.append((held, fresh, both))
+            # a buffer a call reads clashes only with one a pending call fills
+            for held in self.held if fresh.role == WRITTEN else self.filling:
+                both = held.overlap(fresh)
+                if both is not None:
+                    held.clashed = True     # its change is that call's: said once
+                    self.clashes.append((held, fresh, both))
         if new:
             if len(self.held) + len(new) > HELD:
                 self.warn("a window holds more than %d RMA calls not complete at the origin; "
@@ -216,7 +217,9 @@ class Buffers:
                 for dropped in self.held[:len(new)]:
                     dropped.accesses()
                 del self.held[:len(new)]
+                self.filling = [held for held in self.held if held.role == WRITTEN]
             self.held += new
+            self.filling += [fresh for fresh in new if fresh.role == WRITTEN]
         return new
 
     def complete(self, targets=None, modes=7, only=None):
@@ -232,6 +235,8 @@ class Buffers:
                    (targets is None or held.target in targets) and modes & mode_bit(held.kind))
             (done if due else kept).append(held)
         self.held = kept
+        if self.filling:
+            self.filling = [held for held in kept if held.role == WRITTEN]
         found = []
         for held in done:
             accesses = held.accesses() if held.slots else ()

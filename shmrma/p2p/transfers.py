@@ -92,6 +92,17 @@ class Receive(Request):
             self._complete()
         return self._done
 
+    def Wait(self, status=None):
+        """Wait for the receive to complete (Request.Wait, in fewer calls: a window of
+        Irecvs waits for each of its requests)."""
+        if not self._done:
+            if self.core.done:
+                self._complete()
+            else:
+                self._block()
+        self._finish(status)
+        return True
+
     def _complete(self):
         core = self.core
         self._source = source = self.state.world_to_rank.get(core.source, core.source)
@@ -105,7 +116,7 @@ class Receive(Request):
         elif core.target is None:
             # an empty message is None, as mpi4py loads it (collective failure notices)
             self._result = self.loads(core.payload) if core.count else None
-        else:
+        elif self.finish is not None:
             self._convert(core.count)
         self._done = True
 
@@ -215,11 +226,13 @@ class Persistent(Prequest):
 
 
 class Completed(Request):
-    """A request that is complete when created (PROC_NULL peers)."""
+    """A request that is complete when created (a send done at the call, PROC_NULL
+    peers). Without ``status`` it reports the empty one (Request._report_to), made
+    only if asked for: a window of Isends makes one of these per message."""
 
     def __init__(self, status=None, result=None):
         self._null = False
-        self._status = status or Status()
+        self._status = status
         self._result = result
 
 
