@@ -30,18 +30,16 @@ its frames mentions the expression the call was given as the buffer (``value`` i
 call written across several lines, or an access through another name, goes
 unreported: the watch misses rather than cry wolf.
 """
-from ..types import buffers
-from ..rma import calls as rma
-from ..core.lazy import numpy
-from .accesses import GET, PUT, WRITTEN
-
 import ast
 import functools
 import linecache
 import re
 
-from .accesses import COMPARE_AND_SWAP, FETCH_AND_OP, GET_ACCUMULATE
+from ..types import buffers
+from ..rma import calls as rma
+from ..core.lazy import numpy
 from . import report
+from .accesses import COMPARE_AND_SWAP, FETCH_AND_OP, GET, GET_ACCUMULATE, PUT, WRITTEN
 from .wordwatch import hw_unwatch, hw_watch
 
 HELD = 4096         # buffers a window keeps watching (then the oldest are let go)
@@ -181,7 +179,6 @@ class Buffers:
         # or fills bytes an earlier call still reads (MPI-3.1 section 11.7), found by
         # hold(); the caller reports them (take_clashes)
         self.clashes = []
-        self.filling = []       # the held buffers that calls fill (WRITTEN)
 
     def hold(self, target, kind, site, specs):
         """Watch the buffers of a call that has just been made: ``specs`` holds
@@ -204,8 +201,9 @@ class Buffers:
 
     def _add(self, new):
         for fresh in new:
-            # a buffer a call reads clashes only with one a pending call fills
-            for held in self.held if fresh.role == WRITTEN else self.filling:
+            for held in self.held:
+                if held.role != WRITTEN and fresh.role != WRITTEN:
+                    continue        # two calls may read one buffer
                 both = held.overlap(fresh)
                 if both is not None:
                     held.clashed = True     # its change is that call's: said once
@@ -217,9 +215,7 @@ class Buffers:
                 for dropped in self.held[:len(new)]:
                     dropped.accesses()
                 del self.held[:len(new)]
-                self.filling = [held for held in self.held if held.role == WRITTEN]
             self.held += new
-            self.filling += [fresh for fresh in new if fresh.role == WRITTEN]
         return new
 
     def complete(self, targets=None, modes=7, only=None):
@@ -235,8 +231,6 @@ class Buffers:
                    (targets is None or held.target in targets) and modes & mode_bit(held.kind))
             (done if due else kept).append(held)
         self.held = kept
-        if self.filling:
-            self.filling = [held for held in kept if held.role == WRITTEN]
         found = []
         for held in done:
             accesses = held.accesses() if held.slots else ()
@@ -263,8 +257,7 @@ def names_the_buffer(call_site, kind, frames):
         return False
     pattern = re.compile(r"(?<![\w.])%s(?!\w)" % re.escape(expression))
     return any(pattern.search(linecache.getline(file, number))
-               for file, number in frames
-               if not file.startswith(report.PACKAGE_DIR) and report.NUMPY_MARK not in file)
+               for file, number in report.program_frames(frames))
 
 
 @functools.lru_cache(maxsize=256)

@@ -175,13 +175,18 @@ COMPLETIONS = ("Flush_local, Flush, Unlock, Complete, Fence, the window barrier 
                "request's Wait")
 
 
+def program_frames(frames):
+    """The frames of the program's own code (not shmrma's nor numpy's) among
+    [(file, line), ...], in their order."""
+    return [(path, line) for path, line in frames
+            if not path.startswith(PACKAGE_DIR) and NUMPY_MARK not in path]
+
+
 def user_site(frames):
-    """'file:line' of the innermost frame of the program's own code (not shmrma's nor
-    numpy's), from [(file, line), ...] innermost first."""
-    for path, line in frames:
-        if not path.startswith(PACKAGE_DIR) and NUMPY_MARK not in path:
-            return shown_site(path, line)
-    return "<unknown>"
+    """'file:line' of the innermost frame of the program's own code, from
+    [(file, line), ...] innermost first."""
+    own = program_frames(frames)
+    return shown_site(*own[0]) if own else "<unknown>"
 
 
 def unseen_store(window, target, run, me, access, site, dynamic=False):

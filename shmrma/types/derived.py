@@ -284,21 +284,23 @@ class Items:
         if self.dense:
             return data[first + self.low:first + self.low + self.nbytes]
         if _native is not None:
-            layout = Layout.of(self.datatype)
             packed = numpy.empty(self.nbytes, dtype=numpy.uint8)
-            _native.copy_runs(data, packed, layout.offsets, layout.lengths, self.count,
-                              self.datatype.extent, first, self.nbytes, False)
+            self._copy_runs(data, packed, first, self.nbytes, False)
             return packed
         return numpy.frombuffer(data, dtype=numpy.uint8)[first + self.index]
 
     def pack_into(self, data, first, out):
         """pack(), written into the writable bytes ``out``."""
         if not self.dense and _native is not None:
-            layout = Layout.of(self.datatype)
-            _native.copy_runs(data, out, layout.offsets, layout.lengths, self.count,
-                              self.datatype.extent, first, self.nbytes, False)
+            self._copy_runs(data, out, first, self.nbytes, False)
         else:
             out[:] = memoryview(self.pack(data, first)).cast("B")
+
+    def _copy_runs(self, data, packed, first, nbytes, unpack):
+        """csrc/types/buffers.c's copy_runs over this type's blocks: a memcpy each."""
+        layout = Layout.of(self.datatype)
+        _native.copy_runs(data, packed, layout.offsets, layout.lengths, self.count,
+                          self.datatype.extent, first, nbytes, unpack)
 
     def unpack(self, packed, data, first, nbytes=None):
         """Write packed bytes (the first ``nbytes`` of them, by default all) into the
@@ -313,9 +315,7 @@ class Items:
             start = first + self.low
             data[start:start + nbytes] = memoryview(packed).cast("B")[:nbytes]
         elif _native is not None:
-            layout = Layout.of(self.datatype)
-            _native.copy_runs(data, packed, layout.offsets, layout.lengths, self.count,
-                              self.datatype.extent, first, nbytes, True)
+            self._copy_runs(data, packed, first, nbytes, True)
         else:
             numpy.frombuffer(data, dtype=numpy.uint8)[first + self.index[:nbytes]] = \
                 numpy.frombuffer(packed, dtype=numpy.uint8, count=nbytes)

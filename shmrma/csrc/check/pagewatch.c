@@ -169,6 +169,18 @@ static void on_fault(int signum, siginfo_t *info, void *context)
     (void)signum;
 }
 
+/* Make `handler` signum's handler, the one before kept in *before: 0, or -1. */
+static int take_signal(int signum, void (*handler)(int, siginfo_t *, void *),
+                       struct sigaction *before)
+{
+    struct sigaction mine;
+    memset(&mine, 0, sizeof(mine));
+    mine.sa_sigaction = handler;
+    mine.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    sigemptyset(&mine.sa_mask);
+    return sigaction(signum, &mine, before);
+}
+
 static int install(void)
 {
     struct sigaction now;
@@ -176,12 +188,7 @@ static int install(void)
         return -1;
     if (installed && (now.sa_flags & SA_SIGINFO) && now.sa_sigaction == on_fault)
         return 0;
-    struct sigaction mine;
-    memset(&mine, 0, sizeof(mine));
-    mine.sa_sigaction = on_fault;
-    mine.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-    sigemptyset(&mine.sa_mask);
-    if (sigaction(SIGSEGV, &mine, &previous) < 0)
+    if (take_signal(SIGSEGV, on_fault, &previous) < 0)
         return -1;
     installed = 1;
     return 0;
@@ -422,10 +429,8 @@ static PyObject *faults_of(PyObject *self, PyObject *args)
 struct hw_slot {
     int fd;                 /* the event, opened at the slot's first use; -1 before */
     int busy;               /* watching a word now */
-    uintptr_t address;
-    int len, hit, frames;
-    PyObject *code[FRAMES];
-    int lasti[FRAMES];
+    int len, hit;
+    struct fault note;      /* the word's address; once hit, the access's frames */
 };
 
 static struct hw_slot hw[HW_SLOTS] = {{-1}, {-1}, {-1}, {-1}};
@@ -461,23 +466,14 @@ static void on_trap(int signum, siginfo_t *info, void *context)
     if (!slot->busy || slot->hit)
         return;
     slot->hit = 1;
-    struct fault f;
-    note_frames(&f);
-    slot->frames = f.frames;
-    memcpy(slot->code, f.code, sizeof(f.code));
-    memcpy(slot->lasti, f.lasti, sizeof(f.lasti));
+    note_frames(&slot->note);
 }
 
 static int install_trap(void)
 {
-    struct sigaction mine;
     if (trap_installed)
         return 0;
-    memset(&mine, 0, sizeof(mine));
-    mine.sa_sigaction = on_trap;
-    mine.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-    sigemptyset(&mine.sa_mask);
-    if (sigaction(SIGTRAP, &mine, &previous_trap) < 0)
+    if (take_signal(SIGTRAP, on_trap, &previous_trap) < 0)
         return -1;
     trap_installed = 1;
     return 0;
@@ -519,9 +515,9 @@ static void hw_release(struct hw_slot *slot)
     if (slot->busy && hw_point((int)(slot - hw), (uintptr_t)&idle_word, 8, slot->hit) < 0)
         ioctl(slot->fd, PERF_EVENT_IOC_DISABLE, 0);
 #endif
-    for (int k = 0; k < slot->frames; k++)
-        Py_DECREF(slot->code[k]);
-    slot->frames = slot->hit = slot->busy = 0;
+    for (int k = 0; k < slot->note.frames; k++)
+        Py_DECREF(slot->note.code[k]);
+    slot->note.frames = slot->hit = slot->busy = 0;
 }
 
 /* hw_watch(address, nbytes): watch the aligned words of the range from its
@@ -545,9 +541,9 @@ static PyObject *hw_watch(PyObject *self, PyObject *args)
         int len = 8;        /* the largest aligned word at `at` inside the range */
         while (len > 1 && ((at % (uintptr_t)len) || at + (uintptr_t)len > end))
             len /= 2;
-        hw[i].address = at;
+        hw[i].note.address = at;
         hw[i].len = len;
-        hw[i].hit = hw[i].frames = 0;
+        hw[i].hit = hw[i].note.frames = 0;
         if (hw_point(i, at, len, 0) < 0)
             break;
         hw[i].busy = 1;
@@ -583,11 +579,8 @@ static PyObject *hw_unwatch(PyObject *self, PyObject *args)
         if (i < 0 || i >= HW_SLOTS || !hw[i].busy)
             continue;
         if (hw[i].hit && found != NULL) {
-            struct fault f = {.frames = hw[i].frames};
-            memcpy(f.code, hw[i].code, sizeof(f.code));
-            memcpy(f.lasti, hw[i].lasti, sizeof(f.lasti));
-            PyObject *frames = frames_of(&f);
-            PyObject *item = frames ? Py_BuildValue("(niN)", (Py_ssize_t)hw[i].address,
+            PyObject *frames = frames_of(&hw[i].note);
+            PyObject *item = frames ? Py_BuildValue("(niN)", (Py_ssize_t)hw[i].note.address,
                                                     hw[i].len, frames) : NULL;
             if (item == NULL || PyList_Append(found, item) < 0)
                 Py_CLEAR(found);

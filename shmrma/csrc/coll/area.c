@@ -369,8 +369,8 @@ n_coll_bcast(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         }
     }
     operand_release(&o);
-    Py_XINCREF(result);
-    return result;
+    /* True is borrowed; hand_over's answer is already a new reference */
+    return result == Py_True ? Py_NewRef(result) : result;
 }
 
 /* Did every member (only `root`, when >= 0) take part in the first step (no

@@ -198,8 +198,8 @@ reduction(PyObject *state, PyObject *sendbuf, PyObject *recvbuf, PyObject *op, i
         }
     }
     pair_release(&r.io);
-    Py_XINCREF(result);
-    return result;
+    /* True is borrowed; hand_over's answer is already a new reference */
+    return result == Py_True ? Py_NewRef(result) : result;
 }
 
 /* coll_allreduce(state, sendbuf, recvbuf, op) -> True, False (missed) or
