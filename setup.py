@@ -35,14 +35,15 @@ NATIVE_SOURCES = ["shmrma/csrc/%s.c" % name for name in (
     "rma/fastpath", "rma/calls", "rma/passive", "rma/active", "rma/winbarrier",
     "rma/counters", "p2p/communicator", "p2p/matching", "p2p/rings", "p2p/transport",
     "p2p/calls", "coll/area", "coll/reductions", "coll/parts", "coll/channel",
-    "coll/nonblocking", "types/msgpickle")]
+    "coll/nonblocking", "types/msgpickle", "observe/observed")]
 
 
 setup(
     ext_modules=[Extension(
         "shmrma._native", NATIVE_SOURCES,
         depends=["shmrma/csrc/%s.h" % name for name in (
-            "native", "core/core", "types/types", "p2p/p2p", "coll/coll", "rma/rma")],
+            "native", "core/core", "types/types", "p2p/p2p", "coll/coll", "rma/rma",
+            "observe/observe")],
         extra_compile_args=["-O2", "-std=c11"]),
         # -O3 vectorizes the store finder's compare: 32 KiB changed, 2.5 -> 1.8 us
         Extension("shmrma._racecheck", ["shmrma/csrc/check/%s.c" % name for name in (

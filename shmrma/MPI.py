@@ -78,7 +78,11 @@ else:
         raise AttributeError("module 'shmrma.MPI' has no attribute %r" % name)
 
 
-# Under SHMRMA_CHECK=1 (shmrma-run --check) the race checker wraps the calls it watches.
+# Under SHMRMA_CHECK=1 (shmrma-run --check) the race checker wraps the calls it watches;
+# under SHMRMA_TRACE or SHMRMA_PROFILE (--trace, --profile), the recorder every call.
 if _settings.checking():
     from .check.hooks import install as _install_race_checker
     _install_race_checker()
+if _settings.observing() and _settings.backend() != "mpi":
+    from .observe.session import install as _install_recorder
+    _install_recorder()

@@ -21,6 +21,7 @@ LAYERS = [
     ["rma"],
     ["io"],
     ["check"],
+    ["observe"],        # --trace and --profile: they wrap the classes below
     ["onmpi"],          # the mpi backend, which the facade picks instead
     ["environment", "MPI"],
     ["run"],

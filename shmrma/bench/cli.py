@@ -11,9 +11,10 @@ from . import options as osu
 USAGE = """\
 usage: shmrma-bench NAME [OMB options] [--impl shmrma|shmrma-mpi|mpi4py|numpy]
        shmrma-bench compare [--suite all|windows|sync|counters|memory|sweep|scaling|messages|
-                                    check|programs]
+                                    check|observe|programs]
                             [--quick] [--reps N] [--json FILE] [--plot FILE.png]
                             [--results FILE.md]
+       shmrma-bench timeline TRACE.json OUT.png [--window START:END] [--title TEXT]
        shmrma-bench list
        shmrma-bench --version
 
@@ -46,7 +47,8 @@ output) on two ranks it starts itself.
               every size, Allreduce, Bcast and Barrier at 2-16 ranks, 1 MiB
               Allreduce), their object forms and a message-passing halo
               (suite messages); the halos and the 8-byte put with and
-              without shmrma-run --check (suite check); whole programs as
+              without shmrma-run --check (suite check), and with and without
+              --trace and --profile (suite observe); whole programs as
               their users run them: mpi4py's demo benchmarks (demo/osu_*.py
               of its source distribution, fetched once into ~/.cache/shmrma)
               and a pencil transpose with Create_cart, Sub and Alltoallw,
@@ -54,6 +56,9 @@ output) on two ranks it starts itself.
               --json FILE: every row's median, min, max,
               noisy flag and ratio as numbers, the sweeps per size and the
               machine facts
+  timeline    draw a trace of shmrma-run --trace as a per-rank timeline
+              (PNG; needs matplotlib): a lane per rank and thread, a bar per
+              MPI call, hatched where it waited; --window START:END in ms
   list        the benchmarks and the sync modes each accepts
   --version   print shmrma's version and exit
 """
@@ -76,6 +81,9 @@ def main(argv=None):
         return 0
     if command == "compare":
         return compare_command(rest)
+    if command == "timeline":
+        from . import timeline
+        return timeline.main(rest)
     return benchmark_command(command, rest)
 
 

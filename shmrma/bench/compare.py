@@ -155,19 +155,19 @@ class HaloCase(NotifyCase):
         return ["-m", "shmrma.bench.halo", form or self.form, "1000" if quick else "2000"]
 
 
-class CheckCase(Case):
-    """What ``shmrma-run --check`` costs: ``inner`` run with the race checker
-    ("shmrma-check"), with it but not watching the ranks' own stores
-    ("shmrma-check-no-local") and without, the ratios checked / unchecked against
-    ``target``."""
+class CostCase(Case):
+    """What a launcher option costs: ``inner`` run with it and without, a row per
+    option (``variants``: impl, title, target) with the ratio with / without."""
 
-    def __init__(self, title, inner, target=None):
-        self.title, self.inner, self.target = title, inner, target
+    against = ""
+
+    def __init__(self, title, inner, variants):
+        self.title, self.inner, self.variants = title, inner, variants
         self.nranks, self.bandwidth, self.numpy_at_least = inner.nranks, False, None
         self.against_mpi4py = None
 
     def impls(self, have_reference):
-        return ["shmrma", "shmrma-check", "shmrma-check-no-local"]
+        return ["shmrma"] + [impl for impl, _, _ in self.variants]
 
     def argv(self, impl, quick):
         return self.inner.argv(impl, quick)
@@ -176,7 +176,36 @@ class CheckCase(Case):
         return self.inner.value(out)
 
     def describe(self):
-        return dict(self.inner.describe(), title=self.title, check_target=self.target)
+        return dict(self.inner.describe(), title=self.title,
+                    cost_targets={impl: target for impl, _, target in self.variants})
+
+
+class CheckCase(CostCase):
+    """What ``shmrma-run --check`` costs: ``inner`` run with the race checker
+    ("shmrma-check"), with it but not watching the ranks' own stores
+    ("shmrma-check-no-local") and without, the ratios checked / unchecked against
+    ``target``."""
+
+    against = "shmrma without --check"
+
+    def __init__(self, title, inner, target=None):
+        super().__init__(title, inner, [
+            ("shmrma-check", title, target),
+            ("shmrma-check-no-local", title.replace("--check:", "--check=no-local:"),
+             target)])
+        self.target = target
+
+
+class ObserveCase(CostCase):
+    """What ``--trace`` and ``--profile`` cost on ``inner``: each against the same
+    run without, against ``targets`` (trace's, profile's)."""
+
+    against = "shmrma without it"
+
+    def __init__(self, title, inner, targets=(None, None)):
+        super().__init__(title, inner, [
+            ("shmrma-trace", "--trace: " + title, targets[0]),
+            ("shmrma-profile", "--profile: " + title, targets[1])])
 
 
 class MemoryCase(SyncCase):
@@ -473,6 +502,14 @@ CHECK_SUITE = (
     CheckCase("--check: Put 8 B + Flush, us", Case("", "osu_put_latency", 8)),
 )
 
+# what --trace and --profile cost (issue targets: at most 1.3x and 1.1x on the
+# proposal's halos at 4 ranks: A2, messages; A3, counters)
+OBSERVE_SUITE = (
+    ObserveCase("Halo A2 n=4 messages, us/iter", HaloCase("", "messages"), (1.3, 1.1)),
+    ObserveCase("Halo A3 n=4 counters, us/iter", HaloCase("", "counters"), (1.3, 1.1)),
+    ObserveCase("Put 8 B + Flush, us", Case("", "osu_put_latency", 8)),
+)
+
 MEMORY_SUITE = tuple(MemoryCase("Job PSS, n=%d x 16 MiB window, MiB" % n, n, "16M")
                      for n in (2, 4, 8))
 
@@ -574,10 +611,10 @@ SUITES = {"windows": WINDOWS_SUITE, "sync": SYNC_SUITE,
           "counters": COUNTERS_SUITE + COUNTERS_COMPANIONS,
           "scaling": SCALING_SUITE, "memory": MEMORY_SUITE, "sweep": SWEEP_SUITE,
           "messages": MESSAGES_SUITE + MESSAGES_SWEEP, "check": CHECK_SUITE,
-          "programs": PROGRAMS_SUITE,
+          "programs": PROGRAMS_SUITE, "observe": OBSERVE_SUITE,
           "all": _unique(WINDOWS_SUITE + SYNC_SUITE + COUNTERS_SUITE + MEMORY_SUITE
                          + SWEEP_SUITE + SCALING_SUITE + MESSAGES_SUITE + MESSAGES_SWEEP
-                         + CHECK_SUITE + PROGRAMS_SUITE)}
+                         + CHECK_SUITE + OBSERVE_SUITE + PROGRAMS_SUITE)}
 
 
 def keyed_value(out, keys):
@@ -725,13 +762,9 @@ def case_rows(case, runs):
         # like every other row's, at most its inverse
         rows.append(row(case.title, mine, got["numpy"], "numpy copy",
                         1 / case.numpy_at_least, invert=True))
-    if "shmrma-check" in got:
-        rows.append(row(case.title, got["shmrma-check"], mine, "shmrma without --check",
-                        case.target))
-    if "shmrma-check-no-local" in got:
-        rows.append(row(case.title.replace("--check:", "--check=no-local:"),
-                        got["shmrma-check-no-local"], mine, "shmrma without --check",
-                        case.target))
+    for impl, title, target in getattr(case, "variants", ()):
+        if impl in got:
+            rows.append(row(title, got[impl], mine, case.against, target))
     return rows
 
 
@@ -796,8 +829,9 @@ def run(opts):
 
 RATIO_LEGEND = (
     "ratio = shmrma / reference as a time (a bandwidth or a rate is inverted first), so "
-    "below 1 shmrma is faster, and for memory smaller; on the --check rows shmrma is the "
-    "run with the race checker and the reference the same without it. A row passes when "
+    "below 1 shmrma is faster, and for memory smaller; on the --check, --trace and "
+    "--profile rows shmrma is the run with that option and the reference the same "
+    "without it. A row passes when "
     "its ratio is at most its target. (noisy): the runs' min-max spread exceeds %d %% of "
     "the median: rerun before reading anything into that row.")
 SWEEP_LEGEND = ("ratio = shmrma / mpi4py as a time (a bandwidth inverted first): below 1 "

@@ -8,6 +8,7 @@ reference, mpi4py on MPICH, under ``mpiexec``. Children
 run without PYTHONDONTWRITEBYTECODE: real users have bytecode caches, and
 without them every start recompiles shmrma.
 """
+import atexit
 import json
 import os
 import platform
@@ -15,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 from ..core.settings import BACKEND_VARIABLE
@@ -24,8 +26,15 @@ KILL_GRACE_S = 5
 IMPL_VARIABLE = "SHMRMA_BENCH_IMPL"
 # shmrma's backend under each implementation that runs shmrma's code path
 BACKEND_OF = {"shmrma": "shm", "shmrma-mpi": "mpi", "shmrma-check": "shm",
-              "shmrma-check-no-local": "shm"}
-CHECK_FLAGS = {"shmrma-check": ["--check"], "shmrma-check-no-local": ["--check=no-local"]}
+              "shmrma-check-no-local": "shm", "shmrma-trace": "shm", "shmrma-profile": "shm"}
+# where the runs of "shmrma-trace" and "shmrma-profile" leave what they write, each
+# run over the last one's (removed when this process ends)
+OBSERVED_FILE = os.path.join(tempfile.gettempdir(), "shmrma-bench-%d.json" % os.getpid())
+atexit.register(lambda: os.path.exists(OBSERVED_FILE) and os.unlink(OBSERVED_FILE))
+LAUNCHER_FLAGS = {"shmrma-check": ["--check"], "shmrma-check-no-local": ["--check=no-local"],
+                  "shmrma-trace": ["--trace", OBSERVED_FILE],
+                  "shmrma-profile": ["--profile=%s" % OBSERVED_FILE],
+                  "shmrma-mpi": ["--backend", "mpi"]}
 
 
 class RunFailed(RuntimeError):
@@ -131,7 +140,7 @@ def launcher_argv(impl, nranks, program):
 
     ``impl`` "shmrma" uses shmrma-run, "shmrma-check" ``shmrma-run --check`` (the
     race checker on; "shmrma-check-no-local" without watching the ranks' own
-    stores), "shmrma-mpi" ``shmrma-run --backend mpi``
+    stores), "shmrma-trace" and "shmrma-profile" ``--trace`` and ``--profile``, "shmrma-mpi" ``shmrma-run --backend mpi``
     (which runs MPICH's mpiexec with ``python -m mpi4py``), "mpi4py" MPICH's
     mpiexec; "numpy" (a single-process reference) runs the program once with
     plain Python.
@@ -140,8 +149,7 @@ def launcher_argv(impl, nranks, program):
     if impl in BACKEND_OF:
         run = find_tool("shmrma-run")
         head = [run] if run else [sys.executable, "-m", "shmrma.run"]
-        backend = dict(CHECK_FLAGS, **{"shmrma-mpi": ["--backend", "mpi"]}).get(impl, [])
-        return head + backend + ["-n", str(nranks)] + program
+        return head + LAUNCHER_FLAGS.get(impl, []) + ["-n", str(nranks)] + program
     if impl == "mpi4py":
         return [find_tool("mpiexec"), "-n", str(nranks), sys.executable] + program
     return [sys.executable] + program

@@ -382,14 +382,38 @@ def cell_wait(addr, old, timeout):
     now = time.monotonic
     deadline = None if timeout >= 1e9 else now() + timeout
     going_on = _goes_on(addr, old)
+    began = time.monotonic_ns() if _observing[0] else 0
     held = mpi_lock.give_up()       # a wait blocks only its own thread
     try:
         v = _spin_and_sleep(addr, old, load, sleepers, deadline, 0 if going_on else _spin,
                             0 if going_on else _yields)
     finally:
         mpi_lock.take_back(held)
+        if began:
+            _wait_ended(began)
     _waits.left = (addr if v == old else None, old, now())
     return v
+
+
+# --trace and --profile (observe/): each thread's time waiting, as atomic.c counts it
+_observing = [False]
+
+
+def observe_waits(on):
+    """Count the time each thread waits, which waited() hands over."""
+    _observing[0] = bool(on)
+
+
+def _wait_ended(began):
+    first, total = getattr(_waits, "waited", None) or (0, 0)
+    _waits.waited = (first or began, total + time.monotonic_ns() - began)
+
+
+def waited():
+    """(first wait's start, total ns) this thread waited since the last call, or None."""
+    spent = getattr(_waits, "waited", None)
+    _waits.waited = None
+    return spent
 
 
 class _MPILock:

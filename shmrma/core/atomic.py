@@ -23,6 +23,8 @@ sequentially consistent:
                                                (csrc/native.h), which every wait gives up
     mpi_lock_shared() -> bool                  a second thread has taken it
     taking_turns() -> bool; take_turns()       a second Python thread runs (or ran)
+    observe_waits(on); waited() -> (first, ns) each thread's time waiting, counted for
+                                               --trace and --profile; None when none
 
 A wait cell is 8 bytes at an 8-byte-aligned address: the int32 value, then
 the uint32 count of sleepers.  cell_wait spins briefly, yields, then sleeps on
@@ -51,7 +53,7 @@ __all__ = [
     "exchange32", "exchange64", "cas32", "cas64", "fence",
     "cell_wait", "wait_goes_on", "cell_add", "cell_store", "cell_wake", "barrier_arrive",
     "memcpy", "vm_write", "vm_read", "get_wait_params", "set_wait_params", "forget",
-    "mpi_lock", "mpi_lock_shared", "taking_turns", "take_turns",
+    "mpi_lock", "mpi_lock_shared", "taking_turns", "take_turns", "observe_waits", "waited",
     "BACKEND", "NATIVE_IMPORT_ERROR", "use_backend", "available_backends",
 ]
 
@@ -60,7 +62,7 @@ _FUNCS = (
     "exchange32", "exchange64", "cas32", "cas64", "fence",
     "cell_wait", "wait_goes_on", "cell_add", "cell_store", "cell_wake", "barrier_arrive",
     "memcpy", "vm_write", "vm_read", "get_wait_params", "set_wait_params", "mpi_lock",
-    "mpi_lock_shared", "taking_turns", "take_turns",
+    "mpi_lock_shared", "taking_turns", "take_turns", "observe_waits", "waited",
 )
 
 BACKEND = None

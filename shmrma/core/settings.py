@@ -10,6 +10,11 @@ Each is described, with every other setting, in docs/settings.md.
 - ``SHMRMA_CHECK``: run under the race checker (``shmrma-run --check`` sets it);
   ``no-stores``, ``no-loads`` and ``no-local`` leave out the ranks' own stores,
   loads, or both.
+- ``SHMRMA_TRACE`` and ``SHMRMA_PROFILE``: record every MPI call (observe/):
+  a timeline written to the file TRACE names, a per-call-site report at the end
+  (PROFILE: ``1`` on stderr, a path: on stderr and as JSON there); shmrma-run's
+  ``--trace`` and ``--profile`` set them. ``SHMRMA_TRACE_EVENTS`` bounds the
+  events a rank keeps.
 - ``SHMRMA_MPI4PY``: ``0`` leaves ``import mpi4py`` to the installed mpi4py in a
   job's ranks (``shmrma-run --no-mpi4py-alias``); by default it is shmrma's MPI.
 - ``SHMRMA_SPIN`` and ``SHMRMA_YIELDS``: the wait policy's spin (microseconds) and
@@ -28,6 +33,13 @@ NO_STORES, NO_LOADS, NO_LOCAL = "no-stores", "no-loads", "no-local"
 CHECK_MODES = (NO_STORES, NO_LOADS, NO_LOCAL)
 
 MPI4PY_VARIABLE = "SHMRMA_MPI4PY"
+
+TRACE_VARIABLE, PROFILE_VARIABLE = "SHMRMA_TRACE", "SHMRMA_PROFILE"
+TRACE_EVENTS_VARIABLE = "SHMRMA_TRACE_EVENTS"
+DEFAULT_TRACE_EVENTS = 1 << 20      # per rank: 64 MiB of records, some 200 MiB of JSON
+# Set by whoever gathers the ranks' records (the launcher): the directory the
+# ranks leave them in. Unset, a process gathers its own at exit (a singleton).
+OBSERVE_PARTS_VARIABLE = "SHMRMA_OBSERVE_PARTS"
 
 # The one wait policy (core/atomic.py; docs/settings.md, "How ranks wait"): a wait
 # spins DEFAULT_SPIN microseconds re-reading its word, yields the CPU DEFAULT_YIELDS
@@ -73,6 +85,36 @@ def stores_watched():
 def loads_watched():
     """Whether the checker watches the ranks' own loads of their window memory too."""
     return os.environ.get(CHECK_VARIABLE, "") not in (NO_LOADS, NO_LOCAL)
+
+
+def trace_file():
+    """The file SHMRMA_TRACE names for the timeline, or None."""
+    return os.environ.get(TRACE_VARIABLE, "").strip() or None
+
+
+def profile_target():
+    """None (SHMRMA_PROFILE unset, empty or 0), "" (1: the report on stderr), or
+    the path of the JSON report (the text report on stderr as well)."""
+    value = os.environ.get(PROFILE_VARIABLE, "").strip()
+    if value in ("", "0"):
+        return None
+    return "" if value == "1" else value
+
+
+def observing():
+    """Whether the MPI calls are recorded (--trace or --profile)."""
+    return trace_file() is not None or profile_target() is not None
+
+
+def trace_events():
+    """How many events a rank keeps in the timeline (SHMRMA_TRACE_EVENTS); the
+    rest are counted and said dropped."""
+    return _count(TRACE_EVENTS_VARIABLE, DEFAULT_TRACE_EVENTS) or DEFAULT_TRACE_EVENTS
+
+
+def observe_parts():
+    """The directory the launcher gathers the ranks' records from, or None."""
+    return os.environ.get(OBSERVE_PARTS_VARIABLE) or None
 
 
 def mpi4py_alias():

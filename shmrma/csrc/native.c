@@ -32,7 +32,8 @@ PyInit__native(void)
             communicator_init(mod) < 0 || matching_init(mod) < 0 || transport_init(mod) < 0 ||
             p2p_calls_init(mod) < 0 || area_init(mod) < 0 || reductions_init(mod) < 0 ||
             parts_init(mod) < 0 || msgpickle_init(mod) < 0 || channel_init(mod) < 0 ||
-            nonblocking_init(mod) < 0 || counters_init(mod) < 0 || winbarrier_init(mod) < 0) {
+            nonblocking_init(mod) < 0 || counters_init(mod) < 0 || winbarrier_init(mod) < 0 ||
+            observe_init(mod) < 0) {
         Py_DECREF(mod);
         return NULL;
     }

@@ -2,7 +2,7 @@
  * shmrma's C sources: the table of contents.
  *
  * The C sources mirror the Python packages of shmrma/ (the layers, bottom up:
- * core < types < p2p < coll < comm < rma < io < check): each C file serves a
+ * core < types < p2p < coll < comm < rma < io < check, observe): each C file serves a
  * Python module, its twin, and lies in the folder of the twin's package.  A
  * file is named after the Python module it serves, or, where that module's C
  * side holds more than one concept, after the concept it holds (no C file
@@ -66,6 +66,10 @@
  *   rma/counters.c       rma/counters.py     the synchronization counters'
  *                                            requests
  *
+ *   observe/observe.h    --trace and --profile
+ *   observe/observed.c   observe/calls.py    Observed, the wrapper of an MPI
+ *                        observe/recorder.py call, and the recorder's core
+ *
  * The race checker's two modules, apart (csrc/check/check.h):
  *
  *   check/racecheck.c    check/accesses.py   shmrma._racecheck: the module,
@@ -87,5 +91,6 @@
 #include "p2p/p2p.h"
 #include "coll/coll.h"
 #include "rma/rma.h"
+#include "observe/observe.h"
 
 #endif

@@ -36,6 +36,14 @@ options:
   --check=no-stores  the same without watching the ranks' own stores (faster)
   --check=no-loads   the same without watching the ranks' own loads (faster)
   --check=no-local   neither: RMA calls and origin buffers only (fastest)
+  --trace FILE       write a timeline of the job to FILE: every MPI call of
+                     every rank and thread, with its wait, as trace-event
+                     JSON that ui.perfetto.dev and chrome://tracing open
+                     (docs/observe.md; SHMRMA_TRACE=FILE does the same for a
+                     singleton or shmrma.launch)
+  --profile[=FILE]   at the end, a report on stderr: per rank the time in
+                     MPI and waiting (on whom), the top call sites by time
+                     and by bytes; with FILE, as JSON there too (SHMRMA_PROFILE)
   --backend NAME     shm (default: processes sharing memory) or mpi (the
                      installed MPI's mpiexec with mpi4py; see "Running on a
                      cluster" in the README); SHMRMA_BACKEND sets the default
@@ -70,6 +78,8 @@ class Options:
         self.environment = {}       # variables to set in the ranks (mpiexec's -x, -env)
         self.workdir = None         # the ranks' working directory (mpiexec's -wdir)
         self.universe = None        # --universe-size: process slots, Spawn's included
+        self.trace = None           # --trace FILE: SHMRMA_TRACE
+        self.profile = None         # --profile: SHMRMA_PROFILE's value ("1" or a path)
 
     def python_argv(self):
         """The interpreter options given before the program, as python takes them."""
@@ -118,6 +128,10 @@ def parse(argv):
                                          int)
         elif item == "--backend" or item.startswith("--backend="):
             options.backend = _backend_name(item.partition("=")[2] or _next(items, item))
+        elif item == "--trace" or item.startswith("--trace="):
+            options.trace = item.partition("=")[2] or _next(items, item)
+        elif item == "--profile" or item.startswith("--profile="):
+            options.profile = item.partition("=")[2] or "1"
         elif item == "--no-mpi4py-alias":
             options.mpi4py_alias = False
         elif item.startswith("-") and item not in ("-", "-m", "-c"):
@@ -181,6 +195,16 @@ def _checked_environment():
         settings.checking()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+
+
+def _check_writable(option, path):
+    """A file the job will write must be writable before the job runs."""
+    if path:
+        from ..observe.session import Unwritable, check_writable
+        try:
+            check_writable(path, option)
+        except Unwritable as exc:
+            raise UsageError(str(exc)) from None
 
 
 def _check_mode(value):
@@ -358,6 +382,17 @@ def checked(options):
     if options.check and options.mode == "exec":
         raise UsageError("--check watches Python ranks; %s is not a Python program"
                          % options.target)
+    if options.trace and options.backend != "shm":
+        raise UsageError("--trace works on the shm backend only; --profile works on both")
+    if options.trace and options.trace == options.profile:
+        raise UsageError("--trace and --profile=FILE name the same file %r" % options.trace)
+    if (options.trace or options.profile) and options.mode == "exec":
+        raise UsageError("--trace and --profile record Python ranks; %s is not a Python "
+                         "program" % options.target)
+    if options.profile and options.backend != "shm":
+        raise UsageError("--profile works on the shm backend only, for now")
+    _check_writable("--trace", options.trace)
+    _check_writable("--profile", options.profile if options.profile != "1" else None)
     if not options.check:
         _checked_environment()
 
@@ -382,6 +417,11 @@ def run(options, prog, usage):
     from ..core import settings
     if options.check:
         os.environ[settings.CHECK_VARIABLE] = options.check
+    if options.trace:
+        os.environ[settings.TRACE_VARIABLE] = os.path.abspath(options.trace)
+    if options.profile:
+        os.environ[settings.PROFILE_VARIABLE] = (
+            options.profile if options.profile == "1" else os.path.abspath(options.profile))
     if not options.mpi4py_alias:
         os.environ[settings.MPI4PY_VARIABLE] = "0"
     options.apply_python_options()
@@ -406,7 +446,7 @@ def run(options, prog, usage):
     sys.stderr.write(outcome.timeout_report)
     if outcome.reason:
         sys.stderr.write("%s: %s; the job was ended\n" % (prog, outcome.reason))
-    return runner.check_summary(outcome.status)
+    return runner.summaries(outcome.status)
 
 
 if __name__ == "__main__":

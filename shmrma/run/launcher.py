@@ -41,6 +41,7 @@ class Outcome:
         self.timeout_report = ""
         self.interrupted = False
         self.exit_codes = {}
+        self.wait_statuses = {}
 
 
 def exit_status(wait_status):
@@ -80,6 +81,11 @@ class Job:
         if settings.checking():
             from ..check import clock
             self.race_check = clock.start_session(self.job_id, self.world.size)
+        self.gathering = None       # --trace, --profile: where the ranks leave records
+        if settings.observing():
+            from ..observe import session
+            self.gathering = session.Gathering()
+            os.environ.update(self.gathering.environment())     # the ranks inherit it
         self.sweeper_fd = _start_sweeper(self.job_id)
         self.pids = {}
         self.diagnostics = {}
@@ -94,14 +100,25 @@ class Job:
             self.world.spawn_program = spawned_body    # the root checks a request with it
             self.spawn_pending = b""
 
-    def check_summary(self, status):
-        """The job's exit status, after the race checker's summary when it ran."""
+    def summaries(self, status):
+        """The job's exit status, after the race checker's summary when it ran and
+        the timeline and profile when asked for."""
+        self._observed()
         if self.race_check is None:
             return status
         from ..check import clock
         text, found = clock.summary(self.race_check)
         sys.stderr.write(text)
         return status or (check.RACE_STATUS if found else 0)
+
+    def _observed(self):
+        if self.gathering is None:
+            return
+        for name in self.gathering.environment():
+            os.environ.pop(name, None)
+        statuses = {rank: describe_status(wait_status)
+                    for rank, wait_status in self.outcome.wait_statuses.items()}
+        self.gathering.finish(self.nranks, statuses)
 
     # --- starting ------------------------------------------------------------------
     def start(self, rank_main):
@@ -272,6 +289,7 @@ class Job:
     def _rank_ended(self, rank, wait_status):
         status = exit_status(wait_status)
         self.outcome.exit_codes[rank] = status
+        self.outcome.wait_statuses[rank] = wait_status
         if status == 0:
             if self.world.state(rank) != job.EXITED:
                 self.world.set_state(rank, job.EXITED)
@@ -697,7 +715,7 @@ def launch(fn, nprocs, args=(), kwargs=None, timeout=None):
         for _, write_end in result_pipes.values():
             os.close(write_end)
     outcome = runner.supervise()
-    runner.check_summary(0)     # the race checker's summary; the results still return
+    runner.summaries(0)     # the race checker's summary, --trace's; the results still return
     reports = {rank: pickle.loads(b"".join(chunks)) if chunks else None
                for rank, chunks in collected.items()}
     return _results_or_raise(outcome, reports, timeout)

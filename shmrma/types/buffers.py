@@ -229,6 +229,22 @@ def _inferred_count(nbytes, datatype, parts):
     return nbytes // extent // parts
 
 
+def message_bytes(msg):
+    """The bytes a message specification names, as far as saying it costs no
+    parse (for --trace and --profile): ``count`` items of ``datatype`` when both
+    are given, else the whole buffer; -1 for none or one this cannot tell."""
+    try:
+        buf, count, _, datatype = _unpack(msg)
+        if isinstance(count, int) and datatype is not None:
+            return count * item_bytes(datatypes.lookup(datatype))
+        if buf is None:
+            return -1
+        nbytes = getattr(buf, "nbytes", None)
+        return memoryview(buf).nbytes if nbytes is None else nbytes
+    except Exception:       # the call itself says what is wrong with it
+        return -1
+
+
 def message(msg, writable, blocks=0, sparse=False, handles=False):
     """Parse a message specification into a Message.
 

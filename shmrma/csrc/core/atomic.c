@@ -462,11 +462,14 @@ goes_on(int32_t *cell, int32_t old)
     return cell == t_left_cell && old == t_left_old && now_ns() - t_left_at < GOING_ON_NS;
 }
 
+int g_observe_waits;
+__thread int64_t t_wait_began, t_waited_ns;
+
 int
 wait_changed(int32_t *cell, int32_t old, double timeout, int32_t *out)
 {
     long spin = g_spin, yields = g_yields, held;
-    int64_t deadline;
+    int64_t deadline, began;
     int32_t v = __atomic_load_n(cell, SC);
     int r;
 
@@ -474,6 +477,7 @@ wait_changed(int32_t *cell, int32_t old, double timeout, int32_t *out)
         *out = v;
         return 0;
     }
+    began = g_observe_waits ? now_ns() : 0;
     if (goes_on(cell, old))
         spin = yields = 0;
     /* > ~31 years (or inf) means: no deadline */
@@ -492,6 +496,8 @@ wait_changed(int32_t *cell, int32_t old, double timeout, int32_t *out)
         spin = yields = 0;      /* already spun: go straight back to sleep */
     }
     mpi_lock_take_back(held);
+    if (began)
+        wait_ended(began);
     wait_left(v == old ? cell : NULL, old);
     *out = v;
     return 0;
@@ -715,6 +721,27 @@ n_vm_read(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 /* ------------------------------------------------------------------ */
 
 static PyObject *
+n_observe_waits(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    int on;
+    if (check_nargs("observe_waits", nargs, 1) < 0) return NULL;
+    if ((on = PyObject_IsTrue(args[0])) < 0) return NULL;
+    g_observe_waits = on;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+n_waited(PyObject *m, PyObject *unused)
+{
+    PyObject *result;
+    if (!t_waited_ns)
+        Py_RETURN_NONE;
+    result = Py_BuildValue("(LL)", (long long)t_wait_began, (long long)t_waited_ns);
+    t_wait_began = t_waited_ns = 0;
+    return result;
+}
+
+static PyObject *
 n_get_wait_params(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     if (check_nargs("get_wait_params", nargs, 0) < 0) return NULL;
@@ -775,6 +802,11 @@ static PyMethodDef atomic_functions[] = {
                  "another process (process_vm_writev)."),
     FC(vm_read, "vm_read(pid, remote_addr, local_addr, nbytes): copy another process's bytes "
                 "here (process_vm_readv)."),
+    FC(observe_waits, "observe_waits(on): count the time each thread waits (--trace, "
+                      "--profile), which waited() hands over."),
+    {"waited", (PyCFunction)n_waited, METH_NOARGS,
+     "waited() -> (first wait's start, total ns) this thread waited since the last "
+     "call (monotonic clock), or None."},
     FC(get_wait_params, "get_wait_params() -> (spin microseconds, yields) of the wait "
                         "policy."),
     FC(set_wait_params, "set_wait_params(spin, yields): the wait policy's spin "

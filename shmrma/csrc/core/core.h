@@ -148,6 +148,20 @@ int wait_bell(int32_t *bell, int (*poll)(void *), void *arg, double slice);
  * sleeps at once instead of spinning and yielding again. */
 void wait_left(int32_t *cell, int32_t value);
 
+/* The time this thread spent waiting, for --trace and --profile (observe/):
+ * counted only while g_observe_waits is set; the recorder takes and clears the
+ * sum and the start of the first wait after each call (n_waited). */
+extern int g_observe_waits;
+extern __thread int64_t t_wait_began, t_waited_ns;
+
+static inline void
+wait_ended(int64_t began)
+{
+    if (!t_wait_began)
+        t_wait_began = began;
+    t_waited_ns += now_ns() - began;
+}
+
 /* Spin (the wait policy's first phase) until *cell == want (equal) or while
  * it holds it (!equal); 0 when the wait ended, -1 when the spin ran out.  The
  * synchronization calls wait so before they hand the wait to Python, which
@@ -155,14 +169,19 @@ void wait_left(int32_t *cell, int32_t value);
 static inline int
 spin_on(int32_t *cell, int32_t value, int equal)
 {
-    int64_t end = now_ns() + SYNC_SPIN_NS;
+    int64_t began = now_ns(), end = began + SYNC_SPIN_NS;
     long i;
     for (i = 1;; i++) {
         int32_t seen = __atomic_load_n(cell, SC);
-        if ((seen == value) == equal)
+        if ((seen == value) == equal) {
+            if (g_observe_waits && i > 1)
+                wait_ended(began);
             return 0;
+        }
         cpu_relax();
         if ((i & 31) == 0 && now_ns() >= end) {
+            if (g_observe_waits)
+                wait_ended(began);
             wait_left(cell, seen);
             return -1;
         }

@@ -1,0 +1,108 @@
+"""A rank's part of a trace: the file its recorder writes and the launcher reads.
+
+Each rank writes two files in the job's parts directory, ``<pid>.events`` and
+``<pid>.names``. The events file is mapped shared, so what a rank wrote is in
+the kernel's page cache the moment it wrote it: a rank that crashes or is
+killed leaves every event it recorded. It is a header, then fixed-size records
+in the order written; an all-zero record ends them (a call's start time is
+never 0). The names file holds the strings records refer to by number (call
+names, call sites, communicator names), one JSON line each, appended with one
+write(2) each so that they too survive the rank.
+"""
+import json
+import mmap
+import os
+import struct
+
+MAGIC = b"SHMRMA1\0"
+# magic, the rank's slot in the job (its world rank; spawned ranks after the
+# first world's), started, ended (ns on CLOCK_MONOTONIC, every rank's clock),
+# events dropped past the limit
+HEADER = struct.Struct("<8sqqqq")
+ENDED_AT, DROPPED_AT = 24, 32       # the fields written after the start (the C recorder
+FIELD = struct.Struct("<q")         # writes DROPPED_AT itself)
+# start, duration, first wait's start, time waiting (ns), bytes (-1: not said),
+# call name, call site, peer (-1: none), tag (-1: none), thread, object (names' numbers)
+EVENT = struct.Struct("<qqqqqiiiiii")
+NONE = -1
+
+# kinds of line in the names file: a string (numbered in order), a thread's name
+STRING, THREAD = "s", "t"
+
+
+class Writer:
+    """Where one rank writes its events: ``capacity`` records, then only counts."""
+
+    def __init__(self, directory, rank, capacity, started):
+        base = os.path.join(directory, str(os.getpid()))
+        self.capacity = capacity
+        fd = os.open(base + ".events", os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.ftruncate(fd, HEADER.size + capacity * EVENT.size)   # sparse
+            self.map = mmap.mmap(fd, HEADER.size + capacity * EVENT.size)
+        finally:
+            os.close(fd)
+        self.names = os.open(base + ".names", os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+                             | os.O_APPEND, 0o600)
+        HEADER.pack_into(self.map, 0, MAGIC, rank, started, 0, 0)
+
+    def line(self, *fields):
+        os.write(self.names, (json.dumps(fields) + "\n").encode())
+
+    def event(self, index, fields):
+        """Store event number ``index`` (taken from one counter by every thread)."""
+        if index < self.capacity:
+            EVENT.pack_into(self.map, HEADER.size + index * EVENT.size, *fields)
+        else:
+            FIELD.pack_into(self.map, DROPPED_AT, index + 1 - self.capacity)
+
+    def end(self, ended):
+        FIELD.pack_into(self.map, ENDED_AT, ended)
+
+
+class Part:
+    """A rank's part as read back: its header's fields, its events, its strings."""
+
+    def __init__(self, path):
+        with open(path, "rb") as f:
+            data = f.read()
+        magic, self.rank, self.started, self.ended, self.dropped = HEADER.unpack_from(data, 0)
+        if magic != MAGIC:
+            raise ValueError("%s is not a trace part" % path)
+        self.events = []
+        for offset in range(HEADER.size, len(data) - EVENT.size + 1, EVENT.size):
+            fields = EVENT.unpack_from(data, offset)
+            if fields[0] == 0:
+                break
+            self.events.append(fields)
+        self.strings, self.threads = [], {}
+        self._read_names(path[:-len(".events")] + ".names")
+
+    def _read_names(self, path):
+        try:
+            with open(path) as f:
+                lines = f.read().splitlines()
+        except FileNotFoundError:
+            return
+        for line in lines:
+            try:
+                kind, *fields = json.loads(line)
+            except ValueError:      # the last line of a rank killed while writing it
+                continue
+            if kind == STRING:
+                self.strings.append(fields[0])
+            elif kind == THREAD:
+                self.threads[fields[0]] = fields[1]
+
+    def string(self, number):
+        """String ``number``: "" for none, "?" for one a killed rank did not write."""
+        if number == NONE:
+            return ""
+        return self.strings[number] if 0 <= number < len(self.strings) else "?"
+
+
+def parts(directory):
+    """Every rank's part in ``directory``, by rank."""
+    found = [Part(os.path.join(directory, name)) for name in sorted(os.listdir(directory))
+             if name.endswith(".events")]
+    return sorted(found, key=lambda part: part.rank)

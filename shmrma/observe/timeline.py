@@ -1,0 +1,100 @@
+"""The job's timeline as Chrome's trace-event JSON (the object form, with
+``traceEvents``), which Perfetto (ui.perfetto.dev) and chrome://tracing open.
+
+One process per rank (``rank R``), one track per thread of it; a complete
+event per MPI call, named as the program wrote it, with its call site, peer,
+tag, bytes and communicator or window; inside it, the time it spent waiting as
+a ``wait`` slice saying for whom; the job's start on a process of its own, each
+rank's start-up (from the job's start to the rank's), its run and its end.
+Times are microseconds from the job's start, on the clock every rank shares.
+"""
+import json
+
+from . import records
+
+JOB_PROCESS = 1 << 20       # the launcher's process in the timeline, after any rank
+
+
+def events(parts, job_started, statuses, nranks):
+    """The trace events of every rank's part; ``statuses`` says how each rank ended."""
+    out = [_meta(JOB_PROCESS, 0, "process_name", "job"),
+           _meta(JOB_PROCESS, 0, "process_sort_index", -1, key="sort_index"),
+           {"name": "job start", "ph": "i", "s": "p", "ts": 0.0, "pid": JOB_PROCESS,
+            "tid": 0, "args": {"ranks": nranks}}]
+    for part in parts:
+        out += _rank_events(part, job_started, statuses.get(part.rank), nranks)
+    return out
+
+
+def _us(ns):
+    return round(ns / 1000.0, 3)
+
+
+def _meta(pid, tid, name, value, key="name"):
+    return {"name": name, "ph": "M", "pid": pid, "tid": tid, "args": {key: value}}
+
+
+def _rank_events(part, t0, status, nranks):
+    rank = part.rank
+    label = "rank %d" % rank if rank < nranks else "rank %d (spawned)" % rank
+    out = [_meta(rank, 0, "process_name", label),
+           _meta(rank, 0, "process_sort_index", rank, key="sort_index")]
+    for index, name in sorted(part.threads.items()):
+        out.append(_meta(rank, index, "thread_name", name))
+    last = max([start + spent for start, spent, *_ in part.events], default=part.started)
+    ended = part.ended or last
+    out.append({"name": "start-up", "cat": "job", "ph": "X", "pid": rank, "tid": 0,
+                "ts": 0.0, "dur": _us(part.started - t0)})
+    out.append({"name": label, "cat": "job", "ph": "X", "pid": rank, "tid": 0,
+                "ts": _us(part.started - t0), "dur": _us(ended - part.started)})
+    for fields in part.events:
+        out += _call_events(part, fields, t0)
+    end = {"name": "end", "cat": "job", "ph": "i", "s": "t", "pid": rank, "tid": 0,
+           "ts": _us(ended - t0), "args": {"status": status or "unknown"}}
+    if not part.ended:
+        end["args"]["note"] = "the rank ended without saying so: killed or crashed"
+    out.append(end)
+    return out
+
+
+def _call_events(part, fields, t0):
+    (start, spent, wait_began, waited, nbytes, name, site, peer, tag, thread,
+     target) = fields
+    args = {"site": part.string(site)}
+    on = part.string(target)
+    if on:
+        args["on"] = on
+    if peer != records.NONE:
+        args["peer"] = peer
+    if tag != records.NONE:
+        args["tag"] = tag
+    if nbytes != records.NONE:
+        args["bytes"] = nbytes
+    call = part.string(name)
+    out = [{"name": call, "cat": "mpi", "ph": "X", "pid": part.rank, "tid": thread,
+            "ts": _us(start - t0), "dur": _us(spent), "args": args}]
+    if waited:
+        began = min(max(wait_began, start), start + spent)
+        waited = min(waited, start + spent - began)
+        whom = ("rank %d of %s" % (peer, on)) if peer != records.NONE else (
+            "the other ranks of %s" % on if on else "its requests")
+        out.append({"name": "wait", "cat": "wait", "ph": "X", "pid": part.rank,
+                    "tid": thread, "ts": _us(began - t0), "dur": _us(waited),
+                    "args": {"for": whom, "in": call}})
+    return out
+
+
+def write(path, parts, job_started, statuses, nranks):
+    """Write the timeline to ``path``; returns the notes to tell the user (events
+    dropped past the limit)."""
+    trace = {"traceEvents": events(parts, job_started, statuses, nranks),
+             "displayTimeUnit": "ms",
+             "otherData": {"producer": "shmrma-run --trace", "ranks": nranks}}
+    notes = ["rank %d dropped %d events past the limit of %d a rank (SHMRMA_TRACE_EVENTS)"
+             % (part.rank, part.dropped, len(part.events)) for part in parts if part.dropped]
+    if notes:
+        trace["otherData"]["dropped"] = {str(part.rank): part.dropped for part in parts}
+    with open(path, "w") as f:
+        json.dump(trace, f, separators=(",", ":"))
+        f.write("\n")
+    return notes

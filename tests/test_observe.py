@@ -1,0 +1,493 @@
+"""``shmrma-run --trace FILE`` and ``--profile``: the timeline and the report
+say what the program did (docs/observe.md).
+
+Rules: one process per rank and a track per thread; an event per outermost MPI
+call, named as written, with its call site, peer, tag and bytes; the time a
+call waited as a slice inside it; the report's counts and bytes per call site;
+the C recorder and its Python fallback record the same calls; a crashed or
+killed rank leaves a valid trace; bad paths are refused before the job runs.
+"""
+import collections
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+PROGRAM = textwrap.dedent('''
+    import threading
+    import numpy as np
+    from mpi4py import MPI
+    comm = MPI.COMM_WORLD
+    rank, size = comm.Get_rank(), comm.Get_size()
+    data = np.full(100, rank, dtype="f8")
+    got = np.empty_like(data)
+    for i in range(ROUNDS):
+        comm.Sendrecv(data, (rank + 1) % size, 7, got, (rank - 1) % size, 7)   # line 10
+    total = comm.allreduce(rank)                                               # line 11
+    win = MPI.Win.Allocate(64, 8, comm=comm)
+    win.Fence()
+    win.Put([data, 8, MPI.DOUBLE], (rank + 1) % size)                         # line 14
+    win.Fence()
+    win.Free()
+    if rank == 0:
+        def helper():
+            for i in range(5):
+                MPI.COMM_SELF.Barrier()                                        # line 20
+        thread = threading.Thread(target=helper, name="helper")
+        thread.start()
+        thread.join()
+    if rank == size - 1:
+        comm.Send(data, 0, tag=3)                                              # line 25
+    if rank == 0:
+        comm.Recv(got, size - 1, 3)                                            # line 27
+    assert total == size * (size - 1) // 2
+''')
+ROUNDS = 20
+
+
+def _program(tmp_path, text=PROGRAM, name="prog.py"):
+    path = tmp_path / name
+    path.write_text(text.replace("ROUNDS", str(ROUNDS)))
+    return path
+
+
+def _trace(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def _calls(trace, rank=None):
+    return [event for event in trace["traceEvents"] if event.get("cat") == "mpi"
+            and (rank is None or event["pid"] == rank)]
+
+
+def _leftovers(directory):
+    return [name for name in os.listdir(directory) if name.startswith(".shmrma-records-")]
+
+
+def test_trace_has_a_process_per_rank_and_an_event_per_call(run_shmrma, tmp_path):
+    out = tmp_path / "trace.json"
+    result = run_shmrma(["-n", 3, "--trace", out, _program(tmp_path)], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    trace = _trace(out)
+    names = {event["pid"]: event["args"]["name"] for event in trace["traceEvents"]
+             if event["name"] == "process_name"}
+    assert [names[rank] for rank in range(3)] == ["rank 0", "rank 1", "rank 2"]
+    for rank in range(3):
+        sites = collections.Counter((event["name"], event["args"]["site"].split()[0])
+                                    for event in _calls(trace, rank))
+        assert sites[("Comm.Sendrecv", "prog.py:10")] == ROUNDS
+        assert sites[("Comm.allreduce", "prog.py:11")] == 1
+        assert sites[("Win.Put", "prog.py:14")] == 1
+        assert sites[("Win.Fence", "prog.py:13")] == 1
+        # the calls inside a call (Sendrecv's Isend, Free's barrier) are not events
+        assert not [name for name, _ in sites if name in ("Comm.Isend", "Comm.Irecv",
+                                                          "Request.Wait")]
+    sendrecv = [event for event in _calls(trace, 1) if event["name"] == "Comm.Sendrecv"]
+    assert sendrecv[0]["args"] == {"site": "prog.py:10 <module>", "on": "MPI_COMM_WORLD",
+                                   "peer": 0, "tag": 7, "bytes": 800}
+    put = [event for event in _calls(trace, 2) if event["name"] == "Win.Put"][0]
+    assert put["args"]["peer"] == 0 and put["args"]["bytes"] == 64
+    assert not _leftovers(tmp_path)
+
+
+def test_trace_gives_each_thread_its_track(run_shmrma, tmp_path):
+    out = tmp_path / "trace.json"
+    result = run_shmrma(["-n", 2, "--trace", out, _program(tmp_path)], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    trace = _trace(out)
+    threads = {(event["pid"], event["tid"]): event["args"]["name"]
+               for event in trace["traceEvents"] if event["name"] == "thread_name"}
+    helper = [tid for (pid, tid), name in threads.items() if pid == 0 and name == "helper"]
+    assert len(helper) == 1 and threads[(0, 0)] == "MainThread"
+    barriers = [event for event in _calls(trace, 0) if event["name"] == "Comm.Barrier"]
+    assert len(barriers) == 5 and {event["tid"] for event in barriers} == set(helper)
+    assert {event["tid"] for event in _calls(trace, 1)} == {0}
+
+
+# rank 0 waits in Recv for rank 1, which sleeps first
+LATE_SENDER = textwrap.dedent('''
+    import time
+    import numpy as np
+    from shmrma import MPI
+    comm = MPI.COMM_WORLD
+    data = np.zeros(4)
+    if comm.Get_rank() == 1:
+        time.sleep(0.2)
+        comm.Send(data, 0, 5)
+    else:
+        comm.Recv(data, 1, 5)
+''')
+
+
+def test_waits_are_slices_inside_their_call(run_shmrma, tmp_path):
+    """Rank 0 waits in Recv for rank 1, which sleeps first: the wait is inside the
+    Recv, for rank 1, and about as long as the sleep."""
+    program = _program(tmp_path, LATE_SENDER)
+    out = tmp_path / "trace.json"
+    result = run_shmrma(["-n", 2, "--trace", out, program], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    events = _trace(out)["traceEvents"]
+    receive = [event for event in events if event["name"] == "Comm.Recv"][0]
+    waits = [event for event in events if event["name"] == "wait" and event["pid"] == 0]
+    assert len(waits) == 1
+    wait = waits[0]
+    assert wait["args"] == {"for": "rank 1 of MPI_COMM_WORLD", "in": "Comm.Recv"}
+    assert receive["ts"] <= wait["ts"] and (wait["ts"] + wait["dur"]
+                                            <= receive["ts"] + receive["dur"] + 0.01)
+    assert wait["dur"] > 0.5 * receive["dur"] and receive["dur"] > 100000
+
+
+def test_trace_shows_the_job_and_each_ranks_start_and_end(run_shmrma, tmp_path):
+    out = tmp_path / "trace.json"
+    result = run_shmrma(["-n", 2, "--trace", out, _program(tmp_path)], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    events = _trace(out)["traceEvents"]
+    assert [event["ts"] for event in events if event["name"] == "job start"] == [0.0]
+    for rank in range(2):
+        mine = {event["name"]: event for event in events if event["pid"] == rank
+                and event.get("cat") == "job"}
+        assert mine["start-up"]["ts"] == 0.0
+        assert mine["rank %d" % rank]["ts"] == mine["start-up"]["dur"]
+        assert mine["end"]["args"] == {"status": "exited with status 0"}
+        first = min(event["ts"] for event in _calls({"traceEvents": events}, rank))
+        assert mine["rank %d" % rank]["ts"] <= first <= mine["end"]["ts"]
+
+
+def test_profile_reports_counts_bytes_and_time_per_call_site(run_shmrma, tmp_path):
+    out = tmp_path / "profile.json"
+    result = run_shmrma(["-n", 3, "--profile=%s" % out, _program(tmp_path)], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "shmrma profile: 3 rank(s)" in result.stderr
+    assert "Top " in result.stderr and "prog.py:10 <module>" in result.stderr
+    report = json.loads(out.read_text())
+    assert [rank["rank"] for rank in report["ranks"]] == [0, 1, 2]
+    for rank in report["ranks"]:
+        assert 0 < rank["mpi_s"] < rank["wall_s"]
+        assert 0 < rank["mpi_share"] < 1
+    sites = {(site["call"], site["site"]): site for site in report["sites"]}
+    sendrecv = sites[("Comm.Sendrecv", "prog.py:10 <module>")]
+    assert sendrecv["count"] == 3 * ROUNDS and sendrecv["bytes"] == 3 * ROUNDS * 800
+    assert sorted(sendrecv["per_rank_s"]) == ["0", "1", "2"]
+    assert sendrecv["min_us"] <= sendrecv["mean_us"] <= sendrecv["max_us"]
+    assert sites[("Comm.Send", "prog.py:25 <module>")]["count"] == 1
+    assert sites[("Comm.Barrier", "prog.py:20 helper")]["count"] == 5
+    # the launcher's own calls in a rank are not the program's
+    assert not [site for site in sites.values() if "mpi4py_alias" in site["site"]]
+    assert not _leftovers(tmp_path)
+
+
+def test_profile_says_on_whom_a_rank_waited(run_shmrma, tmp_path):
+    program = _program(tmp_path, LATE_SENDER)
+    result = run_shmrma(["-n", 2, "--profile", program], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    row = [line for line in result.stderr.splitlines() if line.split()[:1] == ["0"]][0]
+    assert "rank 1 of MPI_COMM_WORLD" in row
+
+
+DIFFERENTIAL = textwrap.dedent('''
+    import numpy as np
+    from shmrma import MPI
+    comm = MPI.COMM_WORLD
+    rank, size = comm.Get_rank(), comm.Get_size()
+    data = np.arange(16, dtype="i4")
+    got = np.empty_like(data)
+    for i in range(10):
+        request = comm.Irecv([got, 4, MPI.INT], (rank - 1) % size, tag=i)
+        comm.Send([data, 4, MPI.INT], dest=(rank + 1) % size, tag=i)
+        request.Wait()
+        comm.Bcast(data, root=i % size)
+        MPI.Request.Waitall([comm.Isend(data, (rank + 1) % size, 99),
+                             comm.Irecv(got, (rank - 1) % size, 99)])
+    comm.Set_name("renamed")
+    comm.Barrier()
+    win = MPI.Win.Create(got, comm=comm)
+    win.Lock(0)
+    win.Get(data[:2], 0)
+    win.Unlock(0)
+    win.Free()
+    comm.bcast({"any": "object"}, root=0)
+    try:
+        comm.Send(data, size + 5)
+    except MPI.Exception as exc:
+        assert exc.Get_error_class() == MPI.ERR_RANK
+    else:
+        raise AssertionError("Send to a rank past the size did not fail")
+''')
+
+
+def _recorded(run_shmrma, tmp_path, native):
+    program = _program(tmp_path, DIFFERENTIAL, "differential.py")
+    trace, profile = tmp_path / ("t%d.json" % native), tmp_path / ("p%d.json" % native)
+    result = run_shmrma(["-n", 2, "--trace", trace, "--profile=%s" % profile, program],
+                        cwd=tmp_path, env={"SHMRMA_NATIVE": str(native)}, timeout=120)
+    assert result.returncode == 0, result.stderr
+    events = collections.Counter(
+        (event["pid"], event["tid"], event["name"], json.dumps(event["args"], sort_keys=True))
+        for event in _calls(_trace(trace)))
+    sites = {(site["call"], site["site"]): (site["count"], site["bytes"])
+             for site in json.loads(profile.read_text())["sites"]}
+    return events, sites
+
+
+def test_c_and_python_recorders_agree(run_shmrma, tmp_path):
+    """The same program recorded by the C recorder and by the fallback (SHMRMA_NATIVE=0):
+    the same events with the same arguments, the same sums per call site."""
+    events_c, sites_c = _recorded(run_shmrma, tmp_path, 1)
+    events_py, sites_py = _recorded(run_shmrma, tmp_path, 0)
+    assert events_c == events_py
+    assert sites_c == sites_py
+    names = {key[2] for key in events_c}
+    assert {"Comm.Irecv", "Comm.Send", "Request.Wait", "Comm.Bcast", "Request.Waitall",
+            "Comm.Set_name", "Win.Get", "Comm.bcast"} <= names
+    # Set_name renamed the communicator for the calls after it
+    barrier = [json.loads(key[3]) for key in events_c if key[2] == "Comm.Barrier"]
+    assert barrier and all(args["on"] == "renamed" for args in barrier)
+    send = [json.loads(key[3]) for key in events_c if key[2] == "Comm.Send"]
+    assert {args["bytes"] for args in send} == {16, 64}     # [data, 4, INT], then data
+
+
+def test_a_killed_rank_leaves_a_valid_trace(run_shmrma, tmp_path):
+    program = _program(tmp_path, textwrap.dedent('''
+        import os, signal
+        from shmrma import MPI
+        comm = MPI.COMM_WORLD
+        for i in range(10):
+            comm.Barrier()
+        if comm.Get_rank() == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        comm.Barrier()
+    '''))
+    out = tmp_path / "trace.json"
+    result = run_shmrma(["-n", 2, "--trace", out, program], cwd=tmp_path)
+    assert result.returncode == 137
+    trace = _trace(out)
+    killed = [event for event in _calls(trace, 1) if event["name"] == "Comm.Barrier"]
+    assert len(killed) == 10
+    end = [event for event in trace["traceEvents"] if event["name"] == "end"
+           and event["pid"] == 1][0]
+    assert "SIGKILL" in end["args"]["status"] and "killed or crashed" in end["args"]["note"]
+    assert not _leftovers(tmp_path)
+
+
+def test_a_failing_rank_leaves_a_trace_and_a_profile(run_shmrma, tmp_path):
+    program = _program(tmp_path, textwrap.dedent('''
+        from shmrma import MPI
+        comm = MPI.COMM_WORLD
+        comm.Barrier()
+        if comm.Get_rank() == 0:
+            raise RuntimeError("stop here")
+        comm.Barrier()
+    '''))
+    out = tmp_path / "trace.json"
+    result = run_shmrma(["-n", 2, "--trace", out, "--profile", program], cwd=tmp_path)
+    assert result.returncode == 1 and "stop here" in result.stderr
+    assert "shmrma profile: " in result.stderr
+    ends = {event["pid"]: event["args"]["status"] for event in _trace(out)["traceEvents"]
+            if event["name"] == "end"}
+    assert ends[0] == "exited with status 1"
+
+
+def test_events_past_the_limit_are_counted_and_said(run_shmrma, tmp_path):
+    out = tmp_path / "trace.json"
+    result = run_shmrma(["-n", 2, "--trace", out, _program(tmp_path)], cwd=tmp_path,
+                        env={"SHMRMA_TRACE_EVENTS": "5"})
+    assert result.returncode == 0, result.stderr
+    assert "dropped" in result.stderr and "SHMRMA_TRACE_EVENTS" in result.stderr
+    trace = _trace(out)
+    assert len(_calls(trace, 0)) == 5
+    dropped = trace["otherData"]["dropped"]
+    assert int(dropped["0"]) > 0 and int(dropped["1"]) > 0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--trace", "/nonexistent-dir/trace.json"], "--trace: cannot write"),
+    (["--trace", "."], "is a directory"),
+    (["--profile=/nonexistent-dir/p.json"], "--profile: cannot write"),
+    (["--trace", "t.json", "--backend", "mpi"], "shm backend only"),
+    (["--trace", "same.json", "--profile=same.json"], "name the same file"),
+])
+def test_bad_paths_are_refused_before_the_job_runs(run_shmrma, tmp_path, args, message):
+    program = _program(tmp_path, "open('ran', 'w').close()\n")
+    result = run_shmrma(["-n", 2] + args + [program], cwd=tmp_path)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert not (tmp_path / "ran").exists() and not _leftovers(tmp_path)
+
+
+def test_a_singleton_and_launch_record_too(tmp_path):
+    """SHMRMA_TRACE and SHMRMA_PROFILE without the launcher: ``python prog.py`` and
+    shmrma.launch gather their own records."""
+    program = _program(tmp_path, textwrap.dedent('''
+        import shmrma
+        from shmrma import MPI
+
+        def body():
+            MPI.COMM_WORLD.Barrier()
+            return MPI.COMM_WORLD.Get_rank()
+
+        if __name__ == "__main__":
+            MPI.COMM_WORLD.Barrier()
+    '''))
+    env = dict(os.environ, SHMRMA_TRACE=str(tmp_path / "t.json"), SHMRMA_PROFILE="1")
+    result = subprocess.run([sys.executable, str(program)], env=env, cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "shmrma profile: 1 rank(s)" in result.stderr
+    assert [event["name"] for event in _calls(_trace(tmp_path / "t.json"))] == ["Comm.Barrier"]
+    launched = subprocess.run(
+        [sys.executable, "-c", "import shmrma, prog; print(shmrma.launch(prog.body, 3))"],
+        env=dict(env, SHMRMA_TRACE=str(tmp_path / "l.json")), cwd=tmp_path,
+        capture_output=True, text=True, timeout=60)
+    assert launched.returncode == 0, launched.stderr
+    assert launched.stdout.strip() == "[0, 1, 2]"
+    assert "shmrma profile: 3 rank(s)" in launched.stderr
+    trace = _trace(tmp_path / "l.json")
+    assert sorted(event["pid"] for event in _calls(trace)
+                  if event["name"] == "Comm.Barrier") == [0, 1, 2]
+    assert not _leftovers(tmp_path)
+
+
+def test_an_unwritable_trace_stops_a_singleton_with_a_clear_error(tmp_path):
+    program = _program(tmp_path, "from shmrma import MPI\nMPI.COMM_WORLD.Barrier()\n")
+    env = dict(os.environ, SHMRMA_TRACE="/nonexistent-dir/t.json")
+    result = subprocess.run([sys.executable, str(program)], env=env, cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert "SHMRMA_TRACE: cannot write /nonexistent-dir/t.json" in result.stderr
+
+
+@pytest.mark.parametrize("threads, native, jobs", [(2, 1, 20), (8, 1, 20), (4, 0, 8)])
+def test_threads_record_every_call_under_repetition(run_shmrma, tmp_path, threads, native,
+                                                    jobs):
+    """Threads calling at once (THREAD_MULTIPLE) each get their own track and lose no
+    call: the counts are exact, job after job, in the C recorder and in the fallback."""
+    program = _program(tmp_path, textwrap.dedent('''
+        import sys, threading
+        from shmrma import MPI
+        THREADS = int(sys.argv[1])
+        comms = [MPI.COMM_WORLD.Dup() for _ in range(THREADS)]
+
+        def work(comm):
+            for i in range(50):
+                comm.Barrier()
+                comm.Get_size()
+
+        workers = [threading.Thread(target=work, args=(comm,)) for comm in comms]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    '''))
+    for attempt in range(jobs):
+        out = tmp_path / "trace.json"
+        result = run_shmrma(["-n", 2, "--trace", out, "--profile", program, threads],
+                            cwd=tmp_path, env={"SHMRMA_NATIVE": str(native)})
+        assert result.returncode == 0, result.stderr
+        calls = _calls(_trace(out))
+        for rank in range(2):
+            per_thread = collections.Counter(event["tid"] for event in calls
+                                             if event["pid"] == rank
+                                             and event["name"] == "Comm.Barrier")
+            assert sorted(per_thread.values()) == [50] * threads, attempt
+        barrier = [line for line in result.stderr.splitlines()
+                   if line.startswith("Comm.Barrier")]
+        assert barrier and barrier[0].split()[3] == str(2 * threads * 50)
+
+
+def test_no_recorder_when_not_asked():
+    """Without SHMRMA_TRACE and SHMRMA_PROFILE the calls are the classes' own."""
+    from shmrma import MPI
+    from shmrma.comm.comm import Comm
+    if os.environ.get("SHMRMA_TRACE") or os.environ.get("SHMRMA_PROFILE"):
+        pytest.skip("this run records")
+    assert getattr(Comm.__dict__["Send"], "about", None) is None
+    assert MPI.COMM_WORLD.Send.__func__ is Comm.__dict__["Send"]
+
+
+def test_timeline_picture_of_a_real_trace(run_shmrma, tmp_path):
+    """shmrma-bench timeline draws a lane per rank and per thread of a rank that
+    used several, from the trace's JSON."""
+    pytest.importorskip("matplotlib")
+    from shmrma.bench import cli, timeline
+    out = tmp_path / "trace.json"
+    result = run_shmrma(["-n", 2, "--trace", out, _program(tmp_path)], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lanes = timeline.lanes(_trace(out))
+    assert list(lanes.values()) == ["rank 0 t0", "rank 0 t1", "rank 1"]
+    picture = tmp_path / "timeline.png"
+    assert cli.main(["timeline", str(out), str(picture), "--title", "prog"]) == 0
+    with open(picture, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--window", "5:2"], "END must be after START"),
+    (["--window", "soon"], "START:END in ms"),
+])
+def test_timeline_refuses_a_bad_window(tmp_path, capsys, args, message):
+    from shmrma.bench import cli
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["timeline", str(tmp_path / "t.json"), str(tmp_path / "t.png")] + args)
+    assert stop.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_timeline_says_what_is_wrong_with_its_input(tmp_path, capsys):
+    from shmrma.bench import cli
+    (tmp_path / "empty.json").write_text('{"traceEvents": []}')
+    assert cli.main(["timeline", str(tmp_path / "missing.json"), str(tmp_path / "p.png")]) == 1
+    assert "No such file" in capsys.readouterr().err
+    pytest.importorskip("matplotlib")
+    assert cli.main(["timeline", str(tmp_path / "empty.json"), str(tmp_path / "p.png")]) == 1
+    assert "no MPI call" in capsys.readouterr().err
+    assert not (tmp_path / "p.png").exists()
+
+
+def test_observe_suite_rows_compare_each_option_with_the_run_without():
+    from shmrma.bench import compare, jobs
+    halo = compare.OBSERVE_SUITE[0]
+    assert halo.impls(True) == ["shmrma", "shmrma-trace", "shmrma-profile"]
+    traced = jobs.launcher_argv("shmrma-trace", 4, halo.inner.program(True))
+    assert traced[traced.index("--trace") + 1] == jobs.OBSERVED_FILE
+    assert "--profile=%s" % jobs.OBSERVED_FILE in jobs.launcher_argv("shmrma-profile", 4, [])
+    rows = compare.table([halo], {halo.title: {"shmrma": [40.0, 40.0],
+                                               "shmrma-trace": [50.0, 50.0],
+                                               "shmrma-profile": [42.0, 42.0]}})
+    assert [(r["metric"], r["against"], r["ratio"], r["target"]) for r in rows] == [
+        ("--trace: " + halo.title, "shmrma without it", 1.25, 1.3),
+        ("--profile: " + halo.title, "shmrma without it", 1.05, 1.1)]
+
+
+def test_timeline_without_matplotlib_says_what_to_install(tmp_path, capsys, monkeypatch):
+    from shmrma.bench import cli
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps({"traceEvents": [
+        {"name": "process_name", "ph": "M", "pid": 0, "tid": 0, "args": {"name": "rank 0"}},
+        {"name": "Comm.Barrier", "cat": "mpi", "ph": "X", "pid": 0, "tid": 0, "ts": 1.0,
+         "dur": 2.0, "args": {}}]}))
+    for name in [n for n in sys.modules if n == "matplotlib" or n.startswith("matplotlib.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    assert cli.main(["timeline", str(trace), str(tmp_path / "t.png")]) == 2
+    assert "pip install" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_recorded_calls_keep_their_docstrings_and_signatures(native):
+    code = ("import inspect\nfrom shmrma import MPI\n"
+            "print(MPI.Comm.Send.about.label, MPI.Comm.Send.__name__)\n"
+            "print(inspect.signature(MPI.Comm.Send))\n"
+            "print(MPI.COMM_WORLD.Recv.__doc__.splitlines()[0])\n"
+            "print(MPI.Win.Allocate.__doc__.splitlines()[0])\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env=dict(os.environ, SHMRMA_PROFILE="1", SHMRMA_NATIVE=native),
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    from shmrma import MPI
+    assert result.stdout.splitlines() == [
+        "Comm.Send Send", "(self, buf, dest, tag=0)",
+        MPI.COMM_WORLD.Recv.__doc__.splitlines()[0],
+        MPI.Win.Allocate.__doc__.splitlines()[0]]
