@@ -87,8 +87,10 @@ def test_trace_has_a_process_per_rank_and_an_event_per_call(run_shmrma, tmp_path
         assert not [name for name, _ in sites if name in ("Comm.Isend", "Comm.Irecv",
                                                           "Request.Wait")]
     sendrecv = [event for event in _calls(trace, 1) if event["name"] == "Comm.Sendrecv"]
+    # a Sendrecv's peer and tag are what it receives; dest and sendtag where it sends
     assert sendrecv[0]["args"] == {"site": "prog.py:10 <module>", "on": "MPI_COMM_WORLD",
-                                   "peer": 0, "tag": 7, "bytes": 800}
+                                   "peer": 0, "tag": 7, "dest": 2, "sendtag": 7,
+                                   "bytes": 800}
     put = [event for event in _calls(trace, 2) if event["name"] == "Win.Put"][0]
     assert put["args"]["peer"] == 0 and put["args"]["bytes"] == 64
     assert not _leftovers(tmp_path)
@@ -208,6 +210,13 @@ DIFFERENTIAL = textwrap.dedent('''
     win.Lock(0)
     win.Get(data[:2], 0)
     win.Unlock(0)
+    comm.Barrier()
+    group = win.Get_group()
+    for i in range(3):
+        win.Post(group.Incl([(rank + 1) % size]))
+        win.Start(group.Incl([(rank - 1) % size]))
+        win.Complete()
+        win.Wait()
     win.Free()
     comm.bcast({"any": "object"}, root=0)
     try:
@@ -230,16 +239,30 @@ def _recorded(run_shmrma, tmp_path, native):
         for event in _calls(_trace(trace)))
     sites = {(site["call"], site["site"]): (site["count"], site["bytes"])
              for site in json.loads(profile.read_text())["sites"]}
-    return events, sites
+    arrows = collections.Counter(
+        (source, first["name"], first["args"]["site"], target, second["name"],
+         second["args"]["site"]) for kind in ("message", "post")
+        for source, first, target, second in _flows(_trace(trace), kind))
+    # which rank arrives last at a collective is the run's, not the recorder's
+    arrows.update(("either", first["name"], first["args"]["site"], "way",
+                   second["name"], second["args"]["site"])
+                  for _, first, _, second in _flows(_trace(trace), "last arrival"))
+    return events, sites, arrows
 
 
 def test_c_and_python_recorders_agree(run_shmrma, tmp_path):
     """The same program recorded by the C recorder and by the fallback (SHMRMA_NATIVE=0):
     the same events with the same arguments, the same sums per call site."""
-    events_c, sites_c = _recorded(run_shmrma, tmp_path, 1)
-    events_py, sites_py = _recorded(run_shmrma, tmp_path, 0)
+    events_c, sites_c, arrows_c = _recorded(run_shmrma, tmp_path, 1)
+    events_py, sites_py, arrows_py = _recorded(run_shmrma, tmp_path, 0)
     assert events_c == events_py
     assert sites_c == sites_py
+    assert arrows_c == arrows_py
+    # the Irecv's message ends at the Wait of its request, the Waitall's at the Waitall
+    ends = {(second, site) for _, _, _, _, second, site in arrows_c}
+    assert {("Request.Wait", "differential.py:11 <module>"),
+            ("Request.Waitall", "differential.py:13 <module>")} <= ends
+    assert sum(count for key, count in arrows_c.items() if key[1] == "Win.Post") == 2 * 3
     names = {key[2] for key in events_c}
     assert {"Comm.Irecv", "Comm.Send", "Request.Wait", "Comm.Bcast", "Request.Waitall",
             "Comm.Set_name", "Win.Get", "Comm.bcast"} <= names
@@ -491,3 +514,112 @@ def test_recorded_calls_keep_their_docstrings_and_signatures(native):
         "Comm.Send Send", "(self, buf, dest, tag=0)",
         MPI.COMM_WORLD.Recv.__doc__.splitlines()[0],
         MPI.Win.Allocate.__doc__.splitlines()[0]]
+
+
+def _flows(trace, kind):
+    """[(from rank, from call, to rank, to call)] of the arrows named ``kind``: each
+    "s" and "f" bound to the call slice around its time."""
+    events = trace["traceEvents"]
+    slices = [event for event in events if event.get("cat") == "mpi"]
+
+    def around(flow):
+        found = [event for event in slices if event["pid"] == flow["pid"]
+                 and event["tid"] == flow["tid"]
+                 and event["ts"] <= flow["ts"] <= event["ts"] + event["dur"]]
+        assert len(found) == 1, flow
+        return found[0]
+    starts = {event["id"]: around(event) for event in events
+              if event.get("cat") == "flow" and event["ph"] == "s" and event["name"] == kind}
+    ends = {event["id"]: around(event) for event in events
+            if event.get("cat") == "flow" and event["ph"] == "f" and event["name"] == kind}
+    assert sorted(starts) == sorted(ends)
+    return [(starts[n]["pid"], starts[n], ends[n]["pid"], ends[n]) for n in sorted(starts)]
+
+
+ARROWS = textwrap.dedent('''
+    import time
+    import numpy as np
+    from shmrma import MPI
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    data = np.zeros(4)
+    if rank == 1:
+        time.sleep(0.2)
+    comm.Barrier()                                  # line 10: rank 1 arrives last
+    if rank == 2:
+        comm.Send(data, 0, tag=4)                   # line 12
+        comm.Send(data, 0, tag=4)
+    elif rank == 0:
+        comm.Recv(data, 2, 4)                       # line 15
+        comm.Recv(data, 2, 4)
+    if rank == 2:
+        comm.Isend(data, 1, tag=6).Wait()           # line 18
+    elif rank == 1:
+        request = comm.Irecv(data, 2, 6)
+        MPI.Request.Waitall([request])              # line 21: the arrow ends here
+    other = comm.Dup()
+    if rank == 1:
+        other.Send(data, 0, 9)
+    elif rank == 0:
+        other.Recv(data, MPI.ANY_SOURCE, 9)         # a wildcard: no arrow on `other`
+    win = MPI.Win.Allocate(8, 1, comm=comm)
+    win.Fence()
+    win.Fence()
+    win.Fence(MPI.MODE_NOSUCCEED)
+    if rank == 0:
+        win.Lock(1)
+        win.Unlock(1)
+    comm.Barrier()                                  # the lock ends before the Post
+    group = win.Get_group()
+    if rank == 0:
+        win.Start(group.Incl([1]))
+        win.Complete()
+    elif rank == 1:
+        win.Post(group.Incl([0]))
+        win.Wait()
+    win.Free()
+''')
+
+
+def test_arrows_go_from_the_last_arrival_and_from_each_send(run_shmrma, tmp_path):
+    out = tmp_path / "trace.json"
+    result = run_shmrma(["-n", 3, "--trace", out, _program(tmp_path, ARROWS)], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    trace = _trace(out)
+    barrier = [(source, target) for source, call, target, _ in _flows(trace, "last arrival")
+               if call["args"]["site"] == "prog.py:10 <module>"]
+    assert sorted(barrier) == [(1, 0), (1, 2)]
+    fences = [(source, target) for source, call, target, _ in _flows(trace, "last arrival")
+              if call["name"] == "Win.Fence"]
+    assert len(fences) == 3 * 2 and all(source != target for source, target in fences)
+    messages = _flows(trace, "message")
+    assert sorted((source, first["name"], target, second["name"], second["args"]["site"])
+                  for source, first, target, second in messages) == [
+        (2, "Comm.Isend", 1, "Request.Waitall", "prog.py:21 <module>"),
+        (2, "Comm.Send", 0, "Comm.Recv", "prog.py:15 <module>"),
+        (2, "Comm.Send", 0, "Comm.Recv", "prog.py:16 <module>")]
+    # each arrow goes forward: the receive returns after the send began
+    assert all(second["ts"] + second["dur"] >= first["ts"] for _, first, _, second in messages)
+    assert [(source, first["name"], target, second["name"])
+            for source, first, target, second in _flows(trace, "post")] == [
+        (1, "Win.Post", 0, "Win.Start")]
+
+
+def test_epochs_are_slices_of_their_own(run_shmrma, tmp_path):
+    out = tmp_path / "trace.json"
+    result = run_shmrma(["-n", 3, "--trace", out, _program(tmp_path, ARROWS)], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    events = _trace(out)["traceEvents"]
+    begins = {event["id"]: event for event in events
+              if event.get("cat") == "epoch" and event["ph"] == "b"}
+    ends = {event["id"]: event for event in events
+            if event.get("cat") == "epoch" and event["ph"] == "e"}
+    assert sorted(begins) == sorted(ends)
+    assert all(begins[n]["ts"] <= ends[n]["ts"] for n in begins)
+    names = collections.Counter((event["pid"], event["name"].split(" (")[0])
+                                for event in begins.values())
+    for rank in range(3):
+        assert names[(rank, "fence epoch")] == 2     # between the three fences
+    assert names[(0, "lock on rank 1")] == 1
+    assert names[(0, "access epoch")] == 1 and names[(1, "exposure epoch")] == 1
+    assert sum(names.values()) == 3 * 2 + 3

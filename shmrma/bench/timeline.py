@@ -2,8 +2,9 @@
 drawn as a per-rank timeline, for readers who cannot reach ui.perfetto.dev.
 
 One lane per rank (and per thread of a rank that used several), each MPI call
-a bar coloured by its name, the part it waited drawn hatched over it, time in
-milliseconds from the job's start. ``--window START:END`` (ms) draws a part of
+a bar coloured by its name, the part it waited drawn hatched over it, an arrow
+from each send to the receive it matched and from a collective's last arrival
+to each other member's return, time in milliseconds from the job's start. ``--window START:END`` (ms) draws a part of
 the run; by default the whole span of the program's calls. matplotlib, the
 plot extra, is imported only here.
 """
@@ -58,6 +59,7 @@ def draw(trace, path, window=None, title=None):
     for colour, events in by_colour.items():
         _bars(ax, events, row, start, end, colour)
     _bars(ax, waits, row, start, end, "none", hatch="////", edge="black")
+    _arrows(ax, trace, row, start, end)
     ax.set_yticks(range(len(shown)), list(shown.values()))
     ax.set_ylim(len(shown) - 0.5, -0.5)
     ax.set_xlim(start, end)
@@ -91,6 +93,26 @@ def _bars(ax, events, row, start, end, colour, hatch=None, edge=None):
     for lane, spans in by_lane.items():
         ax.broken_barh(spans, (row[lane] - 0.35, 0.7), facecolors=colour, hatch=hatch,
                        edgecolor=edge, linewidth=0)
+
+
+def _arrows(ax, trace, row, start, end):
+    """The trace's arrows (a send to its receive, a collective's last arrival to
+    each other member) that start and end in the window."""
+    ends = {}
+    for event in trace["traceEvents"]:
+        if event.get("cat") == "flow":
+            ends.setdefault(event["id"], {})[event["ph"]] = event
+    for pair in ends.values():
+        source, target = pair.get("s"), pair.get("f")
+        if source is None or target is None:
+            continue
+        points = [((e["ts"]) / 1e3, row.get((e["pid"], e["tid"]))) for e in (source, target)]
+        if None in (points[0][1], points[1][1]) or not all(
+                start <= x <= end for x, _ in points):
+            continue
+        ax.annotate("", xy=points[1], xytext=points[0],
+                    arrowprops=dict(arrowstyle="->", color="black", linewidth=0.6,
+                                    shrinkA=0, shrinkB=0))
 
 
 def _patch(colour, label, hatch=None, edge=None):

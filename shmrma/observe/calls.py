@@ -32,7 +32,7 @@ LOWERCASE = frozenset("""
 # arguments that name the peer, the tag, and the data of a call (Sendrecv's
 # peer is its source: the rank it may wait for)
 PEERS = ("source", "dest", "target_rank", "root", "rank")
-TAGS = ("tag", "sendtag")
+TAGS = ("tag", "recvtag", "sendtag")
 DATA = ("buf", "sendbuf", "origin", "origin_addr")
 
 # the classes of the runtime that carry parts of a public class's calls
@@ -47,6 +47,16 @@ PUBLIC_NAME = {
 _busy = set()       # threads inside a recorded call
 _installed = []
 
+
+# receives whose requests the trace follows to the call that completes them, and
+# those calls (links.py draws a message's arrow to it)
+POSTS = frozenset(("Comm.Irecv", "Comm.irecv"))
+COMPLETIONS = frozenset("Request." + name for name in (
+    "Wait", "Test", "Waitall", "Testall", "Waitany", "Waitsome", "wait", "test", "waitall",
+    "testall", "waitany"))
+
+# calls whose group the trace keeps (links.py draws a Post's arrow to its Start)
+GROUPS = frozenset(("Win.Post", "Win.Start"))
 
 # the classes a program meets, by the names mpi4py gives them
 PUBLIC = ("Comm", "Intracomm", "Intercomm", "Topocomm", "Cartcomm", "Graphcomm",
@@ -134,15 +144,17 @@ def _observed(method, about):
             return method(*args, **kwargs)
         _busy.add(thread)
         waited.waited()         # waits outside a call are nobody's
+        result = None
         start = now()           # even before a recorder runs: a singleton's first call
         try:                    # starts it
-            return method(*args, **kwargs)
+            result = method(*args, **kwargs)
+            return result
         finally:
             end = now()
             try:
                 log = active[0]
                 if log is not None:
-                    log.call(about, frame(1), start, end, args, kwargs)
+                    log.call(about, frame(1), start, end, args, kwargs, result)
             finally:
                 _busy.discard(thread)
     call.about = about
@@ -155,6 +167,9 @@ class Call:
     def __init__(self, method, label, on_object):
         self.label, self.on_object = label, on_object
         self.renames = label.endswith(".Set_name")     # the recorder's names go stale
+        self.posts = label in POSTS
+        # how it says which requests it completed: its name, lowercase ("" for none)
+        self.completes = label.rpartition(".")[2].lower() if label in COMPLETIONS else ""
         try:
             parameters = list(inspect.signature(method).parameters.values())
         except (TypeError, ValueError):     # a C method that does not say
@@ -164,6 +179,12 @@ class Call:
                          if parameter.default is not parameter.empty}
         self.peer = _position(names, PEERS)
         self.tag = _position(names, TAGS)
+        # a call that receives and sends (Sendrecv): where it sends, and with what tag
+        both = "source" in names and "dest" in names
+        self.to = _position(names, ("dest",)) if both else None
+        self.to_tag = _position(names, ("sendtag",)) if both else None
+        self.requests = _position(names, ("requests",))
+        self.group = _position(names, ("group",)) if label in GROUPS else None
         self.data = _position(names, DATA)
 
     def nbytes(self, args, kwargs):
@@ -177,8 +198,15 @@ class Call:
 
     def peer_and_tag(self, args, kwargs):
         """The call's peer and tag, -1 for none."""
+        return self._integers((self.peer, self.tag), args, kwargs)
+
+    def destination(self, args, kwargs):
+        """Where a call that also receives sends, and its tag: -1, -1 for none."""
+        return self._integers((self.to, self.to_tag), args, kwargs)
+
+    def _integers(self, places, args, kwargs):
         found = []
-        for where in (self.peer, self.tag):
+        for where in places:
             if where is None:
                 found.append(-1)
                 continue
@@ -187,6 +215,20 @@ class Call:
                      else kwargs.get(name, self.defaults.get(name)))
             found.append(value if type(value) is int and value >= 0 else _integer(value))
         return found
+
+    def completing(self, args, kwargs):
+        """What a completion call was given: its requests, or the request itself."""
+        if self.requests is not None:
+            index, name = self.requests
+            return args[index] if index < len(args) else kwargs.get(name)
+        return args[0] if args else None
+
+    def group_of(self, args, kwargs):
+        """The group a Post or Start names, or None."""
+        if self.group is None:
+            return None
+        index, name = self.group
+        return args[index] if index < len(args) else kwargs.get(name)
 
     def target(self, args):
         """The communicator, window or file the call was made on, or None."""

@@ -56,7 +56,8 @@ class Recorder:
         self.local = threading.local()      # .known: (number, table) of this thread
         self.thread_numbers = itertools.count()
         self.waits = {}         # (peer, where) -> ns waiting on it
-        self.targets = {}       # id -> (communicator or window, its name's number)
+        self.targets = {}       # id -> (communicator or window, its object's number)
+        self.objects = []       # (name, kind, key, world ranks) of each, by number
         self.native_sums = {}   # the C recorder's table, once it stopped
         self.numbers = itertools.count()    # events' numbers, one taker at a time (GIL)
         self.writer = None
@@ -70,7 +71,7 @@ class Recorder:
             NATIVE.observe_begin(self, bool(profile), None if writer is None else writer.map,
                                  0 if writer is None else writer.capacity,
                                  records.HEADER.size, records.EVENT.size,
-                                 records.DROPPED_AT)
+                                 records.DROPPED_AT, records.REQUEST_EVENT)
         else:
             atomic.observe_waits(True)
 
@@ -85,10 +86,42 @@ class Recorder:
         return self._thread()[0]
 
     def target_number(self, target):
-        return self.string(_name_of(target))
+        """A number for the communicator or window ``target``, whose facts the
+        names file gets: its name, its kind, the key every member of its group
+        gives it, and their world ranks (records.OBJECT)."""
+        facts = _object_of(target)
+        with self.adding:
+            number = len(self.objects)
+            if self.writer is not None:
+                self.writer.line(records.OBJECT, number, *facts)
+            self.objects.append(facts)
+        return number
 
     def message_bytes(self, data):
         return buffers.message_bytes(data)
+
+    def group_named(self, number, group):
+        """Event ``number``'s call named ``group``: the names file gets its members'
+        world ranks (records.GROUP), for the arrows from a Post to its Start."""
+        try:
+            ranks = list(group._live().world_ranks)
+        except Exception:       # not a live group: the call itself said so
+            return
+        self.writer.line(records.GROUP, number, ranks)
+
+    def completed(self, number, call, given, result):
+        """Event ``number`` (``call``, given ``given``, which returned ``result``)
+        completed requests: the posted receives among them get its number, for
+        the arrows of their messages (the fallback's side of csrc/observe)."""
+        try:
+            done = _completed(call.completes, given, result)
+        except (TypeError, IndexError, KeyError):
+            return      # a form this does not follow: no arrow
+        for request in done:
+            posted = getattr(request, records.REQUEST_EVENT, None)
+            if posted is not None:
+                self.writer.completed(posted, number)
+                delattr(request, records.REQUEST_EVENT)
 
     def string(self, text):
         """The number of ``text`` in the names file (numbered in the file's order,
@@ -125,8 +158,9 @@ class Recorder:
     def _site_string(self, code, line):
         return self.string("%s:%d %s" % (_shown_path(code.co_filename), line, code.co_name))
 
-    def call(self, call, frame, start, end, args, kwargs):
-        """Record one call (calls.Call) this thread made from ``frame``."""
+    def call(self, call, frame, start, end, args, kwargs, result):
+        """Record one call (calls.Call) this thread made from ``frame``; ``result``
+        is what it returned."""
         waited = atomic.waited()
         index, table = self._thread()
         key = (frame.f_code.co_filename, frame.f_lineno, call)
@@ -151,9 +185,17 @@ class Recorder:
         if self.writer is not None:
             began, total = waited or (0, 0)
             peer, tag = call.peer_and_tag(args, kwargs)
-            self.writer.event(next(self.numbers), (
+            to, to_tag = call.destination(args, kwargs)
+            number = next(self.numbers)
+            self.writer.event(number, (
                 start, spent, began, total, nbytes, entry[NAME], entry[SITE], peer, tag,
-                index, self.target(call, args)))
+                index, self.target(call, args), to, to_tag, NONE))
+            if call.posts and result is not None:
+                _number(result, number)
+            elif call.completes:
+                self.completed(number, call, call.completing(args, kwargs), result)
+            elif call.group is not None:
+                self.group_named(number, call.group_of(args, kwargs))
 
     def _waited(self, entry, spent, call, args, kwargs):
         entry[WAITED] += spent
@@ -162,14 +204,14 @@ class Recorder:
         self.waits[whom] = self.waits.get(whom, 0) + spent
 
     def target(self, call, args):
-        """The string number of the name of the communicator or window the call
-        was made on (its Get_name, looked up once: Set_name forgets it)."""
+        """The number of the communicator or window the call was made on (looked
+        up once: Set_name asks again)."""
         target = call.target(args)
         if target is None:
             return NONE
         known = self.targets.get(id(target))
         if known is None or call.renames:
-            known = self.targets[id(target)] = (target, self.string(_name_of(target)))
+            known = self.targets[id(target)] = (target, self.target_number(target))
         return known[1]
 
     def end(self):
@@ -209,12 +251,39 @@ class Recorder:
             "rank": self.rank, "wall_ns": ended - self.started,
             "sites": [[site, name] + entry for (site, name), entry in sums.items()],
             # on whom: [rank, in communicator or window] or [-1, in call]
-            "waits": [[peer, names[where], ns] for (peer, where), ns in self.waits.items()],
+            "waits": [[peer, self.objects[where][0] if peer >= 0 else names[where], ns]
+                      for (peer, where), ns in self.waits.items()],
         }
         path = os.path.join(self.parts, "%d.profile" % os.getpid())
         with open(path + ".tmp", "w") as f:
             json.dump(profile, f)
         os.replace(path + ".tmp", path)
+
+
+def _number(request, number):
+    """Mark a posted receive's request with its event's number."""
+    try:
+        setattr(request, records.REQUEST_EVENT, number)
+    except (AttributeError, TypeError):
+        pass
+
+
+def _completed(kind, given, result):
+    """The requests a completion call of ``kind`` completed."""
+    if kind == "wait":
+        return [given]
+    if kind == "test":
+        return [given] if (result[0] if isinstance(result, tuple) else result) else []
+    if kind == "waitall":
+        return list(given)
+    if kind == "testall":
+        return list(given) if (result[0] if isinstance(result, tuple) else result) else []
+    if kind == "waitany":
+        index = result[0] if isinstance(result, tuple) else result
+        return [given[index]] if isinstance(index, int) and index >= 0 else []
+    if kind == "waitsome":
+        return [given[index] for index in result or ()]
+    return []
 
 
 def _merged(one, other):
@@ -231,6 +300,26 @@ def _shown_path(filename):
     except ValueError:
         return filename
     return filename if relative.startswith("..") else relative
+
+
+def _object_of(target):
+    """(name, kind, key, world ranks) of a communicator or window: the key and the
+    ranks are what the timeline links the members' calls by (the context id of
+    the communicator, or of the window's own); kind "other" has neither."""
+    from ..comm.comm import Comm
+    from ..comm.intercomm import Intercomm
+    from ..rma.window import Win
+    name = _name_of(target)
+    try:
+        if isinstance(target, Win):
+            state = target._s
+            return name, "win", state.comm._s.context, list(state.world_ranks)
+        if isinstance(target, Comm) and not isinstance(target, Intercomm):
+            state = target._s
+            return name, "comm", state.context, list(state.ranks)
+    except Exception:       # freed, or null: the call itself says so
+        pass
+    return name, "other", NONE, []
 
 
 def _name_of(target):

@@ -22,12 +22,28 @@ HEADER = struct.Struct("<8sqqqq")
 ENDED_AT, DROPPED_AT = 24, 32       # the fields written after the start (the C recorder
 FIELD = struct.Struct("<q")         # writes DROPPED_AT itself)
 # start, duration, first wait's start, time waiting (ns), bytes (-1: not said),
-# call name, call site, peer (-1: none), tag (-1: none), thread, object (names' numbers)
-EVENT = struct.Struct("<qqqqqiiiiii")
+# call name, call site, peer (-1: none), tag (-1: none), thread, object (names'
+# numbers), for a call that receives and sends (Sendrecv) where it sends and
+# with what tag (-1: none; its peer and tag are then what it receives), and for
+# a posted receive the number of the event that completed its request (-1: none
+# yet), written when that call returns
+EVENT = struct.Struct("<qqqqqiiiiiiiiq")
+COMPLETED_BY_AT = EVENT.size - 8
 NONE = -1
 
-# kinds of line in the names file: a string (numbered in order), a thread's name
-STRING, THREAD = "s", "t"
+# kinds of line in the names file: a string (numbered in order), a thread's name,
+# a communicator or window (recorder.target_number), the world ranks of the
+# group an event's call named (recorder.group_named: a Post's, a Start's)
+STRING, THREAD, OBJECT, GROUP = "s", "t", "o", "g"
+# the attribute that gives a posted receive's request its event's number
+REQUEST_EVENT = "_shmrma_event"
+
+
+class Object:
+    """A communicator or window as a rank's part names it."""
+
+    def __init__(self, name, kind, key, ranks):
+        self.name, self.kind, self.key, self.ranks = name, kind, key, ranks
 
 
 class Writer:
@@ -56,6 +72,13 @@ class Writer:
         else:
             FIELD.pack_into(self.map, DROPPED_AT, index + 1 - self.capacity)
 
+    def completed(self, posted, by):
+        """Posted receive ``posted``'s request was completed by event ``by``."""
+        if 0 <= posted < self.capacity:
+            offset = HEADER.size + posted * EVENT.size + COMPLETED_BY_AT
+            if FIELD.unpack_from(self.map, offset)[0] < 0:
+                FIELD.pack_into(self.map, offset, by)
+
     def end(self, ended):
         FIELD.pack_into(self.map, ENDED_AT, ended)
 
@@ -75,7 +98,10 @@ class Part:
             if fields[0] == 0:
                 break
             self.events.append(fields)
-        self.strings, self.threads = [], {}
+        self.strings, self.threads, self.objects, self.groups = [], {}, {}, {}
+        # a posted receive's event -> the event that completed its request
+        self.completed_by = {index: fields[-1] for index, fields in enumerate(self.events)
+                             if fields[-1] >= 0}
         self._read_names(path[:-len(".events")] + ".names")
 
     def _read_names(self, path):
@@ -93,6 +119,14 @@ class Part:
                 self.strings.append(fields[0])
             elif kind == THREAD:
                 self.threads[fields[0]] = fields[1]
+            elif kind == OBJECT:
+                self.objects[fields[0]] = Object(*fields[1:])
+            elif kind == GROUP:
+                self.groups[fields[0]] = fields[1]
+
+    def object(self, number):
+        """Object ``number``, or None (none, or one a killed rank did not write)."""
+        return self.objects.get(number)
 
     def string(self, number):
         """String ``number``: "" for none, "?" for one a killed rank did not write."""

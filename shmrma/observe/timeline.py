@@ -6,11 +6,17 @@ event per MPI call, named as the program wrote it, with its call site, peer,
 tag, bytes and communicator or window; inside it, the time it spent waiting as
 a ``wait`` slice saying for whom; the job's start on a process of its own, each
 rank's start-up (from the job's start to the rank's), its run and its end.
-Times are microseconds from the job's start, on the clock every rank shares.
+Arrows (links.py) from a synchronizing collective's last arrival to every
+other member's return, from a send to the receive it matched and from a Post
+to the Start it released; each
+window's epochs (epochs.py) on tracks of their own. Times are microseconds
+from the job's start, on the clock every rank shares.
 """
 import json
 
 from . import records
+from .epochs import epochs
+from .links import flows
 
 JOB_PROCESS = 1 << 20       # the launcher's process in the timeline, after any rank
 
@@ -23,7 +29,10 @@ def events(parts, job_started, statuses, nranks):
             "tid": 0, "args": {"ranks": nranks}}]
     for part in parts:
         out += _rank_events(part, job_started, statuses.get(part.rank), nranks)
-    return out
+
+    def us(ns):
+        return _us(ns - job_started)
+    return out + flows(parts, us) + epochs(parts, us)
 
 
 def _us(ns):
@@ -59,15 +68,20 @@ def _rank_events(part, t0, status, nranks):
 
 def _call_events(part, fields, t0):
     (start, spent, wait_began, waited, nbytes, name, site, peer, tag, thread,
-     target) = fields
+     target, to, to_tag, _) = fields
     args = {"site": part.string(site)}
-    on = part.string(target)
+    found = part.object(target)
+    on = found.name if found is not None else ""
     if on:
         args["on"] = on
     if peer != records.NONE:
         args["peer"] = peer
     if tag != records.NONE:
         args["tag"] = tag
+    if to != records.NONE:
+        args["dest"] = to
+    if to_tag != records.NONE:
+        args["sendtag"] = to_tag
     if nbytes != records.NONE:
         args["bytes"] = nbytes
     call = part.string(name)

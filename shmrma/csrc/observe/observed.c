@@ -7,7 +7,7 @@
  * (observe_begin), a thread's outermost call is timed on CLOCK_MONOTONIC and
  * recorded: its call site (the calling frame's code and line) gets the call's
  * sums (count, total, min, max, bytes, time waiting) for --profile, and the
- * rank's events file, mapped by records.Writer, a 64-byte record for --trace.
+ * rank's events file, mapped by records.Writer, an 80-byte record for --trace.
  * What only Python knows (a new site's and a communicator's names, a new
  * thread's number, the bytes of a list-form message) is asked of the recorder
  * once, by calling back its methods; the sums go back to it at observe_end.
@@ -29,16 +29,23 @@ typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
     PyObject *method, *about;
-    Argument peer, tag, data;
-    int on_object, renames;
+    Argument peer, tag, to, to_tag, data, requests, group;
+    int on_object, renames, posts, completes;   /* completes: a COMPLETES kind */
 } Observed;
 
 /* The layout records.py defines (EVENT), checked at observe_begin. */
 typedef struct {
     int64_t start, spent, wait_began, waited, nbytes;
-    int32_t name, site, peer, tag, thread, target;
+    int32_t name, site, peer, tag, thread, target, to, to_tag;
+    int64_t completed_by;
 } Event;
-_Static_assert(sizeof(Event) == 64, "records.EVENT is 64 bytes");
+_Static_assert(sizeof(Event) == 80, "records.EVENT is 80 bytes");
+
+/* How a completion call says which requests it completed, by its name
+ * (calls.Call.completes, its lowercase name; "" for other calls). */
+enum { NOT_COMPLETING, WAIT, TEST, WAITALL, TESTALL, WAITANY, WAITSOME };
+static const char *const COMPLETION_NAMES[] = {"", "wait", "test", "waitall", "testall",
+                                               "waitany", "waitsome", NULL};
 
 typedef struct {
     PyObject *code;             /* strong: its address is the key */
@@ -69,6 +76,8 @@ static int g_wait_count;
 static __thread int t_in_call, t_thread, t_thread_generation;
 
 static PyObject *s_nbytes;
+static PyObject *g_request_event;       /* records.REQUEST_EVENT */
+static int g_posted;                    /* a request was numbered: completions look */
 
 /* --- arguments ------------------------------------------------------------------ */
 
@@ -313,36 +322,41 @@ waited_on(int32_t peer, int32_t where, int64_t ns)
 
 /* --- a call's record ------------------------------------------------------------------ */
 
-static void
+/* Record a call; the number of its event in the trace, or -1 (none kept). */
+static int64_t
 record(Observed *o, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
        int64_t start, int64_t end)
 {
     PyFrameObject *frame = PyEval_GetFrame();
     PyObject *code, *target;
     int64_t began = t_wait_began, waited = t_waited_ns, nbytes, spent = end - start;
-    int32_t peer, tag, thread = 0, on = -1;
+    int32_t peer, tag, to = -1, to_tag = -1, thread = 0, on = -1;
     Site *s;
     int where;
 
     t_wait_began = t_waited_ns = 0;
     if (frame == NULL)
-        return;
+        return -1;
     code = (PyObject *)PyFrame_GetCode(frame);
     where = where_in(frame);
     s = site_of(frame, code, where, o);
     Py_DECREF(code);
     if (s == NULL || s->skip)
-        return;
+        return -1;
     nbytes = data_bytes(argument(&o->data, args, nargs, kwnames));
     peer = integer(argument(&o->peer, args, nargs, kwnames));
     tag = integer(argument(&o->tag, args, nargs, kwnames));
+    if (g_events != NULL && o->to.at >= 0) {
+        to = integer(argument(&o->to, args, nargs, kwnames));
+        to_tag = integer(argument(&o->to_tag, args, nargs, kwnames));
+    }
     target = o->on_object && nargs > 0 ? args[0] : NULL;
     if (g_events != NULL || (waited && peer >= 0))
         on = target_number(o, target);
     if (g_events != NULL)
         thread = thread_number();
     if (g_recorder == NULL || (s = find_site(code, where, o)) == NULL)
-        return;         /* a callback ended the recorder: the site is gone */
+        return -1;      /* a callback ended the recorder: the site is gone */
     if (g_profile) {
         s->count++;
         s->total += spent;
@@ -359,12 +373,115 @@ record(Observed *o, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
     }
     if (g_events != NULL) {
         int64_t index = g_next++;
-        if (index < g_capacity)
+        if (index < g_capacity) {
             ((Event *)g_events)[index] = (Event){start, spent, waited ? began : 0, waited,
                                                  nbytes, s->name, s->site, peer, tag, thread,
-                                                 on};
+                                                 on, to, to_tag, -1};
+            return index;
+        }
+        *g_dropped = index + 1 - g_capacity;
+    }
+    return -1;
+}
+
+/* A completed request that was a posted receive's: its event gets the number
+ * of the event that completed it (the first one; the mark goes). */
+static void
+completed(PyObject *request, int64_t index)
+{
+    PyObject *dict = PyObject_GenericGetDict(request, NULL), *number;
+    if (dict == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    number = PyDict_GetItemWithError(dict, g_request_event);
+    if (number != NULL) {
+        long long posted = PyLong_AsLongLong(number);
+        if (posted >= 0 && posted < g_next && posted < g_capacity &&
+                ((Event *)g_events)[posted].completed_by < 0)
+            ((Event *)g_events)[posted].completed_by = index;
+        PyDict_DelItem(dict, g_request_event);
+    }
+    PyErr_Clear();
+    Py_DECREF(dict);
+}
+
+/* Whether a Test's result says it completed: True, or (True, ...). */
+static int
+flagged(PyObject *result)
+{
+    int flag;
+    if (PyTuple_Check(result) && PyTuple_GET_SIZE(result) > 0)
+        result = PyTuple_GET_ITEM(result, 0);
+    flag = PyObject_IsTrue(result);
+    if (flag < 0)
+        PyErr_Clear();
+    return flag > 0;
+}
+
+/* The requests a completion call completed, by its kind. */
+static void
+completed_by_call(int kind, PyObject *given, PyObject *result, int64_t index)
+{
+    PyObject *all, *item;
+    Py_ssize_t i, n;
+    if (given == NULL)
+        return;
+    if (kind == WAIT || (kind == TEST && flagged(result))) {
+        completed(given, index);
+        return;
+    }
+    if (kind == TEST || (kind == TESTALL && !flagged(result)) ||
+            !(all = PySequence_Fast(given, "requests")))
+        goto done;
+    n = PySequence_Fast_GET_SIZE(all);
+    if (kind == WAITALL || kind == TESTALL) {
+        for (i = 0; i < n; i++)
+            completed(PySequence_Fast_GET_ITEM(all, i), index);
+    } else if (kind == WAITANY) {
+        item = PyTuple_Check(result) && PyTuple_GET_SIZE(result) ? PyTuple_GET_ITEM(result, 0)
+               : result;
+        i = PyLong_Check(item) ? PyLong_AsSsize_t(item) : -1;
+        if (i >= 0 && i < n)
+            completed(PySequence_Fast_GET_ITEM(all, i), index);
+    } else if (kind == WAITSOME && PyList_Check(result)) {
+        Py_ssize_t k;
+        for (k = 0; k < PyList_GET_SIZE(result); k++) {
+            item = PyList_GET_ITEM(result, k);
+            i = PyLong_Check(item) ? PyLong_AsSsize_t(item) : -1;
+            if (i >= 0 && i < n)
+                completed(PySequence_Fast_GET_ITEM(all, i), index);
+        }
+    }
+    Py_DECREF(all);
+done:
+    PyErr_Clear();
+}
+
+/* A posted receive's request gets its event's number; a call that completes
+ * requests marks those receives' events with its own (the arrows end there);
+ * a Post's or Start's group goes to the names file (recorder.group_named). */
+static void
+follow_requests(Observed *o, int64_t index, PyObject *result, PyObject *const *args,
+                Py_ssize_t nargs, PyObject *kwnames)
+{
+    if (o->posts) {
+        PyObject *number = PyLong_FromLongLong(index);
+        if (number == NULL || PyObject_SetAttr(result, g_request_event, number) < 0)
+            PyErr_Clear();      /* a request that takes no attribute: no arrow */
         else
-            *g_dropped = index + 1 - g_capacity;
+            g_posted = 1;
+        Py_XDECREF(number);
+    } else if (o->completes && g_posted) {      /* none posted: nothing to look for */
+        completed_by_call(o->completes, o->requests.at >= 0 ?
+                          argument(&o->requests, args, nargs, kwnames) :
+                          nargs > 0 ? args[0] : NULL, result, index);
+    } else if (o->group.at >= 0) {              /* a Post's or Start's group */
+        PyObject *group = argument(&o->group, args, nargs, kwnames);
+        PyObject *done = group == NULL ? NULL : PyObject_CallMethod(
+            g_recorder, "group_named", "LO", (long long)index, group);
+        Py_XDECREF(done);
+        PyErr_Clear();
     }
 }
 
@@ -384,8 +501,12 @@ observed_vectorcall(Observed *o, PyObject *const *args, size_t nargsf, PyObject 
     result = PyObject_Vectorcall(o->method, args, nargsf, kwnames);
     end = now_ns();
     if (g_recorder != NULL) {
+        int64_t index;
         PyErr_Fetch(&type, &value, &traceback);     /* the call's own error, kept */
-        record(o, args, nargs, kwnames, start, end);
+        index = record(o, args, nargs, kwnames, start, end);
+        if (index >= 0 && result != NULL && (o->posts || o->completes || o->group.at >= 0)
+                && g_recorder != NULL)
+            follow_requests(o, index, result, args, nargs, kwnames);
         if (PyErr_Occurred())
             PyErr_WriteUnraisable(o->about);
         PyErr_Restore(type, value, traceback);
@@ -435,6 +556,25 @@ flag_of(PyObject *about, const char *attribute)
     return flag;
 }
 
+static int
+completion_of(PyObject *about)
+{
+    PyObject *value = PyObject_GetAttrString(about, "completes");
+    int kind;
+    if (value == NULL)
+        return -1;
+    for (kind = 0; COMPLETION_NAMES[kind] != NULL; kind++)
+        if (PyUnicode_Check(value) &&
+                PyUnicode_CompareWithASCIIString(value, COMPLETION_NAMES[kind]) == 0)
+            break;
+    Py_DECREF(value);
+    if (COMPLETION_NAMES[kind] == NULL) {
+        PyErr_SetString(PyExc_ValueError, "Observed: completes must name a completion");
+        return -1;
+    }
+    return kind;
+}
+
 static PyObject *
 observed_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
@@ -456,7 +596,13 @@ observed_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     o->about = about;
     if (argument_of(about, "peer", defaults, &o->peer) < 0 ||
             argument_of(about, "tag", defaults, &o->tag) < 0 ||
+            argument_of(about, "to", defaults, &o->to) < 0 ||
+            argument_of(about, "to_tag", defaults, &o->to_tag) < 0 ||
             argument_of(about, "data", defaults, &o->data) < 0 ||
+            argument_of(about, "requests", defaults, &o->requests) < 0 ||
+            argument_of(about, "group", defaults, &o->group) < 0 ||
+            (o->posts = flag_of(about, "posts")) < 0 ||
+            (o->completes = completion_of(about)) < 0 ||
             (o->on_object = flag_of(about, "on_object")) < 0 ||
             (o->renames = flag_of(about, "renames")) < 0) {
         Py_DECREF(defaults);
@@ -470,9 +616,10 @@ observed_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 static void
 observed_dealloc(Observed *o)
 {
-    Argument *all[] = {&o->peer, &o->tag, &o->data};
+    Argument *all[] = {&o->peer, &o->tag, &o->to, &o->to_tag, &o->data, &o->requests,
+                       &o->group};
     size_t i;
-    for (i = 0; i < 3; i++) {
+    for (i = 0; i < 7; i++) {
         Py_XDECREF(all[i]->name);
         Py_XDECREF(all[i]->fallback);
     }
@@ -565,18 +712,18 @@ forget_tables(void)
         PyBuffer_Release(&g_map);
     g_events = NULL;
     g_dropped = NULL;
-    g_next = 0;
+    g_next = g_posted = 0;
     Py_CLEAR(g_recorder);
 }
 
 static PyObject *
 n_observe_begin(PyObject *m, PyObject *args)
 {
-    PyObject *recorder, *events;
+    PyObject *recorder, *events, *attribute;
     Py_ssize_t header, event, dropped_at, capacity;
     int profile;
-    if (!PyArg_ParseTuple(args, "OpOnnnn:observe_begin", &recorder, &profile, &events,
-                          &capacity, &header, &event, &dropped_at))
+    if (!PyArg_ParseTuple(args, "OpOnnnnU:observe_begin", &recorder, &profile, &events,
+                          &capacity, &header, &event, &dropped_at, &attribute))
         return NULL;
     if (event != sizeof(Event)) {
         PyErr_Format(PyExc_ValueError, "observe_begin: records of %zd bytes, expected %zu "
@@ -598,6 +745,8 @@ n_observe_begin(PyObject *m, PyObject *args)
     }
     Py_INCREF(recorder);
     g_recorder = recorder;
+    Py_INCREF(attribute);
+    Py_XSETREF(g_request_event, attribute);
     g_profile = profile;
     g_generation++;
     g_observe_waits = 1;
@@ -649,7 +798,8 @@ done:
 static PyMethodDef observe_methods[] = {
     {"observe_begin", n_observe_begin, METH_VARARGS,
      "observe_begin(recorder, profile, events_map, capacity, header_size, event_size, "
-     "dropped_offset): record the Observed calls for recorder (observe/recorder.py)."},
+     "dropped_offset, request_attribute): record the Observed calls for recorder "
+     "(observe/recorder.py)."},
     {"observe_end", n_observe_end, METH_NOARGS,
      "observe_end() -> (sites' sums, waits, events written): stop recording."},
     {NULL}
