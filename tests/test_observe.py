@@ -374,6 +374,16 @@ def test_a_singleton_and_launch_record_too(tmp_path):
     assert not _leftovers(tmp_path)
 
 
+def test_an_unwritable_trace_in_the_environment_stops_the_job_before_it_starts(
+        run_shmrma, tmp_path):
+    program = _program(tmp_path, "open('ran', 'w').close()\n")
+    result = run_shmrma(["-n", 2, program], cwd=tmp_path,
+                        env={"SHMRMA_TRACE": "/nonexistent-dir/t.json"})
+    assert result.returncode == 1
+    assert "SHMRMA_TRACE: cannot write /nonexistent-dir/t.json" in result.stderr
+    assert not (tmp_path / "ran").exists()
+
+
 def test_an_unwritable_trace_stops_a_singleton_with_a_clear_error(tmp_path):
     program = _program(tmp_path, "from shmrma import MPI\nMPI.COMM_WORLD.Barrier()\n")
     env = dict(os.environ, SHMRMA_TRACE="/nonexistent-dir/t.json")

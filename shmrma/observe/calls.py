@@ -35,6 +35,16 @@ PEERS = ("source", "dest", "target_rank", "root", "rank")
 TAGS = ("tag", "recvtag", "sendtag")
 DATA = ("buf", "sendbuf", "origin", "origin_addr")
 
+# receives whose requests the trace follows to the call that completes them, and
+# those calls (links.py draws a message's arrow to it)
+POSTS = frozenset(("Comm.Irecv", "Comm.irecv"))
+COMPLETIONS = frozenset("Request." + name for name in (
+    "Wait", "Test", "Waitall", "Testall", "Waitany", "Waitsome", "wait", "test", "waitall",
+    "testall", "waitany"))
+
+# calls whose group the trace keeps (links.py draws a Post's arrow to its Start)
+GROUPS = frozenset(("Win.Post", "Win.Start"))
+
 # the classes of the runtime that carry parts of a public class's calls
 PUBLIC_NAME = {
     "Collectives": "Comm", "NonblockingCollectives": "Comm", "PersistentCollectives": "Comm",
@@ -47,16 +57,6 @@ PUBLIC_NAME = {
 _busy = set()       # threads inside a recorded call
 _installed = []
 
-
-# receives whose requests the trace follows to the call that completes them, and
-# those calls (links.py draws a message's arrow to it)
-POSTS = frozenset(("Comm.Irecv", "Comm.irecv"))
-COMPLETIONS = frozenset("Request." + name for name in (
-    "Wait", "Test", "Waitall", "Testall", "Waitany", "Waitsome", "wait", "test", "waitall",
-    "testall", "waitany"))
-
-# calls whose group the trace keeps (links.py draws a Post's arrow to its Start)
-GROUPS = frozenset(("Win.Post", "Win.Start"))
 
 # the classes a program meets, by the names mpi4py gives them
 PUBLIC = ("Comm", "Intracomm", "Intercomm", "Topocomm", "Cartcomm", "Graphcomm",

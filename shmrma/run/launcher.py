@@ -67,6 +67,10 @@ class Job:
     def __init__(self, nranks, timeout=None, tag_output=False, universe=None,
                  spawned_body=None):
         settings.mpi4py_alias()     # a bad SHMRMA_MPI4PY fails here, not in every rank
+        self.gathering = None       # --trace, --profile: where the ranks leave records
+        if settings.observing():    # first: a file it cannot write leaves nothing behind
+            from ..observe import session
+            self.gathering = session.Gathering()
         self.nranks = nranks
         self.timeout = timeout
         self.tag_output = tag_output
@@ -81,10 +85,7 @@ class Job:
         if settings.checking():
             from ..check import clock
             self.race_check = clock.start_session(self.job_id, self.world.size)
-        self.gathering = None       # --trace, --profile: where the ranks leave records
-        if settings.observing():
-            from ..observe import session
-            self.gathering = session.Gathering()
+        if self.gathering is not None:
             os.environ.update(self.gathering.environment())     # the ranks inherit it
         self.sweeper_fd = _start_sweeper(self.job_id)
         self.pids = {}
