@@ -633,3 +633,64 @@ def test_epochs_are_slices_of_their_own(run_shmrma, tmp_path):
     assert names[(0, "lock on rank 1")] == 1
     assert names[(0, "access epoch")] == 1 and names[(1, "exposure epoch")] == 1
     assert sum(names.values()) == 3 * 2 + 3
+
+
+COUNTERS = textwrap.dedent('''
+    import sys
+    import numpy as np
+    from shmrma import MPI
+    comm = MPI.COMM_WORLD
+    rank, size = comm.Get_rank(), comm.Get_size()
+    win = MPI.Win.Allocate(64, 8, comm=comm)
+    (arrived,) = win.Alloc_sync_objects(1)
+    theirs = comm.sendrecv(arrived, dest=(rank - 1) % size, source=(rank + 1) % size)
+    restart = {"restart": "true"}
+    signal = win.Sync_ops_init((rank + 1) % size, MPI.MODE_WIN_PUT, theirs, restart)
+    wait = win.Sync_object_init(arrived, 1, restart)
+    MPI.Prequest.Startall([signal, wait])   # both restart themselves
+    data = np.full(8, rank, dtype="f8")
+    for i in range(int(sys.argv[1])):
+        win.Put(data, (rank + 1) % size)
+        MPI.Request.Waitall([signal])       # line 17: the signal
+        wait.Wait()                         # line 18: the round it ends
+        comm.Barrier()                      # no signal runs a round ahead
+    wait.Free()
+    signal.Free()
+    comm.Barrier()
+    win.Free_sync_objects([arrived])
+    win.Free()
+''')
+
+
+def test_arrows_go_from_a_counter_signal_to_the_wait_it_ended(run_shmrma, tmp_path):
+    out = tmp_path / "trace.json"
+    result = run_shmrma(["-n", 3, "--trace", out, _program(tmp_path, COUNTERS), 10],
+                        cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    arrows = _flows(_trace(out), "signal")
+    ends = collections.Counter(
+        (source, first["name"], first["args"]["site"].split()[0], target, second["name"],
+         second["args"]["site"].split()[0]) for source, first, target, second in arrows)
+    # every round waits for its one signal, from the rank before; the arrows stop
+    # only where two signals' calls overlap in time, never pointing wrong
+    assert set(ends) <= {((target - 1) % 3, "Request.Waitall", "prog.py:17", target,
+                          "Request.Wait", "prog.py:18") for target in range(3)}
+    assert sum(ends.values()) >= 3 * 10 // 2
+    assert all(second["ts"] + second["dur"] >= first["ts"] for _, first, _, second in arrows)
+
+
+def test_counter_arrows_are_the_same_from_the_c_recorder_and_the_fallback(
+        run_shmrma, tmp_path):
+    program = _program(tmp_path, COUNTERS)
+    found = {}
+    for native in (1, 0):
+        out = tmp_path / ("t%d.json" % native)
+        result = run_shmrma(["-n", 2, "--trace", out, program, 5], cwd=tmp_path,
+                            env={"SHMRMA_NATIVE": str(native)}, timeout=120)
+        assert result.returncode == 0, result.stderr
+        trace = _trace(out)
+        # which rounds waited is the run's; what each arrow joins is the recorder's
+        found[native] = {(source, first["args"]["site"], target, second["args"]["site"])
+                         for source, first, target, second in _flows(trace, "signal")}
+    assert found[1] == found[0] == {(0, "prog.py:17 <module>", 1, "prog.py:18 <module>"),
+                                    (1, "prog.py:17 <module>", 0, "prog.py:18 <module>")}

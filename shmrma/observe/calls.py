@@ -44,6 +44,9 @@ COMPLETIONS = frozenset("Request." + name for name in (
 
 # calls whose group the trace keeps (links.py draws a Post's arrow to its Start)
 GROUPS = frozenset(("Win.Post", "Win.Start"))
+# calls that make the requests of the proposal's counters, which the trace
+# follows (links.py draws a signal's arrow to the wait it ended)
+COUNTER_INITS = frozenset(("Win.Sync_ops_init", "Win.Sync_object_init"))
 
 # the classes of the runtime that carry parts of a public class's calls
 PUBLIC_NAME = {
@@ -185,6 +188,8 @@ class Call:
         self.to_tag = _position(names, ("sendtag",)) if both else None
         self.requests = _position(names, ("requests",))
         self.group = _position(names, ("group",)) if label in GROUPS else None
+        self.makes_counter = label in COUNTER_INITS
+        self.counter_handle = _position(names, ("sync_counter",))
         self.data = _position(names, DATA)
 
     def nbytes(self, args, kwargs):
@@ -225,9 +230,16 @@ class Call:
 
     def group_of(self, args, kwargs):
         """The group a Post or Start names, or None."""
-        if self.group is None:
+        return self._named(self.group, args, kwargs)
+
+    def handle_of(self, args, kwargs):
+        """The counter handle a Sync_ops_init or Sync_object_init names, or None."""
+        return self._named(self.counter_handle, args, kwargs)
+
+    def _named(self, where, args, kwargs):
+        if where is None:
             return None
-        index, name = self.group
+        index, name = where
         return args[index] if index < len(args) else kwargs.get(name)
 
     def target(self, args):

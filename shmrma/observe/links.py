@@ -16,8 +16,12 @@
   drawn: a missing arrow, never a wrong one.
 - An exposure epoch: from a Post to the Start on each origin it released, the
   k-th Post naming an origin matching that origin's k-th Start naming it.
+- A counter of the proposal: from the signal that took it to 0 to the Wait or
+  Test that returned from the round of its Sync_object request that waited.
 """
 import collections
+
+from . import records
 
 Call = collections.namedtuple(
     "Call", "index rank thread start end name peer tag object to to_tag")
@@ -60,7 +64,7 @@ def flows(parts, us):
     ending = {part.rank: part.completed_by for part in parts}
     groups = {part.rank: part.groups for part in parts}
     arrows = (_collective_arrows(seen) + _message_arrows(seen, ending)
-              + _exposure_arrows(seen, groups))
+              + _exposure_arrows(seen, groups) + _counter_arrows(parts, seen))
     out = []
     for number, (kind, source, target) in enumerate(arrows):
         out.append({"name": kind, "cat": "flow", "ph": "s", "id": number, "pid": source.rank,
@@ -138,6 +142,29 @@ def _exposure_arrows(seen, groups):
                     starts[(_context(call), other, rank)].append(call)
     return [("post", post, start) for key, posted in posts.items()
             for post, start in zip(posted, starts.get(key, []))]
+
+
+def _counter_arrows(parts, seen):
+    """From each counter signal that took its counter to 0 to the Wait or Test
+    that returned from the round it ended. Each such signal ends one round that
+    waited, in order; the signals of different ranks are ordered by their calls,
+    so a counter's arrows stop where two of those calls overlap in time."""
+    signals, rounds = collections.defaultdict(list), collections.defaultdict(list)
+    for part in parts:
+        for kind, counter, event in part.links:
+            name = part.counters.get(counter)
+            if name is not None and event < len(seen[part.rank]):
+                found = signals if kind == records.SIGNAL else rounds
+                found[name].append(seen[part.rank][event])
+    arrows = []
+    for name, sent in signals.items():
+        sent.sort(key=lambda call: call.start)
+        waited = sorted(rounds.get(name, []), key=lambda call: call.start)
+        for k, (signal, ended) in enumerate(zip(sent, waited)):
+            if (k and sent[k - 1].end > signal.start) or signal.start > ended.end:
+                break       # not sure which came first: no arrow from here on
+            arrows.append(("signal", signal, ended))
+    return arrows
 
 
 def _where_it_ended(receive, seen, ending):

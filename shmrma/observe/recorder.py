@@ -59,6 +59,7 @@ class Recorder:
         self.targets = {}       # id -> (communicator or window, its object's number)
         self.objects = []       # (name, kind, key, world ranks) of each, by number
         self.native_sums = {}   # the C recorder's table, once it stopped
+        self.counters = {}      # what names a counter in every rank -> its number
         self.numbers = itertools.count()    # events' numbers, one taker at a time (GIL)
         self.writer = None
         self.profile = profile
@@ -71,7 +72,8 @@ class Recorder:
             NATIVE.observe_begin(self, bool(profile), None if writer is None else writer.map,
                                  0 if writer is None else writer.capacity,
                                  records.HEADER.size, records.EVENT.size,
-                                 records.DROPPED_AT, records.REQUEST_EVENT)
+                                 records.DROPPED_AT, records.REQUEST_EVENT,
+                                 records.REQUEST_COUNTER, records.LINK.size)
         else:
             atomic.observe_waits(True)
 
@@ -109,6 +111,32 @@ class Recorder:
             return
         self.writer.line(records.GROUP, number, ranks)
 
+    def counter_made(self, request, handle):
+        """A counter's request was made: it carries its counter's number, which the
+        names file ties to what names the counter in every rank (its segment, slot
+        and generation)."""
+        try:
+            name = "%s:%d:%d" % (handle.segment, handle.slot, handle.generation)
+        except (AttributeError, TypeError):
+            return      # not a live handle: the call itself said so
+        with self.adding:
+            number = self.counters.get(name)
+            if number is None:
+                number = self.counters[name] = len(self.counters)
+                if self.writer is not None:
+                    self.writer.line(records.COUNTER, number, name)
+        try:
+            setattr(request, records.REQUEST_COUNTER, number)
+        except (AttributeError, TypeError):
+            pass
+
+    def counter_links(self, links):
+        """Links of counters the completion calls found (records.LINK records, as
+        bytes), written to the links file (the C recorder hands them a batch at a
+        time: a rank killed loses the last batch's arrows)."""
+        if links and self.writer is not None:
+            self.writer.links(links)
+
     def completed(self, number, call, given, result):
         """Event ``number`` (``call``, given ``given``, which returned ``result``)
         completed requests: the posted receives among them get its number, for
@@ -122,6 +150,12 @@ class Recorder:
             if posted is not None:
                 self.writer.completed(posted, number)
                 delattr(request, records.REQUEST_EVENT)
+            counter = getattr(request, records.REQUEST_COUNTER, None)
+            flag = {records.SIGNAL: "_zeroed", records.ROUND: "_waited_round"}.get(
+                getattr(request, "_kind", None))
+            if counter is not None and flag and getattr(request, flag, False):
+                setattr(request, flag, False)
+                self.counter_links(records.LINK.pack(request._kind, counter, number))
 
     def string(self, text):
         """The number of ``text`` in the names file (numbered in the file's order,
@@ -196,6 +230,8 @@ class Recorder:
                 self.completed(number, call, call.completing(args, kwargs), result)
             elif call.group is not None:
                 self.group_named(number, call.group_of(args, kwargs))
+            elif call.makes_counter and result is not None:
+                self.counter_made(result, call.handle_of(args, kwargs))
 
     def _waited(self, entry, spent, call, args, kwargs):
         entry[WAITED] += spent
@@ -228,7 +264,8 @@ class Recorder:
         if NATIVE is None:
             atomic.observe_waits(False)
             return
-        sites, waits, _ = NATIVE.observe_end()
+        sites, waits, _, links = NATIVE.observe_end()
+        self.counter_links(links)
         for site, name, *sums in sites:     # a line's several calls are one site
             old = self.native_sums.get((site, name))
             self.native_sums[(site, name)] = (sums if old is None else

@@ -1,18 +1,22 @@
-"""A rank's part of a trace: the file its recorder writes and the launcher reads.
+"""A rank's part of a trace: the files its recorder writes and the launcher reads.
 
-Each rank writes two files in the job's parts directory, ``<pid>.events`` and
-``<pid>.names``. The events file is mapped shared, so what a rank wrote is in
-the kernel's page cache the moment it wrote it: a rank that crashes or is
-killed leaves every event it recorded. It is a header, then fixed-size records
-in the order written; an all-zero record ends them (a call's start time is
-never 0). The names file holds the strings records refer to by number (call
-names, call sites, communicator names), one JSON line each, appended with one
-write(2) each so that they too survive the rank.
+Each rank writes three files in the job's parts directory: ``<pid>.events``,
+``<pid>.names`` and ``<pid>.links``. The events file is mapped shared, so what
+a rank wrote is in the kernel's page cache the moment it wrote it: a rank that
+crashes or is killed leaves every event it recorded. It is a header, then
+fixed-size records in the order written; an all-zero record ends them (a
+call's start time is never 0). The names file holds what records refer to by
+number (call names, call sites, communicators and windows, groups, counters),
+one JSON line each, appended with one write(2) each so that they too survive
+the rank. The links file holds the counters' links (LINK), written a batch at a
+time.
 """
 import json
 import mmap
 import os
 import struct
+
+from ..rma.counters import SYNC_OBJECT, SYNC_OPS
 
 MAGIC = b"SHMRMA1\0"
 # magic, the rank's slot in the job (its world rank; spawned ranks after the
@@ -33,10 +37,17 @@ NONE = -1
 
 # kinds of line in the names file: a string (numbered in order), a thread's name,
 # a communicator or window (recorder.target_number), the world ranks of the
-# group an event's call named (recorder.group_named: a Post's, a Start's)
-STRING, THREAD, OBJECT, GROUP = "s", "t", "o", "g"
-# the attribute that gives a posted receive's request its event's number
-REQUEST_EVENT = "_shmrma_event"
+# group an event's call named (recorder.group_named: a Post's, a Start's), a
+# counter of the proposal (its number and what names it in every rank)
+STRING, THREAD, OBJECT, GROUP, COUNTER = "s", "t", "o", "g", "k"
+# The links file, ``<pid>.links``: the counters' links, a LINK each: the request's
+# kind (SIGNAL, a Sync_ops signal that took the counter to 0; ROUND, a round of a
+# Sync_object request that waited for one), the counter's number, the event
+LINK = struct.Struct("<qqq")
+SIGNAL, ROUND = SYNC_OPS, SYNC_OBJECT
+# the attributes that give a posted receive's request its event's number, and a
+# counter's request its counter's
+REQUEST_EVENT, REQUEST_COUNTER = "_shmrma_event", "_shmrma_counter"
 
 
 class Object:
@@ -60,10 +71,16 @@ class Writer:
             os.close(fd)
         self.names = os.open(base + ".names", os.O_WRONLY | os.O_CREAT | os.O_TRUNC
                              | os.O_APPEND, 0o600)
+        self.links_file = os.open(base + ".links", os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+                                  | os.O_APPEND, 0o600)
         HEADER.pack_into(self.map, 0, MAGIC, rank, started, 0, 0)
 
     def line(self, *fields):
         os.write(self.names, (json.dumps(fields) + "\n").encode())
+
+    def links(self, data):
+        """Append LINK records (bytes)."""
+        os.write(self.links_file, data)
 
     def event(self, index, fields):
         """Store event number ``index`` (taken from one counter by every thread)."""
@@ -99,6 +116,8 @@ class Part:
                 break
             self.events.append(fields)
         self.strings, self.threads, self.objects, self.groups = [], {}, {}, {}
+        self.counters = {}
+        self.links = self._read_links(path[:-len(".events")] + ".links")
         # a posted receive's event -> the event that completed its request
         self.completed_by = {index: fields[-1] for index, fields in enumerate(self.events)
                              if fields[-1] >= 0}
@@ -123,6 +142,19 @@ class Part:
                 self.objects[fields[0]] = Object(*fields[1:])
             elif kind == GROUP:
                 self.groups[fields[0]] = fields[1]
+            elif kind == COUNTER:
+                self.counters[fields[0]] = fields[1]
+
+
+    @staticmethod
+    def _read_links(path):
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return []
+        whole = len(data) - len(data) % LINK.size   # a rank killed while writing one
+        return [LINK.unpack_from(data, offset) for offset in range(0, whole, LINK.size)]
 
     def object(self, number):
         """Object ``number``, or None (none, or one a killed rank did not write)."""

@@ -222,7 +222,8 @@ class SyncOpsRequest(_SyncRequest):
             errors.fail(errors.ERR_ARG, "the counter this Sync_ops request signals was "
                         "freed by its owner (rank %d); nothing was signalled"
                         % self._target)
-        atomic.cell_add(self._counter, -1)
+        before = atomic.cell_add(self._counter, -1)
+        self._zeroed = before == 1      # it ended the owner's wait (--trace's arrows)
         atomic.cell_add(self._doorbell, 1)
         if not self._restart:
             self._deactivate()
@@ -247,6 +248,7 @@ class SyncObjectRequest(_SyncRequest):
                         "request's count %d; the counter would stay negative"
                         % (call, -before, self._count))
         self._done = False
+        self._armed_positive = before + self._count > 0    # the round waits for a signal
 
     def _disarm(self):
         # subtract rather than store: signals banked since the re-arm stay (A16)
@@ -269,6 +271,7 @@ class SyncObjectRequest(_SyncRequest):
         job.wait_until(self._counter, self._poll, self._describe, self._peers())
 
     def _complete(self):
+        self._waited_round = self._armed_positive
         if not self._restart:
             self._deactivate()
             return

@@ -13,6 +13,7 @@
 #define SHMRMA_OBSERVE_H
 
 #include "../core/core.h"
+#include "../rma/rma.h"
 
 int observe_init(PyObject *module);
 

@@ -29,8 +29,9 @@ typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
     PyObject *method, *about;
-    Argument peer, tag, to, to_tag, data, requests, group;
+    Argument peer, tag, to, to_tag, data, requests, group, counter_handle;
     int on_object, renames, posts, completes;   /* completes: a COMPLETES kind */
+    int makes_counter;          /* Sync_ops_init, Sync_object_init */
 } Observed;
 
 /* The layout records.py defines (EVENT), checked at observe_begin. */
@@ -77,7 +78,18 @@ static __thread int t_in_call, t_thread, t_thread_generation;
 
 static PyObject *s_nbytes;
 static PyObject *g_request_event;       /* records.REQUEST_EVENT */
-static int g_posted;                    /* a request was numbered: completions look */
+static PyObject *g_request_counter;     /* records.REQUEST_COUNTER */
+static PyObject *s_kind, *s_zeroed, *s_waited_round;
+
+/* The counters' signals that ended a wait, and the rounds that waited for one,
+ * the completion calls found (the request's kind, the counter's number, the
+ * event): handed to the recorder MAX_LINKS at a time, and the rest at
+ * observe_end (a rank killed loses at most those arrows). */
+#define MAX_LINKS 64
+typedef struct { int64_t kind, counter, event; } Link;    /* records.LINK */
+static Link g_links[MAX_LINKS];
+static int g_link_count;
+static int g_posted;        /* a request is followed (a receive, a counter's): completions look */
 
 /* --- arguments ------------------------------------------------------------------ */
 
@@ -384,8 +396,33 @@ record(Observed *o, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
     return -1;
 }
 
+/* A counter's request completed: a Sync_ops signal that took the counter to 0,
+ * or a Sync_object round that waited for one, is a link (the flag goes). */
+static void hand_links(void);
+
+static void
+counter_completed(PyObject *request, PyObject *counter, int64_t index)
+{
+    PyObject *kind = PyObject_GetAttr(request, s_kind), *flag = NULL, *name;
+    long k = kind ? PyLong_AsLong(kind) : -1;
+    Py_XDECREF(kind);
+    name = k == SYNC_OPS ? s_zeroed : k == SYNC_OBJECT ? s_waited_round : NULL;
+    if (name != NULL && (flag = PyObject_GetAttr(request, name)) != NULL &&
+            PyObject_IsTrue(flag) == 1 && PyObject_SetAttr(request, name, Py_False) == 0) {
+        if (g_link_count == MAX_LINKS)
+            hand_links();
+        g_links[g_link_count].kind = (int)k;
+        g_links[g_link_count].counter = PyLong_AsLongLong(counter);
+        g_links[g_link_count].event = index;
+        g_link_count++;
+    }
+    Py_XDECREF(flag);
+    PyErr_Clear();
+}
+
 /* A completed request that was a posted receive's: its event gets the number
- * of the event that completed it (the first one; the mark goes). */
+ * of the event that completed it (the first one; the mark goes). A counter's
+ * request: counter_completed. */
 static void
 completed(PyObject *request, int64_t index)
 {
@@ -401,9 +438,32 @@ completed(PyObject *request, int64_t index)
                 ((Event *)g_events)[posted].completed_by < 0)
             ((Event *)g_events)[posted].completed_by = index;
         PyDict_DelItem(dict, g_request_event);
+    } else if ((number = PyDict_GetItemWithError(dict, g_request_counter)) != NULL) {
+        counter_completed(request, number, index);
     }
     PyErr_Clear();
     Py_DECREF(dict);
+}
+
+/* The links found so far, as records.LINK records in a bytes; emptied. */
+static PyObject *
+take_links(void)
+{
+    PyObject *links = PyBytes_FromStringAndSize((const char *)g_links,
+                                                g_link_count * (Py_ssize_t)sizeof(Link));
+    g_link_count = 0;
+    return links;
+}
+
+/* Hand the links found to the recorder (recorder.counter_links). */
+static void
+hand_links(void)
+{
+    PyObject *links = take_links(), *done;
+    done = links ? PyObject_CallMethod(g_recorder, "counter_links", "O", links) : NULL;
+    Py_XDECREF(done);
+    Py_XDECREF(links);
+    PyErr_Clear();
 }
 
 /* Whether a Test's result says it completed: True, or (True, ...). */
@@ -472,10 +532,17 @@ follow_requests(Observed *o, int64_t index, PyObject *result, PyObject *const *a
         else
             g_posted = 1;
         Py_XDECREF(number);
-    } else if (o->completes && g_posted) {      /* none posted: nothing to look for */
+    } else if (o->completes && g_posted) {      /* none followed: nothing to look for */
         completed_by_call(o->completes, o->requests.at >= 0 ?
                           argument(&o->requests, args, nargs, kwnames) :
                           nargs > 0 ? args[0] : NULL, result, index);
+    } else if (o->makes_counter) {              /* a counter's request: follow it */
+        PyObject *handle = argument(&o->counter_handle, args, nargs, kwnames);
+        PyObject *done = PyObject_CallMethod(g_recorder, "counter_made", "OO", result,
+                                             handle ? handle : Py_None);
+        Py_XDECREF(done);
+        PyErr_Clear();
+        g_posted = 1;
     } else if (o->group.at >= 0) {              /* a Post's or Start's group */
         PyObject *group = argument(&o->group, args, nargs, kwnames);
         PyObject *done = group == NULL ? NULL : PyObject_CallMethod(
@@ -504,8 +571,8 @@ observed_vectorcall(Observed *o, PyObject *const *args, size_t nargsf, PyObject 
         int64_t index;
         PyErr_Fetch(&type, &value, &traceback);     /* the call's own error, kept */
         index = record(o, args, nargs, kwnames, start, end);
-        if (index >= 0 && result != NULL && (o->posts || o->completes || o->group.at >= 0)
-                && g_recorder != NULL)
+        if (index >= 0 && result != NULL && g_recorder != NULL &&
+                (o->posts || o->completes || o->group.at >= 0 || o->makes_counter))
             follow_requests(o, index, result, args, nargs, kwnames);
         if (PyErr_Occurred())
             PyErr_WriteUnraisable(o->about);
@@ -601,6 +668,8 @@ observed_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
             argument_of(about, "data", defaults, &o->data) < 0 ||
             argument_of(about, "requests", defaults, &o->requests) < 0 ||
             argument_of(about, "group", defaults, &o->group) < 0 ||
+            argument_of(about, "counter_handle", defaults, &o->counter_handle) < 0 ||
+            (o->makes_counter = flag_of(about, "makes_counter")) < 0 ||
             (o->posts = flag_of(about, "posts")) < 0 ||
             (o->completes = completion_of(about)) < 0 ||
             (o->on_object = flag_of(about, "on_object")) < 0 ||
@@ -617,9 +686,9 @@ static void
 observed_dealloc(Observed *o)
 {
     Argument *all[] = {&o->peer, &o->tag, &o->to, &o->to_tag, &o->data, &o->requests,
-                       &o->group};
+                       &o->group, &o->counter_handle};
     size_t i;
-    for (i = 0; i < 7; i++) {
+    for (i = 0; i < 8; i++) {
         Py_XDECREF(all[i]->name);
         Py_XDECREF(all[i]->fallback);
     }
@@ -712,19 +781,25 @@ forget_tables(void)
         PyBuffer_Release(&g_map);
     g_events = NULL;
     g_dropped = NULL;
-    g_next = g_posted = 0;
+    g_next = g_posted = g_link_count = 0;
     Py_CLEAR(g_recorder);
 }
 
 static PyObject *
 n_observe_begin(PyObject *m, PyObject *args)
 {
-    PyObject *recorder, *events, *attribute;
-    Py_ssize_t header, event, dropped_at, capacity;
+    PyObject *recorder, *events, *attribute, *counter_attribute;
+    Py_ssize_t header, event, dropped_at, capacity, link;
     int profile;
-    if (!PyArg_ParseTuple(args, "OpOnnnnU:observe_begin", &recorder, &profile, &events,
-                          &capacity, &header, &event, &dropped_at, &attribute))
+    if (!PyArg_ParseTuple(args, "OpOnnnnUUn:observe_begin", &recorder, &profile, &events,
+                          &capacity, &header, &event, &dropped_at, &attribute,
+                          &counter_attribute, &link))
         return NULL;
+    if (link != sizeof(Link)) {
+        PyErr_Format(PyExc_ValueError, "observe_begin: links of %zd bytes, expected %zu "
+                     "(records.LINK and Link differ)", link, sizeof(Link));
+        return NULL;
+    }
     if (event != sizeof(Event)) {
         PyErr_Format(PyExc_ValueError, "observe_begin: records of %zd bytes, expected %zu "
                      "(records.EVENT and Event differ)", event, sizeof(Event));
@@ -747,6 +822,8 @@ n_observe_begin(PyObject *m, PyObject *args)
     g_recorder = recorder;
     Py_INCREF(attribute);
     Py_XSETREF(g_request_event, attribute);
+    Py_INCREF(counter_attribute);
+    Py_XSETREF(g_request_counter, counter_attribute);
     g_profile = profile;
     g_generation++;
     g_observe_waits = 1;
@@ -754,11 +831,12 @@ n_observe_begin(PyObject *m, PyObject *args)
 }
 
 /* The sums, and stop: ([(site, name, count, total, min, max, bytes, waited)...],
- * [(peer, where, ns)...], events written). */
+ * [(peer, where, ns)...], events written, the counters' links not handed yet). */
 static PyObject *
 n_observe_end(PyObject *m, PyObject *unused)
 {
     PyObject *sites = PyList_New(0), *waits = PyList_New(0), *result = NULL;
+    PyObject *links = take_links();
     size_t i;
     int w;
     if (sites == NULL || waits == NULL)
@@ -786,10 +864,12 @@ n_observe_end(PyObject *m, PyObject *unused)
         }
         Py_DECREF(item);
     }
-    result = Py_BuildValue("(OOL)", sites, waits, (long long)g_next);
+    if (links != NULL)
+        result = Py_BuildValue("(OOLO)", sites, waits, (long long)g_next, links);
 done:
     Py_XDECREF(sites);
     Py_XDECREF(waits);
+    Py_XDECREF(links);
     forget_tables();
     g_observe_waits = 0;
     return result;
@@ -798,17 +878,20 @@ done:
 static PyMethodDef observe_methods[] = {
     {"observe_begin", n_observe_begin, METH_VARARGS,
      "observe_begin(recorder, profile, events_map, capacity, header_size, event_size, "
-     "dropped_offset, request_attribute): record the Observed calls for recorder "
-     "(observe/recorder.py)."},
+     "dropped_offset, request_attribute, counter_attribute, link_size): record the "
+     "Observed calls for recorder (observe/recorder.py)."},
     {"observe_end", n_observe_end, METH_NOARGS,
-     "observe_end() -> (sites' sums, waits, events written): stop recording."},
+     "observe_end() -> (sites' sums, waits, events written, links): stop recording."},
     {NULL}
 };
 
 int
 observe_init(PyObject *module)
 {
-    if (!(s_nbytes = PyUnicode_InternFromString("nbytes")))
+    if (!(s_nbytes = PyUnicode_InternFromString("nbytes")) ||
+            !(s_kind = PyUnicode_InternFromString("_kind")) ||
+            !(s_zeroed = PyUnicode_InternFromString("_zeroed")) ||
+            !(s_waited_round = PyUnicode_InternFromString("_waited_round")))
         return -1;
     if (PyModule_AddType(module, &ObservedType) < 0)
         return -1;

@@ -17,8 +17,6 @@
  */
 #include "rma.h"
 
-enum { SYNC_OPS = 1, SYNC_OBJECT = 2 };
-
 /* The offset of the generation word in a counter's line (counters.py). */
 static Py_ssize_t g_off_generation = -1;
 static double g_wait_slice;
@@ -33,6 +31,11 @@ typedef struct {
     int count;                  /* Sync_object: added at every Start */
     int target, mode;           /* Sync_ops: window rank and MODE_WIN_* bits */
     char restart, active, completed, done, null_;
+    /* for --trace's arrows (observe/links.py): Sync_ops, its last signal took the
+     * counter to 0 (it ended a wait); Sync_object, the count it last added left
+     * the counter above 0 (its round waits for a signal), and whether the round
+     * it last completed did */
+    char zeroed, armed_positive, waited_round;
     PyObject *table;            /* the window's WinTable */
 } SyncCore;
 
@@ -71,6 +74,7 @@ arm(SyncCore *s)
         return 0;
     }
     s->done = 0;
+    s->armed_positive = (int64_t)before + s->count > 0;
     return 1;
 }
 
@@ -116,8 +120,10 @@ signal_target(SyncCore *s, WinTable *t)
      * wait, so it wakes no one (a sleeper woken by each of a count of 2 signals
      * would be scheduled once for nothing).  The doorbell still rings at every
      * signal, for waits on several requests at once. */
-    if (__atomic_fetch_add(counter, -1, SC) <= 1)
+    int32_t before = __atomic_fetch_add(counter, -1, SC);
+    if (before <= 1)
         wake_if_sleepers(counter);
+    s->zeroed = before == 1;
     cell_bump(CELL(s->doorbell));
     if (!s->restart)
         deactivate(s, t);
@@ -131,6 +137,7 @@ finish_object(SyncCore *s, WinTable *t)
 {
     __atomic_thread_fence(SC);      /* the signalling origins' data is visible here (R158) */
     s->done = 1;
+    s->waited_round = s->armed_positive;
     if (!s->restart) {
         deactivate(s, t);
     } else if (!arm(s)) {
@@ -228,6 +235,12 @@ static PyMemberDef sync_members[] = {
      "completed since its last Start (A23: Free allowed)"},
     {"_done", T_BOOL, offsetof(SyncCore, done), 0, "Sync_object: the counter reached 0"},
     {"_null", T_BOOL, offsetof(SyncCore, null_), 0, "freed"},
+    {"_zeroed", T_BOOL, offsetof(SyncCore, zeroed), 0,
+     "Sync_ops: its last signal took the counter to 0"},
+    {"_armed_positive", T_BOOL, offsetof(SyncCore, armed_positive), 0,
+     "Sync_object: its round waits for a signal"},
+    {"_waited_round", T_BOOL, offsetof(SyncCore, waited_round), 0,
+     "Sync_object: the round it last completed waited for a signal"},
     {"_table", T_OBJECT, offsetof(SyncCore, table), 0, "the window's WinTable"},
     {NULL}
 };

@@ -145,4 +145,8 @@ int active_init(PyObject *module);
 int winbarrier_init(PyObject *module);
 int counters_init(PyObject *module);
 
+/* The kinds of the counters' requests (counters.c; their _kind, which
+ * observe/observed.c reads too). */
+enum { SYNC_OPS = 1, SYNC_OBJECT = 2 };
+
 #endif
