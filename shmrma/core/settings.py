@@ -36,7 +36,7 @@ MPI4PY_VARIABLE = "SHMRMA_MPI4PY"
 
 TRACE_VARIABLE, PROFILE_VARIABLE = "SHMRMA_TRACE", "SHMRMA_PROFILE"
 TRACE_EVENTS_VARIABLE = "SHMRMA_TRACE_EVENTS"
-DEFAULT_TRACE_EVENTS = 1 << 20      # per rank: 80 MiB of records, some 200 MiB of JSON
+DEFAULT_TRACE_EVENTS = 1 << 20      # per rank: 80 MiB of records, some 150 MiB of JSON
 # Set by whoever gathers the ranks' records (the launcher): the directory the
 # ranks leave them in. Unset, a process gathers its own at exit (a singleton).
 OBSERVE_PARTS_VARIABLE = "SHMRMA_OBSERVE_PARTS"

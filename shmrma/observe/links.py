@@ -43,28 +43,49 @@ UNFOLLOWED = frozenset("Comm." + name for name in (
     "Isendrecv_replace"))
 
 
+# the window calls that open and close epochs (epochs.py)
+EPOCH_CALLS = frozenset("Win." + name for name in (
+    "Fence", "Start", "Complete", "Post", "Wait", "Lock", "Unlock", "Lock_all",
+    "Unlock_all"))
+FOLLOWED = SYNCHRONIZING | SENDS | RECEIVES | BOTH | UNFOLLOWED | EPOCH_CALLS
+
+
 def calls(part):
-    """The part's calls, in the order recorded; ``object`` is None but on the
-    communicators and windows the arrows follow."""
+    """The part's calls that arrows or epochs follow, on communicators and
+    windows, in the order recorded (only those: a long run records millions)."""
     out = []
-    for index, (start, spent, _, _, _, name, _, peer, tag, thread, target, to,
-                to_tag, _) in enumerate(part.events):
-        found = part.object(target)
-        if found is not None and found.kind not in ("comm", "win"):
-            found = None
-        out.append(Call(index, part.rank, thread, start, start + spent, part.string(name),
-                        peer, tag, found, to, to_tag))
+    followed = {number for number, text in enumerate(part.strings) if text in FOLLOWED}
+    for index, fields in enumerate(part.events):
+        if fields[NAME] not in followed:
+            continue
+        found = part.object(fields[TARGET])
+        if found is not None and found.kind in ("comm", "win"):
+            out.append(_call(part, index, fields, found))
     return out
+
+
+def call_at(part, index):
+    """Event ``index`` of the part as a Call (its object None)."""
+    return _call(part, index, part.events[index], None)
+
+
+def _call(part, index, fields, found):
+    (start, spent, _, _, _, name, _, peer, tag, thread, _, to, to_tag, _) = fields
+    return Call(index, part.rank, thread, start, start + spent, part.string(name), peer,
+                tag, found, to, to_tag)
+
+
+NAME, TARGET = 5, 10    # the call name's and the object's fields in records.EVENT
 
 
 def flows(parts, us):
     """The flow events (Chrome's "s" and "f") of every arrow; ``us(ns)`` gives a
     timestamp."""
     seen = {part.rank: calls(part) for part in parts}
-    ending = {part.rank: part.completed_by for part in parts}
+    by_rank = {part.rank: part for part in parts}
     groups = {part.rank: part.groups for part in parts}
-    arrows = (_collective_arrows(seen) + _message_arrows(seen, ending)
-              + _exposure_arrows(seen, groups) + _counter_arrows(parts, seen))
+    arrows = (_collective_arrows(seen) + _message_arrows(seen, by_rank)
+              + _exposure_arrows(seen, groups) + _counter_arrows(parts))
     out = []
     for number, (kind, source, target) in enumerate(arrows):
         out.append({"name": kind, "cat": "flow", "ph": "s", "id": number, "pid": source.rank,
@@ -94,7 +115,7 @@ def _collective_arrows(seen):
     return arrows
 
 
-def _message_arrows(seen, ending):
+def _message_arrows(seen, by_rank):
     sends, receives = collections.defaultdict(list), collections.defaultdict(list)
     unfollowed = set()
     for rank, found in seen.items():
@@ -119,7 +140,7 @@ def _message_arrows(seen, ending):
                 or len({c.thread for c in sent}) > 1 or len({c.thread for c in taken}) > 1):
             continue
         for send, receive in zip(sent, taken):
-            end = _where_it_ended(receive, seen, ending)
+            end = _where_it_ended(receive, by_rank)
             if end is not None:
                 arrows.append(("message", send, end))
     return arrows
@@ -144,7 +165,7 @@ def _exposure_arrows(seen, groups):
             for post, start in zip(posted, starts.get(key, []))]
 
 
-def _counter_arrows(parts, seen):
+def _counter_arrows(parts):
     """From each counter signal that took its counter to 0 to the Wait or Test
     that returned from the round it ended. Each such signal ends one round that
     waited, in order; the signals of different ranks are ordered by their calls,
@@ -153,9 +174,9 @@ def _counter_arrows(parts, seen):
     for part in parts:
         for kind, counter, event in part.links:
             name = part.counters.get(counter)
-            if name is not None and event < len(seen[part.rank]):
+            if name is not None and event < len(part.events):
                 found = signals if kind == records.SIGNAL else rounds
-                found[name].append(seen[part.rank][event])
+                found[name].append(call_at(part, event))
     arrows = []
     for name, sent in signals.items():
         sent.sort(key=lambda call: call.start)
@@ -167,14 +188,15 @@ def _counter_arrows(parts, seen):
     return arrows
 
 
-def _where_it_ended(receive, seen, ending):
+def _where_it_ended(receive, by_rank):
     """The call a receive returned from: itself when blocking, else the call that
     completed its request (a Wait, a Waitall...), when the records say."""
     if receive.name in BLOCKING:
         return receive
-    completed = ending[receive.rank].get(receive.index)
-    found = seen[receive.rank]
-    return found[completed] if completed is not None and completed < len(found) else None
+    part = by_rank[receive.rank]
+    completed = part.completed_by.get(receive.index)
+    return call_at(part, completed) if completed is not None and completed < len(
+        part.events) else None
 
 
 def _message_parts(call):

@@ -100,21 +100,41 @@ class Writer:
         FIELD.pack_into(self.map, ENDED_AT, ended)
 
 
+class Events:
+    """A part's event records, unpacked as they are read (a long run has
+    millions): ``len``, indexing and iteration give EVENT's fields."""
+
+    def __init__(self, data):
+        self.data = memoryview(data)[HEADER.size:]
+        self.count = 0
+        for fields in EVENT.iter_unpack(self.data[:len(self.data) // EVENT.size
+                                                  * EVENT.size]):
+            if fields[0] == 0:      # unwritten: the records end
+                break
+            self.count += 1
+
+    def __len__(self):
+        return self.count
+
+    def __getitem__(self, index):
+        if not 0 <= index < self.count:
+            raise IndexError(index)
+        return EVENT.unpack_from(self.data, index * EVENT.size)
+
+    def __iter__(self):
+        return EVENT.iter_unpack(self.data[:self.count * EVENT.size])
+
+
 class Part:
     """A rank's part as read back: its header's fields, its events, its strings."""
 
     def __init__(self, path):
-        with open(path, "rb") as f:
-            data = f.read()
+        with open(path, "rb") as f:     # mapped: only the pages read are loaded
+            data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         magic, self.rank, self.started, self.ended, self.dropped = HEADER.unpack_from(data, 0)
         if magic != MAGIC:
             raise ValueError("%s is not a trace part" % path)
-        self.events = []
-        for offset in range(HEADER.size, len(data) - EVENT.size + 1, EVENT.size):
-            fields = EVENT.unpack_from(data, offset)
-            if fields[0] == 0:
-                break
-            self.events.append(fields)
+        self.events = Events(data)
         self.strings, self.threads, self.objects, self.groups = [], {}, {}, {}
         self.counters = {}
         self.links = self._read_links(path[:-len(".events")] + ".links")

@@ -13,6 +13,9 @@ from ..core import job, settings
 from . import calls, recorder, records, report, timeline
 
 
+SAY_WRITING = 500000        # calls: a timeline this long takes seconds to write
+
+
 def install():
     """Record the MPI calls of every rank this process becomes (once)."""
     calls.install()
@@ -73,8 +76,13 @@ class Gathering:
         stream = stream or sys.stderr
         try:
             if self.trace:
-                notes = timeline.write(self.trace, records.parts(self.parts), self.started,
-                                       statuses, nranks)
+                parts = records.parts(self.parts)
+                count = sum(len(part.events) for part in parts)
+                if count >= SAY_WRITING:    # some seconds: say what the wait is for
+                    stream.write("shmrma: --trace: writing %d calls to %s\n"
+                                 % (count, self.trace))
+                    stream.flush()
+                notes = timeline.write(self.trace, parts, self.started, statuses, nranks)
                 for note in notes:
                     stream.write("shmrma: --trace: %s\n" % note)
             if self.profile is not None:

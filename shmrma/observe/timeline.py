@@ -22,17 +22,19 @@ JOB_PROCESS = 1 << 20       # the launcher's process in the timeline, after any 
 
 
 def events(parts, job_started, statuses, nranks):
-    """The trace events of every rank's part; ``statuses`` says how each rank ended."""
-    out = [_meta(JOB_PROCESS, 0, "process_name", "job"),
-           _meta(JOB_PROCESS, 0, "process_sort_index", -1, key="sort_index"),
-           {"name": "job start", "ph": "i", "s": "p", "ts": 0.0, "pid": JOB_PROCESS,
-            "tid": 0, "args": {"ranks": nranks}}]
+    """The trace events of every rank's part, one at a time; ``statuses`` says how
+    each rank ended."""
+    yield _meta(JOB_PROCESS, 0, "process_name", "job")
+    yield _meta(JOB_PROCESS, 0, "process_sort_index", -1, key="sort_index")
+    yield {"name": "job start", "ph": "i", "s": "p", "ts": 0.0, "pid": JOB_PROCESS,
+           "tid": 0, "args": {"ranks": nranks}}
     for part in parts:
-        out += _rank_events(part, job_started, statuses.get(part.rank), nranks)
+        yield from _rank_events(part, job_started, statuses.get(part.rank), nranks)
 
     def us(ns):
         return _us(ns - job_started)
-    return out + flows(parts, us) + epochs(parts, us)
+    yield from flows(parts, us)
+    yield from epochs(parts, us)
 
 
 def _us(ns):
@@ -46,24 +48,23 @@ def _meta(pid, tid, name, value, key="name"):
 def _rank_events(part, t0, status, nranks):
     rank = part.rank
     label = "rank %d" % rank if rank < nranks else "rank %d (spawned)" % rank
-    out = [_meta(rank, 0, "process_name", label),
-           _meta(rank, 0, "process_sort_index", rank, key="sort_index")]
+    yield _meta(rank, 0, "process_name", label)
+    yield _meta(rank, 0, "process_sort_index", rank, key="sort_index")
     for index, name in sorted(part.threads.items()):
-        out.append(_meta(rank, index, "thread_name", name))
-    last = max([start + spent for start, spent, *_ in part.events], default=part.started)
+        yield _meta(rank, index, "thread_name", name)
+    last = max((start + spent for start, spent, *_ in part.events), default=part.started)
     ended = part.ended or last
-    out.append({"name": "start-up", "cat": "job", "ph": "X", "pid": rank, "tid": 0,
-                "ts": 0.0, "dur": _us(part.started - t0)})
-    out.append({"name": label, "cat": "job", "ph": "X", "pid": rank, "tid": 0,
-                "ts": _us(part.started - t0), "dur": _us(ended - part.started)})
+    yield {"name": "start-up", "cat": "job", "ph": "X", "pid": rank, "tid": 0,
+           "ts": 0.0, "dur": _us(part.started - t0)}
+    yield {"name": label, "cat": "job", "ph": "X", "pid": rank, "tid": 0,
+           "ts": _us(part.started - t0), "dur": _us(ended - part.started)}
     for fields in part.events:
-        out += _call_events(part, fields, t0)
+        yield from _call_events(part, fields, t0)
     end = {"name": "end", "cat": "job", "ph": "i", "s": "t", "pid": rank, "tid": 0,
            "ts": _us(ended - t0), "args": {"status": status or "unknown"}}
     if not part.ended:
         end["args"]["note"] = "the rank ended without saying so: killed or crashed"
-    out.append(end)
-    return out
+    yield end
 
 
 def _call_events(part, fields, t0):
@@ -99,16 +100,17 @@ def _call_events(part, fields, t0):
 
 
 def write(path, parts, job_started, statuses, nranks):
-    """Write the timeline to ``path``; returns the notes to tell the user (events
-    dropped past the limit)."""
-    trace = {"traceEvents": events(parts, job_started, statuses, nranks),
-             "displayTimeUnit": "ms",
-             "otherData": {"producer": "shmrma-run --trace", "ranks": nranks}}
+    """Write the timeline to ``path``, an event at a time; returns the notes to
+    tell the user (events dropped past the limit)."""
+    other = {"producer": "shmrma-run --trace", "ranks": nranks}
     notes = ["rank %d dropped %d events past the limit of %d a rank (SHMRMA_TRACE_EVENTS)"
              % (part.rank, part.dropped, len(part.events)) for part in parts if part.dropped]
     if notes:
-        trace["otherData"]["dropped"] = {str(part.rank): part.dropped for part in parts}
+        other["dropped"] = {str(part.rank): part.dropped for part in parts}
+    compact = json.JSONEncoder(separators=(",", ":")).encode
     with open(path, "w") as f:
-        json.dump(trace, f, separators=(",", ":"))
-        f.write("\n")
+        f.write('{"traceEvents":[')
+        for number, event in enumerate(events(parts, job_started, statuses, nranks)):
+            f.write((",\n" if number else "\n") + compact(event))
+        f.write('\n],"displayTimeUnit":"ms","otherData":%s}\n' % compact(other))
     return notes
