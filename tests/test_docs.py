@@ -18,8 +18,8 @@
   Installing (pip, venv, activate) and the test suite itself are not run. Tools
   that take minutes (``shmrma-bench compare``, ``tools/*.py``,
   ``benchmarks/*.py``) run with ``--help`` appended instead, which checks the
-  options given before it; commands that need mpi4py or an ``mpiexec`` are
-  skipped where those are missing.
+  options given before it; commands that need mpi4py, an ``mpiexec`` or
+  matplotlib (``shmrma-bench timeline``) are skipped where those are missing.
 - Every file of the repository that the pages name (``scripts/...``,
   ``docs/examples/...``, ``tools/...``, ``benchmarks/...``) exists, and so do the
   README's relative links.
@@ -159,6 +159,11 @@ def runnable(command):
     if "--backend mpi" in bare or "--impl mpi4py" in bare or "--impl shmrma-mpi" in bare:
         if not (os.access(os.path.join(BIN, "mpiexec"), os.X_OK) or shutil.which("mpiexec")):
             return None, "needs an mpiexec (pip install -e '.[mpi]')"
+    if bare.startswith("shmrma-bench timeline"):
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            return None, "needs matplotlib (pip install -e '.[plot]')"
     if "mpi4py" in bare and "--no-mpi4py-alias" not in bare:
         try:
             import mpi4py  # noqa: F401

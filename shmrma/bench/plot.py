@@ -68,15 +68,16 @@ def unavailable():
     return None
 
 
-def _matplotlib():
-    """The two matplotlib classes draw() needs, or PlotUnavailable."""
+def _matplotlib(what="--plot"):
+    """The two matplotlib classes draw() needs, or PlotUnavailable saying that
+    ``what`` needs it."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError as exc:
-        raise PlotUnavailable("--plot needs matplotlib, which is not installed: install "
+        raise PlotUnavailable("%s needs matplotlib, which is not installed: install "
                               "shmrma's plot extra, `%s` (or `pip install matplotlib`)"
-                              % INSTALL_HINT) from exc
+                              % (what, INSTALL_HINT)) from exc
     return Figure, FigureCanvasAgg
 
 

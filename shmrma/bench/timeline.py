@@ -40,7 +40,7 @@ def lanes(trace):
 
 def draw(trace, path, window=None, title=None):
     """Draw ``trace`` (the parsed JSON) into the PNG ``path``; returns it."""
-    Figure, FigureCanvasAgg = _matplotlib()
+    Figure, FigureCanvasAgg = _matplotlib("shmrma-bench timeline")
     calls = [event for event in trace["traceEvents"] if event.get("cat") == "mpi"]
     waits = [event for event in trace["traceEvents"] if event.get("cat") == "wait"]
     if not calls:
