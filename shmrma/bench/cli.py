@@ -58,7 +58,8 @@ output) on two ranks it starts itself.
               machine facts
   timeline    draw a trace of shmrma-run --trace as a per-rank timeline
               (PNG; needs matplotlib): a lane per rank and thread, a bar per
-              MPI call, hatched where it waited; --window START:END in ms
+              MPI call, hatched where it waited, the trace's arrows;
+              --window START:END in ms
   list        the benchmarks and the sync modes each accepts
   --version   print shmrma's version and exit
 """

@@ -37,8 +37,11 @@ options:
   --check=no-loads   the same without watching the ranks' own loads (faster)
   --check=no-local   neither: RMA calls and origin buffers only (fastest)
   --trace FILE       write a timeline of the job to FILE: every MPI call of
-                     every rank and thread, with its wait, as trace-event
-                     JSON that ui.perfetto.dev and chrome://tracing open
+                     every rank and thread with its wait, arrows from each
+                     call to the calls it let return (a send to its receive,
+                     a collective's last arrival, a Post, a counter signal),
+                     and the windows' epochs, as trace-event JSON that
+                     ui.perfetto.dev and chrome://tracing open
                      (docs/observe.md; SHMRMA_TRACE=FILE does the same for a
                      singleton or shmrma.launch)
   --profile[=FILE]   at the end, a report on stderr: per rank the time in
