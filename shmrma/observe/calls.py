@@ -9,7 +9,6 @@ cost. A call is named after the class mpi4py documents it on: a method of the
 collectives' or the window's parts is ``Comm.Allreduce`` or ``Win.Put``.
 """
 import functools
-import importlib
 import inspect
 import sys
 import time
@@ -66,18 +65,17 @@ PUBLIC = ("Comm", "Intracomm", "Intercomm", "Topocomm", "Cartcomm", "Graphcomm",
           "Distgraphcomm", "Win", "File", "Message", "Request", "Prequest", "Grequest")
 # the classes whose objects have names (Get_name) a call's record gives
 _NAMED = frozenset(PUBLIC[:8])
-# the modules that derive the runtime's own classes from them
-_DERIVING = ("..coll.inter", "..coll.nonblocking", "..coll.persistent", "..comm.graph",
-             "..comm.intercomm", "..comm.intracomm", "..comm.topology", "..p2p.partitioned",
-             "..p2p.transfers", "..rma.calls", "..rma.counters", "..rma.winbarrier")
 
 
 def classes():
     """(class, public name) of every class whose calls are recorded, each before
     those derived from it: the public ones and every kind of request the runtime
     makes (a Sync_ops_init request's Wait is Request.Wait)."""
-    for name in _DERIVING:
-        importlib.import_module(name, __package__)
+    # the modules that derive the runtime's own classes from the public ones
+    from ..coll import inter, nonblocking, persistent  # noqa: F401
+    from ..comm import graph, intercomm, intracomm, topology  # noqa: F401
+    from ..p2p import partitioned, transfers  # noqa: F401
+    from ..rma import calls, counters, winbarrier  # noqa: F401
     from ..comm.comm import Comm
     from ..io.file import File
     from ..p2p import message, request
@@ -138,7 +136,7 @@ def observed(method, label, on_object):
 
 
 def _observed(method, about):
-    now, active, frame, waited = time.monotonic_ns, recorder.active, sys._getframe, atomic
+    now, active, frame = time.monotonic_ns, recorder.active, sys._getframe
 
     @functools.wraps(method)
     def call(*args, **kwargs):
@@ -146,7 +144,7 @@ def _observed(method, about):
         if thread in _busy:
             return method(*args, **kwargs)
         _busy.add(thread)
-        waited.waited()         # waits outside a call are nobody's
+        atomic.waited()         # waits outside a call are nobody's
         result = None
         start = now()           # even before a recorder runs: a singleton's first call
         try:                    # starts it
@@ -196,36 +194,22 @@ class Call:
         """The bytes of the call's data, -1 when it has none or they cannot be told."""
         if self.data is None:
             return -1
-        index, name = self.data
-        data = args[index] if index < len(args) else kwargs.get(name, self.defaults.get(name))
+        data = self._named(self.data, args, kwargs)
         nbytes = getattr(data, "nbytes", None)      # an array: the common case, at once
         return buffers.message_bytes(data) if nbytes is None else nbytes
 
     def peer_and_tag(self, args, kwargs):
         """The call's peer and tag, -1 for none."""
-        return self._integers((self.peer, self.tag), args, kwargs)
+        return [_integer(self._named(where, args, kwargs)) for where in (self.peer, self.tag)]
 
     def destination(self, args, kwargs):
         """Where a call that also receives sends, and its tag: -1, -1 for none."""
-        return self._integers((self.to, self.to_tag), args, kwargs)
-
-    def _integers(self, places, args, kwargs):
-        found = []
-        for where in places:
-            if where is None:
-                found.append(-1)
-                continue
-            index, name = where
-            value = (args[index] if index < len(args)
-                     else kwargs.get(name, self.defaults.get(name)))
-            found.append(value if type(value) is int and value >= 0 else _integer(value))
-        return found
+        return [_integer(self._named(where, args, kwargs)) for where in (self.to, self.to_tag)]
 
     def completing(self, args, kwargs):
         """What a completion call was given: its requests, or the request itself."""
         if self.requests is not None:
-            index, name = self.requests
-            return args[index] if index < len(args) else kwargs.get(name)
+            return self._named(self.requests, args, kwargs)
         return args[0] if args else None
 
     def group_of(self, args, kwargs):
@@ -237,10 +221,12 @@ class Call:
         return self._named(self.counter_handle, args, kwargs)
 
     def _named(self, where, args, kwargs):
+        """The argument at ``where`` (its position and keyword), its default when
+        not given; None when the call has no such argument."""
         if where is None:
             return None
         index, name = where
-        return args[index] if index < len(args) else kwargs.get(name)
+        return args[index] if index < len(args) else kwargs.get(name, self.defaults.get(name))
 
     def target(self, args):
         """The communicator, window or file the call was made on, or None."""

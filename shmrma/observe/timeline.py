@@ -52,14 +52,15 @@ def _rank_events(part, t0, status, nranks):
     yield _meta(rank, 0, "process_sort_index", rank, key="sort_index")
     for index, name in sorted(part.threads.items()):
         yield _meta(rank, index, "thread_name", name)
-    last = max((start + spent for start, spent, *_ in part.events), default=part.started)
+    last = part.started         # a rank that was killed ended with its last call
+    for fields in part.events:
+        yield from _call_events(part, fields, t0)
+        last = max(last, fields[0] + fields[1])
     ended = part.ended or last
     yield {"name": "start-up", "cat": "job", "ph": "X", "pid": rank, "tid": 0,
            "ts": 0.0, "dur": _us(part.started - t0)}
     yield {"name": label, "cat": "job", "ph": "X", "pid": rank, "tid": 0,
            "ts": _us(part.started - t0), "dur": _us(ended - part.started)}
-    for fields in part.events:
-        yield from _call_events(part, fields, t0)
     end = {"name": "end", "cat": "job", "ph": "i", "s": "t", "pid": rank, "tid": 0,
            "ts": _us(ended - t0), "args": {"status": status or "unknown"}}
     if not part.ended:
