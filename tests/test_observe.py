@@ -16,6 +16,8 @@ import textwrap
 
 import pytest
 
+from test_backends import needs_mpi
+
 PROGRAM = textwrap.dedent('''
     import threading
     import numpy as np
@@ -127,7 +129,8 @@ LATE_SENDER = textwrap.dedent('''
 
 def test_waits_are_slices_inside_their_call(run_shmrma, tmp_path):
     """Rank 0 waits in Recv for rank 1, which sleeps first: the wait is inside the
-    Recv, for rank 1, and about as long as the sleep."""
+    Recv, for rank 1, about as long as the sleep, and (longer than a slice of the
+    wait policy) says what it waited for as --timeout does."""
     program = _program(tmp_path, LATE_SENDER)
     out = tmp_path / "trace.json"
     result = run_shmrma(["-n", 2, "--trace", out, program], cwd=tmp_path)
@@ -137,7 +140,8 @@ def test_waits_are_slices_inside_their_call(run_shmrma, tmp_path):
     waits = [event for event in events if event["name"] == "wait" and event["pid"] == 0]
     assert len(waits) == 1
     wait = waits[0]
-    assert wait["args"] == {"for": "rank 1 of MPI_COMM_WORLD", "in": "Comm.Recv"}
+    assert wait["args"] == {"for": "rank 1 of MPI_COMM_WORLD", "in": "Comm.Recv",
+                            "waiting for": "a message from rank 1 with tag 5"}
     assert receive["ts"] <= wait["ts"] and (wait["ts"] + wait["dur"]
                                             <= receive["ts"] + receive["dur"] + 0.01)
     assert wait["dur"] > 0.5 * receive["dur"] and receive["dur"] > 100000
@@ -695,3 +699,111 @@ def test_counter_arrows_are_the_same_from_the_c_recorder_and_the_fallback(
                          for source, first, target, second in _flows(trace, "signal")}
     assert found[1] == found[0] == {(0, "prog.py:17 <module>", 1, "prog.py:18 <module>"),
                                     (1, "prog.py:17 <module>", 0, "prog.py:18 <module>")}
+
+
+ON_MPI = textwrap.dedent('''
+    import mpi4py
+    mpi4py.rc.thread_level = "serialized"   # before the import: still heard
+    import numpy as np
+    from mpi4py import MPI
+    assert MPI.Query_thread() == MPI.THREAD_SERIALIZED, MPI.Query_thread()
+    comm = MPI.COMM_WORLD
+    rank, size = comm.Get_rank(), comm.Get_size()
+    buf = np.zeros(100, dtype="i")
+    for _ in range(ROUNDS):
+        if rank == 0:
+            comm.Send([buf, 8, MPI.BYTE], dest=1, tag=3)               # line 12
+        elif rank == 1:
+            comm.Recv([buf, 8, MPI.BYTE], source=0, tag=3)             # line 14
+    request = comm.Isend(buf, dest=(rank + 1) % size)                  # line 15
+    comm.Recv(buf, source=(rank - 1) % size)
+    request.Wait()                                                     # line 17
+    win = MPI.Win.Allocate(64, comm=comm)                              # line 18
+    win.Fence()
+    win.Free()
+''')
+
+
+@needs_mpi
+def test_profile_on_the_mpi_backend_times_mpi4pys_calls(run_shmrma, tmp_path):
+    """--profile with --backend mpi: mpi4py's own calls (a C extension's methods,
+    and requests mpi4py makes) summed per call site, bytes of [buf, count, type]
+    counted; the program's mpi4py.rc still heard; waits said not measured."""
+    out = tmp_path / "profile.json"
+    result = run_shmrma(["-n", 2, "--backend", "mpi", "--profile=%s" % out,
+                         _program(tmp_path, ON_MPI)], cwd=tmp_path,
+                        env={"TMPDIR": str(tmp_path)}, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "shmrma profile: 2 rank(s)" in result.stderr
+    assert "waiting: not measured on the mpi backend" in result.stderr
+    with open(out) as f:
+        report = json.load(f)
+    assert [rank["rank"] for rank in report["ranks"]] == [0, 1]
+    assert all(rank["waiting_s"] is None and rank["mpi_s"] > 0 for rank in report["ranks"])
+    sites = {(site["call"], site["site"].rpartition(":")[2].split()[0]): site
+             for site in report["sites"]}
+    assert sites[("Comm.Send", "12")]["count"] == ROUNDS
+    assert sites[("Comm.Send", "12")]["bytes"] == 8 * ROUNDS
+    assert sites[("Comm.Recv", "14")]["bytes"] == 8 * ROUNDS
+    assert sites[("Comm.Isend", "15")]["per_rank_s"].keys() == {"0", "1"}
+    assert sites[("Request.Wait", "17")]["count"] == 2
+    assert sites[("Win.Allocate", "18")]["count"] == 2
+    assert not _leftovers(tmp_path)
+
+
+@needs_mpi
+def test_profile_on_the_mpi_backend_times_shmrmas_extensions(run_shmrma, tmp_path):
+    """Through ``from shmrma import MPI`` the backend's own classes are timed too:
+    the proposal's counters' calls and their requests' waits."""
+    program = _program(tmp_path, textwrap.dedent('''
+        from shmrma import MPI
+        import numpy as np
+        comm = MPI.COMM_WORLD
+        rank, size = comm.Get_rank(), comm.Get_size()
+        left, right = (rank - 1) % size, (rank + 1) % size
+        win = MPI.Win.Allocate(8, 8, comm=comm)
+        mine, theirs = win.Alloc_sync_objects(1), [MPI.SYNC_NULL]
+        comm.Sendrecv([mine, MPI.HANDLE_SYNC], left, 1, [theirs, MPI.HANDLE_SYNC], right, 1)
+        arrived = win.Sync_object_init(mine[0], 1)
+        signal = win.Sync_ops_init(right, MPI.MODE_WIN_PUT, theirs[0])
+        MPI.Prequest.Startall([arrived, signal])
+        win.Put([np.array([rank], "i8"), MPI.INT64_T], right, 0)
+        signal.Wait()
+        arrived.Wait()                                                 # line 14
+        win.Free()
+    '''))
+    result = run_shmrma(["-n", 2, "--backend", "mpi", "--profile", program], cwd=tmp_path,
+                        env={"TMPDIR": str(tmp_path)}, timeout=120)
+    assert result.returncode == 0, result.stderr
+    lines = [line.split() for line in result.stderr.splitlines()]
+    assert any(line[:1] == ["Win.Sync_ops_init"] for line in lines), result.stderr
+    assert any(line[:1] == ["Request.Wait"] and line[1].endswith(":14") for line in lines)
+    assert not _leftovers(tmp_path)
+
+
+def test_profile_on_the_mpi_backend_without_the_c_extension_is_refused(monkeypatch):
+    """The mpi backend's --profile sets its wrappers on mpi4py's classes with the
+    C extension; an installation without it is told so before the job runs."""
+    from shmrma.run import cli
+    options = cli.parse(["-n", "2", "--backend", "mpi", "--profile", "prog.py"])
+    monkeypatch.setattr(cli, "_has_native", lambda: False)
+    with pytest.raises(cli.UsageError, match="needs shmrma's C extension"):
+        cli.checked(options)
+
+
+def test_a_long_collective_wait_says_what_it_waited_for(run_shmrma, tmp_path):
+    """A collective's wait that outlasts a slice of the wait policy carries the
+    text --timeout prints for it too (the messages' is in the test above)."""
+    program = _program(tmp_path, LATE_SENDER + textwrap.dedent('''
+        comm.Barrier()
+        if comm.Get_rank() == 0:
+            time.sleep(0.3)
+        comm.Barrier()
+    '''))
+    out = tmp_path / "trace.json"
+    result = run_shmrma(["-n", 2, "--trace", out, program], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    noted = [(event["pid"], event["args"]["in"], event["args"]["waiting for"])
+             for event in _trace(out)["traceEvents"]
+             if event.get("cat") == "wait" and "waiting for" in event["args"]]
+    assert (1, "Comm.Barrier", "Barrier on MPI_COMM_WORLD (2 ranks)") in noted

@@ -221,6 +221,8 @@ class World:
         data = text.encode("utf-8", "replace")[:WAITING_BYTES - 1] + b"\0"
         offset = self.rank_block(self.rank) - self.base + OFF_WAITING
         self.mem[offset:offset + len(data)] = data
+        for hook in _waiting_hooks:
+            hook(text)
 
     def clear_waiting(self):
         self.mem[self.rank_block(self.rank) - self.base + OFF_WAITING] = 0
@@ -398,6 +400,16 @@ _reset_hooks = []
 
 def on_new_rank(hook):
     _reset_hooks.append(hook)
+    return hook
+
+
+_waiting_hooks = []
+
+
+def on_long_wait(hook):
+    """``hook(text)`` runs when a wait of this process outlasts a slice, with what
+    it waits for (the text the launcher's --timeout report gives)."""
+    _waiting_hooks.append(hook)
     return hook
 
 

@@ -57,7 +57,7 @@ PUBLIC_NAME = {
 }
 
 _busy = set()       # threads inside a recorded call
-_installed = []
+_installed = set()    # classes whose calls are wrapped
 
 
 # the classes a program meets, by the names mpi4py gives them
@@ -67,20 +67,14 @@ PUBLIC = ("Comm", "Intracomm", "Intercomm", "Topocomm", "Cartcomm", "Graphcomm",
 _NAMED = frozenset(PUBLIC[:8])
 
 
-def classes():
+def classes(roots=None):
     """(class, public name) of every class whose calls are recorded, each before
-    those derived from it: the public ones and every kind of request the runtime
-    makes (a Sync_ops_init request's Wait is Request.Wait)."""
-    # the modules that derive the runtime's own classes from the public ones
-    from ..coll import inter, nonblocking, persistent  # noqa: F401
-    from ..comm import graph, intercomm, intracomm, topology  # noqa: F401
-    from ..p2p import partitioned, transfers  # noqa: F401
-    from ..rma import calls, counters, winbarrier  # noqa: F401
-    from ..comm.comm import Comm
-    from ..io.file import File
-    from ..p2p import message, request
-    from ..rma import window
-    found, queue = [], [Comm, window.Win, File, message.Message, request.Request]
+    those derived from it: ``roots`` and the classes derived from them; by
+    default the public ones and every kind of request the runtime makes (a
+    Sync_ops_init request's Wait is Request.Wait)."""
+    if roots is None:
+        roots = _runtime_roots()
+    found, queue = [], list(roots)
     while queue:
         kind = queue.pop(0)
         if kind in (known for known, _ in found):
@@ -91,22 +85,36 @@ def classes():
     return found
 
 
-def install():
-    """Wrap the calls of every class (once per process)."""
-    if _installed:
-        return
-    _installed.append(True)
-    for kind, public in classes():
+def _runtime_roots():
+    # the modules that derive the runtime's own classes from the public ones
+    from ..coll import inter, nonblocking, persistent  # noqa: F401
+    from ..comm import graph, intercomm, intracomm, topology  # noqa: F401
+    from ..p2p import partitioned, transfers  # noqa: F401
+    from ..rma import calls, counters, winbarrier  # noqa: F401
+    from ..comm.comm import Comm
+    from ..io.file import File
+    from ..p2p import message, request
+    from ..rma import window
+    return [Comm, window.Win, File, message.Message, request.Request]
+
+
+def install(roots=None, assign=setattr):
+    """Wrap the calls of every class not wrapped yet: the runtime's, or those of
+    ``roots`` and the classes derived from them; each wrapper is set on its
+    class by ``assign`` (setattr's signature)."""
+    for kind, public in classes(roots):
+        if kind in _installed:
+            continue
+        _installed.add(kind)
         for name in dir(kind):
             if name[:1].isupper() or name in LOWERCASE:
-                _wrap(kind, name, public)
+                _wrap(kind, name, public, assign)
 
 
-def _wrap(kind, name, public):
+def _wrap(kind, name, public, assign):
     attr = inspect.getattr_static(kind, name)
     method = attr.__func__ if isinstance(attr, (classmethod, staticmethod)) else attr
-    if getattr(method, "about", None) is not None or not isinstance(method, (
-            types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType)):
+    if getattr(method, "about", None) is not None or not _is_method(method):
         return      # not a method, or wrapped already (on a class it derives from)
     # named after the most general public class that has it: a request's Wait is
     # Request.Wait, an Intracomm's Send Comm.Send
@@ -121,7 +129,15 @@ def _wrap(kind, name, public):
         wrapped = classmethod(wrapped)
     elif isinstance(attr, staticmethod):
         wrapped = staticmethod(wrapped)
-    setattr(kind, name, wrapped)
+    assign(kind, name, wrapped)
+
+
+def _is_method(attr):
+    """A function of Python or C, or a method a C extension's compiler made (a
+    Cython function, as in mpi4py's classes); not a class, property or value."""
+    return (isinstance(attr, (types.FunctionType, types.BuiltinFunctionType,
+                              types.MethodDescriptorType))
+            or type(attr).__name__ == "cython_function_or_method")
 
 
 def observed(method, label, on_object):

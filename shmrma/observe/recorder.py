@@ -47,8 +47,11 @@ def current():
 
 
 class Recorder:
-    def __init__(self, rank, parts, trace, profile):
-        self.rank, self.parts = rank, parts
+    """``waits``: whether the time calls wait is known (the wait policy's, not
+    on the mpi backend, whose MPI waits inside its own calls)."""
+
+    def __init__(self, rank, parts, trace, profile, waits=True):
+        self.rank, self.parts, self.measures_waits = rank, parts, waits
         self.started = time.monotonic_ns()
         self.strings = {}       # text -> number, in the names file's order
         self.adding = threading.Lock()      # a new string: its line, then its number
@@ -129,6 +132,12 @@ class Recorder:
             setattr(request, records.REQUEST_COUNTER, number)
         except (AttributeError, TypeError):
             pass
+
+    def wait_noted(self, text):
+        """This thread's call has waited a slice, for ``text`` (what --timeout
+        would print): the timeline's wait slice says it."""
+        if self.writer is not None:
+            self.writer.line(records.WAIT_NOTE, self._thread()[0], time.monotonic_ns(), text)
 
     def counter_links(self, links):
         """Links of counters the completion calls found (records.LINK records, as
@@ -287,9 +296,11 @@ class Recorder:
         profile = {
             "rank": self.rank, "wall_ns": ended - self.started,
             "sites": [[site, name] + entry for (site, name), entry in sums.items()],
-            # on whom: [rank, in communicator or window] or [-1, in call]
+            # on whom: [rank, in communicator or window] or [-1, in call]; None:
+            # not measured
             "waits": [[peer, self.objects[where][0] if peer >= 0 else names[where], ns]
-                      for (peer, where), ns in self.waits.items()],
+                      for (peer, where), ns in self.waits.items()]
+            if self.measures_waits else None,
         }
         path = os.path.join(self.parts, "%d.profile" % os.getpid())
         with open(path + ".tmp", "w") as f:

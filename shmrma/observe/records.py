@@ -11,6 +11,7 @@ one JSON line each, appended with one write(2) each so that they too survive
 the rank. The links file holds the counters' links (LINK), written a batch at a
 time.
 """
+import bisect
 import json
 import mmap
 import os
@@ -38,8 +39,10 @@ NONE = -1
 # kinds of line in the names file: a string (numbered in order), a thread's name,
 # a communicator or window (recorder.target_number), the world ranks of the
 # group an event's call named (recorder.group_named: a Post's, a Start's), a
-# counter of the proposal (its number and what names it in every rank)
-STRING, THREAD, OBJECT, GROUP, COUNTER = "s", "t", "o", "g", "k"
+# counter of the proposal (its number and what names it in every rank), what a
+# thread's wait was waiting for once it outlasted a slice (the thread's number,
+# the time, the text --timeout prints: recorder.wait_noted)
+STRING, THREAD, OBJECT, GROUP, COUNTER, WAIT_NOTE = "s", "t", "o", "g", "k", "w"
 # The links file, ``<pid>.links``: the counters' links, a LINK each: the request's
 # kind (SIGNAL, a Sync_ops signal that took the counter to 0; ROUND, a round of a
 # Sync_object request that waited for one), the counter's number, the event
@@ -137,6 +140,7 @@ class Part:
         self.events = Events(data)
         self.strings, self.threads, self.objects, self.groups = [], {}, {}, {}
         self.counters = {}
+        self.wait_notes = {}    # thread -> [(ns, text)], in time order
         self.links = self._read_links(path[:-len(".events")] + ".links")
         # a posted receive's event -> the event that completed its request
         self.completed_by = {index: fields[-1] for index, fields in enumerate(self.events)
@@ -164,6 +168,17 @@ class Part:
                 self.groups[fields[0]] = fields[1]
             elif kind == COUNTER:
                 self.counters[fields[0]] = fields[1]
+            elif kind == WAIT_NOTE:
+                self.wait_notes.setdefault(fields[0], []).append((fields[1], fields[2]))
+
+    def wait_note(self, thread, start, end):
+        """What the wait of ``thread``'s call from ``start`` to ``end`` (ns) was
+        waiting for, as --timeout says it (its first note), or None."""
+        notes = self.wait_notes.get(thread)
+        if not notes:
+            return None
+        at = bisect.bisect_left(notes, (start, ""))
+        return notes[at][1] if at < len(notes) and notes[at][0] <= end else None
 
 
     @staticmethod

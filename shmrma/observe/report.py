@@ -27,11 +27,12 @@ def summary(profiles, nranks):
     ranks, sites = [], {}
     for profile in profiles:
         mpi = sum(entry[2 + TOTAL] for entry in profile["sites"])
-        waits = sorted(profile["waits"], key=lambda wait: -wait[2])
+        measured = profile["waits"] is not None     # not on the mpi backend
+        waits = sorted(profile["waits"] or (), key=lambda wait: -wait[2])
         ranks.append({
             "rank": profile["rank"], "wall_s": profile["wall_ns"] / 1e9, "mpi_s": mpi / 1e9,
             "mpi_share": mpi / profile["wall_ns"] if profile["wall_ns"] else 0.0,
-            "waiting_s": sum(wait[2] for wait in waits) / 1e9,
+            "waiting_s": sum(wait[2] for wait in waits) / 1e9 if measured else None,
             "waited_on": [{"on": _whom(peer, where), "s": ns / 1e9}
                           for peer, where, ns in waits]})
         for site, call, *entry in profile["sites"]:
@@ -68,10 +69,14 @@ def text(report):
                                              "waiting s", "waited most on")]
     for rank in report["ranks"]:
         most = rank["waited_on"][0] if rank["waited_on"] else None
-        lines.append("%5d %10.4f %10.4f %6.1f %10.4f  %s" % (
-            rank["rank"], rank["wall_s"], rank["mpi_s"], 100 * rank["mpi_share"],
-            rank["waiting_s"],
+        waiting = ("%10.4f" % rank["waiting_s"] if rank["waiting_s"] is not None
+                   else "%10s" % "-")
+        lines.append("%5d %10.4f %10.4f %6.1f %s  %s" % (
+            rank["rank"], rank["wall_s"], rank["mpi_s"], 100 * rank["mpi_share"], waiting,
             "%s (%.4f s)" % (most["on"], most["s"]) if most else "-"))
+    if any(rank["waiting_s"] is None for rank in report["ranks"]):
+        lines.append("(waiting: not measured on the mpi backend, whose MPI waits inside "
+                     "its calls; their time is in MPI s)")
     for missing in report["missing_ranks"]:
         lines.append("%5d  no profile: the rank did not end normally" % missing)
     sites = report["sites"]

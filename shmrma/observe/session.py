@@ -20,6 +20,13 @@ def install():
     """Record the MPI calls of every rank this process becomes (once)."""
     calls.install()
     job.on_new_rank(_start_rank)
+    job.on_long_wait(_noted)
+
+
+def _noted(text):
+    log = recorder.current()
+    if log is not None:
+        log.wait_noted(text)
 
 
 def _start_rank():

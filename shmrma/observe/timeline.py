@@ -94,9 +94,13 @@ def _call_events(part, fields, t0):
         waited = min(waited, start + spent - began)
         whom = ("rank %d of %s" % (peer, on)) if peer != records.NONE else (
             "the other ranks of %s" % on if on else "its requests")
+        about = {"for": whom, "in": call}
+        noted = part.wait_note(thread, start, start + spent)
+        if noted is not None:       # a wait that outlasted a slice said it
+            about["waiting for"] = noted
         out.append({"name": "wait", "cat": "wait", "ph": "X", "pid": part.rank,
                     "tid": thread, "ts": _us(began - t0), "dur": _us(waited),
-                    "args": {"for": whom, "in": call}})
+                    "args": about})
     return out
 
 

@@ -107,6 +107,8 @@ def command(options, mpiexec):
     if options.mode == "exec":      # a program that is not Python (shmrma-mpiexec)
         return argv + [options.target] + list(options.args)
     argv += [sys.executable] + options.python_argv() + ["-m", "mpi4py"]
+    if options.profile:     # the ranks time mpi4py's calls (observing.py)
+        argv += ["-m", "shmrma.onmpi.observing"]
     if options.mode == "module":
         argv += ["-m", options.target]
     elif options.mode == "code":
@@ -126,6 +128,11 @@ def run(options):
         return 1
     env = dict(os.environ)
     env[settings.BACKEND_VARIABLE] = "mpi"
+    gathering = None
+    if options.profile:     # where the ranks leave their sums
+        from ..observe import session
+        gathering = session.Gathering()
+        env.update(gathering.environment())
     before = mpi_segments()
     job = subprocess.Popen(argv, env=env, start_new_session=True)
     forwarded = {sig: signal.signal(sig, lambda signum, frame: _signal_job(job, signum))
@@ -136,6 +143,8 @@ def run(options):
         for sig, handler in forwarded.items():
             signal.signal(sig, handler)
         sweep(mpi_segments() - before)
+        if gathering is not None:
+            gathering.finish(options.nranks, {})
 
 
 def _supervise(job, timeout):

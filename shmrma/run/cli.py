@@ -46,7 +46,8 @@ options:
                      singleton or shmrma.launch)
   --profile[=FILE]   at the end, a report on stderr: per rank the time in
                      MPI and waiting (on whom), the top call sites by time
-                     and by bytes; with FILE, as JSON there too (SHMRMA_PROFILE)
+                     and by bytes; with FILE, as JSON there too (SHMRMA_PROFILE);
+                     on the mpi backend too, without the waits
   --backend NAME     shm (default: processes sharing memory) or mpi (the
                      installed MPI's mpiexec with mpi4py; see "Running on a
                      cluster" in the README); SHMRMA_BACKEND sets the default
@@ -368,6 +369,11 @@ def usage_error(prog, exc, usage):
     return 2
 
 
+def _has_native():
+    import importlib.util
+    return importlib.util.find_spec("shmrma._native") is not None
+
+
 def checked(options):
     """Refuse option combinations that cannot run (UsageError); sets the backend."""
     if options.backend is None:
@@ -392,8 +398,9 @@ def checked(options):
     if (options.trace or options.profile) and options.mode == "exec":
         raise UsageError("--trace and --profile record Python ranks; %s is not a Python "
                          "program" % options.target)
-    if options.profile and options.backend != "shm":
-        raise UsageError("--profile works on the shm backend only, for now")
+    if options.profile and options.backend != "shm" and not _has_native():
+        raise UsageError("--profile on the mpi backend needs shmrma's C extension, "
+                         "which this installation lacks (rebuild it: pip install -e .)")
     _check_writable("--trace", options.trace)
     _check_writable("--profile", options.profile if options.profile != "1" else None)
     if not options.check:
@@ -414,17 +421,17 @@ def run(options, prog, usage):
     if options.workdir is not None:
         os.chdir(options.workdir)
     os.environ.update(options.environment)
+    from ..core import settings
+    if options.profile:
+        os.environ[settings.PROFILE_VARIABLE] = (
+            options.profile if options.profile == "1" else os.path.abspath(options.profile))
     if options.backend == "mpi":
         from ..onmpi import launch as mpi_launch
         return mpi_launch.run(options)
-    from ..core import settings
     if options.check:
         os.environ[settings.CHECK_VARIABLE] = options.check
     if options.trace:
         os.environ[settings.TRACE_VARIABLE] = os.path.abspath(options.trace)
-    if options.profile:
-        os.environ[settings.PROFILE_VARIABLE] = (
-            options.profile if options.profile == "1" else os.path.abspath(options.profile))
     if not options.mpi4py_alias:
         os.environ[settings.MPI4PY_VARIABLE] = "0"
     options.apply_python_options()

@@ -236,6 +236,8 @@ def message_bytes(msg):
     try:
         buf, count, _, datatype = _unpack(msg)
         if isinstance(count, int) and datatype is not None:
+            if not isinstance(datatype, (datatypes.Datatype, str)):
+                return count * datatype.Get_size()      # another MPI's (the mpi backend)
             return count * item_bytes(datatypes.lookup(datatype))
         if buf is None:
             return -1

@@ -875,7 +875,38 @@ done:
     return result;
 }
 
+/* Set a method on a class whose attributes Python keeps read-only (a C
+ * extension's type, as mpi4py's classes are): the mpi backend's --profile
+ * wraps mpi4py's methods so.  The type stays read-only to the program. */
+static PyObject *
+n_set_class_attribute(PyObject *m, PyObject *args)
+{
+    PyTypeObject *type;
+    PyObject *name, *value;
+    int result;
+    if (!PyArg_ParseTuple(args, "O!UO:set_class_attribute", &PyType_Type, &type, &name,
+                          &value))
+        return NULL;
+#ifdef Py_TPFLAGS_IMMUTABLETYPE
+    {
+        unsigned long immutable = type->tp_flags & Py_TPFLAGS_IMMUTABLETYPE;
+        type->tp_flags &= ~Py_TPFLAGS_IMMUTABLETYPE;
+        result = PyObject_SetAttr((PyObject *)type, name, value);
+        type->tp_flags |= immutable;
+    }
+#else
+    result = PyDict_SetItem(type->tp_dict, name, value);
+    PyType_Modified(type);
+#endif
+    if (result < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef observe_methods[] = {
+    {"set_class_attribute", n_set_class_attribute, METH_VARARGS,
+     "set_class_attribute(type, name, value): setattr(type, name, value), also on a "
+     "C extension's type, which stays read-only to others."},
     {"observe_begin", n_observe_begin, METH_VARARGS,
      "observe_begin(recorder, profile, events_map, capacity, header_size, event_size, "
      "dropped_offset, request_attribute, counter_attribute, link_size): record the "
