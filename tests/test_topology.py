@@ -368,6 +368,33 @@ def test_a_rank_with_bad_arguments_fails_its_neighbors_instead_of_hanging():
         assert out["after"] == [left, right]
 
 
+@pytest.mark.timeout(120)
+def test_a_failed_topology_call_gives_back_what_rank_0_planned():
+    """Rank 0 plans the new communicator before the ranks agree that every rank's
+    arguments are right; a call that fails gives the plan's barrier slot back, so
+    more failures than there are slots leave creation working."""
+    from shmrma.core import job
+
+    def body():
+        comm = MPI.COMM_WORLD
+        rank = comm.Get_rank()
+        failures = set()
+        for _ in range(job.MAX_COMM_SLOTS + 10):
+            try:        # rank 1's grid needs 3 processes: it fails, so does rank 0
+                comm.Create_cart([3 if rank == 1 else 2])
+            except MPI.Exception as exc:
+                failures.add(exc.Get_error_class())
+        grid = comm.Create_cart([2])
+        line = grid.Sub([True])
+        sizes = (grid.Get_size(), line.Get_size())
+        line.Free()
+        grid.Free()
+        return failures, sizes
+
+    for failures, sizes in shmrma.launch(body, 2, timeout=100):
+        assert failures == {MPI.ERR_ARG} and sizes == (2, 2)
+
+
 def test_topology_communicator_classes_and_handles():
     """Topocomm is the base of Cartcomm, Graphcomm and Distgraphcomm; each refuses
     another kind (TypeError, as mpi4py); Dup and Clone give the handle's own class,

@@ -13,7 +13,7 @@ import operator
 
 from ..core import constants, errors
 from .comm import COMM_CLASSES
-from .intracomm import MADE_ABOVE, same_order, split_by
+from .intracomm import MADE_ABOVE, same_order
 from .topology import Topocomm, Topology, agreed, with_topology
 
 # ints told apart by identity, as mpi4py's (the addresses of MPI's sentinels)
@@ -93,12 +93,12 @@ def _checked_graph(call, index, edges, size):
 def create_graph(comm, index, edges, reorder=False):
     """``comm.Create_graph``: collective; ranks beyond the graph's nodes get a null
     Graphcomm."""
-    graph, _ = agreed(comm, "Create_graph", lambda: _checked_graph(
-        "Create_graph", *_graph_arguments(index, edges), comm.Get_size()))
-    nnodes = len(graph.index)
-    return with_topology(Graphcomm, split_by(comm, [
-        (0 if rank < nnodes else constants.UNDEFINED, rank)
-        for rank in range(comm.Get_size())]), graph)
+    def choices(graph):
+        return [(0 if rank < len(graph.index) else constants.UNDEFINED, rank)
+                for rank in range(comm.Get_size())]
+    graph, _, made = agreed(comm, "Create_graph", lambda: _checked_graph(
+        "Create_graph", *_graph_arguments(index, edges), comm.Get_size()), choices)
+    return with_topology(Graphcomm, made, graph)
 
 
 def graph_map(comm, index, edges):
@@ -201,8 +201,8 @@ def create_dist_graph_adjacent(comm, sources, destinations, sourceweights=None,
                         "sourceweights and destweights, or neither" % call)
         weights = None if in_weights is None else (in_weights, out_weights or [])
         return DistGraphTopology(inward, outward, weights)
-    graph, _ = agreed(comm, call, parse)
-    return with_topology(Distgraphcomm, split_by(comm, same_order(comm)), graph)
+    graph, _, made = agreed(comm, call, parse, lambda _: same_order(comm))
+    return with_topology(Distgraphcomm, made, graph)
 
 
 def create_dist_graph(comm, sources, degrees, destinations, weights=None, info=None,
@@ -227,7 +227,7 @@ def create_dist_graph(comm, sources, degrees, destinations, weights=None, info=N
         _check_ranks(call, ends, comm.Get_size(), "destinations", False)
         froms = [start for start, count in zip(starts, counts) for _ in range(count)]
         return given is not None, list(zip(froms, ends, given or [1] * len(ends)))
-    (weighted, _), everyone = agreed(comm, call, parse)
+    (weighted, _), everyone, made = agreed(comm, call, parse, lambda _: same_order(comm))
     me = comm.Get_rank()
     every_edge = [edge for _, edges in everyone for edge in edges]
     inward = [(start, weight) for start, end, weight in every_edge if end == me]
@@ -236,7 +236,7 @@ def create_dist_graph(comm, sources, degrees, destinations, weights=None, info=N
         if weighted else None
     graph = DistGraphTopology([start for start, _ in inward], [end for end, _ in outward],
                               weights_of)
-    return with_topology(Distgraphcomm, split_by(comm, same_order(comm)), graph)
+    return with_topology(Distgraphcomm, made, graph)
 
 
 class Distgraphcomm(Topocomm):

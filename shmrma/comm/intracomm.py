@@ -244,20 +244,46 @@ def same_order(comm):
     return [(0, rank) for rank in range(comm.Get_size())]
 
 
-def split_by(comm, choices):
+def split_by(comm, choices, plan=None):
     """The communicators of a Split of ``comm`` whose every rank's (color, key) is
     ``choices``, known at every rank (a topology's, or gathered by Split): one
-    collective step, rank 0 allocating them all and broadcasting the plan."""
+    collective step, rank 0 allocating them all and broadcasting the plan; none
+    when ``plan`` is rank 0's plan_split, which every rank got already."""
     state = comm._s
     color = choices[state.rank][0]
-    colors = sorted({c for c, _ in choices if c != constants.UNDEFINED})
-    members = {c: members_of(choices, state.ranks, c) for c in colors}
-    base, slots = _agreed_plan(state, [len(members[c]) for c in colors])
+    colors, members = _split_layout(choices, state.ranks)
+    base, slots = (_agreed_plan(state, [len(members[c]) for c in colors]) if plan is None
+                   else _planned(plan))
     if color == constants.UNDEFINED:
         return COMM_NULL
     index = colors.index(color)
     return Intracomm(CommState(base + index, members[color], slots[index],
                                parent=state))
+
+
+def _split_layout(choices, ranks):
+    """(the colors of a Split's communicators in order, each one's world ranks)."""
+    colors = sorted({c for c, _ in choices if c != constants.UNDEFINED})
+    return colors, {c: members_of(choices, ranks, c) for c in colors}
+
+
+def plan_split(state, choices):
+    """Rank 0's plan for split_by(comm, choices, plan), made before the other ranks
+    know of it (they get it in a collective step of the caller's), or the error
+    that prevented it; undo_plan gives it back if the call fails after all."""
+    colors, members = _split_layout(choices, state.ranks)
+    return _allocate_or_error(len(colors), [len(members[c]) for c in colors])
+
+
+def undo_plan(plan, choices, state):
+    """Give back the barrier slots of a plan_split plan that will not be used."""
+    if isinstance(plan, errors.Exception):
+        return
+    colors, members = _split_layout(choices, state.ranks)
+    world = job.current()
+    for slot, color in zip(plan[1], colors):
+        if slot is not None:
+            release_slot(world, slot, len(members[color]))
 
 
 def _agreed_plan(state, sizes):

@@ -15,7 +15,8 @@ import operator
 from ..core import constants, errors
 from ..types.buffers import is_integral
 from .comm import COMM_CLASSES
-from .intracomm import COMM_NULL, MADE_ABOVE, Intracomm, split_by
+from .intracomm import COMM_NULL, MADE_ABOVE, Intracomm, plan_split, split_by, undo_plan
+from ..coll.blocking import own_allgather
 from ..coll.neighbor import NeighborCollectives
 from ..coll.persistent import PersistentNeighborCollectives
 
@@ -152,11 +153,12 @@ def create_cart(comm, dims, periods=None, reorder=False):
                         "communicator has %d" % ("x".join(map(str, grid.dims)), nodes,
                                                  comm.Get_size()))
         return grid, nodes
-    (grid, nodes), _ = agreed(comm, "Create_cart", parse)
-    # every rank knows every rank's place in the grid: no exchange of colors
-    return with_topology(Cartcomm, split_by(comm, [
-        (0 if rank < nodes else constants.UNDEFINED, rank) for rank in range(comm.Get_size())]),
-        grid)
+    def choices(parsed):    # every rank knows every rank's place in the grid
+        nodes = parsed[1]
+        return [(0 if rank < nodes else constants.UNDEFINED, rank)
+                for rank in range(comm.Get_size())]
+    (grid, _), _, made = agreed(comm, "Create_cart", parse, choices)
+    return with_topology(Cartcomm, made, grid)
 
 
 def cart_map(comm, dims, periods=None):
@@ -196,25 +198,37 @@ def _product(values):
     return product
 
 
-def agreed(comm, call, parse):
-    """Run ``parse()`` at every rank of ``comm``, collectively: (this rank's result,
-    every rank's), or the error a rank met, raised at every rank (the others naming
-    it) so that nobody waits for a rank that gave up."""
+def agreed(comm, call, parse, choices_of):
+    """Run ``parse()`` at every rank of ``comm`` and split ``comm`` as
+    ``choices_of(its result)`` says (every rank's (color, key)), collectively and
+    in one step: (this rank's result, every rank's, this rank's new communicator),
+    or the error a rank met, raised at every rank (the others naming it) so that
+    nobody waits for a rank that gave up. Rank 0 plans the split before the step
+    and sends its plan along; the plan is given back when a rank failed."""
+    state = comm._s
+    plan = choices = None
     try:
         mine, error, error_class = parse(), None, 0
+        choices = choices_of(mine)
+        if state.rank == 0:
+            plan = plan_split(state, choices)
     except (errors.Exception, ValueError, TypeError) as exc:
         mine, error = None, exc
         error_class = (exc.Get_error_class() if isinstance(exc, errors.Exception)
                        else errors.ERR_ARG)
-    everyone = comm.allgather((error_class, mine))
-    if error is not None:
-        raise error
-    for rank, (error_class, _) in enumerate(everyone):
+    everyone = own_allgather(comm, (error_class, mine, plan))
+    if error is not None or any(entry[0] for entry in everyone):
+        if plan is not None:
+            undo_plan(plan, choices, state)
+        if error is not None:
+            raise error
+    for rank, (error_class, _, _) in enumerate(everyone):
         if error_class:
             errors.fail(error_class, "%s: rank %d could not use its arguments (its own "
                         "error says why); it is collective, so every rank fails"
                         % (call, rank))
-    return mine, [result for _, result in everyone]
+    return (mine, [result for _, result, _ in everyone],
+            split_by(comm, choices, everyone[0][2]))
 
 
 def with_topology(cls, comm, topology):
@@ -325,19 +339,18 @@ class Cartcomm(Topocomm):
                 raise ValueError("Sub: %d entries in remain_dims for %d dimensions"
                                  % (len(keep), len(grid.dims)))
             return keep
-        keep, _ = agreed(self, "Sub", parse)
-
-        def color_of(rank):     # the dropped coordinates, which every rank can tell
-            color = 0
-            for coord, extent, kept in zip(grid.coords_of(rank), grid.dims, keep):
-                if not kept:
-                    color = color * extent + coord
-            return color
+        def choices(keep):      # colors: the dropped coordinates, which every rank
+            def color_of(rank):     # can tell
+                color = 0
+                for coord, extent, kept in zip(grid.coords_of(rank), grid.dims, keep):
+                    if not kept:
+                        color = color * extent + coord
+                return color
+            return [(color_of(rank), rank) for rank in range(self.Get_size())]
+        keep, _, made = agreed(self, "Sub", parse, choices)
         kept = [i for i, k in enumerate(keep) if k]
-        choices = [(color_of(rank), rank) for rank in range(self.Get_size())]
-        return with_topology(Cartcomm, split_by(self, choices),
-                             CartTopology([grid.dims[i] for i in kept],
-                                          [grid.periods[i] for i in kept]))
+        return with_topology(Cartcomm, made, CartTopology([grid.dims[i] for i in kept],
+                                                          [grid.periods[i] for i in kept]))
 
 
 COMM_CLASSES[constants.CART] = Cartcomm
