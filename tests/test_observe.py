@@ -725,14 +725,16 @@ ON_MPI = textwrap.dedent('''
 
 
 @needs_mpi
-def test_profile_on_the_mpi_backend_times_mpi4pys_calls(run_shmrma, tmp_path):
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_profile_on_the_mpi_backend_times_mpi4pys_calls(run_shmrma, tmp_path, native):
     """--profile with --backend mpi: mpi4py's own calls (a C extension's methods,
     and requests mpi4py makes) summed per call site, bytes of [buf, count, type]
-    counted; the program's mpi4py.rc still heard; waits said not measured."""
+    counted; the program's mpi4py.rc still heard; waits said not measured. The
+    same counts from the C recorder and from the fallback's."""
     out = tmp_path / "profile.json"
     result = run_shmrma(["-n", 2, "--backend", "mpi", "--profile=%s" % out,
                          _program(tmp_path, ON_MPI)], cwd=tmp_path,
-                        env={"TMPDIR": str(tmp_path)}, timeout=120)
+                        env={"TMPDIR": str(tmp_path), "SHMRMA_NATIVE": native}, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "shmrma profile: 2 rank(s)" in result.stderr
     assert "waiting: not measured on the mpi backend" in result.stderr

@@ -51,8 +51,14 @@ class _Watch(importlib.abc.MetaPathFinder):
 
 
 class _ThenObserve(importlib.abc.Loader):
+    """The module's own loader, which then wraps its classes' calls; anything
+    else asked of it (get_filename, ...) is the own loader's answer."""
+
     def __init__(self, loader):
         self.loader = loader
+
+    def __getattr__(self, name):
+        return getattr(self.loader, name)
 
     def create_module(self, spec):
         return self.loader.create_module(spec)
