@@ -665,6 +665,56 @@ def test_none_is_in_place_where_in_place_is_valid(nprocs):
     assert results[1][2] is not None    # None as a non-root's send buffer is an error
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("nprocs", [1, 2, 3, 4])
+def test_alltoallw_transposes_pencils_of_every_size(nprocs):
+    """Alltoallw as a parallel FFT's pencil transpose uses it (mpi4py-fft's
+    Transfer: one subarray type per peer, counts of 1, displacements of 0), with
+    parts from a few bytes to past the collective areas (done in C, handed from C
+    to Python, done in Python), both ways, blocking and not, and with IN_PLACE:
+    every element lands where it belongs, this rank's own part included (which
+    goes straight from one buffer to the other)."""
+    def body():
+        comm = MPI.COMM_WORLD
+        rank, size = comm.rank, comm.size
+        outcome = []
+        for n in (2, 8, 24, 64):
+            rows = n * size     # axis 0 whole in A, axis 1 whole in B
+            a = np.arange(n * rows, dtype="f8").reshape(n, rows) + 1e6 * rank
+            types_a = [MPI.DOUBLE.Create_subarray([n, rows], [n, n], [0, n * j]).Commit()
+                       for j in range(size)]
+            types_b = [MPI.DOUBLE.Create_subarray([rows, n], [n, n], [n * j, 0]).Commit()
+                       for j in range(size)]
+            ones = ([1] * size, [0] * size)
+            for name in ("Alltoallw", "Ialltoallw"):
+                b = np.full((rows, n), -1.0)
+                request = getattr(comm, name)([a, ones, types_a], [b, ones, types_b])
+                if request is not None:
+                    request.Wait()
+                back = np.full_like(a, -1.0)
+                comm.Alltoallw([b, ones, types_b], [back, ones, types_a])
+                expected = np.vstack([np.arange(n * rows, dtype="f8").reshape(n, rows)
+                                      [:, n * rank:n * (rank + 1)] + 1e6 * source
+                                      for source in range(size)])
+                outcome.append((n, name, bool((b == expected).all()),
+                                bool((back == a).all())))
+            square = np.arange(rows * rows, dtype="f8").reshape(rows, rows) + 1e6 * rank
+            blocks = [MPI.DOUBLE.Create_subarray([rows, rows], [rows, n], [0, n * j]).Commit()
+                      for j in range(size)]
+            swapped = square.copy()
+            comm.Alltoallw(MPI.IN_PLACE, [swapped, ones, blocks])
+            mine = square[:, n * rank:n * (rank + 1)] - 1e6 * rank
+            outcome.append((n, "in place", all(
+                (swapped[:, n * j:n * (j + 1)] == mine + 1e6 * j).all() for j in range(size)),
+                True))
+            for datatype in types_a + types_b + blocks:
+                datatype.Free()
+        return outcome
+
+    for outcome in shmrma.launch(body, nprocs, timeout=100):
+        assert [entry for entry in outcome if not all(entry[2:])] == []
+
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("nprocs", [1, 2, 3])
 def test_alltoallw_moves_each_part_with_its_own_type(nprocs):

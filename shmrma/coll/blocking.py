@@ -527,14 +527,16 @@ class Collectives:
 
     def _alltoallw_parts(self, sendbuf, recvbuf):
         # every part of the receive is written (unless the call fails), so its parts
-        # start empty; with IN_PLACE they are what is sent
-        receives = buffers.vector_w_message(recvbuf, True, self.size,
-                                            _in_place(sendbuf) is constants.IN_PLACE)
-        sends = (receives.snapshot() if _in_place(sendbuf) is constants.IN_PLACE
-                 else buffers.vector_w_message(sendbuf, False, self.size))
-        own, into = sends.part(self._s.rank), receives.part(self._s.rank)
-        _check_part(own, len(into), "Alltoallw")
-        into[:] = own
+        # start empty; with IN_PLACE they are what is sent. This rank's own part goes
+        # from the send buffer straight into the receive buffer (with IN_PLACE it
+        # stays where it is), not packed, copied and unpacked.
+        me, in_place = self._s.rank, _in_place(sendbuf) is constants.IN_PLACE
+        receives = buffers.vector_w_message(recvbuf, True, self.size, in_place, direct=me)
+        if in_place:
+            return receives.snapshot(), receives
+        sends = buffers.vector_w_message(sendbuf, False, self.size, direct=me)
+        _check_part(range(sends.direct_bytes()), receives.direct_bytes(), "Alltoallw")
+        receives.copy_direct(sends)
         return sends, receives
 
     def _parts_with_own(self, sendbuf, recvbuf, name):

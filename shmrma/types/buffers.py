@@ -451,18 +451,21 @@ class VectorWMessage:
     ``displs[i]`` of ``whole``. The parts' types differ, so each travels packed: the
     parts lie one after another in ``data``, and ``finish`` unpacks what receives
     wrote there into ``whole``. ``packed``: the parts hold what ``whole`` holds
-    (a receive need not, when every part of it will be written)."""
+    (a receive need not, when every part of it will be written). ``direct``: the
+    index of a part that goes from one whole to the other (copy_direct: this
+    rank's own): an empty part here, neither packed nor unpacked."""
 
-    __slots__ = ("data", "whole", "_items", "_firsts", "_starts")
+    __slots__ = ("data", "whole", "_items", "_firsts", "_starts", "_direct")
 
-    def __init__(self, whole, items, firsts, packed=True):
+    def __init__(self, whole, items, firsts, packed=True, direct=None):
         self.whole, self._items, self._firsts = whole, items, firsts
+        self._direct = direct
         self._starts = [0]
-        for item in items:
-            self._starts.append(self._starts[-1] + item.nbytes)
+        for index, item in enumerate(items):
+            self._starts.append(self._starts[-1] + (item.nbytes if index != direct else 0))
         self.data = scratch(self._starts[-1])      # every byte is written before use
         for index, (item, first) in enumerate(zip(items, firsts)):
-            if item.count and packed:
+            if item.count and packed and index != direct:
                 item.pack_into(whole, first, self.part(index))
 
     def release(self):
@@ -487,20 +490,46 @@ class VectorWMessage:
         copy = VectorWMessage.__new__(VectorWMessage)
         copy.whole, copy._items, copy._firsts = None, self._items, self._firsts
         copy._starts, copy.data = self._starts, memoryview(bytes(self.data))
+        copy._direct = self._direct
         return copy
 
     def finish(self):
         for index, (item, first) in enumerate(zip(self._items, self._firsts)):
-            if item.count:
+            if item.count and index != self._direct:
                 item.unpack(self.part(index), self.whole, first)
 
+    def direct_bytes(self):
+        """The packed size of part ``direct``."""
+        return self._items[self._direct].nbytes
 
-def vector_w_message(msg, writable, blocks, packed=True):
+    def copy_direct(self, source):
+        """Write part ``direct`` of ``source`` (a VectorWMessage whose part holds as
+        many bytes, not overlapping this one) straight into this message's buffer:
+        one copy when both parts are dense, else packed in between."""
+        index = self._direct
+        item, first = self._items[index], self._firsts[index]
+        given, given_first = source._items[index], source._firsts[index]
+        nbytes = given.nbytes
+        if not nbytes:
+            return
+        if item.dense and given.dense and item.members is None:
+            start, start_given = first + item.low, given_first + given.low
+            self.whole[start:start + nbytes] = source.whole[start_given:start_given + nbytes]
+            return
+        packed = scratch(nbytes)
+        try:
+            given.pack_into(source.whole, given_first, packed)
+            item.unpack(packed, self.whole, first)
+        finally:
+            give_back(packed)
+
+
+def vector_w_message(msg, writable, blocks, packed=True, direct=None):
     """Parse Alltoallw's message as mpi4py does: ``[buf, counts, displs, datatypes]``,
     ``[buf, (counts, displs), datatypes]`` or ``[buf, datatypes]`` (then one item of
     each type at byte 0). Displacements are in bytes; with MPI.BOTTOM they are
-    absolute addresses (MPI.Get_address), usually inside the datatypes. ``packed``:
-    as VectorWMessage's."""
+    absolute addresses (MPI.Get_address), usually inside the datatypes. ``packed``
+    and ``direct``: as VectorWMessage's."""
     buf, counts, displs, types = _unpack_w(msg)
     types = _per_rank(types, blocks, "datatypes", datatypes.lookup)
     if any(datatype.type_class == datatypes.HANDLE for datatype in types):
@@ -521,12 +550,13 @@ def vector_w_message(msg, writable, blocks, packed=True):
         low = min((start for start, _ in used), default=0)
         high = max((stop for _, stop in used), default=0)
         whole = _at_address(low, high - low, writable)
-        return VectorWMessage(whole, items, [displ - low for displ in displs], packed)
+        return VectorWMessage(whole, items, [displ - low for displ in displs], packed,
+                              direct)
     whole = as_view(buf, writable)
     whole = _bytes_of(whole)
     for datatype, count, displ in zip(types, counts, displs):
         _spread(whole, displ, count, datatype)
-    return VectorWMessage(whole, items, displs, packed)
+    return VectorWMessage(whole, items, displs, packed, direct)
 
 
 def _bottom_message(datatype, count, parts, writable):

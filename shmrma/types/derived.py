@@ -98,7 +98,8 @@ class Layout:
     arrays; ``offsets``, ``lengths`` and ``basic_ids`` are always arrays (made on
     first use), and the layout's own computations use whichever form it holds."""
 
-    __slots__ = ("_lists", "_arrays", "_index", "_alignment", "_distinct", "_members")
+    __slots__ = ("_lists", "_arrays", "_index", "_alignment", "_distinct", "_members",
+                 "_packed_size", "_true_bounds")
 
     def __init__(self, offsets, lengths, basic_ids):
         if len(offsets) <= _SMALL:
@@ -111,6 +112,8 @@ class Layout:
         self._alignment = None
         self._distinct = None
         self._members = False       # not computed yet (None: no padding in the blocks)
+        self._packed_size = self._true_bounds = None    # computed at first use (a
+        # layout never changes, and every message of its type asks for them)
 
     @classmethod
     def of(cls, datatype):
@@ -153,9 +156,10 @@ class Layout:
 
     @property
     def packed_size(self):
-        if self._lists is not None:
-            return sum(self._lists[1])
-        return int(self._arrays[1].sum())
+        if self._packed_size is None:
+            self._packed_size = (sum(self._lists[1]) if self._lists is not None
+                                 else int(self._arrays[1].sum()))
+        return self._packed_size
 
     def replicated(self, displacements):
         """This layout repeated at each byte displacement, in order."""
@@ -189,7 +193,9 @@ class Layout:
 
     @property
     def true_bounds(self):
-        return self._bounds({})
+        if self._true_bounds is None:
+            self._true_bounds = self._bounds({})
+        return self._true_bounds
 
     def mpi_true_bounds(self):
         """True bounds without the trailing padding of pair types (MPI's true extent)."""
