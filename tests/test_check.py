@@ -296,6 +296,56 @@ def test_an_rma_meets_a_store_its_owner_has_not_synchronized(tmp_path):
     assert "1 data race found" in result.stderr
 
 
+RESET_PROGRAM = """
+import time
+import numpy as np
+from shmrma import MPI
+from shmrma.check import stores
+comm = MPI.COMM_WORLD
+win = MPI.Win.Allocate(4, 4, comm=comm)
+flag = np.frombuffer(win.tomemory(), "i")
+comm.Barrier()
+if comm.rank == 0:
+    win.Lock_all()
+    win.Sync()
+    while flag[0] == 0:     # loads between rank 1's write and its bookkeeping
+        time.sleep(0)
+    flag[0] = 0                                         # line 15: the flag reset
+    win.Unlock_all()                                    # line 16
+else:
+    written = stores.Stores.written
+    def slow(self, *args, **kwargs):      # the bookkeeping after the write, late
+        time.sleep(0.3)
+        return written(self, *args, **kwargs)
+    stores.Stores.written = slow
+    win.Lock_all()
+    win.Accumulate(np.array([1], "i"), 0, 0, MPI.REPLACE)
+    win.Flush(0)
+    win.Put(np.array([5], "i"), 0, 0)                   # line 26: races with the reset
+    win.Unlock_all()
+comm.Barrier()
+win.Free()
+"""
+
+
+def test_a_flag_reset_right_after_an_accumulate_wrote_it_is_seen(tmp_path):
+    """Rank 0 polls a flag after Win.Sync and resets it the moment rank 1's
+    Accumulate sets it, while rank 1's checker is still bringing the shadow up to
+    date (made slow here, as a loaded machine makes it): the reset is a store the
+    checker must see, so rank 1's later Put to the flag, which nothing orders after
+    the reset, races with it. The shadow takes the value the Accumulate wrote, not
+    the memory as it is afterwards (the reset), and rank 0's look does not take
+    memory equal to the shadow for no store while an RMA holds the lock."""
+    program = tmp_path / "reset.py"
+    program.write_text(RESET_PROGRAM)
+    result = check_run(program, 2, "--check")
+    assert result.returncode == 66, result.stderr
+    # found by rank 0's look at its Unlock_all, or by the Put if it comes first
+    assert re.search(r"Store by rank 0 (at reset.py:16|to its own window memory, made "
+                     r"since its last synchronization call)", result.stderr), result.stderr
+    assert "Put by rank 1 at reset.py:26" in result.stderr, result.stderr
+
+
 RANGE_PROGRAM = """
 import numpy as np
 from shmrma import MPI

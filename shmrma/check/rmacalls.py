@@ -2,6 +2,7 @@
 access it makes (the target bytes, its kind, op and basic type) in the window's log
 and holds its origin buffers until the call completes locally.
 """
+import array
 import contextlib
 import functools
 import operator
@@ -51,11 +52,12 @@ def _runs(state, rank, target, defaults):
     return (lows, highs), basic
 
 
-def _note(win, kind, target_rank, target, defaults, op=None, perform=None, held=()):
+def _note(win, kind, target_rank, target, defaults, op=None, perform=None, held=(),
+          update=None):
     """Run ``perform`` (the real call), record the access it made and hold its
     buffers (``held``: (spec, READ or WRITTEN)) until it completes locally. An
     atomic releases its word's clock before the call and acquires it after
-    (WindowLog)."""
+    (WindowLog). ``update``: _update_of's function for an accumulate, or None."""
     check = check_of(win)
     if check is None or target_rank == constants.PROC_NULL:
         return perform()
@@ -69,7 +71,8 @@ def _note(win, kind, target_rank, target, defaults, op=None, perform=None, held=
     # the call's own copies into this process's mapping are not the program's loads
     own = check.loads is not None and (target_rank == check.me or check.loads.shared)
     with check.loads.quiet() if own else contextlib.nullcontext():
-        return _noted(check, kind, target_rank, runs, basic, defaults, op, perform, held)
+        return _noted(check, kind, target_rank, runs, basic, defaults, op, perform, held,
+                      update)
 
 
 def _put_or_get(win, kind, origin, target_rank, target, role, call):
@@ -86,7 +89,7 @@ def _put_or_get(win, kind, origin, target_rank, target, role, call):
                  held=((origin, role),))
 
 
-def _noted(check, kind, target_rank, runs, basic, defaults, op, perform, held):
+def _noted(check, kind, target_rank, runs, basic, defaults, op, perform, held, update=None):
     c = clock()
     if check.entered is not None and target_rank not in check.entered[1]:
         # RMA between Ibarrier and its Wait waits for the target's entry (R169, A3):
@@ -103,7 +106,7 @@ def _noted(check, kind, target_rank, runs, basic, defaults, op, perform, held):
     if synchronizes or shadowed:
         result = _performed_locked(check, c, target_rank, runs, (kind, op_code, basic),
                                    perform, synchronizes, shadowed,
-                                   _written_bytes(kind, runs, defaults))
+                                   _written_bytes(kind, runs, defaults), update)
     else:
         result = perform()
         check.access(target_rank, runs[0], runs[1], kind, op_code, basic)
@@ -123,15 +126,19 @@ def _written_bytes(kind, runs, origin):
 
 
 def _performed_locked(check, c, target, runs, what, perform, synchronizes, shadowed,
-                      source=None):
+                      source=None, update=None):
     """Perform and record an access under the target's checking lock. An atomic on
     one word (``synchronizes``): its release, its value and its record appear to the
     others at once, so whoever sees the value (an atomic, or a load after Win.Sync)
     finds the record too; it gets an epoch of its own, the one its release
     publishes. An access to memory whose stores are checked (``shadowed``): it meets
     the stores its target made since it last looked, and its writes (``source``: the
-    bytes a Put wrote, when known) reach the shadow before the target looks again
-    (stores.py)."""
+    bytes a Put wrote, when known; ``update``: how an accumulate changes the bytes
+    that were there) reach the shadow before the target looks again (stores.py).
+    Another rank's shadow holds what its memory held before the call (unseen()
+    brought it up to date): the bytes an accumulate wrote come from it, not from
+    the memory afterwards, where the target may already have stored over them
+    having seen the value (a flag it polls and resets)."""
     kind, op_code, basic = what
     lows, highs = runs
     if synchronizes:
@@ -152,7 +159,8 @@ def _performed_locked(check, c, target, runs, what, perform, synchronizes, shado
             unseen = check.stores.unseen(target, lows, highs)
         result = perform()
         if shadowed and accesses.writes(kind, op_code):
-            check.stores.written(target, lows, highs, source)
+            check.stores.written(target, lows, highs, source,
+                                 update if target != check.me else None)
         if synchronizes:
             c.end_epoch()
         access = check.access(target, lows, highs, kind, op_code, basic, locked=True)
@@ -164,6 +172,50 @@ def _performed_locked(check, c, target, runs, what, perform, synchronizes, shado
 
 def _no_origin(origin):
     return isinstance(origin, (list, tuple)) and len(origin) and origin[0] is None
+
+
+def _update_of(op, origin, target, compare=None):
+    """For an accumulate (``op``; Compare_and_swap: ``compare``) of ``origin`` at
+    ``target``: a function from the bytes that were at the target (a uint8 array) to
+    those the call leaves there, or None when that is not plain to tell (an origin
+    that is not one contiguous array of a basic type, a target given a datatype)."""
+    data = _plain_array(origin)
+    if data is None or not (target is None or type(target) is int
+                            or (type(target) is tuple and len(target) == 2)):
+        return None
+    if compare is not None:
+        expected = _plain_array(compare)
+        if expected is None or expected.dtype != data.dtype:
+            return None
+
+        def swapped(before):
+            if before.nbytes != data.nbytes:
+                return None
+            return data.view(numpy.uint8) if (before.view(data.dtype) == expected).all() \
+                else before
+        return swapped
+
+    def accumulated(before):
+        if before.nbytes != data.nbytes:
+            return None
+        out = op.apply(data, before.view(data.dtype).copy(), data.dtype.char)
+        return out.view(numpy.uint8)
+    return accumulated
+
+
+def _plain_array(buf):
+    """``buf`` as a 1-d numpy array when it is a contiguous numpy array or an
+    array.array of one basic numeric type; else None."""
+    try:
+        if type(buf) is numpy.ndarray and buf.flags.c_contiguous:
+            data = buf.reshape(-1)
+        elif type(buf) is array.array:
+            data = numpy.frombuffer(buf, dtype=buf.typecode)
+        else:
+            return None
+    except (TypeError, ValueError):
+        return None
+    return data if data.dtype.kind in "iufcb" and data.dtype.names is None else None
 
 
 def install_rma(Win):
@@ -180,25 +232,27 @@ def install_rma(Win):
     def Accumulate(self, origin, target_rank, target=None, op=rma.ops.SUM):
         _note(self, ACCUMULATE, target_rank, target, origin, op,
               lambda: real["Accumulate"](self, origin, target_rank, target, op),
-              ((origin, READ),))
+              ((origin, READ),), _update_of(op, origin, target))
 
     def Get_accumulate(self, origin, result, target_rank, target=None, op=rma.ops.SUM):
         none = _no_origin(origin)
         _note(self, GET_ACCUMULATE, target_rank, target, result if none else origin, op,
               lambda: real["Get_accumulate"](self, origin, result, target_rank, target, op),
-              ((result, WRITTEN),) if none else ((origin, READ), (result, WRITTEN)))
+              ((result, WRITTEN),) if none else ((origin, READ), (result, WRITTEN)),
+              None if none else _update_of(op, origin, target))
 
     def Fetch_and_op(self, origin, result, target_rank, target_disp=0, op=rma.ops.SUM):
         _note(self, FETCH_AND_OP, target_rank, (target_disp, 1), result, op,
               lambda: real["Fetch_and_op"](self, origin, result, target_rank, target_disp,
                                            op),
-              ((origin, READ), (result, WRITTEN)))
+              ((origin, READ), (result, WRITTEN)), _update_of(op, origin, (target_disp, 1)))
 
     def Compare_and_swap(self, origin, compare, result, target_rank, target_disp=0):
         _note(self, COMPARE_AND_SWAP, target_rank, (target_disp, 1), result, None,
               lambda: real["Compare_and_swap"](self, origin, compare, result, target_rank,
                                                target_disp),
-              ((origin, READ), (compare, READ), (result, WRITTEN)))
+              ((origin, READ), (compare, READ), (result, WRITTEN)),
+              _update_of(None, origin, (target_disp, 1), compare))
 
     def requested(name, win, target_rank, target, defaults, *args):
         """An R-call: its request's completion completes it locally (R116) and, for

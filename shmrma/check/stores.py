@@ -107,7 +107,12 @@ class Stores:
         # unchanged(): whether this rank's memory is as it last looked (no store since,
         # or none it can find): the look would record nothing; one C call, or False
         # (not known) without C
-        self.unchanged = (functools.partial(accesses._native.same, *self._diff_args[:3])
+        # (an RMA to the memory holds its lock from before its write until the shadow
+        # has it: while the lock is held, memory equal to the shadow proves nothing)
+        lock = check.log.lock_cell(check.me)
+        self.unchanged = ((lambda same=functools.partial(accesses._native.same,
+                                                         *self._diff_args[:3]):
+                           not atomic.load32(lock) and same())
                           if nbytes and accesses._native is not None else
                           (lambda: True) if not nbytes else (lambda: False))
         self._look_args = (self._diff_args + check.log.cells[check.me][:2]
@@ -203,13 +208,22 @@ class Stores:
                 return int(low + differ[0]), int(low + differ[-1] + 1)
         return None
 
-    def written(self, target, lows, highs, source=None):
+    def written(self, target, lows, highs, source=None, update=None):
         """Bring the shadow up to date after an RMA wrote the runs: with the bytes it
-        wrote (``source``) when known, else with the memory as it is now."""
+        wrote (``source``) when known, else with what ``update`` makes of the bytes
+        the shadow held (an accumulate's), else with the memory as it is now."""
         copies = self.shadow.of_target(target, lows, highs)
         if source is not None:
             copies[0][:] = numpy.frombuffer(memoryview(source).cast("B"), numpy.uint8)
             return
+        if update is not None and len(copies) == 1:
+            try:
+                after = update(copies[0])
+            except (TypeError, ValueError):     # a form it does not know: the memory
+                after = None
+            if after is not None:
+                copies[0][:] = after
+                return
         memory = self.check.state.targets[target]
         for low, copy in zip(lows, copies):
             memory.read_into(int(low), memoryview(copy))
