@@ -46,6 +46,14 @@ def current():
     return active[0]
 
 
+def forget_in_child():
+    """A process the program forks is no rank: it records nothing (run after a
+    fork, os.register_at_fork)."""
+    log, active[0] = active[0], None
+    if log is not None:
+        log.stop()
+
+
 class Recorder:
     """``waits``: whether the time calls wait is known (the wait policy's, not
     on the mpi backend, whose MPI waits inside its own calls)."""

@@ -38,15 +38,8 @@ def _start_rank():
     log = recorder.Recorder(job.current().rank, parts, settings.trace_file() is not None,
                             settings.profile_target() is not None)
     recorder.active[0] = log
-    os.register_at_fork(after_in_child=_forget)
+    os.register_at_fork(after_in_child=recorder.forget_in_child)
     atexit.register(_end_rank, log, gathering)
-
-
-def _forget():
-    """A process the program forks is no rank: it records nothing."""
-    log, recorder.active[0] = recorder.active[0], None
-    if log is not None:
-        log.stop()
 
 
 def _end_rank(log, gathering):

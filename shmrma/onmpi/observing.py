@@ -79,7 +79,7 @@ def observe():
         log = recorder.Recorder(_rank(MPI), settings.observe_parts(), trace=False,
                                 profile=True, waits=False)
         recorder.active[0] = log
-        os.register_at_fork(after_in_child=_forget)
+        os.register_at_fork(after_in_child=recorder.forget_in_child)
         # before mpi4py's own exit handler (registered earlier) finalizes MPI
         atexit.register(_end, log)
 
@@ -94,13 +94,6 @@ def _rank(mpi):
     if mpi.Is_initialized() and not mpi.Is_finalized():
         return mpi.COMM_WORLD.Get_rank()
     return None
-
-
-def _forget():
-    """A process the program forks is no rank: it records nothing."""
-    log, recorder.active[0] = recorder.active[0], None
-    if log is not None:
-        log.stop()
 
 
 def _end(log):
