@@ -346,6 +346,44 @@ def test_a_flag_reset_right_after_an_accumulate_wrote_it_is_seen(tmp_path):
     assert "Put by rank 1 at reset.py:26" in result.stderr, result.stderr
 
 
+POLL_PROGRAM = """
+import time
+import numpy as np
+from shmrma import MPI
+comm = MPI.COMM_WORLD
+win = MPI.Win.Allocate(4, 4, comm=comm)
+flag = np.frombuffer(win.tomemory(), "i")
+comm.Barrier()
+if comm.rank == 0:
+    win.Lock_all()
+    win.Sync()
+    while flag[0] == 0:     # loads after Win.Sync: they see rank 1's Accumulate
+        time.sleep(0)
+    flag[0] = 0             # so the reset comes after it
+    win.Unlock_all()
+else:
+    time.sleep(0.2)
+    win.Lock_all()
+    win.Accumulate(np.array([1], "i"), 0, 0, MPI.REPLACE)
+    win.Unlock_all()
+comm.Barrier()
+win.Free()
+"""
+
+
+def test_a_reset_after_polling_an_accumulate_is_no_race(tmp_path):
+    """Rank 0 polls its flag after Win.Sync and resets it once rank 1's Accumulate
+    set it: the reset comes after the Accumulate (the load saw it), so no race,
+    however late after the Sync the Accumulate came (mpi4py.util.sync's Condition;
+    it was reported when the Accumulate came between the last join of what the
+    loads may see and the load that saw it, as a loaded machine makes it)."""
+    program = tmp_path / "poll.py"
+    program.write_text(POLL_PROGRAM)
+    result = check_run(program, 2, "--check")
+    assert result.returncode == 0, result.stderr
+    assert "no data race found" in result.stderr
+
+
 RANGE_PROGRAM = """
 import numpy as np
 from shmrma import MPI

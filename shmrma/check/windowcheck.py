@@ -111,6 +111,10 @@ class WindowCheck:
         if self._nothing_new():
             self.synced = False
             return
+        # after Win.Sync, a load may have seen an atomic that came after the last
+        # join (a flag polled, then reset): the stores found now come after what
+        # the loads could have seen, as at a release (R131)
+        clock().observe_local()
         noted = loads.take() if loads is not None else None
         if self.stores is not None:
             self.stores.look()
