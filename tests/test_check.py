@@ -296,7 +296,8 @@ def test_an_rma_meets_a_store_its_owner_has_not_synchronized(tmp_path):
     assert "1 data race found" in result.stderr
 
 
-RESET_PROGRAM = """
+# rank 0 polls its flag with loads after Win.Sync and resets it once rank 1 set it
+FLAG_POLLER = """
 import time
 import numpy as np
 from shmrma import MPI
@@ -308,11 +309,13 @@ comm.Barrier()
 if comm.rank == 0:
     win.Lock_all()
     win.Sync()
-    while flag[0] == 0:     # loads between rank 1's write and its bookkeeping
+    while flag[0] == 0:     # loads after Win.Sync: they see rank 1's write
         time.sleep(0)
     flag[0] = 0                                         # line 15: the flag reset
     win.Unlock_all()                                    # line 16
 else:
+"""
+RESET_PROGRAM = FLAG_POLLER + """
     written = stores.Stores.written
     def slow(self, *args, **kwargs):      # the bookkeeping after the write, late
         time.sleep(0.3)
@@ -321,7 +324,7 @@ else:
     win.Lock_all()
     win.Accumulate(np.array([1], "i"), 0, 0, MPI.REPLACE)
     win.Flush(0)
-    win.Put(np.array([5], "i"), 0, 0)                   # line 26: races with the reset
+    win.Put(np.array([5], "i"), 0, 0)                   # line 27: races with the reset
     win.Unlock_all()
 comm.Barrier()
 win.Free()
@@ -343,25 +346,10 @@ def test_a_flag_reset_right_after_an_accumulate_wrote_it_is_seen(tmp_path):
     # found by rank 0's look at its Unlock_all, or by the Put if it comes first
     assert re.search(r"Store by rank 0 (at reset.py:16|to its own window memory, made "
                      r"since its last synchronization call)", result.stderr), result.stderr
-    assert "Put by rank 1 at reset.py:26" in result.stderr, result.stderr
+    assert "Put by rank 1 at reset.py:27" in result.stderr, result.stderr
 
 
-POLL_PROGRAM = """
-import time
-import numpy as np
-from shmrma import MPI
-comm = MPI.COMM_WORLD
-win = MPI.Win.Allocate(4, 4, comm=comm)
-flag = np.frombuffer(win.tomemory(), "i")
-comm.Barrier()
-if comm.rank == 0:
-    win.Lock_all()
-    win.Sync()
-    while flag[0] == 0:     # loads after Win.Sync: they see rank 1's Accumulate
-        time.sleep(0)
-    flag[0] = 0             # so the reset comes after it
-    win.Unlock_all()
-else:
+POLL_PROGRAM = FLAG_POLLER + """
     time.sleep(0.2)
     win.Lock_all()
     win.Accumulate(np.array([1], "i"), 0, 0, MPI.REPLACE)
