@@ -177,30 +177,25 @@ def _no_origin(origin):
 def _update_of(op, origin, target, compare=None):
     """For an accumulate (``op``; Compare_and_swap: ``compare``) of ``origin`` at
     ``target``: a function from the bytes that were at the target (a uint8 array) to
-    those the call leaves there, or None when that is not plain to tell (an origin
-    that is not one contiguous array of a basic type, a target given a datatype)."""
+    those the call leaves there, or to None when that is not plain to tell (an
+    origin that is not one contiguous array of a basic type, a target given a
+    datatype). Nothing is worked out until the shadow asks (stores.written)."""
+    return functools.partial(_accumulated, op, origin, target, compare)
+
+
+def _accumulated(op, origin, target, compare, before):
     data = _plain_array(origin)
-    if data is None or not (target is None or type(target) is int
-                            or (type(target) is tuple and len(target) == 2)):
+    if data is None or before.nbytes != data.nbytes or not (
+            target is None or type(target) is int
+            or (type(target) is tuple and len(target) == 2)):
         return None
-    if compare is not None:
-        expected = _plain_array(compare)
-        if expected is None or expected.dtype != data.dtype:
-            return None
-
-        def swapped(before):
-            if before.nbytes != data.nbytes:
-                return None
-            return data.view(numpy.uint8) if (before.view(data.dtype) == expected).all() \
-                else before
-        return swapped
-
-    def accumulated(before):
-        if before.nbytes != data.nbytes:
-            return None
-        out = op.apply(data, before.view(data.dtype).copy(), data.dtype.char)
-        return out.view(numpy.uint8)
-    return accumulated
+    if compare is None:
+        return op.apply(data, before.view(data.dtype).copy(), data.dtype.char).view(
+            numpy.uint8)
+    expected = _plain_array(compare)
+    if expected is None or expected.dtype != data.dtype:
+        return None
+    return data.view(numpy.uint8) if (before.view(data.dtype) == expected).all() else before
 
 
 def _plain_array(buf):

@@ -535,7 +535,7 @@ class Collectives:
         if in_place:
             return receives.snapshot(), receives
         sends = buffers.vector_w_message(sendbuf, False, self.size, direct=me)
-        _check_part(range(sends.direct_bytes()), receives.direct_bytes(), "Alltoallw")
+        _check_length(sends.direct_bytes(), receives.direct_bytes(), "Alltoallw")
         receives.copy_direct(sends)
         return sends, receives
 
@@ -827,7 +827,12 @@ def _sequence_of_size(items, size, call):
 
 
 def _check_part(data, expected, call):
-    if len(data) != expected:
-        errors.fail(errors.ERR_TRUNCATE if len(data) > expected else errors.ERR_COUNT,
+    _check_length(len(data), expected, call)
+
+
+def _check_length(sent, expected, call):
+    """This rank's ``sent`` bytes to itself fill its part of the receive buffer."""
+    if sent != expected:
+        errors.fail(errors.ERR_TRUNCATE if sent > expected else errors.ERR_COUNT,
                     "%s: this rank's send buffer holds %d bytes but its part of the receive "
-                    "buffer holds %d; make them the same size" % (call, len(data), expected))
+                    "buffer holds %d; make them the same size" % (call, sent, expected))
