@@ -343,8 +343,9 @@ def test_a_flag_reset_right_after_an_accumulate_wrote_it_is_seen(tmp_path):
     program.write_text(RESET_PROGRAM)
     result = check_run(program, 2, "--check")
     assert result.returncode == 66, result.stderr
-    # found by rank 0's look at its Unlock_all, or by the Put if it comes first
-    assert re.search(r"Store by rank 0 (at reset.py:16|to its own window memory, made "
+    # seen by the page watch at its line, found by rank 0's look at its Unlock_all,
+    # or by the Put if it comes first
+    assert re.search(r"Store by rank 0 (at reset.py:1[56]|to its own window memory, made "
                      r"since its last synchronization call)", result.stderr), result.stderr
     assert "Put by rank 1 at reset.py:27" in result.stderr, result.stderr
 
@@ -370,6 +371,65 @@ def test_a_reset_after_polling_an_accumulate_is_no_race(tmp_path):
     result = check_run(program, 2, "--check")
     assert result.returncode == 0, result.stderr
     assert "no data race found" in result.stderr
+
+
+COUNTER_PROGRAM = """
+import os, time
+import numpy as np
+from shmrma import MPI
+comm = MPI.COMM_WORLD
+win = MPI.Win.Allocate(4 if comm.rank == 0 else 0, 4, comm=comm)
+first, between = os.environ["CASE_FIRST"], os.environ["CASE_BETWEEN"]
+if comm.rank == 0:
+    if first == "others":
+        time.sleep(0.3)
+    win.tomemory()[:] = bytes(4)    # line 11: the value already there
+    if between == "barrier":
+        comm.Barrier()
+    win.Lock(0)                     # line 14
+    win.Fetch_and_op(np.ones(1, "i"), np.zeros(1, "i"), 0, op=MPI.SUM)
+    win.Unlock(0)
+else:
+    if first == "owner":
+        time.sleep(0.3)
+    if between == "barrier":
+        comm.Barrier()
+    win.Lock(0)
+    win.Fetch_and_op(np.ones(1, "i"), np.zeros(1, "i"), 0, op=MPI.SUM)   # line 23
+    win.Unlock(0)
+comm.Barrier()
+win.Free()
+"""
+
+
+@pytest.mark.parametrize("nranks", [2, 3])
+@pytest.mark.parametrize("first", ["owner", "others"])
+def test_a_store_of_the_value_already_there_races_in_every_order(tmp_path, nranks, first):
+    """mpi4py's demo nxtval-mpi3.py: the counter's owner sets it with a store (of the
+    zero already there) while the others may already update it with atomics. The
+    page watch sees the store at its line whatever it wrote; whichever came first,
+    it races with the others' atomics: the word's atomics order what their callers
+    completed before them, not a plain store to the word itself (MPI-3.1 §11.7)."""
+    program = tmp_path / "counter.py"
+    program.write_text(COUNTER_PROGRAM)
+    result = check_run(program, nranks, "--check",
+                       env={"CASE_FIRST": first, "CASE_BETWEEN": "nothing"})
+    assert result.returncode == 66, result.stderr
+    assert "Store by rank 0 at counter.py:11, to its own window memory, outside any " \
+        "epoch" in result.stderr, result.stderr
+    assert re.search(r"Fetch_and_op by rank [12] at counter.py:23", result.stderr), \
+        result.stderr
+    assert "1 data race found" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("first", ["owner", "others"])
+def test_a_store_ordered_by_a_barrier_before_the_atomics_is_no_race(tmp_path, first):
+    program = tmp_path / "counter.py"
+    program.write_text(COUNTER_PROGRAM)
+    result = check_run(program, 3, "--check", env={"CASE_FIRST": first,
+                                                   "CASE_BETWEEN": "barrier"})
+    assert result.returncode == 0, result.stderr
+    assert "no data race found" in result.stderr, result.stderr
 
 
 RANGE_PROGRAM = """
@@ -436,7 +496,7 @@ from shmrma import MPI
 from shmrma.check import stores
 looks = []
 original = stores.Stores.look
-stores.Stores.look = lambda self: (looks.append(1), original(self))[1]
+stores.Stores.look = lambda self, stored=None: (looks.append(1), original(self, stored))[1]
 win = MPI.Win.Allocate(1 << 16, 8, comm=MPI.COMM_WORLD)
 mem = np.frombuffer(win.tomemory(), "f8")
 win.Fence()
@@ -1189,28 +1249,33 @@ values = np.frombuffer(pages, np.float64)
 slot = _pagewatch.watch(values.ctypes.data + 8, values.nbytes - 8)   # 3 whole pages
 _pagewatch.arm(slot)
 first = values[520]                      # page 1: noted
-values[1100] = 2.0                       # page 2, a store first: not noted
+values[521] = 1.0                        # page 1's first store, after the load: noted
+values[522] = 1.0                        # its second: unseen
+values[1100] = 2.0                       # page 2, a store first: noted
 second = values[1101]                    # the same page after it: unseen
 third = values[5]                        # page 0, not whole: not watched
 noted, lost, faults = _pagewatch.take(slot)
-print([(address - values.ctypes.data, frames[0][1]) for address, frames, _ in noted],
-      lost, faults)
+print([(address - values.ctypes.data, frames[0][1], wrote)
+       for address, frames, wrote in noted], lost, faults)
 _pagewatch.unwatch(slot)
 if sys.argv[1:] == ["crash"]:
     ctypes.string_at(0)
 """
 
 
-def test_the_page_watch_notes_the_first_load_of_each_page_and_its_line(tmp_path):
-    """csrc/check/pagewatch.c: a load's exact address and line (R127), once per page and
-    arming; a store (found by the store watch) gives its page back unnoted; the
-    partial page at the start of the range is not taken away."""
+def test_the_page_watch_notes_the_first_load_and_store_of_each_page_and_its_line(
+        tmp_path):
+    """csrc/check/pagewatch.c: the exact address and line (R127) of the first load and
+    of the first store to each page, once per page and arming (a load gives the
+    page back read-only, a store whole); the partial page at the start of the range
+    is not taken away."""
     program = tmp_path / "watch.py"
     program.write_text(PAGEWATCH_PROGRAM)
     result = subprocess.run([sys.executable, "-X", "faulthandler", str(program)],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split("\n")[0] == "[(4160, 9)] 0 2", result.stdout
+    assert result.stdout.split("\n")[0] == \
+        "[(4160, 9, 0), (4168, 10, 1), (8800, 12, 1)] 0 3", result.stdout
 
 
 def test_a_real_crash_under_the_page_watch_still_reaches_faulthandler(tmp_path):

@@ -32,6 +32,10 @@ seven kinds, ordered or not by six forms (every such pair conflicts):
   counters              rank 1 signals rank 0's counter after its accesses, rank 0
                         stores after waiting on it (racy: before; access first only)
 
+and again with each store writing the value its word holds already (a store the
+checker's compare of the memory with its shadow cannot see), each word on a page
+of its own;
+
 and a third, the target's own loads, the same six forms: rank 0 reads a word of
 its window memory before or after rank 1's access (a race when that access
 writes: Get does not), each word on a page of its own (a load is seen when it is
@@ -404,6 +408,25 @@ class PrivateLoadProgram(LoadProgram):
               "comm=comm)")
 
 
+class SameValueStoreProgram(LoadProgram):
+    """The store family again, each store writing the value its word holds already
+    (0 before any access; after the access, what the access left there: 0 after a
+    Get, 1 after the others), each word on a page of its own: a store found by
+    comparing the memory with its shadow would go unseen, the page watch sees it."""
+    FAMILY = "store-same-value"
+    LEFT = {kind: 0 if kind == "get" else 1 for kind in STORE_KINDS}
+
+    def stores(self, order):
+        if order == "access_first":
+            self.add(PAUSE)
+        self.add(*["    mine[%d] = %d" % (self.word(order, kind),
+                                          self.LEFT[kind] if order == "access_first" else 0)
+                   for kind in STORE_KINDS])
+
+    def racy_case(self, case):
+        return self.variant.endswith("racy")
+
+
 SHARED_FORMS = ("barrier", "message", "lock")
 SHARED_ACCESSES = {"load": "seen += X[%d]", "store": "X[%d] = 7"}
 SHARED_PAIRS = [(x, y) for x in SHARED_ACCESSES for y in SHARED_ACCESSES]
@@ -606,6 +629,7 @@ def main(argv=None):
                                               "fn", "tn"))
     programs = ([(Program, form) for form in FORMS]
                 + [(StoreProgram, form) for form in STORE_FORMS]
+                + [(SameValueStoreProgram, form) for form in STORE_FORMS]
                 + [(LoadProgram, form) for form in STORE_FORMS]
                 + [(PrivateLoadProgram, form) for form in STORE_FORMS]
                 + [(SharedProgram, form) for form in SHARED_FORMS]

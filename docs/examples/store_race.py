@@ -3,6 +3,8 @@ one fence epoch: a data race between a store and an RMA call.
 
     shmrma-run --check -n 2 docs/examples/store_race.py
 """
+import time
+
 import numpy as np
 
 from shmrma import MPI
@@ -16,6 +18,7 @@ win.Fence()
 if rank == 1:
     win.Put(np.array([1], dtype="i8"), 0)
 else:
+    time.sleep(0.1)                             # (whichever comes first, a race)
     word[0] = 42                                # rank 0's own store, in the same epoch
 win.Fence()
 del word

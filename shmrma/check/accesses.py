@@ -215,10 +215,14 @@ class WindowLog:
             numpy.maximum(cell[1:], vc, out=cell[1:])
 
     def acquire_word(self, target, access, vc):
-        """Join the word's clock into ``vc`` (lock held): an atomic read of a flag."""
+        """Join the word's clock into ``vc`` (lock held): an atomic read of a flag.
+        The clock before, when the join may have changed it, else None."""
         cell = self._word_cell(target, access.lows, access.highs, access.kind)
-        if cell is not None:
-            numpy.maximum(vc, cell[1:], out=vc)
+        if cell is None:
+            return None
+        before = vc.copy()
+        numpy.maximum(vc, cell[1:], out=vc)
+        return before
 
     def acquire_words(self, target, vc, me):
         """The target's own loads after Win.Sync (R131), which the checker cannot
@@ -236,6 +240,24 @@ class WindowLog:
                     rows["stamp"][seen] = numpy.minimum(rows["stamp"][seen],
                                                         cell[1:][rows["origin"][seen]])
 
+    def _with_plain_stores(self, target, me, before, access, races):
+        """The races of an atomic on one word, the plain stores to that word judged by
+        the clock the atomic had before it joined the word's. The word's atomics
+        order what their callers completed before them for whoever reads the word
+        after (a flag, a lock), but a plain store to the word itself is no part of
+        that chain: it reaches the public copy at its owner's next Unlock, Fence,
+        Post or Win.Sync (MPI-3.1 §11.7, rule 6), not at an atomic. So a store that
+        only the word's own atomics order before another rank's atomic races with
+        it in every run, whichever came first (a counter its owner sets with a
+        store while the others may already update it: mpi4py's demo
+        nxtval-mpi3.py); a Barrier, a Fence or a message orders it."""
+        plain = self.conflicts_numpy(target, me, before, access)
+        plain = plain[(plain["kind"] == STORE) | (plain["kind"] == LOCAL_STORE)]
+        if not len(plain):
+            return races
+        others = races[(races["kind"] != STORE) & (races["kind"] != LOCAL_STORE)]
+        return numpy.concatenate((others, plain))
+
     def record(self, target, me, access, vc, vc_address, prune, locked=False):
         """Check and record an access by world rank ``me`` whose clock is ``vc``: the
         records it races with. In C when it can (not an atomic on one word, whose
@@ -251,8 +273,10 @@ class WindowLog:
             if found is not None:
                 return self.records[target][found] if found else self.none[target]
         with contextlib.nullcontext() if locked else self.locked(target):
-            self.acquire_word(target, access, vc)
+            before = self.acquire_word(target, access, vc)
             races = self.conflicts(target, me, vc, access, vc_address)
+            if before is not None:
+                races = self._with_plain_stores(target, me, before, access, races)
             if not self.add(target, me, access, prune):
                 self.on_full()
                 self.keep(target, self.rows(target), slice(CAPACITY // 2, None))

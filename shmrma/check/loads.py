@@ -123,7 +123,7 @@ class Loads:
         watched (see the module's text)."""
         from ..core.settings import loads_watched
         watched = _watched_memory(check.state, check.me) if loads_watched() else None
-        slot = None if watched is None else _slot(*watched)
+        slot = None if watched is None else _slot(*watched[:2])
         return None if slot is None else cls(check, [(slot, watched[0])], watched[2])
 
     @classmethod
@@ -131,7 +131,7 @@ class Loads:
         """The watch of a dynamic window (``check.loads``, or a new one) with the region
         just attached at ``address`` added; None while there is nothing to watch."""
         from ..core.settings import loads_watched
-        slot = _slot(address, nbytes, False) if loads_watched() else None
+        slot = _slot(address, nbytes) if loads_watched() else None
         if slot is None:
             return check.loads
         if check.loads is None:
@@ -228,6 +228,22 @@ class Loads:
         self._record(noted, polls)
         self.spent += time.thread_time() - started
 
+    def split_stores(self, noted):
+        """The noted accesses split in two: the stores to this rank's own memory (not
+        a shared window's), as {site: [offsets]}, which the store look records with
+        what it finds (stores.py), and the rest."""
+        if self.shared:
+            return {}, noted
+        stored, rest = {}, []
+        for item in noted:
+            address, frames, wrote = item
+            offset = address - self.starts[0]
+            if wrote and 0 <= offset < self.ends[0] - self.starts[0]:
+                stored.setdefault(report.user_site(frames), []).append(offset)
+            else:
+                rest.append(item)
+        return stored, rest
+
     def _record(self, noted, polls):
         check, c = self.check, clock()
         groups = {}
@@ -313,14 +329,14 @@ def _watched_memory(state, me):
     return None
 
 
-def _slot(address, nbytes, shared):
+def _slot(address, nbytes):
     """The page watch's slot for the memory, or None when it is not watched (and why,
     once)."""
     if _pagewatch is None:
         clock().warn_once("shmrma's C extension is not built: the ranks' loads of their "
                           "window memory are not checked")
         return None
-    slot = _pagewatch.watch(address, nbytes, shared)
+    slot = _pagewatch.watch(address, nbytes)
     if slot == NO_PAGE:
         return None
     if slot == ALL_TAKEN:

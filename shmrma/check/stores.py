@@ -20,9 +20,14 @@ access reached it; else when the memory equals its shadow (one memcmp, unlocked)
 Checked: the ALLOCATE and CREATE flavors, and the DYNAMIC flavor, whose regions
 each get a shadow segment of their own from their Attach to their Detach, listed
 in a table per rank (RegionShadows). Not shared windows, whose memory every rank
-stores into directly (loads.py watches those). Not seen: loads, and a store that
-writes the value already there.
+stores into directly (loads.py watches those). Not seen: loads.
+
+The page watch (loads.py) sees the first store to each page after each look, with
+its line, whatever value it wrote: the look records that word as a store at that
+line, whether the memory shows it changed or not (a store of the value already
+there, or one that another rank's RMA wrote over before the look).
 """
+import bisect
 import ctypes
 import functools
 import time
@@ -31,7 +36,7 @@ import zlib
 from ..core import atomic
 from ..core.lazy import numpy
 from . import accesses, report
-from .accesses import STORE, Access
+from .accesses import LOCAL_STORE, STORE, Access
 from .clock import WARN_STORES, clock, key_of
 
 SHADOW_MAX = 256 << 20      # window bytes, all ranks together, above which stores go unchecked
@@ -133,20 +138,21 @@ class Stores:
         return accesses.diff(self.shadow.own_address, address, nbytes, self.grain, MAX_RUNS,
                              lock)
 
-    def look(self):
+    def look(self, stored=None):
         """Record this rank's stores since it last looked (before it releases): in C,
         the memory is compared and the stores found recorded under the rank's lock
         throughout (an RMA meets either the store's record or a difference); else
         compared under the lock, the stores recorded under it again (an RMA in
         between finds neither the store nor a difference, and the store, recorded
-        after it, meets its record)."""
+        after it, meets its record). ``stored``: the stores the page watch saw
+        ({site: [offsets]}, loads.py), recorded with their lines (two steps)."""
         check, c = self.check, clock()
         started = time.perf_counter()
         epoch = check.local_epoch_kind()
-        done = None if self._look_args is None else accesses._native.look_stores(
+        done = None if self._look_args is None or stored else accesses._native.look_stores(
             *self._look_args, STORE, epoch, c.site_here, c.me, c.vc_address,
             accesses.CAPACITY, c.epoch, self.entries)
-        if done is None:        # no C, or the lock stayed busy: the two steps
+        if done is None:        # no C, the lock stayed busy, or lines to give: two steps
             found = accesses.diff_native(*self._diff_args) if self._diff_args else None
             lows, highs = found if found is not None else self._found_runs(
                 check.log.locked(check.me))
@@ -154,15 +160,17 @@ class Stores:
         else:
             lows, highs, races, site = done
         self._spent(time.perf_counter() - started)
-        if lows and (races is None or races):
+        if stored:
+            self._record_with_lines(stored, lows, highs, epoch)
+        elif lows and (races is None or races):
             self._record(lows, highs, c.site_here() if site is None else site, epoch, races)
 
-    def _record(self, lows, highs, site, epoch, found=None):
+    def _record(self, lows, highs, site, epoch, found=None, kind=STORE):
         """Record the stores found at the byte runs (unless C did: ``found``, the
         racing records' indices), and report what they race with."""
         check, c = self.check, clock()
         store = Access(numpy.array(lows, numpy.int64), numpy.array(highs, numpy.int64),
-                       STORE, 0, 0, site, epoch)
+                       kind, 0, 0, site, epoch)
         if found is not None:
             races = check.log.records[check.me][found]
         else:
@@ -172,6 +180,44 @@ class Stores:
                                          seen, check._prune)
         for row in races:
             check._report(c, check.me, row, store)
+
+    def _record_with_lines(self, stored, lows, highs, epoch):
+        """Record the runs the look found and the stores the page watch saw: each word
+        the watch saw a store to at its line, whether the look found it changed or
+        not (a store of the value already there, or one another rank's RMA wrote
+        over since); the rest of the runs as stores found at this call."""
+        # a store's width is the displacement unit's; with a unit of 1 (bytes, or
+        # addresses) it is not known: the widest scalar store's
+        grain = self.grain
+        width, words = grain if grain > 1 else 8, {}
+        for site, offsets in stored.items():
+            for offset in offsets:
+                words.setdefault(offset // grain * grain, site)
+        seen = sorted(words)
+        lined, unlined = {}, ([], [])
+        for word in seen:
+            lined.setdefault(words[word], []).append(word)
+        for low, high in zip(lows, highs):
+            for word in seen[bisect.bisect_left(seen, low - width + 1):
+                             bisect.bisect_left(seen, high)]:
+                if low < word:
+                    unlined[0].append(low)
+                    unlined[1].append(word)
+                low = max(low, word + width)
+            if low < high:
+                unlined[0].append(low)
+                unlined[1].append(high)
+        c = clock()
+        for site, lows_of_site in lined.items():
+            at = numpy.array(lows_of_site, numpy.int64)
+            ends = numpy.minimum(at + width, [self._end_of(word) for word in lows_of_site])
+            self._record(at, ends, c.site(site), epoch, kind=LOCAL_STORE)
+        if unlined[0]:
+            self._record(*unlined, c.site_here(), epoch)
+
+    def _end_of(self, offset):
+        """The end of the memory holding ``offset``."""
+        return self.shadow.own_bytes()
 
     def _spent(self, seconds):
         before, self.spent = self.spent, self.spent + seconds
@@ -234,8 +280,7 @@ class Stores:
         grain = word_grain(check.state.units[target])
         run = (run[0] // grain * grain, -(-run[1] // grain) * grain)   # whole words
         here = c.site_text(c.me, access.site)
-        c.report_once(key_of(zlib.crc32(("%d|unseen|%s|%d" % (target, here, access.kind))
-                                        .encode())),
+        c.report_once(unseen_key(target, here, access.kind),
                       lambda: report.unseen_store(check.name(), target, run, c.me, access,
                                                   here, check.dynamic))
 
@@ -354,6 +399,13 @@ class RegionShadows:
         self.segment.close()
 
 
+def unseen_key(target, site, kind):
+    """The key of the report of an RMA (``kind`` at ``site``) that met a store of
+    ``target`` not looked at yet; the owner's look, which may find the same store
+    later with its line (the page watch), does not report it again."""
+    return key_of(zlib.crc32(("%d|unseen|%s|%d" % (target, site, kind)).encode()))
+
+
 class DynamicStores(Stores):
     """Stores of a dynamic window, in the regions its rank attached (their offsets
     are their addresses, the window's displacements). RMA to them takes the Python
@@ -362,7 +414,7 @@ class DynamicStores(Stores):
     def __init__(self, check, shadow):
         self._start(check, shadow)
 
-    def look(self):
+    def look(self, stored=None):
         check, lows, highs = self.check, [], []
         started = time.perf_counter()
         for address, shadow, nbytes in self.shadow.own():
@@ -371,11 +423,18 @@ class DynamicStores(Stores):
             lows += [address + low for low in found[0]]
             highs += [address + high for high in found[1]]
         self._spent(time.perf_counter() - started)
-        if lows:
-            self._record(lows, highs, clock().site_here(), check.local_epoch_kind())
+        epoch = check.local_epoch_kind()
+        if stored:
+            self._record_with_lines(stored, lows, highs, epoch)
+        elif lows:
+            self._record(lows, highs, clock().site_here(), epoch)
 
     def addresses(self, target):
         return None
+
+    def _end_of(self, offset):
+        return next((address + nbytes for address, _, nbytes in self.shadow.own()
+                     if address <= offset < address + nbytes), offset + 1)
 
     def unchanged(self):
         return False        # not known without comparing each region: look

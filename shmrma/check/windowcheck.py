@@ -117,7 +117,10 @@ class WindowCheck:
         clock().observe_local()
         noted = loads.take() if loads is not None else None
         if self.stores is not None:
-            self.stores.look()
+            # a store the page watch saw is recorded by the look, with its line,
+            # even where it wrote the value already there
+            stored, noted = loads.split_stores(noted) if noted else (None, noted)
+            self.stores.look(stored)
         if noted:       # polling with loads and Sync is valid (R128, R131)
             loads.record(noted, polls=self.synced)
         self.synced = False
@@ -277,6 +280,10 @@ class WindowCheck:
     def _report(self, c, target, row, access):
         row_site = c.site_text(int(row["origin"]), int(row["site"]))
         here = c.site_text(c.me, access.site)
+        if (access.kind in (accesses.STORE, accesses.LOCAL_STORE) and target == self.me
+                and not c.session.first_report(stores.unseen_key(target, row_site,
+                                                                 int(row["kind"])))):
+            return      # that RMA reported meeting this store already, when it came
         pair = sorted([(row_site, int(row["kind"])), (here, access.kind)])
         c.report_once(key_of(*(zlib.crc32(("%s|%d" % p).encode()) for p in pair)),
                       lambda: report.race(self.name(), target, row, row_site, c.me, access,

@@ -1,15 +1,17 @@
-/* The race checker's watch on a rank's loads of its own window memory
+/* The race checker's watch on a rank's loads and stores of window memory
  * (shmrma/check/loads.py).
  *
- * Plain Python loads cannot be intercepted, so the checker takes the pages of
- * a rank's window memory away from it (mprotect PROT_NONE) after each of its
- * synchronization calls; the first access to each page faults, and the
+ * Plain Python loads and stores cannot be intercepted, so the checker takes the
+ * pages of a rank's window memory away from it (mprotect PROT_NONE) after each
+ * of its synchronization calls; the first access to each page faults, and the
  * handler below notes the faulting address, whether it wrote (x86-64), and the
  * innermost Python frames (code object and instruction) of the thread, gives
- * the page back and lets the access go on.  At the rank's next synchronization
- * call the checker turns the notes into load records (check/loads.py) and
- * takes the pages away again.  So a load is seen when it is the first access to
- * its page in an epoch; its address is exact.
+ * the page back (read-only after a load, so that the first store faults too)
+ * and lets the access go on.  At the rank's next synchronization call the
+ * checker turns the notes into load and store records (check/loads.py,
+ * check/stores.py) and takes the pages away again.  So a load is seen when it is
+ * the first access to its page in an epoch, and a store when it is the first
+ * store; their addresses are exact, and a store is seen whatever value it wrote.
  *
  * Only memory other ranks reach through their own mappings is watched (a
  * mapping's protection is its process's): a page taken away here does not
@@ -51,7 +53,6 @@
 struct region {
     uintptr_t low, high;    /* whole pages; high == 0: a free slot */
     int armed;              /* its pages are taken away (some may be back) */
-    int stores;             /* note stores too: a load gives the page back read-only */
     long faults;            /* every fault since the last take, noted or not */
 };
 
@@ -77,15 +78,20 @@ static int region_of(uintptr_t address)
     return -1;
 }
 
+#if defined(__x86_64__)
+#define TELLS_STORES 1      /* the fault's error code says whether it wrote */
 static int wrote(void *context)
 {
-#if defined(__x86_64__)
     return (((ucontext_t *)context)->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+}
 #else
+#define TELLS_STORES 0
+static int wrote(void *context)
+{
     (void)context;
     return 0;       /* not known: taken as a load */
-#endif
 }
+#endif
 
 static void note_frames(struct fault *f)
 {
@@ -147,15 +153,14 @@ static void on_fault(int signum, siginfo_t *info, void *context)
     }
     uintptr_t page = address & ~(page_size - 1);
     int write = wrote(context);
-    /* a page of a region whose stores are noted comes back read-only after a load,
-     * so its first store faults too (quiet: the runtime's own access, all back) */
-    int both = quiet || write || !regions[region].stores;
+    /* a page comes back read-only after a load, so its first store faults too, where
+     * the processor tells a store from a load (quiet: the runtime's own access, all
+     * back); elsewhere the page comes back whole, and only loads are seen */
+    int both = quiet || write || !TELLS_STORES;
     mprotect((void *)page, page_size, both ? PROT_READ | PROT_WRITE : PROT_READ);
     regions[region].faults++;
     if (quiet)
         return;
-    if (write && !regions[region].stores)
-        return;     /* stores are found by comparing with the shadow (stores.py) */
     if (fault_count >= MAX_FAULTS) {
         lost++;
         return;
@@ -199,14 +204,13 @@ static int protect(struct region *r, int prot)
     return mprotect((void *)r->low, r->high - r->low, prot);
 }
 
-/* watch(address, nbytes[, stores]): watch the whole pages of the range (with
- * stores: note the first store to each page too, on x86-64); its slot, -1 when no
- * whole page lies inside it, -2 when every slot is taken. */
+/* watch(address, nbytes): watch the whole pages of the range (the first load and,
+ * on x86-64, the first store to each page); its slot, -1 when no whole page lies
+ * inside it, -2 when every slot is taken. */
 static PyObject *watch(PyObject *self, PyObject *args)
 {
     Py_ssize_t address, nbytes;
-    int stores = 0;
-    if (!PyArg_ParseTuple(args, "nn|p", &address, &nbytes, &stores))
+    if (!PyArg_ParseTuple(args, "nn", &address, &nbytes))
         return NULL;
     if (!page_size)
         page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
@@ -221,7 +225,6 @@ static PyObject *watch(PyObject *self, PyObject *args)
             regions[i].low = low;
             regions[i].armed = 0;
             regions[i].faults = 0;
-            regions[i].stores = stores;
             regions[i].high = high;
             return PyLong_FromLong(i);
         }
@@ -595,7 +598,7 @@ static PyObject *hw_unwatch(PyObject *self, PyObject *args)
 }
 
 static PyMethodDef methods[] = {
-    {"watch", watch, METH_VARARGS, "watch(address, nbytes[, stores]): a slot, or < 0"},
+    {"watch", watch, METH_VARARGS, "watch(address, nbytes): a slot, or < 0"},
     {"arm", arm, METH_VARARGS, "arm(slot): take the pages away; the next access faults"},
     {"arm_pages", arm_pages, METH_VARARGS, "arm_pages(slot, flags): take the flagged pages"},
     {"span", span, METH_VARARGS, "span(slot): (low, high) addresses of the whole pages"},

@@ -56,15 +56,16 @@ if rank == 0:
 win.Unlock_all()
 comm.Barrier()
 
-win.Fence()                                             # its stores (stores.py): found at
-if rank == A:                                           # the owner's next call, marked there
+win.Fence()                                             # its stores (stores.py): seen with
+if rank == A:                                           # their lines (the first on each
+                                                        # page), or found at the next call
     time.sleep(0.02)
     win.Put(one, 0, where[0] + 2 * PAGE * 8 + 8)        # race DS
     win.Get(out, 0, where[1] + 1 * PAGE * 8)            # race DG
     win.Put(one, 0, where[0] + 2 * PAGE * 8 + 24)
 if rank == 0:
-    array[2 * PAGE + 1] = 5.0
-    other[1 * PAGE] = 6.0
+    array[2 * PAGE + 1] = 5.0                           # race DS
+    other[1 * PAGE] = 6.0                               # race DG
 win.Fence()                                             # race DS race DG
 if rank == 0:
     array[2 * PAGE + 3] = 8.0                           # after the Fence: ordered

@@ -3,7 +3,9 @@
 synchronization call, so the mark of a store sits on that call; an RMA that meets
 a store its owner has not synchronized since reports it without a line. A store
 of the value a racing Put wrote is not seen, so each store writes a value of its
-own. Rank 0 owns the memory; A (rank 1) accesses it."""
+own. Where the page watch is on (CASE_FLAVOR=allocate: whole pages), the first
+store to each page after a synchronization call is seen with its own line, so
+that line carries the mark too. Rank 0 owns the memory; A (rank 1) accesses it."""
 import os
 import time
 
@@ -28,7 +30,7 @@ if rank == A:
     win.Get(out, 0, 1)                                  # race LG
     win.Put(one, 0, 2)
 if rank == 0:
-    mine[0] = 5.0
+    mine[0] = 5.0                                       # race LS (its page's first store)
     mine[1] = 6.0
     mine[40] = 7.0                                      # other bytes, the same page
 win.Fence()                                             # race LS race LG
@@ -53,7 +55,7 @@ if rank == A:
     comm.send(None, 0, 4)                               # the Put, then a message
 if rank == 0:
     time.sleep(0.02)                                    # after the Put
-    mine[7] = 3.0                                       # made before the receive
+    mine[7] = 3.0                                       # race LR (before the receive)
     comm.recv(source=A, tag=4)                          # race LR
 comm.Barrier()
 win.Unlock_all()
@@ -67,7 +69,7 @@ if rank == A:
     win.Unlock(0)
 comm.Barrier()
 if rank == 0:
-    mine[6] = 2.0                                       # outside any lock epoch
+    mine[6] = 2.0                                       # race LK (no lock epoch)
 if rank == A:
     time.sleep(0.02)
     win.Lock(0, MPI.LOCK_SHARED)
