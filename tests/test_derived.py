@@ -114,24 +114,46 @@ def test_indexed_layout_keeps_type_map_order():
     assert _packed(indexed, data).view("i4").tolist() == [5, 6, 1]
 
 
+@pytest.mark.parametrize("base", ["DOUBLE", "vector", "resized"])
+def test_blocks_built_in_lists_and_in_arrays_agree(base):
+    """The two ways of building a type of blocks (derived._blocks: Python lists for a
+    few blocks, numpy arrays for many) give the same blocks and bounds, negative
+    starts, empty blocks and a non-dense old type included."""
+    old = {"DOUBLE": MPI.DOUBLE, "vector": MPI.INT.Create_vector(2, 1, 3),
+           "resized": MPI.SHORT.Create_resized(-2, 6)}[base]
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        count = int(rng.integers(0, 9))
+        lengths = [int(n) for n in rng.integers(0, 4, count)]
+        starts = [int(n) for n in rng.integers(-40, 40, count)]
+        few = derived._few_blocks(old, lengths, starts)
+        many = derived._many_blocks(old, lengths, starts)
+        assert derived.Layout.of(few).as_lists() == derived.Layout.of(many).as_lists()
+        assert few.Get_extent() == many.Get_extent()
+        assert few.Get_true_extent() == many.Get_true_extent()
+        assert few.Get_size() == many.Get_size()
+
+
 def test_subarray_layout_is_the_sub_box():
     data = np.arange(20, dtype="f8").reshape(4, 5)
     sub = MPI.DOUBLE.Create_subarray([4, 5], [2, 3], [1, 1])
     assert _packed(sub, data).view("f8").tolist() == data[1:3, 1:4].ravel().tolist()
 
 
+@pytest.mark.parametrize("largest", [7, 24])
 @pytest.mark.parametrize("base", ["DOUBLE", "INT", "vector", "contiguous"])
-def test_subarrays_pack_and_unpack_the_numpy_slice(base):
+def test_subarrays_pack_and_unpack_the_numpy_slice(base, largest):
     """Random subarrays, both storage orders, of predefined elements (built a block per
-    row) and of derived ones (a block per element): Pack gives the slice's elements in
+    run of rows, planes or the whole box) and of derived ones (a block per element),
+    few blocks (built in lists) and many (in arrays): Pack gives the slice's elements in
     storage order, each as its own type map, and Unpack puts them back where they were."""
     old = {"DOUBLE": MPI.DOUBLE, "INT": MPI.INT,
            "vector": MPI.DOUBLE.Create_vector(2, 1, 3).Commit(),
            "contiguous": MPI.DOUBLE.Create_contiguous(2).Commit()}[base]
     blocks = list(zip(*derived.Layout.of(old).as_lists()[:2]))
-    rng = np.random.default_rng(len(base))
+    rng = np.random.default_rng(len(base) + largest)
     for case in range(60):
-        sizes = [int(n) for n in rng.integers(1, 7, int(rng.integers(1, 4)))]
+        sizes = [int(n) for n in rng.integers(1, largest, int(rng.integers(1, 4)))]
         subsizes = [int(rng.integers(1, n + 1)) for n in sizes]
         starts = [int(rng.integers(0, n - m + 1)) for n, m in zip(sizes, subsizes)]
         order, storage = (MPI.ORDER_C, "C") if case % 2 else (MPI.ORDER_FORTRAN, "F")

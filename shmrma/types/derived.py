@@ -33,6 +33,7 @@ DISTRIBUTE_NONE = 123
 DISTRIBUTE_DFLT_DARG = -49767
 
 _basics = []  # basic Datatypes by id, for the per-block basic-type ids
+_paddings = []  # by id: the trailing padding of a pair type (DOUBLE_INT's last 4 bytes)
 
 
 def _basic_id(datatype):
@@ -40,6 +41,7 @@ def _basic_id(datatype):
         if known is datatype:
             return index
     _basics.append(datatype)
+    _paddings.append(datatype.extent - datatype.true_ub)
     return len(_basics) - 1
 
 
@@ -199,8 +201,7 @@ class Layout:
 
     def mpi_true_bounds(self):
         """True bounds without the trailing padding of pair types (MPI's true extent)."""
-        return self._bounds({i: _basics[i].extent - _basics[i].true_ub
-                             for i in self.distinct_basic_ids})
+        return self._bounds({i: _paddings[i] for i in self.distinct_basic_ids})
 
     def _bounds(self, padding_of):
         """(lowest byte, end of the highest block less its basic type's padding)."""
@@ -468,6 +469,13 @@ def _blocks(old, blocklengths, starts):
     and resized). Held by its structure: when ``old`` is one dense run, a block is one
     run, whatever its length (Create_contiguous(2**31 - 1) is one block, not 2**31
     entries); other types repeat their runs per copy."""
+    if len(blocklengths) <= _SMALL:
+        return _few_blocks(old, _as_list(blocklengths), _as_list(starts))
+    return _many_blocks(old, blocklengths, starts)
+
+
+def _many_blocks(old, blocklengths, starts):
+    """_blocks() in numpy arrays."""
     lengths = numpy.asarray(blocklengths, dtype=numpy.int64).reshape(-1)
     starts = numpy.asarray(starts, dtype=numpy.int64).reshape(-1)
     keep = lengths > 0
@@ -486,6 +494,30 @@ def _blocks(old, blocklengths, starts):
     first_of_block = numpy.repeat(numpy.cumsum(lengths) - lengths, lengths)
     within = numpy.arange(int(lengths.sum()), dtype=numpy.int64) - first_of_block
     copies = numpy.repeat(starts, lengths) + within * extent
+    return _make(layout.replicated(copies), lb, ub, basic)
+
+
+def _few_blocks(old, blocklengths, starts):
+    """_blocks() of a few blocks, in Python lists: numpy's calls cost more than the
+    work there (a contiguous or vector type is built in a few microseconds)."""
+    kept = [(start, length) for start, length in zip(starts, blocklengths) if length > 0]
+    extent, layout = old.extent, Layout.of(old)
+    if not kept:
+        return _make(Layout([], [], []), 0, 0, old.basic)
+    ends = [start + (length - 1) * extent for start, length in kept]
+    lb = min(min(start for start, _ in kept), min(ends)) + old.lb
+    ub = max(max(start for start, _ in kept), max(ends)) + old.ub
+    basic = old.basic if layout.basic() is not None else None
+    if is_dense(old) and extent > 0:
+        offset, _, basic_id = layout.block(0)
+        runs = Layout([start + offset for start, _ in kept],
+                      [length * extent for _, length in kept], [basic_id] * len(kept))
+        return _make(runs, lb, ub, basic)
+    if sum(length for _, length in kept) > _SMALL:
+        copies = numpy.concatenate([numpy.arange(length, dtype=numpy.int64) * extent + start
+                                    for start, length in kept])
+    else:
+        copies = [start + j * extent for start, length in kept for j in range(length)]
     return _make(layout.replicated(copies), lb, ub, basic)
 
 
@@ -593,7 +625,7 @@ def create_subarray(self, sizes, subsizes, starts, order=ORDER_C):
         if size < 1 or subsize < 1 or start < 0 or start + subsize > size:
             errors.fail(errors.ERR_ARG, "%s: a %d-wide subarray at %d does not fit in a "
                         "dimension of %d" % (call, subsize, start, size))
-    indices = [numpy.arange(start, start + n) for start, n in zip(starts, subsizes)]
+    indices = [range(start, start + n) for start, n in zip(starts, subsizes)]
     result = _array_type(old, sizes, indices, order, call)
     return _made(result, COMBINER_SUBARRAY, [old], integers=[len(sizes), order],
                  counts=sizes + subsizes + starts)
@@ -601,35 +633,60 @@ def create_subarray(self, sizes, subsizes, starts, order=ORDER_C):
 
 def _array_type(old, sizes, indices, order, call):
     """The elements of a ``sizes`` array of ``old`` whose index in dimension d is in
-    indices[d], in the array's storage ``order``; the type spans the whole array from
-    0 (subarray and darray, MPI-4.1 §5.1.3-4)."""
+    indices[d] (sorted, each once), in the array's storage ``order``; the type spans
+    the whole array from 0 (subarray and darray, MPI-4.1 §5.1.3-4)."""
     if order not in (ORDER_C, ORDER_FORTRAN):
         errors.fail(errors.ERR_ARG, "%s: order must be ORDER_C or ORDER_FORTRAN, not %r"
                     % (call, order))
     if order == ORDER_FORTRAN:
         sizes, indices = sizes[::-1], indices[::-1]
-    strides = numpy.cumprod([1] + list(sizes[:0:-1]))[::-1]
+    strides = [1] * len(sizes)          # elements, innermost dimension last
+    for d in range(len(sizes) - 2, -1, -1):
+        strides[d] = strides[d + 1] * sizes[d + 1]
     old_layout, extent = Layout.of(old), old.extent
-    last = indices[-1]
-    if len(old_layout) == 1 and old_layout.block(0)[:2] == (0, extent) and \
-            len(last) and last[-1] - last[0] == len(last) - 1:
-        # the innermost dimension's indices are one run and an element fills its
-        # extent: a block per row, not per element (a subarray has thousands)
-        rows = _flat_indices(indices[:-1], strides[:-1]) + int(last[0])
-        layout = Layout(rows * extent, numpy.full(len(rows), len(last) * extent),
-                        numpy.full(len(rows), old_layout.block(0)[2]))
+    total = strides[0] * sizes[0] * extent
+    basic = old.basic if old_layout.basic() is not None else None
+    if not (len(old_layout) == 1 and old_layout.block(0)[:2] == (0, extent)):
+        layout = old_layout.replicated(_flat_indices(indices, strides, extent))
+        return _make(layout, 0, total, basic)
+    # an element fills its extent: the innermost dimensions taken whole and the
+    # next one's indices, when they are one run, make one block (a row, a plane):
+    # a block per row at most, not per element (a subarray has thousands)
+    inner = len(sizes) - 1
+    while inner > 0 and len(indices[inner]) == sizes[inner]:
+        inner -= 1
+    run = indices[inner]
+    if len(run) and run[-1] - run[0] == len(run) - 1:
+        rows = _flat_indices(indices[:inner], strides[:inner], extent,
+                             int(run[0]) * strides[inner] * extent)
+        block, basic_id = len(run) * strides[inner] * extent, old_layout.block(0)[2]
+        if isinstance(rows, list):
+            layout = Layout(rows, [block] * len(rows), [basic_id] * len(rows))
+        else:
+            layout = Layout(rows, numpy.full(len(rows), block), numpy.full(len(rows), basic_id))
     else:
-        layout = old_layout.replicated(_flat_indices(indices, strides) * extent)
-    total = int(numpy.prod(sizes)) * extent
-    return _make(layout, 0, total, old.basic if old_layout.basic() is not None else None)
+        layout = old_layout.replicated(_flat_indices(indices, strides, extent))
+    return _make(layout, 0, total, basic)
 
 
-def _flat_indices(indices, strides):
-    """The flat index of every combination of indices[d] (d outermost first), in order."""
-    if not indices:
-        return numpy.zeros(1, dtype=numpy.int64)
-    grids = numpy.meshgrid(*indices, indexing="ij")
-    return sum(g.astype(numpy.int64) * int(stride) for g, stride in zip(grids, strides)).ravel()
+def _flat_indices(indices, strides, extent=1, base=0):
+    """The byte offset (``extent`` bytes an element, from ``base``) of every combination
+    of indices[d] (d outermost first), in order: a list when there are few, else an
+    array."""
+    count = 1
+    for index in indices:
+        count *= len(index)
+    if count <= _SMALL:
+        flat = [base]
+        for index, stride in zip(indices, strides):
+            step = stride * extent
+            flat = [offset + int(i) * step for offset in flat for i in index]
+        return flat
+    flat = numpy.full(1, base, dtype=numpy.int64)
+    for index, stride in zip(indices, strides):
+        step = numpy.asarray(index, dtype=numpy.int64) * (stride * extent)
+        flat = (flat[:, None] + step[None, :]).ravel()
+    return flat
 
 
 def create_darray(self, size, rank, gsizes, distribs, dargs, psizes, order=ORDER_C):
