@@ -25,6 +25,20 @@
 #include <Python.h>
 #include <structmember.h>
 
+/* Python 3.9 (setup.cfg's oldest) lacks these newer C-API calls. */
+#if PY_VERSION_HEX < 0x030A0000
+static inline PyObject *Py_NewRef(PyObject *object)
+{
+    Py_INCREF(object);
+    return object;
+}
+static inline PyObject *Py_XNewRef(PyObject *object)
+{
+    Py_XINCREF(object);
+    return object;
+}
+#endif
+
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
