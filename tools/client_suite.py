@@ -18,6 +18,7 @@ cannot be installed, the exit status is 75 and the last line says why.
 import argparse
 import glob
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -47,7 +48,9 @@ def prepare(name):
     ready = os.path.join(folder, "ready")
     made_for = "python %d.%d" % sys.version_info[:2]
     try:
-        if _read(ready) != made_for:
+        if _read(ready) != made_for or _venv_python(folder) != made_for:
+            if os.path.exists(ready):   # a make that fails must leave no stamp behind
+                os.remove(ready)
             _make(folder, python, requirement, test_needs)
             with open(ready, "w") as done:
                 done.write(made_for)
@@ -57,6 +60,13 @@ def prepare(name):
               % (requirement, exc), file=sys.stderr)
         raise SystemExit(CANNOT_INSTALL)
     return folder, python
+
+
+def _venv_python(folder):
+    """'python X.Y' of the virtualenv as its pyvenv.cfg says, or None."""
+    text = _read(os.path.join(folder, "venv", "pyvenv.cfg")) or ""
+    found = re.search(r"^version(?:_info)?\s*=\s*(\d+)\.(\d+)", text, re.M)
+    return "python %s.%s" % found.groups() if found else None
 
 
 def _read(path):
