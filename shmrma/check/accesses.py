@@ -216,9 +216,10 @@ class WindowLog:
 
     def acquire_word(self, target, access, vc):
         """Join the word's clock into ``vc`` (lock held): an atomic read of a flag.
-        The clock before, when the join may have changed it, else None."""
+        The clock before, when the join changed it, else None (most atomics of a
+        rank on a word it used already: nothing to judge again)."""
         cell = self._word_cell(target, access.lows, access.highs, access.kind)
-        if cell is None:
+        if cell is None or not (cell[1:] > vc).any():
             return None
         before = vc.copy()
         numpy.maximum(vc, cell[1:], out=vc)

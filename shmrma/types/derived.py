@@ -644,29 +644,30 @@ def _array_type(old, sizes, indices, order, call):
     for d in range(len(sizes) - 2, -1, -1):
         strides[d] = strides[d + 1] * sizes[d + 1]
     old_layout, extent = Layout.of(old), old.extent
-    total = strides[0] * sizes[0] * extent
-    basic = old.basic if old_layout.basic() is not None else None
-    if not (len(old_layout) == 1 and old_layout.block(0)[:2] == (0, extent)):
+    layout = _runs_of_rows(old_layout, extent, sizes, indices, strides)
+    if layout is None:
         layout = old_layout.replicated(_flat_indices(indices, strides, extent))
-        return _make(layout, 0, total, basic)
-    # an element fills its extent: the innermost dimensions taken whole and the
-    # next one's indices, when they are one run, make one block (a row, a plane):
-    # a block per row at most, not per element (a subarray has thousands)
+    basic = old.basic if old_layout.basic() is not None else None
+    return _make(layout, 0, strides[0] * sizes[0] * extent, basic)
+
+
+def _runs_of_rows(old_layout, extent, sizes, indices, strides):
+    """_array_type's layout a block per row, or None where an element does not fill
+    its extent or the indices nearest the innermost are not one run: the innermost
+    dimensions taken whole and the next one's run make one block (a row, a plane,
+    the whole box), not a block per element (a subarray has thousands)."""
+    if not (len(old_layout) == 1 and old_layout.block(0)[:2] == (0, extent)):
+        return None
     inner = len(sizes) - 1
     while inner > 0 and len(indices[inner]) == sizes[inner]:
         inner -= 1
     run = indices[inner]
-    if len(run) and run[-1] - run[0] == len(run) - 1:
-        rows = _flat_indices(indices[:inner], strides[:inner], extent,
-                             int(run[0]) * strides[inner] * extent)
-        block, basic_id = len(run) * strides[inner] * extent, old_layout.block(0)[2]
-        if isinstance(rows, list):
-            layout = Layout(rows, [block] * len(rows), [basic_id] * len(rows))
-        else:
-            layout = Layout(rows, numpy.full(len(rows), block), numpy.full(len(rows), basic_id))
-    else:
-        layout = old_layout.replicated(_flat_indices(indices, strides, extent))
-    return _make(layout, 0, total, basic)
+    if not len(run) or run[-1] - run[0] != len(run) - 1:
+        return None
+    rows = _flat_indices(indices[:inner], strides[:inner], extent,
+                         int(run[0]) * strides[inner] * extent)
+    block, basic_id = len(run) * strides[inner] * extent, old_layout.block(0)[2]
+    return Layout(rows, [block] * len(rows), [basic_id] * len(rows))
 
 
 def _flat_indices(indices, strides, extent=1, base=0):
