@@ -84,3 +84,38 @@ def test_threads_and_ranks_share_the_pool(run):
     if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
         pytest.skip("needs THREAD_MULTIPLE")
     assert shmrma.launch(_threads_make_communicators, 4, timeout=110) == [[]] * 4
+
+
+def _first_collective_is_a_large_bcast(rounds):
+    """New communicators whose first collective is a large broadcast, its root first
+    and the others late: the root names the small area and is through its first step
+    before the others read that name, then maps a large area, whose name must not
+    take the small one's place while they have not read it. Nonzero ranks sleep a
+    varying moment first; the broadcast's data and the communicator after it are
+    checked."""
+    import time
+    comm = MPI.COMM_WORLD
+    large = 300 * 1024
+    for turn in range(rounds):
+        new = comm.Dup() if turn % 2 else comm.Split(0, comm.size - comm.rank)
+        if new.rank != 0:
+            time.sleep(0.002 * (turn % 5))
+        if turn % 3 == 0:
+            data = np.full(large // 8, turn, dtype=np.float64) if new.rank == 0 else \
+                np.zeros(large // 8)
+            new.Bcast(data, 0)
+            assert (data == turn).all()
+        else:
+            got = new.bcast(bytes([turn % 256]) * large if new.rank == 0 else None, 0)
+            assert got == bytes([turn % 256]) * large
+        assert new.allreduce(1) == new.size
+        new.Free()
+    return len(_area_names())
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("nranks", [2, 3, 4])
+def test_a_late_member_reads_the_small_area_name_before_a_large_one(nranks):
+    counts = shmrma.launch(_first_collective_is_a_large_bcast, nranks, args=(24,),
+                           timeout=110)
+    assert all(count <= 8 for count in counts), counts

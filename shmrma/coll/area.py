@@ -35,8 +35,10 @@ own exception, the others one naming it). A mismatch only some members can see
 (a part longer than its place) is raised by them at the end, after they took
 part in every step, so nobody is left waiting.
 
-A communicator's small area is a segment its rank 0 makes at its first collective.
-When its last member frees it, the area goes to a pool in the world segment
+A communicator's small area is a segment its rank 0 makes at its first collective
+and names in the communicator's barrier slot; the others wait for that name
+alone (no barrier: rank 0 needs nothing of theirs before the first step, whose
+arrivals it waits for anyway). When its last member frees it, the area goes to a pool in the world segment
 (POOL_ENTRIES of them, by communicator size), and the next communicator of that
 size takes it instead of a new segment; every process keeps the last areas it
 unmapped mapped (CACHED_AREAS), so a member that had it maps nothing either.
@@ -52,7 +54,6 @@ shmrma/csrc/coll/ (area.c, reductions.c, parts.c) runs the common cases (plain b
 the small area) in C on the same areas and protocol, so a member on either path
 meets the others.
 """
-import ctypes
 import struct
 import threading
 
@@ -76,6 +77,9 @@ POOL_SIZE, POOL_NAME = 4, 8     # offsets in an entry
 POOL_EMPTY, POOL_BUSY, POOL_READY = 0, 1, 2
 CACHED_AREAS = 16               # areas a process keeps mapped after its communicator's Free
 AREA_KIND = "area-"             # in the names of small areas (segments.new_name)
+AREA_NAMED, AREA_FAILED = 1, 2  # the slot's area cell (job.OFF_SLOT_AREA), set by rank 0
+_ZEROS = bytes(READ_LINE + SLOT_HEADER)
+_POOL_TABLE = struct.Struct("<" + "ii%dx" % (POOL_ENTRY - 8) * POOL_ENTRIES)  # states, sizes
 
 
 def large_slot_bytes(nranks):
@@ -140,7 +144,7 @@ class Area:
 def area_of(state):
     """The communicator's small area, mapped at its first use (collectively)."""
     if state.area is None:
-        state.area = Area(state, _map(state, SMALL_SLOT), SMALL_SLOT, "coll")
+        state.area = Area(state, _region(state, SMALL_SLOT, _map_small), SMALL_SLOT, "coll")
         state._bind_area(False, state.area.address, SMALL_SLOT)
     return state.area
 
@@ -150,7 +154,7 @@ def large_area_of(state):
     members know from the first step that it does)."""
     if state.large_area is None:
         slot = large_slot_bytes(len(state.ranks))
-        state.large_area = Area(state, _map(state, slot, pooled=False), slot, "large")
+        state.large_area = Area(state, _region(state, slot, _map_large), slot, "large")
         state._bind_area(True, state.large_area.address, slot)
     return state.large_area
 
@@ -192,17 +196,26 @@ def _mapped(name, nbytes):
     return segments.Region.attach(name, nbytes)
 
 
-def _pool_entries(world):
-    for index in range(POOL_ENTRIES):
-        yield world.base + job.OFF_AREA_POOL + index * POOL_ENTRY
+def _pool_entries(world, wanted, size=None):
+    """The addresses of the pool's entries in state ``wanted`` (and of ``size``) as one
+    plain read of the table sees them: candidates, which a compare-and-swap on an
+    entry's state then takes or not (one read instead of 64 atomic loads at every
+    communicator's first collective)."""
+    table = _POOL_TABLE.unpack_from(world.mem, job.OFF_AREA_POOL)
+    states = table[0::2]
+    if wanted not in states:
+        return
+    first = world.base + job.OFF_AREA_POOL
+    for index, state in enumerate(states):
+        if state == wanted and (size is None or table[2 * index + 1] == size):
+            yield first + index * POOL_ENTRY
 
 
 def _pool_take(world, size):
     """The name of a pooled small area for a communicator of ``size``, taken out of
     the pool; None when it has none."""
-    for entry in _pool_entries(world):
-        if atomic.load32(entry) != POOL_READY or atomic.load32(entry + POOL_SIZE) != size or \
-                atomic.cas32(entry, POOL_READY, POOL_BUSY) != POOL_READY:
+    for entry in _pool_entries(world, POOL_READY, size):
+        if atomic.cas32(entry, POOL_READY, POOL_BUSY) != POOL_READY:
             continue
         if atomic.load32(entry + POOL_SIZE) != size:   # given again meanwhile, another size
             atomic.store32(entry, POOL_READY)
@@ -221,7 +234,7 @@ def recycle(state):
     if area is None or not isinstance(area.region, segments.Region):
         return
     world, name = job.current(), area.region.name
-    for entry in _pool_entries(world):
+    for entry in _pool_entries(world, POOL_EMPTY):
         if atomic.cas32(entry, POOL_EMPTY, POOL_BUSY) == POOL_EMPTY:
             at = entry - world.base + POOL_NAME
             world.mem[at:at + NAME_BYTES] = name.encode().ljust(NAME_BYTES, b"\0")
@@ -231,37 +244,89 @@ def recycle(state):
     segments.unlink(name)
 
 
-def _made_or_pooled(world, size, nbytes, pooled):
-    """Rank 0's area: a pooled one (its memory cleared: a new communicator's steps
-    start from zero), else a new segment."""
-    name = _pool_take(world, size) if pooled else None
+def _pooled_or_made(world, size, nbytes):
+    """Rank 0's small area: a pooled one (cleared: a new communicator's steps start
+    from zero), else a new segment."""
+    name = _pool_take(world, size)
     if name is None:
-        return segments.Region.create(world.job_id, nbytes, kind=AREA_KIND if pooled else "")
+        return segments.Region.create(world.job_id, nbytes, kind=AREA_KIND)
     region = _mapped(name, nbytes)
-    ctypes.memset(region.address, 0, nbytes)
+    _clear(region.buffer, size, SMALL_SLOT)
     return region
 
 
-def _map(state, slot, pooled=True):
-    """Map an area (collective): rank 0 takes a pooled one or creates the segment
-    and puts its name in the communicator's barrier slot, the others map it; a
-    pooled area's name stays (recycle() gives it back to the pool), another's is
-    unlinked by the last to map it. A failure anywhere is every member's."""
-    size = len(state.ranks)
-    nbytes = Area.nbytes(size, slot)
-    if size == 1:
+def _clear(mem, nranks, slot):
+    """Zero what a step reads before a member wrote it in this communicator: the
+    counter's line, and each member's read cell and two slot headers. A slot's data
+    is read only once its header says which step put it there, so the rest keeps
+    the last communicator's bytes (clearing 5 lines instead of 33 KiB at 2 ranks,
+    lines the other processes wrote last)."""
+    mem[0:AREA_HEADER] = bytes(AREA_HEADER)
+    first, block = READ_LINE + SLOT_HEADER, READ_LINE + 2 * (SLOT_HEADER + slot)
+    for start in range(AREA_HEADER, AREA_HEADER + nranks * block, block):
+        mem[start:start + first] = _ZEROS[:first]
+        second = start + first + slot
+        mem[second:second + SLOT_HEADER] = _ZEROS[:SLOT_HEADER]
+
+
+def _region(state, slot, mapper):
+    """The memory of an area of ``slot`` bytes per slot (collective): plain memory for
+    a communicator of one, else ``mapper(state, nbytes, world, its barrier slot's
+    address, where an area's name goes there in the world segment)``."""
+    nbytes = Area.nbytes(len(state.ranks), slot)
+    if len(state.ranks) == 1:
         return _PrivateRegion(nbytes)
     world = job.current()
     cell = world.slot_address(state.slot)
-    name_at = cell - world.base + NAME_OFFSET
+    return mapper(state, nbytes, world, cell, cell - world.base + NAME_OFFSET)
+
+
+def _map_small(state, nbytes, world, cell, name_at):
+    """Map the small area: rank 0 takes a pooled one or creates the segment, names it
+    in the communicator's barrier slot and sets the slot's area cell (AREA_NAMED, or
+    AREA_FAILED with its own error); the others wait for that cell alone and map the
+    name. A member that cannot map a name rank 0 could raises ERR_NO_MEM alone: the
+    others wait in the first step until it takes part or exits. Its name stays
+    (recycle() gives it back to the pool)."""
+    size, published = len(state.ranks), cell + job.OFF_SLOT_AREA
+    if state.rank == 0:
+        try:
+            region = _pooled_or_made(world, size, nbytes)
+        except (errors.Exception, OSError):
+            atomic.cell_store(published, AREA_FAILED)
+            raise
+        world.mem[name_at:name_at + NAME_BYTES] = region.name.encode().ljust(NAME_BYTES,
+                                                                             b"\0")
+        atomic.cell_store(published, AREA_NAMED)
+        return region
+    if job.wait_cell(published, 0, lambda: "the collective area of %s (%d ranks)" % (
+            state.name or "a communicator", size), state.ranks) != AREA_NAMED:
+        raise errors.Exception(errors.ERR_NO_MEM, "rank 0 of the communicator could not "
+                               "make its collective area; see its own error")
+    name = bytes(world.mem[name_at:name_at + NAME_BYTES]).rstrip(b"\0").decode()
+    try:
+        return _mapped(name, nbytes)
+    except (errors.Exception, OSError) as exc:
+        raise errors.Exception(errors.ERR_NO_MEM, "cannot map the collective area of "
+                               "the communicator: %s" % exc) from None
+
+
+def _map_large(state, nbytes, world, cell, name_at):
+    """Map a large area: rank 0 creates the segment and puts its name in the
+    communicator's barrier slot, the others map it, and the last to map it unlinks
+    the name. A failure anywhere is every member's. The first barrier keeps the name
+    of the small area there until every member read it (the root of a broadcast gets
+    here without waiting for the others' first step)."""
+    size = len(state.ranks)
     failed_at, mapped_at = cell + FAILED_OFFSET, cell + MAPPED_OFFSET
     region = error = None
     name = b""
+    slot_barrier(state)
     if state.rank == 0:
         atomic.store32(failed_at, 0)
         atomic.store32(mapped_at, 0)
         try:
-            region = _made_or_pooled(world, size, nbytes, pooled)
+            region = segments.Region.create(world.job_id, nbytes)
             name = region.name.encode()
         except errors.Exception as exc:
             error = exc
@@ -271,12 +336,11 @@ def _map(state, slot, pooled=True):
         name = bytes(world.mem[name_at:name_at + NAME_BYTES]).rstrip(b"\0")
         if name:
             try:
-                region = _mapped(name.decode(), nbytes) if pooled else \
-                    segments.Region.attach(name.decode(), nbytes)
+                region = segments.Region.attach(name.decode(), nbytes)
             except (errors.Exception, OSError) as exc:
                 error = exc
                 atomic.store32(failed_at, 1)
-    if name and not pooled and atomic.fetch_add32(mapped_at, 1) + 1 == size:
+    if name and atomic.fetch_add32(mapped_at, 1) + 1 == size:
         segments.unlink(name.decode())      # the last to map it: no name is left behind
     slot_barrier(state)
     if error is None and (atomic.load32(failed_at) or region is None):

@@ -15,6 +15,7 @@ def claim_slot(world, members):
         if atomic.cas32(address, 0, members) == 0:
             atomic.store32(world.slot_address(slot) + job.OFF_SLOT_COUNT, 0)
             atomic.store32(world.slot_address(slot) + job.OFF_SLOT_CHANNEL, 0)
+            atomic.store32(world.slot_address(slot) + job.OFF_SLOT_AREA, 0)
             return slot
     errors.fail(errors.ERR_OTHER, "too many communicators alive at once (%d); free the ones "
                 "you no longer need with comm.Free()" % job.MAX_COMM_SLOTS)

@@ -227,7 +227,8 @@ def create_dist_graph(comm, sources, degrees, destinations, weights=None, info=N
         _check_ranks(call, ends, comm.Get_size(), "destinations", False)
         froms = [start for start, count in zip(starts, counts) for _ in range(count)]
         return given is not None, list(zip(froms, ends, given or [1] * len(ends)))
-    (weighted, _), everyone, made = agreed(comm, call, parse, lambda _: same_order(comm))
+    (weighted, _), everyone, made = agreed(comm, call, parse, lambda _: same_order(comm),
+                                           share=True)
     me = comm.Get_rank()
     every_edge = [edge for _, edges in everyone for edge in edges]
     inward = [(start, weight) for start, end, weight in every_edge if end == me]

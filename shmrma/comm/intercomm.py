@@ -28,7 +28,7 @@ from ..p2p.transport import CONNECT
 from .comm import COMM_CLASSES, INTER, Comm
 from .group import Group, make_group
 from .intracomm import (_SESSIONS, MADE_ABOVE, Intracomm, _allocate_or_error, _planned,
-                        _split_choice, checked_subset, members_of)
+                        _split_choice, checked_subset, split_layout)
 
 _TAG = 0    # every creation call on an intercommunicator: they are collective, in order
 
@@ -223,10 +223,10 @@ class Intercomm(PersistentCollectives, InterCollectives, Comm):
         choices = [_split_choice(rank, choice)
                    for rank, choice in enumerate(own_allgather(state.local, (color, key)))]
         _, theirs = _swapped(self, choices)
-        colors = sorted({c for c, _ in choices} & {c for c, _ in theirs} -
-                        {constants.UNDEFINED})
-        pairs = [(members_of(choices, state.local_ranks, c),
-                  members_of(theirs, state.ranks, c)) for c in colors]
+        _, ours_by_color = split_layout(choices, state.local_ranks)
+        _, theirs_by_color = split_layout(theirs, state.ranks)
+        colors = sorted(ours_by_color.keys() & theirs_by_color.keys())
+        pairs = [(ours_by_color[c], theirs_by_color[c]) for c in colors]
 
         def plan():
             return _allocate_or_error(3 * len(colors), [size for local, remote in pairs

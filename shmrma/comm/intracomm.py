@@ -231,27 +231,21 @@ class _Duplication(Request):
         return self._arrived._peers()
 
 
-def members_of(choices, ranks, color):
-    """The world ranks (of ``ranks``) of the members whose (color, key) in ``choices``
-    has ``color``, ordered by key, then rank: a Split's new group."""
-    return [ranks[r] for _, r in sorted((key, r) for r, (c, key) in enumerate(choices)
-                                        if c == color)]
-
-
 def same_order(comm):
     """Every rank's Split choice for a communicator of the same ranks in the same
     order (a distributed graph)."""
     return [(0, rank) for rank in range(comm.Get_size())]
 
 
-def split_by(comm, choices, plan=None):
+def split_by(comm, choices, plan=None, layout=None):
     """The communicators of a Split of ``comm`` whose every rank's (color, key) is
     ``choices``, known at every rank (a topology's, or gathered by Split): one
     collective step, rank 0 allocating them all and broadcasting the plan; none
-    when ``plan`` is rank 0's plan_split, which every rank got already."""
+    when ``plan`` is rank 0's plan_split, which every rank got already.
+    ``layout`` is split_layout(choices, ...) when the caller made it already."""
     state = comm._s
     color = choices[state.rank][0]
-    colors, members = _split_layout(choices, state.ranks)
+    colors, members = layout or split_layout(choices, state.ranks)
     base, slots = (_agreed_plan(state, [len(members[c]) for c in colors]) if plan is None
                    else _planned(plan))
     if color == constants.UNDEFINED:
@@ -261,29 +255,31 @@ def split_by(comm, choices, plan=None):
                                parent=state))
 
 
-def _split_layout(choices, ranks):
-    """(the colors of a Split's communicators in order, each one's world ranks)."""
-    colors = sorted({c for c, _ in choices if c != constants.UNDEFINED})
-    return colors, {c: members_of(choices, ranks, c) for c in colors}
+def split_layout(choices, ranks):
+    """(the colors of a Split's communicators in order, each one's world ranks, ordered
+    by key, then rank): one pass over every rank's (color, key) in ``choices``."""
+    by_color = {}
+    for rank, (color, key) in enumerate(choices):
+        if color != constants.UNDEFINED:
+            by_color.setdefault(color, []).append((key, rank))
+    colors = sorted(by_color)
+    return colors, {c: [ranks[r] for _, r in sorted(by_color[c])] for c in colors}
 
 
-def plan_split(state, choices):
-    """Rank 0's plan for split_by(comm, choices, plan), made before the other ranks
-    know of it (they get it in a collective step of the caller's), or the error
-    that prevented it; undo_plan gives it back if the call fails after all."""
-    colors, members = _split_layout(choices, state.ranks)
+def plan_split(layout):
+    """Rank 0's plan for split_by(comm, choices, plan) of that ``layout``, made before
+    the other ranks know of it (they get it in a collective step of the caller's), or
+    the error that prevented it; undo_plan gives it back if the call fails after all."""
+    colors, members = layout
     return _allocate_or_error(len(colors), [len(members[c]) for c in colors])
 
 
-def undo_plan(plan, choices, state):
+def undo_plan(plan, layout):
     """Give back the barrier slots of a plan_split plan that will not be used."""
     if isinstance(plan, errors.Exception):
         return
-    colors, members = _split_layout(choices, state.ranks)
-    world = job.current()
-    for slot, color in zip(plan[1], colors):
-        if slot is not None:
-            release_slot(world, slot, len(members[color]))
+    colors, members = layout
+    _give_back(job.current(), plan[1], [len(members[c]) for c in colors])
 
 
 def _agreed_plan(state, sizes):
@@ -317,11 +313,16 @@ def _allocate_or_error(count, sizes):
         for size in sizes:
             slots.append(claim_slot(world, size) if size > 1 else None)
     except errors.Exception as exc:
-        for slot, size in zip(slots, sizes):
-            if slot is not None:
-                release_slot(world, slot, size)
+        _give_back(world, slots, sizes)
         return exc
     return base, slots
+
+
+def _give_back(world, slots, sizes):
+    """Give back the barrier slots of communicators that will not be made."""
+    for slot, size in zip(slots, sizes):
+        if slot is not None:
+            release_slot(world, slot, size)
 
 
 def _created_by_leader(channel, world_ranks, tag, label=None):

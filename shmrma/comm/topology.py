@@ -15,7 +15,8 @@ import operator
 from ..core import constants, errors
 from ..types.buffers import is_integral
 from .comm import COMM_CLASSES
-from .intracomm import COMM_NULL, MADE_ABOVE, Intracomm, plan_split, split_by, undo_plan
+from .intracomm import (COMM_NULL, MADE_ABOVE, Intracomm, plan_split, split_by, split_layout,
+                        undo_plan)
 from ..coll.blocking import own_allgather
 from ..coll.neighbor import NeighborCollectives
 from ..coll.persistent import PersistentNeighborCollectives
@@ -198,28 +199,30 @@ def _product(values):
     return product
 
 
-def agreed(comm, call, parse, choices_of):
+def agreed(comm, call, parse, choices_of, share=False):
     """Run ``parse()`` at every rank of ``comm`` and split ``comm`` as
     ``choices_of(its result)`` says (every rank's (color, key)), collectively and
-    in one step: (this rank's result, every rank's, this rank's new communicator),
-    or the error a rank met, raised at every rank (the others naming it) so that
-    nobody waits for a rank that gave up. Rank 0 plans the split before the step
-    and sends its plan along; the plan is given back when a rank failed."""
+    in one step: (this rank's result, every rank's when ``share`` else None, this
+    rank's new communicator), or the error a rank met, raised at every rank (the
+    others naming it) so that nobody waits for a rank that gave up. Rank 0 plans
+    the split before the step and sends its plan along; the plan is given back when
+    a rank failed."""
     state = comm._s
-    plan = choices = None
+    plan = layout = None
     try:
         mine, error, error_class = parse(), None, 0
         choices = choices_of(mine)
+        layout = split_layout(choices, state.ranks)
         if state.rank == 0:
-            plan = plan_split(state, choices)
+            plan = plan_split(layout)
     except (errors.Exception, ValueError, TypeError) as exc:
         mine, error = None, exc
         error_class = (exc.Get_error_class() if isinstance(exc, errors.Exception)
                        else errors.ERR_ARG)
-    everyone = own_allgather(comm, (error_class, mine, plan))
+    everyone = own_allgather(comm, (error_class, mine if share else None, plan))
     if error is not None or any(entry[0] for entry in everyone):
         if plan is not None:
-            undo_plan(plan, choices, state)
+            undo_plan(plan, layout)
         if error is not None:
             raise error
     for rank, (error_class, _, _) in enumerate(everyone):
@@ -227,8 +230,8 @@ def agreed(comm, call, parse, choices_of):
             errors.fail(error_class, "%s: rank %d could not use its arguments (its own "
                         "error says why); it is collective, so every rank fails"
                         % (call, rank))
-    return (mine, [result for _, result, _ in everyone],
-            split_by(comm, choices, everyone[0][2]))
+    return (mine, [result for _, result, _ in everyone] if share else None,
+            split_by(comm, choices, everyone[0][2], layout))
 
 
 def with_topology(cls, comm, topology):

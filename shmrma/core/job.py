@@ -47,6 +47,7 @@ OFF_SLOT_REFS = 0
 OFF_SLOT_COUNT = 64
 OFF_SLOT_GENERATION = 72  # wait cell
 OFF_SLOT_CHANNEL = 80   # 1 once a member made the communicator's nonblocking channel
+OFF_SLOT_AREA = 88      # wait cell: rank 0 named the small collective area (coll/area.py)
 
 CHANNEL_HEADER = 192
 MAGIC = 0x5348524D41574F52  # "SHRMAWOR"
