@@ -18,7 +18,7 @@ import types
 import conftest
 import pytest
 
-from shmrma.bench import cli, compare, jobs, osu as rank_program
+from shmrma.bench import cli, compare, jobs, messages, osu as rank_program
 from shmrma.bench import sync as sync_kinds
 from shmrma.bench import options as osu
 
@@ -837,7 +837,6 @@ def test_step_order_of_each_sync_mode(name, sync, rank):
 def test_messages_cases_are_valid_runs():
     """The messages suite's cases launch shmrma/bench/messages.py with -m N:N (a single
     size) and, with --quick, a --max-iterations cap."""
-    from shmrma.bench import messages
     cases = [c for c in compare.SUITES["messages"] if isinstance(c, compare.MessagesCase)]
     assert cases
     for case in cases:
@@ -863,7 +862,6 @@ def test_messages_forms_move_the_same_bytes(run_shmrma, form):
         assert done.returncode == 0, done.stderr
         assert [int(line.split()[0]) for line in done.stdout.splitlines()
                 if line[:1].isdigit()] == [1, 2, 4, 8, 16, 32, 64]
-    from shmrma.bench import messages
     with pytest.raises(SystemExit, match="unknown option"):
         messages.parse(["osu_latency", "--form", "vector"])
 
@@ -903,7 +901,11 @@ def test_transpose_program_moves_every_value_where_it_belongs(run_shmrma, nranks
 @pytest.mark.parametrize("name,nranks", [("osu_latency", 2), ("osu_bw", 2), ("obj_latency", 2),
                                          ("osu_allreduce", 3), ("osu_bcast", 3),
                                          ("osu_barrier", 3), ("obj_allreduce", 3),
-                                         ("obj_bcast", 3), ("osu_iallreduce", 3)])
+                                         ("obj_bcast", 3), ("osu_iallreduce", 3),
+                                         ("vec_alltoallv", 3), ("vec_allgatherv", 2),
+                                         ("vec_gatherv", 3), ("vec_scatterv", 3),
+                                         ("comm_dup", 2), ("comm_split", 3),
+                                         ("comm_cart_sub", 4), ("type_contiguous", 2)])
 def test_messages_benchmarks_print_omb_rows(run_shmrma, name, nranks):
     """Each OSU point-to-point or collective benchmark (and object form) runs on
     shmrma and prints OMB's header and one row per size."""
@@ -913,7 +915,7 @@ def test_messages_benchmarks_print_omb_rows(run_shmrma, name, nranks):
     lines = result.stdout.splitlines()
     assert lines[0].startswith("# OSU MPI ") and lines[1].startswith("# Size")
     rows = [line.split() for line in lines[2:]]
-    expected = [8] if name in ("osu_barrier", "obj_allreduce") else [1, 2, 4, 8, 16, 32, 64]
+    expected = [8] if name in messages.ONE_SIZE else [1, 2, 4, 8, 16, 32, 64]
     assert [int(size) for size, _ in rows] == expected
     assert all(float(value) > 0 for _, value in rows)
 

@@ -45,8 +45,9 @@ output) on two ranks it starts itself.
               (suite scaling); OSU's point-to-point and collective tests
               (shmrma/bench/messages.py: Send/Recv latency and bandwidth at
               every size, Allreduce, Bcast and Barrier at 2-16 ranks, 1 MiB
-              Allreduce), their object forms and a message-passing halo
-              (suite messages); the halos and the 8-byte put with and
+              Allreduce), their object forms, a message-passing halo, the
+              vector collectives with array('i') counts, and making
+              communicators and types (suite messages); the halos and the 8-byte put with and
               without shmrma-run --check (suite check), and with and without
               --trace and --profile (suite observe); whole programs as
               their users run them: mpi4py's demo benchmarks (demo/osu_*.py

@@ -492,6 +492,24 @@ MESSAGES_SUITE += tuple(    # the issue's own target is on float64 (OMB's defaul
     MessagesCase("Allreduce 1 MiB float64 n=%d (osu_allreduce -T mpi_double), us" % n,
                  "osu_allreduce", MIB, n, 1.0, flags=["-T", "mpi_double"])
     for n in (2, 4))
+# the call forms of real programs: vector collectives with array('i') counts in
+# buffer objects larger than what they move, and making communicators and types
+MESSAGES_SUITE += tuple(
+    MessagesCase("%s %s per rank n=%d, array('i') counts, 256 KiB objects, us"
+                 % (call, label, n), name, size, n, target)
+    for n in (2, 4)
+    for call, name in (("Alltoallv", "vec_alltoallv"), ("Allgatherv", "vec_allgatherv"),
+                       ("Gatherv", "vec_gatherv"), ("Scatterv", "vec_scatterv"))
+    for label, size, target in (("8 B", 8, 0.6), ("64 KiB", 64 * 1024, 1.0))
+) + tuple(
+    MessagesCase(title % n, name, 8, n, target)
+    for n in (2, 4)
+    for title, name, target in (("Dup + Free n=%d, us", "comm_dup", 1.0),
+                                ("Split + Free n=%d, us", "comm_split", 1.0),
+                                ("Create_cart + Sub + Free n=%d, us", "comm_cart_sub", 1.0),
+                                ("Create_contiguous + Commit + Free n=%d, us",
+                                 "type_contiguous", None))
+)
 MESSAGES_SWEEP = tuple(MessagesSweep(name) for name in ("osu_latency", "osu_bw"))
 
 # the race checker's cost on the proposal's halos (issue target: at most 3x at 4

@@ -18,6 +18,19 @@ or one of the object forms (pickled Python objects, which OMB has not):
   obj_latency    ping-pong of send/recv of a bytes object of the size
   obj_allreduce  allreduce of an int (the size column says 8)
   obj_bcast      bcast of a bytes object of the size
+or the vector collectives as real programs call them: SIZE bytes to or from each
+rank as ``[buf, counts, displs, MPI.BYTE]``, counts and displacements in
+``array('i')``, in buffer objects of 256 KiB whatever SIZE (their cost must follow
+the bytes moved, not the object):
+  vec_alltoallv  Alltoallv
+  vec_allgatherv Allgatherv
+  vec_gatherv    Gatherv to rank 0
+  vec_scatterv   Scatterv from rank 0
+or what a program pays to make its communicators and types (one row, size 8):
+  comm_dup       Dup, then Free
+  comm_split     Split in two (color rank % 2), then Free
+  comm_cart_sub  Create_cart of a 2-d grid (Compute_dims), Sub of its rows, Free both
+  type_contiguous  Create_contiguous(4) of DOUBLE, Commit, Free (local)
 
 --form bare|type|count: the buffer specification of osu_latency's and osu_bw's
 messages: the array itself (the default), ``[buf, MPI.BYTE]`` or
@@ -41,14 +54,25 @@ LOOPS = {"latency": ((10000, 100), (1000, 10)), "bw": ((100, 10), (20, 2)),
 KINDS = {"osu_latency": "latency", "osu_bw": "bw", "osu_bcast": "collective",
          "osu_allreduce": "collective", "osu_barrier": "collective",
          "osu_iallreduce": "collective",
-         "obj_latency": "latency", "obj_allreduce": "collective", "obj_bcast": "collective"}
+         "obj_latency": "latency", "obj_allreduce": "collective", "obj_bcast": "collective",
+         "vec_alltoallv": "collective", "vec_allgatherv": "collective",
+         "vec_gatherv": "collective", "vec_scatterv": "collective",
+         "comm_dup": "collective", "comm_split": "collective", "comm_cart_sub": "collective",
+         "type_contiguous": "collective"}
 TITLES = {"osu_latency": "Latency", "osu_bw": "Bandwidth", "osu_bcast": "Broadcast Latency",
           "osu_allreduce": "Allreduce Latency", "osu_barrier": "Barrier Latency",
           "osu_iallreduce": "Iallreduce Latency",
           "obj_latency": "send/recv of objects Latency",
           "obj_allreduce": "allreduce of an int Latency",
-          "obj_bcast": "bcast of objects Latency"}
-ONE_SIZE = ("osu_barrier", "obj_allreduce")
+          "obj_bcast": "bcast of objects Latency",
+          "vec_alltoallv": "Alltoallv Latency", "vec_allgatherv": "Allgatherv Latency",
+          "vec_gatherv": "Gatherv Latency", "vec_scatterv": "Scatterv Latency",
+          "comm_dup": "Dup + Free Latency", "comm_split": "Split + Free Latency",
+          "comm_cart_sub": "Create_cart + Sub + Free Latency",
+          "type_contiguous": "Create_contiguous + Commit + Free Latency"}
+ONE_SIZE = ("osu_barrier", "obj_allreduce", "comm_dup", "comm_split", "comm_cart_sub",
+            "type_contiguous")
+VECTOR_OBJECT = 256 * 1024      # the buffer objects of the vector collectives, in bytes
 MAX_SIZE = {"latency": 1 << 22, "bw": 1 << 22, "collective": 1 << 20}
 WINDOW = 64
 TYPES = {"mpi_float": "f4", "mpi_double": "f8"}     # OMB's -T, for the reductions
@@ -104,6 +128,7 @@ class Run:
         self.form = FORMS[form]
         self.comm = MPI.COMM_WORLD
         self.rank = self.comm.Get_rank()
+        self.check = None       # what a step's data must be after the loop, if it knows
 
     def step(self, size):
         """The zero-argument function doing one iteration at ``size``."""
@@ -134,6 +159,11 @@ class Run:
             return comm.Barrier
         if self.name == "obj_allreduce":
             return lambda: comm.allreduce(rank + 1)
+        if self.name in VECTOR_CALLS:
+            one, self.check = VECTOR_CALLS[self.name](MPI, comm, size)
+            return one
+        if self.name in MAKERS:
+            return MAKERS[self.name](MPI, comm)
         obj = bytes(size)
         return lambda: comm.bcast(obj if rank == 0 else None, 0)
 
@@ -166,6 +196,89 @@ class Run:
             return size / 1e6 * iterations * WINDOW / seconds
         mine = seconds * 1e6 / iterations
         return self.comm.allreduce(mine) / self.comm.Get_size()
+
+
+def _vector_specs(MPI, comm, size):
+    """(the whole-buffer spec, the vector spec) of ``size`` bytes per rank, in 256 KiB
+    objects, counts and displacements in array('i')."""
+    from array import array
+    import numpy as np
+    nranks = comm.Get_size()
+    counts = array("i", [size] * nranks)
+    displs = array("i", [size * r for r in range(nranks)])
+
+    def spec(fill):
+        return [np.full(max(VECTOR_OBJECT, size * nranks), fill, np.uint8), counts, displs,
+                MPI.BYTE]
+    return spec, np.ones(size, np.uint8)
+
+
+def _received(spec, size, nranks):
+    """Did every rank's part arrive (ones), and nothing past them change (zeros)?"""
+    data = spec[0]
+    return bool((data[:size * nranks] == 1).all() and (data[size * nranks:] == 0).all())
+
+
+# each gives (one call, a check of what it received, run after the timed loop)
+def _alltoallv(MPI, comm, size):
+    spec, _ = _vector_specs(MPI, comm, size)
+    send, recv = spec(1), spec(0)
+    return (lambda: comm.Alltoallv(send, recv),
+            lambda: _received(recv, size, comm.Get_size()))
+
+
+def _allgatherv(MPI, comm, size):
+    spec, mine = _vector_specs(MPI, comm, size)
+    recv = spec(0)
+    return (lambda: comm.Allgatherv([mine, size, MPI.BYTE], recv),
+            lambda: _received(recv, size, comm.Get_size()))
+
+
+def _gatherv(MPI, comm, size):
+    spec, mine = _vector_specs(MPI, comm, size)
+    recv = spec(0) if comm.Get_rank() == 0 else None
+    return (lambda: comm.Gatherv([mine, size, MPI.BYTE], recv, 0),
+            lambda: recv is None or _received(recv, size, comm.Get_size()))
+
+
+def _scatterv(MPI, comm, size):
+    spec, mine = _vector_specs(MPI, comm, size)
+    send = spec(1) if comm.Get_rank() == 0 else None
+    mine[:] = 0
+    return (lambda: comm.Scatterv(send, [mine, size, MPI.BYTE], 0),
+            lambda: bool((mine == 1).all()))
+
+
+VECTOR_CALLS = {"vec_alltoallv": _alltoallv, "vec_allgatherv": _allgatherv,
+                "vec_gatherv": _gatherv, "vec_scatterv": _scatterv}
+
+
+def _dup(MPI, comm):
+    return lambda: comm.Dup().Free()
+
+
+def _split(MPI, comm):
+    color = comm.Get_rank() % 2
+    return lambda: comm.Split(color, 0).Free()
+
+
+def _cart_sub(MPI, comm):
+    dims = MPI.Compute_dims(comm.Get_size(), 2)
+
+    def one():
+        cart = comm.Create_cart(dims)
+        rows = cart.Sub([False, True])
+        rows.Free()
+        cart.Free()
+    return one
+
+
+def _contiguous(MPI, comm):
+    return lambda: MPI.DOUBLE.Create_contiguous(4).Commit().Free()
+
+
+MAKERS = {"comm_dup": _dup, "comm_split": _split, "comm_cart_sub": _cart_sub,
+          "type_contiguous": _contiguous}
 
 
 def _ping_pong(rank, send0, recv0, recv1, send1):
@@ -201,6 +314,9 @@ def main(argv):
         run.timed(one, skip)
         comm.Barrier()
         seconds = run.timed(one, iterations)
+        if run.check is not None and not run.check():
+            raise SystemExit("shmrma-bench: %s at %d bytes: rank %d received wrong data"
+                             % (name, size, run.rank))
         value = run.value(size, seconds, iterations)
         if run.rank == 0:
             print("%-10d%18.2f" % (size, value), flush=True)
