@@ -118,6 +118,18 @@ class Layout:
         # layout never changes, and every message of its type asks for them)
 
     @classmethod
+    def of_runs(cls, offsets, lengths, basic_id):
+        """A layout of a few runs (lists, lengths > 0) of one basic type, in order: what
+        it knows of itself is known at once (most types are this; they are made
+        often: mpi4py.util.dtlib builds one per numpy dtype it sees)."""
+        layout = cls(offsets, lengths, [basic_id] * len(offsets))
+        offsets, lengths, _ = layout._lists
+        layout._distinct = [basic_id]
+        layout._packed_size = sum(lengths)
+        layout._true_bounds = (min(offsets), max(map(sum, zip(offsets, lengths))))
+        return layout
+
+    @classmethod
     def of(cls, datatype):
         handle = datatype._handle
         layout = getattr(handle, "layout", None)
@@ -153,7 +165,8 @@ class Layout:
     def block(self, i):
         """(offset, length, basic id) of block i, as ints."""
         if self._lists is not None:
-            return tuple(column[i] for column in self._lists)
+            offsets, lengths, basic_ids = self._lists
+            return offsets[i], lengths[i], basic_ids[i]
         return tuple(int(column[i]) for column in self._arrays)
 
     @property
@@ -201,7 +214,11 @@ class Layout:
 
     def mpi_true_bounds(self):
         """True bounds without the trailing padding of pair types (MPI's true extent)."""
-        return self._bounds({i: _paddings[i] for i in self.distinct_basic_ids})
+        distinct = self.distinct_basic_ids
+        if len(distinct) == 1 and len(self):     # the last block ends with the padding
+            low, high = self.true_bounds
+            return low, high - _paddings[distinct[0]]
+        return self._bounds({i: _paddings[i] for i in distinct})
 
     def _bounds(self, padding_of):
         """(lowest byte, end of the highest block less its basic type's padding)."""
@@ -510,8 +527,8 @@ def _few_blocks(old, blocklengths, starts):
     basic = old.basic if layout.basic() is not None else None
     if is_dense(old) and extent > 0:
         offset, _, basic_id = layout.block(0)
-        runs = Layout([start + offset for start, _ in kept],
-                      [length * extent for _, length in kept], [basic_id] * len(kept))
+        runs = Layout.of_runs([start + offset for start, _ in kept],
+                              [length * extent for _, length in kept], basic_id)
         return _make(runs, lb, ub, basic)
     if sum(length for _, length in kept) > _SMALL:
         copies = numpy.concatenate([numpy.arange(length, dtype=numpy.int64) * extent + start
@@ -560,8 +577,13 @@ def _strided(old, count, blocklength, stride, stride_unit, combiner, call):
     count = _non_negative(c_integer(count), "count", call)
     blocklength = _non_negative(c_integer(blocklength), "blocklength", call)
     stride = c_integer(stride)
-    starts = numpy.arange(count, dtype=numpy.int64) * (stride * stride_unit)
-    return _made(_blocks(old, numpy.full(count, blocklength), starts), combiner, [old],
+    if count <= _SMALL:       # lists: numpy's calls cost more than the work
+        step = stride * stride_unit
+        lengths, starts = [blocklength] * count, [i * step for i in range(count)]
+    else:
+        lengths = numpy.full(count, blocklength)
+        starts = numpy.arange(count, dtype=numpy.int64) * (stride * stride_unit)
+    return _made(_blocks(old, lengths, starts), combiner, [old],
                  counts=[count, blocklength, stride])
 
 
