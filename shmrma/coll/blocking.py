@@ -263,7 +263,7 @@ class Collectives:
             parts = local(call, parts_of, sendbuf, False)
             if parts is not None and _in_place(recvbuf) is not constants.IN_PLACE:
                 local(call, self._copy_own, parts, recvbuf, name)
-            exchange(call, parts and _parts_stream(parts, self.size), _nothing)
+            exchange(call, parts and _parts_stream(parts, self.size, me), _nothing)
             return
         received = local(call, _plain_message, recvbuf, True)
 
@@ -322,7 +322,7 @@ class Collectives:
                 if call.agrees(rank, length, len(into)):
                     wants.append((rank, offset, length, into))
             return wants
-        exchange(call, sends and _parts_stream(sends, self.size), plan)
+        exchange(call, sends and _parts_stream(sends, self.size, me), plan)
         receives.finish()
 
     # --- reductions --------------------------------------------------------------
@@ -631,17 +631,18 @@ def _table_stream(parts):
     return b"".join([bytes(table)] + [bytes(part) for part in parts])
 
 
-def _parts_stream(parts, size):
+def _parts_stream(parts, size, own):
     """A buffer cut in parts (_Parts, buffers.VectorMessage) as a table stream: the
     table, then the parts one after another (what a rank sends, not the buffer they
     lie in: a vector collective's cost follows the bytes it moves); the table says
-    where each part lies. The C paths write the same stream (table_step in
+    where each part lies. Part ``own``, the sender's, is empty: the sender copies
+    it itself. The C paths write the same stream (table_stream in
     csrc/coll/parts.c, deposit in csrc/coll/nonblocking.c)."""
     table = bytearray(TABLE.size * size)
     whole = memoryview(parts.data).cast("B")
     pieces, at = [table], len(table)
     for index in range(size):
-        start, stop = parts.span(index)
+        start, stop = parts.span(index) if index != own else (0, 0)
         TABLE.pack_into(table, index * TABLE.size, at, stop - start)
         pieces.append(whole[start:stop])
         at += stop - start

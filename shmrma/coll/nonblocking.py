@@ -242,7 +242,7 @@ class NonblockingCollectives:
             parts = parts_of(sendbuf, False)
             if _in_place(recvbuf) is not constants.IN_PLACE:
                 self._copy_own(parts, recvbuf, name)
-            return _parts_stream(parts, self.size), self._others(), [], None
+            return _parts_stream(parts, self.size, me), self._others(), [], None
         return _start(self, name, plan)
 
     def Iallgather(self, sendbuf, recvbuf):
@@ -291,7 +291,7 @@ class NonblockingCollectives:
 
         def plan():
             sends, receives = parts_of(sendbuf, recvbuf)
-            return (_parts_stream(sends, self.size), others, others,
+            return (_parts_stream(sends, self.size, me), others, others,
                     self._taker(name, receives, lambda view, rank: _table_part(view, me)))
         return _start(self, name, plan)
 

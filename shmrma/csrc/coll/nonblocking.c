@@ -715,8 +715,8 @@ stream_of(NbcOp *o, const char **data, Py_ssize_t *len, int *table)
         *table = 1;
         out = outgoing(o, &spans);
         *data = out->view.buf;
-        for (r = 0; r < c->n; r++)
-            *len += spans[r].len;
+        for (r = 0; r < c->n; r++)      /* its own part stays: it copied it */
+            *len += r == c->me ? 0 : spans[r].len;
         return;
     default:        /* the folds: this member's whole vector */
         *data = io->has_send ? io->send.view.buf : io->recv.view.buf;
@@ -752,10 +752,10 @@ deposit(NbcOp *o)
         Py_ssize_t at = head = c->n * (Py_ssize_t)sizeof(TableEntry);
         outgoing(o, &spans);
         for (r = 0; r < c->n; r++) {
-            TableEntry e = {at, spans[r].len};
+            TableEntry e = {at, r == c->me ? 0 : spans[r].len};
             memcpy(into + r * sizeof(e), &e, sizeof(e));
-            memcpy(into + at, data + spans[r].at, (size_t)spans[r].len);
-            at += spans[r].len;
+            memcpy(into + at, data + spans[r].at, (size_t)e.length);
+            at += e.length;
         }
     }
     else if (len)

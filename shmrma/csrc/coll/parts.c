@@ -397,6 +397,7 @@ scatter(PyObject *state, PyObject *sendbuf, PyObject *recvbuf, PyObject *root_ar
     Span *sends;
     Stream mine = plain_stream(NULL, 0);
     Want want;
+    Py_ssize_t own = 0;
     long root;
     int me, parity;
     PyObject *result;
@@ -412,6 +413,8 @@ scatter(PyObject *state, PyObject *sendbuf, PyObject *recvbuf, PyObject *root_ar
             PyMem_Free(sends);
             Py_RETURN_FALSE;
         }
+        own = sends[me].len;
+        sends[me].len = 0;      /* the root's own part does not travel: it copies it */
         mine = table_stream(p.io.send.view.buf, sends, c->size);
     }
     else {
@@ -432,8 +435,7 @@ scatter(PyObject *state, PyObject *sendbuf, PyObject *recvbuf, PyObject *root_ar
         want = (Want){(int)root, want.offset, p.part, p.io.recv.view.buf};
         result = move_streams(c, state, parity, &mine, &want, me != root);
         if (result == Py_True && me == root && p.io.has_recv)
-            memcpy(p.io.recv.view.buf, (char *)p.io.send.view.buf + sends[me].at,
-                   (size_t)sends[me].len);
+            memcpy(p.io.recv.view.buf, (char *)p.io.send.view.buf + sends[me].at, (size_t)own);
     }
     pair_release(&p.io);
     PyMem_Free(sends);
@@ -499,6 +501,7 @@ alltoall(PyObject *state, PyObject *sendbuf, PyObject *recvbuf, int vector)
     Want *wants;
     Stream mine;
     int me, n, r, parity, count = 0;
+    Py_ssize_t own;
     char *copy = NULL;
     PyObject *result = NULL;
     if (c == NULL || c->size * (Py_ssize_t)sizeof(TableEntry) > c->areas[SMALL].slot)
@@ -514,7 +517,10 @@ alltoall(PyObject *state, PyObject *sendbuf, PyObject *recvbuf, int vector)
         Py_RETURN_FALSE;
     }
     /* with IN_PLACE the parts go out from the receive buffer; a copy of it when
-     * the parts received would land there before all of it went out */
+     * the parts received would land there before all of it went out. This member's
+     * own part does not travel (it copies it, or it is in place) */
+    own = recvs[me].len;
+    (p.io.has_send ? sends : recvs)[me].len = 0;
     mine = p.io.has_send ? table_stream(p.io.send.view.buf, sends, n)
                          : table_stream(p.io.recv.view.buf, recvs, n);
     if (!p.io.has_send && mine.length > c->areas[SMALL].slot) {
@@ -539,7 +545,7 @@ alltoall(PyObject *state, PyObject *sendbuf, PyObject *recvbuf, int vector)
     else if ((result = move_streams(c, state, parity, &mine, wants, count)) == Py_True &&
              p.io.has_send)
         memcpy((char *)p.io.recv.view.buf + recvs[me].at,
-               (char *)p.io.send.view.buf + sends[me].at, (size_t)recvs[me].len);
+               (char *)p.io.send.view.buf + sends[me].at, (size_t)own);
 done:
     PyMem_Free(copy);
     pair_release(&p.io);
