@@ -284,16 +284,61 @@ def test_full_dev_shm_in_a_collective_fails_every_rank_with_err_no_mem(tmp_path)
                                                             exc.Get_error_class(), exc))
         sys.stdout.write("%d after %d\\n" % (comm.rank, comm.allreduce(1)))
     '''))
+    _every_rank_says_no_mem(prog, ["bcast", "Bcast"])
+
+
+def _every_rank_says_no_mem(prog, labels):
+    """Run ``prog`` at 3 ranks in a 2 MiB /dev/shm: each rank's line for each label
+    says ERR_NO_MEM, rank 0 naming /dev/shm and the others pointing at its error,
+    and each rank's "after" line shows a collective of all 3 working then."""
     result = small_dev_shm([sys.executable, "-m", "shmrma.run", "-n", "3", "--timeout",
                             "40", str(prog)], size="2m")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     for rank in range(3):
-        for name in ("bcast", "Bcast"):
-            line = next(l for l in lines if l.startswith("%d %s " % (rank, name)))
+        for label in labels:
+            line = next(l for l in lines if l.startswith("%d %s " % (rank, label)))
             assert "class %d:" % MPI.ERR_NO_MEM in line, line
             assert ("/dev/shm" if rank == 0 else "see its own error") in line, line
         assert "%d after 3" % rank in lines
+
+
+@pytest.mark.timeout(90)
+def test_no_room_for_a_new_communicators_area_fails_every_rank_then_works(tmp_path):
+    """A new communicator's first collective when /dev/shm has no room for its area:
+    every rank raises ERR_NO_MEM (rank 0 naming /dev/shm, the others pointing at
+    it), none waits; the same call tried again once there is room works at every
+    rank (each try's answer is its own, never the last failure's)."""
+    prog = tmp_path / "full_area.py"
+    prog.write_text(textwrap.dedent('''
+        import os, sys
+        from shmrma import MPI
+        comm = MPI.COMM_WORLD
+        comm.allreduce(1)           # COMM_WORLD's own area, made while there is room
+        new = comm.Dup()
+        filler = "/dev/shm/filler-%d" % os.getpid()
+        if comm.rank == 0:
+            with open(filler, "wb") as out:
+                try:
+                    while True:
+                        out.write(bytes(64 * 1024))
+                        out.flush()
+                except OSError:
+                    pass
+        comm.Barrier()
+        for turn in range(2):
+            try:
+                sys.stdout.write("%d try %d %d\\n" % (comm.rank, turn, new.allreduce(1)))
+            except MPI.Exception as exc:
+                sys.stdout.write("%d try %d class %d: %s\\n" % (comm.rank, turn,
+                                                               exc.Get_error_class(), exc))
+        comm.Barrier()
+        if comm.rank == 0:
+            os.remove(filler)
+        comm.Barrier()
+        sys.stdout.write("%d after %d\\n" % (comm.rank, new.allreduce(1)))
+    '''))
+    _every_rank_says_no_mem(prog, ["try 0", "try 1"])
 
 
 @pytest.mark.timeout(90)

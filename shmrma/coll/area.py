@@ -38,10 +38,11 @@ part in every step, so nobody is left waiting.
 A communicator's small area is a segment its rank 0 makes at its first collective
 and names in the communicator's barrier slot; the others wait for that name
 alone (no barrier: rank 0 needs nothing of theirs before the first step, whose
-arrivals it waits for anyway). When its last member frees it, the area goes to a pool in the world segment
-(POOL_ENTRIES of them, by communicator size), and the next communicator of that
-size takes it instead of a new segment; every process keeps the last areas it
-unmapped mapped (CACHED_AREAS), so a member that had it maps nothing either.
+arrivals it waits for anyway). When its last member frees it, the area goes to a
+pool in the world segment (POOL_ENTRIES of them, by communicator size), and the
+next communicator of that size takes it instead of a new segment; every process
+keeps the last areas it unmapped mapped (CACHED_AREAS), so a member that had it
+maps nothing either.
 Communicator creation costs a segment only when the pool has none. So the name
 of a small area (AREA_KIND in it) stays in /dev/shm while the job runs, where
 every other name of a collective goes once all its users mapped it; the job's
@@ -77,7 +78,7 @@ POOL_SIZE, POOL_NAME = 4, 8     # offsets in an entry
 POOL_EMPTY, POOL_BUSY, POOL_READY = 0, 1, 2
 CACHED_AREAS = 16               # areas a process keeps mapped after its communicator's Free
 AREA_KIND = "area-"             # in the names of small areas (segments.new_name)
-AREA_NAMED, AREA_FAILED = 1, 2  # the slot's area cell (job.OFF_SLOT_AREA), set by rank 0
+AREA_NAMED, AREA_FAILED, AREA_TRY = 1, 2, 4     # the slot's area cell (job.OFF_SLOT_AREA)
 _ZEROS = bytes(READ_LINE + SLOT_HEADER)
 _POOL_TABLE = struct.Struct("<" + "ii%dx" % (POOL_ENTRY - 8) * POOL_ENTRIES)  # states, sizes
 
@@ -287,20 +288,28 @@ def _map_small(state, nbytes, world, cell, name_at):
     AREA_FAILED with its own error); the others wait for that cell alone and map the
     name. A member that cannot map a name rank 0 could raises ERR_NO_MEM alone: the
     others wait in the first step until it takes part or exits. Its name stays
-    (recycle() gives it back to the pool)."""
+    (recycle() gives it back to the pool).
+
+    The cell says which try it answers (AREA_TRY * tries before, every member
+    counting its own), so a collective tried again after a failure never reads the
+    last try's answer: a member that reads a later try's knows this one failed."""
     size, published = len(state.ranks), cell + job.OFF_SLOT_AREA
+    tries = state.area_tries
+    state.area_tries += 1       # a success maps it for good: nobody tries again
+    named = AREA_TRY * tries + AREA_NAMED
     if state.rank == 0:
         try:
             region = _pooled_or_made(world, size, nbytes)
         except (errors.Exception, OSError):
-            atomic.cell_store(published, AREA_FAILED)
+            atomic.cell_store(published, AREA_TRY * tries + AREA_FAILED)
             raise
         world.mem[name_at:name_at + NAME_BYTES] = region.name.encode().ljust(NAME_BYTES,
                                                                              b"\0")
-        atomic.cell_store(published, AREA_NAMED)
+        atomic.cell_store(published, named)
         return region
-    if job.wait_cell(published, 0, lambda: "the collective area of %s (%d ranks)" % (
-            state.name or "a communicator", size), state.ranks) != AREA_NAMED:
+    last = AREA_TRY * (tries - 1) + AREA_FAILED if tries else 0
+    if job.wait_cell(published, last, lambda: "the collective area of %s (%d ranks)" % (
+            state.name or "a communicator", size), state.ranks) != named:
         raise errors.Exception(errors.ERR_NO_MEM, "rank 0 of the communicator could not "
                                "make its collective area; see its own error")
     name = bytes(world.mem[name_at:name_at + NAME_BYTES]).rstrip(b"\0").decode()

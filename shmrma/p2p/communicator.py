@@ -18,8 +18,8 @@ class CommState(mailbox.CommCore):
     its base holds what the point-to-point fast paths need of it."""
 
     __slots__ = ("context", "ranks", "rank", "slot", "name", "world_to_rank", "info",
-                 "topology", "area", "large_area", "nbc", "attributes", "locks", "commctx",
-                 "errhandler")
+                 "topology", "area", "large_area", "area_tries", "nbc", "attributes", "locks",
+                 "commctx", "errhandler")
 
     inter = False       # an intercommunicator's (comm/intercomm.py) is True
 
@@ -33,6 +33,7 @@ class CommState(mailbox.CommCore):
         self.world_to_rank = {w: i for i, w in enumerate(self.ranks)}
         self.freed = False
         self.area = self.large_area = None   # the collective areas (coll/area.py), at first use
+        self.area_tries = 0     # failed tries to map the small one (coll/area.py _map_small)
         self.nbc = None         # the nonblocking collectives' channel (coll/channel.py), at first use
         self._bind(context, self.ranks, job.world_size(), me)
         self.info = {}
