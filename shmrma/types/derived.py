@@ -119,14 +119,15 @@ class Layout:
 
     @classmethod
     def of_runs(cls, offsets, lengths, basic_id):
-        """A layout of a few runs (lists, lengths > 0) of one basic type, in order: what
-        it knows of itself is known at once (most types are this; they are made
-        often: mpi4py.util.dtlib builds one per numpy dtype it sees)."""
+        """A layout of runs (lists, lengths > 0) of one basic type, in order: what a
+        few runs know of themselves is known at once (most types are this; they are
+        made often: mpi4py.util.dtlib builds one per numpy dtype it sees)."""
         layout = cls(offsets, lengths, [basic_id] * len(offsets))
-        offsets, lengths, _ = layout._lists
         layout._distinct = [basic_id]
-        layout._packed_size = sum(lengths)
-        layout._true_bounds = (min(offsets), max(map(sum, zip(offsets, lengths))))
+        if layout._lists is not None and offsets:    # else found at first use
+            offsets, lengths, _ = layout._lists
+            layout._packed_size = sum(lengths)
+            layout._true_bounds = (min(offsets), max(map(sum, zip(offsets, lengths))))
         return layout
 
     @classmethod
