@@ -541,6 +541,28 @@ WHEN_MISSED["Send/Recv bandwidth 4 MiB (osu_bw), MB/s"] = (
     "the one-copy read from the sender's memory (SHMRMA_DIRECT_MIN) is slower there, "
     "process_vm_readv moving about 13 GB/s on that KVM guest")
 
+for _title in ("Dup + Free n=2, us", "Split + Free n=2, us", "Create_cart + Sub + Free n=2, us",
+               "Create_cart + Sub + Free n=4, us"):
+    WHEN_MISSED[_title] = (
+        "making a communicator is Python bookkeeping around one or two collective steps "
+        "(Dup: rank 0's plan broadcast; Split: an allgather of the colors, then the plan; "
+        "Create_cart and Sub: one allgather of every rank's error class with rank 0's "
+        "plan), and its first collective makes its area: at 1 rank, where nobody waits, "
+        "Dup + Free costs 5.9-10 us and Create_cart + Sub + Free 36-49 us against MPICH's "
+        "1.1 and 4.0 us in C (2026-12-07), so the gap is the calls' own cost, which only "
+        "making communicators in C removes; at 2 ranks the ratio also swings from run to "
+        "run (Dup + Free 0.38-1.49)")
+
+for _title in ["Scatterv %s per rank n=%d, array('i') counts, 256 KiB objects, us" % (size, n)
+               for size in ("8 B", "64 KiB") for n in (2, 4)]:
+    WHEN_MISSED[_title] = (
+        "a Scatterv is one full step of the collective area (the root's table and parts, "
+        "every member's error class): the root is done only once every member arrived, "
+        "so at 4 ranks on 2 CPUs it waits on the scheduler to run the three others, where "
+        "MPICH's root sends and goes on; on 2026-12-07 the 8-byte row at 4 ranks read 0.51 "
+        "in a direct run and 0.83-0.86 in two RESULTS runs, the 64 KiB rows 0.60-1.01 (2 "
+        "ranks) and 0.80-1.31 (4 ranks) in those two")
+
 for _title in ("--check: Halo A3 n=4 counters, us/iter", "--check: Halo n=4 Fence, us/iter"):
     WHEN_MISSED[_title] = (
         "the full checker watches each rank's own stores to its window memory by comparing "

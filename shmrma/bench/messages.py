@@ -199,8 +199,9 @@ class Run:
 
 
 def _vector_specs(MPI, comm, size):
-    """(the whole-buffer spec, the vector spec) of ``size`` bytes per rank, in 256 KiB
-    objects, counts and displacements in array('i')."""
+    """(``spec(fill)``: a new vector spec of ``size`` bytes per rank filled with
+    ``fill``, in a 256 KiB object, counts and displacements in array('i'); this
+    rank's own part, ``size`` ones)."""
     from array import array
     import numpy as np
     nranks = comm.Get_size()
