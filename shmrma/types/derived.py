@@ -578,12 +578,12 @@ def _strided(old, count, blocklength, stride, stride_unit, combiner, call):
     count = _non_negative(c_integer(count), "count", call)
     blocklength = _non_negative(c_integer(blocklength), "blocklength", call)
     stride = c_integer(stride)
+    step = stride * stride_unit
     if count <= _SMALL:       # lists: numpy's calls cost more than the work
-        step = stride * stride_unit
         lengths, starts = [blocklength] * count, [i * step for i in range(count)]
     else:
         lengths = numpy.full(count, blocklength)
-        starts = numpy.arange(count, dtype=numpy.int64) * (stride * stride_unit)
+        starts = numpy.arange(count, dtype=numpy.int64) * step
     return _made(_blocks(old, lengths, starts), combiner, [old],
                  counts=[count, blocklength, stride])
 
