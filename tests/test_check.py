@@ -24,7 +24,8 @@ CASES = HERE / "programs" / "check"
 ROOT = HERE.parent
 SCRIPTS = sorted((ROOT / "scripts").rglob("*.py"))
 ONLY_AT = {"ex11_fig05_pscw_groups.py": 4}
-REPORT = re.compile(r"^  \w+ by rank \d+ at (?P<path>.+):(?P<line>\d+), ", re.M)
+REPORT = re.compile(r"^  \w+ by rank \d+(?:'s thread .+?)? at (?P<path>.+):(?P<line>\d+), ",
+                    re.M)
 MARK = re.compile(r"race (?P<name>\w+)(?P<more> \(3\))?")
 UNSEEN = "to its own window memory, made since its last synchronization call"
 
@@ -89,6 +90,73 @@ def test_reports_exactly_the_marked_races_on_the_python_path(program):
     clocks' releases, counter cells and joins, the store compare) report the same
     races, counters' signals included (A15, R152-R160)."""
     assert_marked_races(program, 3, {"SHMRMA_NATIVE": "0"})
+
+
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_reports_races_between_the_threads_of_a_rank(nranks):
+    """A rank's threads are unordered unless the program orders them (MPI-3.1
+    section 12.4; check/threads.py): the target's main thread synchronizing with the
+    origin does not order another thread's load (TL), nor the origin's Barrier
+    another thread's Put (TO), nor one thread's Flush another thread's Put to the
+    same word (TP), nor the target's Barrier a store its unjoined thread made (TS);
+    an Event, a Lock hand-over or a join after (or before) the MPI synchronization
+    does, and each such variant runs clean."""
+    assert_marked_races("thread_cases.py", nranks)
+
+
+def test_an_ended_threads_clock_goes_to_a_later_thread():
+    """With 4 clocks for threads, fewer than the cases start (8 at rank 0, 4 at
+    rank 1, at most 2 at a time per rank): a thread that comes after an ended one
+    (it was joined) takes its clock, and every race is still reported, each naming
+    the thread that made the access."""
+    assert_marked_races("thread_cases.py", 2, {"SHMRMA_CHECK_THREADS": "4"})
+    result = check_run(CASES / "thread_cases.py", 2, "--check",
+                       env={"SHMRMA_CHECK_THREADS": "4"})
+    assert "warning" not in result.stderr, result.stderr
+    assert "Put by rank 0's thread first at " in result.stderr, result.stderr
+
+
+def test_threads_race_reports_name_the_thread():
+    """A report names the thread beside its rank, and for two threads of one rank
+    says how to order them."""
+    result = check_run(CASES / "thread_cases.py", 2, "--check")
+    assert result.returncode == 66, result.stderr
+    assert "Load by rank 1's thread load_late at " in result.stderr, result.stderr
+    assert ("two threads of rank 0, which nothing orders: order rank 0's thread first's "
+            "Put before the other access with a threading Lock" in result.stderr), result.stderr
+
+
+@pytest.mark.parametrize("run", range(3))
+@pytest.mark.parametrize("nranks, threads", [(2, 2), (3, 4)])
+def test_threads_taking_turns_run_clean(run, nranks, threads):
+    """Threads of one rank taking turns through a Lock (Put and Flush each turn) and
+    threads of another through a Queue (a load each): ordered whatever the
+    interleaving, so no report in any run."""
+    result = check_run(CASES / "thread_stress.py", nranks, "--check",
+                       env={"THREADS": str(threads)})
+    assert result.returncode == 0, result.stderr
+    assert "shmrma-check: no data race found in %d RMA accesses checked" % (threads * 20) \
+        in result.stderr, result.stderr
+
+
+def test_threads_beyond_the_slots_count_as_the_main_thread():
+    """SHMRMA_CHECK_THREADS=0: no thread has a clock of its own; the checker says
+    so once and runs on, the threads taken as one (no false report; a race between
+    two threads of a rank then goes unseen)."""
+    result = check_run(CASES / "thread_stress.py", 2, "--check",
+                       env={"SHMRMA_CHECK_THREADS": "0"})
+    assert result.stderr.count("more threads take part than the checker follows "
+                               "(SHMRMA_CHECK_THREADS=0)") == 1, result.stderr
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_wrong_thread_count_is_refused(tmp_path):
+    program = tmp_path / "nothing.py"
+    program.write_text("from shmrma import MPI\n")
+    result = check_run(program, 1, "--check", env={"SHMRMA_CHECK_THREADS": "many"})
+    assert result.returncode != 0
+    assert "SHMRMA_CHECK_THREADS must be a number of threads from 0 to 1024, not 'many'" \
+        in result.stderr
 
 
 def test_reports_the_benchmark_atomicity_cases():
@@ -1241,7 +1309,7 @@ def test_no_false_alarm_on_a_recursive_mutex_handed_over(run):
 
 
 PAGEWATCH_PROGRAM = """
-import ctypes, mmap, sys
+import ctypes, mmap, sys, threading
 import numpy as np
 from shmrma import _pagewatch
 pages = mmap.mmap(-1, 4 * mmap.PAGESIZE)
@@ -1256,7 +1324,8 @@ second = values[1101]                    # the same page after it: unseen
 third = values[5]                        # page 0, not whole: not watched
 noted, lost, faults = _pagewatch.take(slot)
 print([(address - values.ctypes.data, frames[0][1], wrote)
-       for address, frames, wrote in noted], lost, faults)
+       for address, frames, wrote, _ in noted], lost, faults,
+      {thread == threading.get_native_id() for *_, thread in noted})
 _pagewatch.unwatch(slot)
 if sys.argv[1:] == ["crash"]:
     ctypes.string_at(0)
@@ -1267,15 +1336,15 @@ def test_the_page_watch_notes_the_first_load_and_store_of_each_page_and_its_line
         tmp_path):
     """csrc/check/pagewatch.c: the exact address and line (R127) of the first load and
     of the first store to each page, once per page and arming (a load gives the
-    page back read-only, a store whole); the partial page at the start of the range
-    is not taken away."""
+    page back read-only, a store whole), and the thread that made it; the partial
+    page at the start of the range is not taken away."""
     program = tmp_path / "watch.py"
     program.write_text(PAGEWATCH_PROGRAM)
     result = subprocess.run([sys.executable, "-X", "faulthandler", str(program)],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split("\n")[0] == \
-        "[(4160, 9, 0), (4168, 10, 1), (8800, 12, 1)] 0 3", result.stdout
+        "[(4160, 9, 0), (4168, 10, 1), (8800, 12, 1)] 0 3 {True}", result.stdout
 
 
 def test_a_real_crash_under_the_page_watch_still_reaches_faulthandler(tmp_path):

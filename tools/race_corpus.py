@@ -51,6 +51,11 @@ own:
   message               A sends B a message after its access (racy: before it)
   lock                  exclusive locks on rank 0 around each (racy: shared ones)
 
+and a sixth, the threads of a rank (ThreadProgram): a worker thread's accesses
+ordered (or not) before the rank's Barrier by a join, an Event, a Queue or a Lock
+hand-over, and a worker thread's loads ordered (or not) after its rank's Barrier
+by an Event or by being started after it;
+
 and a fifth, the origin's buffers (R35): rank 1 makes a call of each kind, then
 changes its buffer (the origin buffer of Put and Accumulate, the result buffer of
 the others) after the call completed at the origin, or before (racy), the
@@ -96,7 +101,7 @@ FORMS = ("fence", "winbarrier", "ibarrier", "lock", "lockall_barrier", "lockall_
          "requests", "pscw", "counters", "flag")
 PAIRS = [(x, y) for x in KINDS for y in KINDS]
 FLAG = len(PAIRS) + 8
-REPORT = re.compile(r"^  \w+ by rank \d+ at .+:(\d+), ", re.M)
+REPORT = re.compile(r"^  \w+ by rank \d+(?:'s thread .+?)? at .+:(\d+), ", re.M)
 
 
 def conflict(x, y):
@@ -559,6 +564,85 @@ class BufferProgram(StoreProgram):
         }[form]
 
 
+THREAD_FORMS = ("join", "event", "queue", "lock", "target_event", "target_start")
+THREAD_WAITS = {"join": "worker.join()", "event": "done.wait()", "queue": "tokens.get()",
+                "lock": "handed.acquire()"}
+
+
+class ThreadProgram(Program):
+    """The source of one (form, variant) program of the thread family: a word of
+    rank 0 for each kind, on a page of its own; its case is known by the access's
+    line (the load's pairs with it). Forms join, event, queue and lock: a worker
+    thread of rank 1 makes the accesses (under Lock_all, then Unlock_all), and rank
+    1's main thread waits for it that way before a comm.Barrier (racy: it does
+    not), after which rank 0 loads each word. Forms target_event and target_start:
+    rank 1's main thread makes the accesses before the Barrier, and a worker thread
+    of rank 0 loads the words, told by an Event that rank 0's main thread sets
+    after the Barrier, or started after it (racy: started before, not told)."""
+    FAMILY = "thread"
+
+    def __init__(self, form, variant):
+        self.form, self.variant, self.lines = form, self.FAMILY + "-" + variant, []
+        self.access_line = {}
+        racy_form = variant == "racy"
+        self.add("import queue", "import threading", "import time", "import numpy as np",
+                 "from shmrma import MPI", "comm = MPI.COMM_WORLD", "rank = comm.rank",
+                 "win = MPI.Win.Allocate(%d * 8 if rank == 0 else 0, 8, comm=comm)"
+                 % (len(STORE_KINDS) * PAGE_WORDS),
+                 "mine = np.frombuffer(win.tomemory(), 'i8') if rank == 0 else None",
+                 "buf, cmp, seen = np.ones(1, 'i8'), np.zeros(1, 'i8'), 0",
+                 "done, tokens, handed = threading.Event(), queue.Queue(), threading.Lock()",
+                 "handed.acquire()")
+        if form.startswith("target_"):
+            self.target_side(form, racy_form)
+        else:
+            self.origin_side(form, racy_form)
+        self.add("win.Free()")
+
+    def cases(self):
+        return [("access", kind) for kind in STORE_KINDS]
+
+    def racy_case(self, case):
+        return self.variant.endswith("racy") and case[1] != "get"
+
+    def remote(self, indent):
+        self.add("win.Lock_all()", indent=indent)
+        for kind in STORE_KINDS:
+            self.add(KINDS[kind] % (STORE_KINDS.index(kind) * PAGE_WORDS), indent=indent)
+            self.access_line[("access", kind)] = len(self.lines)
+        self.add("win.Unlock_all()", indent=indent)
+
+    def loads(self, indent):
+        self.add(*["seen += mine[%d]" % (STORE_KINDS.index(kind) * PAGE_WORDS)
+                   for kind in STORE_KINDS], indent=indent)
+
+    def origin_side(self, form, racy_form):
+        self.add("def work():")
+        self.remote(4)
+        self.add("    done.set()", "    tokens.put(1)", "    handed.release()",
+                 "if rank == 1:", "    worker = threading.Thread(target=work)",
+                 "    worker.start()",
+                 "    time.sleep(0.05)" if racy_form else "    " + THREAD_WAITS[form],
+                 "    comm.Barrier()", "    worker.join()", "else:", "    comm.Barrier()",
+                 "    if rank == 0:")
+        self.loads(8)
+
+    def target_side(self, form, racy_form):
+        self.add("def look():", "    global seen",
+                 "    %s" % ("time.sleep(0.05)" if racy_form or form == "target_start"
+                             else "done.wait()"))
+        self.loads(4)
+        started_before = racy_form or form == "target_event"
+        self.add("if rank == 1:")
+        self.remote(4)
+        self.add("    comm.Barrier()", "elif rank == 0:",
+                 "    worker = threading.Thread(target=look)",
+                 *(["    worker.start()"] if started_before else []), "    comm.Barrier()",
+                 *([] if started_before else ["    worker.start()"]),
+                 *([] if racy_form else ["    done.set()"]), "    worker.join()",
+                 "else:", "    comm.Barrier()")
+
+
 def run(program, nranks, directory):
     """The reports of one program: a tuple of the lines each names (None for a store
     whose line is not known)."""
@@ -601,7 +685,7 @@ def score(program, nranks, reported):
 
 def _cases(program, reported):
     """(case, racy or not, the reports that found it) for each case of a program."""
-    if isinstance(program, StoreProgram):
+    if isinstance(program, (StoreProgram, ThreadProgram)):
         for case in program.cases():
             line = program.access_line[case]
             yield (case, program.racy_case(case),
@@ -633,7 +717,8 @@ def main(argv=None):
                 + [(LoadProgram, form) for form in STORE_FORMS]
                 + [(PrivateLoadProgram, form) for form in STORE_FORMS]
                 + [(SharedProgram, form) for form in SHARED_FORMS]
-                + [(BufferProgram, form) for form in BUFFER_FORMS])
+                + [(BufferProgram, form) for form in BUFFER_FORMS]
+                + [(ThreadProgram, form) for form in THREAD_FORMS])
     for nranks in [int(n) for n in opts.ranks.split(",")]:
         for make, form in programs:
             if form == "pscw" and nranks < 3 and make is Program:

@@ -7,6 +7,9 @@ every synchronization call of the job and decides that with vector clocks:
 - clock.py: each rank's vector clock, and the job's checking segment where ranks
   publish the clock a synchronization carries (keyed releases for matched events,
   cells for "the last one" events), the code sites, and the count of races.
+- threads.py: a clock for each thread of a rank that takes part, and the threading
+  module's synchronization (start, join, locks and what is built on them) as the
+  edges between them.
 - accesses.py: per window, the log of RMA accesses per target rank in shared
   memory, the conflict rules, and the completion of pending accesses.
 - report.py: what a race report says.

@@ -65,12 +65,14 @@ def record_dtype():
     return numpy.dtype(RECORD_FIELDS)
 
 
-def segment_bytes(nranks, world_size):
-    return nranks * _target_bytes(nranks, world_size)
+def segment_bytes(nranks, width):
+    """A window's log: per target of its ``nranks``, the records and the clocks
+    (``width`` entries: the job's slots, clock.py) of the words used as flags."""
+    return nranks * _target_bytes(nranks, width)
 
 
-def _target_bytes(nranks, world_size):
-    cells = ATOMICS * (1 + world_size) * 8
+def _target_bytes(nranks, width):
+    cells = ATOMICS * (1 + width) * 8
     return -(-(CACHE_LINE + CAPACITY * RECORD_BYTES + cells) // CACHE_LINE) * CACHE_LINE
 
 
@@ -107,17 +109,17 @@ def _writes(kinds, ops):
 class WindowLog:
     """The access records of one window, in its checking segment."""
 
-    def __init__(self, segment, world_ranks, world_size, on_full=lambda: None):
+    def __init__(self, segment, world_ranks, width, on_full=lambda: None):
         self.segment, self.world_ranks = segment, world_ranks
         self.on_full = on_full          # told when the oldest records had to go
         n = len(world_ranks)
-        self.stride = _target_bytes(n, world_size)
+        self.stride = _target_bytes(n, width)
         self.records, self.atomics = [], []
         for target in range(n):
             start = target * self.stride
             self.records.append(numpy.ndarray((CAPACITY,), record_dtype(), segment.buffer,
                                               start + CACHE_LINE))
-            self.atomics.append(numpy.ndarray((ATOMICS, 1 + world_size), numpy.int64,
+            self.atomics.append(numpy.ndarray((ATOMICS, 1 + width), numpy.int64,
                                               segment.buffer,
                                               start + CACHE_LINE + CAPACITY * RECORD_BYTES))
         self.none = [records[:0] for records in self.records]   # no racing records

@@ -26,6 +26,8 @@ def install():
     from ..comm import comm
     from ..p2p import request, transfers
     from ..rma import winbarrier, window
+    from . import threads
+    threads.install()
     Win = window.Win
     install_rma(Win)
     install_window_sync(Win)

@@ -52,10 +52,11 @@ import bisect
 import contextlib
 import mmap
 import os
+import threading
 import time
 
 from ..core.lazy import numpy
-from . import report
+from . import report, threads
 from .accesses import LOAD, LOCAL_STORE, Access
 from .clock import WARN_LOADS, clock
 from .stores import word_grain
@@ -150,7 +151,7 @@ class Loads:
 
     def take(self):
         """The accesses noted since the last take, the pages given back (the store
-        watch compares them next): [(address, frames, wrote)]."""
+        watch compares them next): [(address, frames, wrote, thread id)]."""
         if not self.armed:
             return []       # no page was away: nothing faulted, nothing to give back
         started = time.thread_time()
@@ -196,7 +197,10 @@ class Loads:
             return
         started = time.thread_time()
         self.periods += 1
-        full = self.shared or self.periods <= FULL_PERIODS or self.periods % FULL_EVERY == 0
+        # with several threads, another thread's access may come at any period: every
+        # page, every time
+        full = (self.shared or threads.threaded() or self.periods <= FULL_PERIODS
+                or self.periods % FULL_EVERY == 0)
         check, every = self.check, True
         for slot, (first, pages, _) in self.regions.items():
             flags = None if full else check.log.written_pages(
@@ -230,31 +234,36 @@ class Loads:
 
     def split_stores(self, noted):
         """The noted accesses split in two: the stores to this rank's own memory (not
-        a shared window's), as {site: [offsets]}, which the store look records with
-        what it finds (stores.py), and the rest."""
+        a shared window's) by the thread looking, as {site: [offsets]}, which the
+        store look records with what it finds (stores.py), and the rest (another
+        thread's stores are recorded as its own, with its clock)."""
         if self.shared:
             return {}, noted
         stored, rest = {}, []
+        looking = threading.get_native_id()
         for item in noted:
-            address, frames, wrote = item
+            address, frames, wrote, thread = item
             offset = address - self.starts[0]
-            if wrote and 0 <= offset < self.ends[0] - self.starts[0]:
+            if wrote and thread == looking and 0 <= offset < self.ends[0] - self.starts[0]:
                 stored.setdefault(report.user_site(frames), []).append(offset)
             else:
                 rest.append(item)
         return stored, rest
 
     def _record(self, noted, polls):
-        check, c = self.check, clock()
+        """Record the noted accesses, each with the clock of the thread that made it."""
+        check = self.check
         groups = {}
-        for address, frames, wrote in noted:
+        for address, frames, wrote, thread in noted:
             at = bisect.bisect_right(self.starts, address) - 1
             if at < 0 or address >= self.ends[at] or polls and not wrote:
                 continue        # padding between ranks' memories
-            key = (self.ranks[at], LOCAL_STORE if wrote else LOAD, report.user_site(frames))
+            key = (thread, self.ranks[at], LOCAL_STORE if wrote else LOAD,
+                   report.user_site(frames))
             groups.setdefault(key, []).append(address - self.starts[at])
-        seen = c.seen_by_all(self.entries)
-        for (target, kind, site), offsets in groups.items():
+        here = clock()
+        for (thread, target, kind, site), offsets in groups.items():
+            c = threads.clock_of_native(thread) if thread != self._looking() else here
             grain = self.grains[target]
             # (not numpy.unique: its first call imports numpy.ma, 14 ms of the budget)
             lows = numpy.array(sorted({offset // grain * grain for offset in offsets}),
@@ -262,9 +271,17 @@ class Loads:
             local = Access(lows, lows + grain, kind, 0, 0, c.site(site),
                            check.local_epoch_kind(target))
             races = check.log.add_local(target, c.me, local, c.vc, c.vc_address, c.epoch,
-                                        seen, check._prune)
+                                        c.seen_by_all(self._entries(c)), check._prune)
             for row in races:
                 check._report(c, target, row, local)
+
+    @staticmethod
+    def _looking():
+        return threading.get_native_id()
+
+    def _entries(self, c):
+        """Where the window's ranks keep the entry of their clocks for ``c``'s slot."""
+        return self.entries if c.me == c.rank else c.entries_for_me(self.check.world)
 
     def close(self):
         _watching.discard(self)

@@ -48,34 +48,63 @@ def shown_site(path, line):
 _shown_paths = {}       # a file's path as reports show it (relative below the cwd)
 
 
-def _describe(kind, rank, site, epoch, target):
-    """One access of a report: ``kind`` by ``rank`` at ``site`` to ``target``'s memory."""
+_slot_names = []        # [the checking session's Session.who and .owner] (clock.py)
+
+
+def name_slots(who, owner):
+    """How reports name a clock's slot: its rank, and its thread beside the main one
+    (clock.Session.who), and whose rank it is (Session.owner)."""
+    _slot_names[:] = [who, owner]
+
+
+def who(slot, epoch=None):
+    """"rank 1", or "rank 1's thread Worker" for a slot of one of its other threads
+    (the one that had it at ``epoch``, or now)."""
+    return _slot_names[0](slot, epoch) if _slot_names else "rank %d" % slot
+
+
+def _owner(slot):
+    return _slot_names[1](slot) if _slot_names else slot
+
+
+def _describe(kind, slot, site, epoch, target, at=None):
+    """One access of a report: ``kind`` by the thread of ``slot`` (at its epoch ``at``,
+    or now) at ``site`` to ``target``'s memory."""
     epoch = EPOCH_TEXT.get(epoch, "in an epoch")
-    whose = "its own" if rank == target else "rank %d's" % target
+    whose = "its own" if _owner(slot) == target else "rank %d's" % target
+    by = who(slot, at)
     if kind == accesses.LOAD:
-        return "Load by rank %d at %s, of %s window memory, %s" % (rank, site, whose, epoch)
+        return "Load by %s at %s, of %s window memory, %s" % (by, site, whose, epoch)
     if kind == accesses.LOCAL_STORE:
-        return "Store by rank %d at %s, to %s window memory, %s" % (rank, site, whose, epoch)
+        return "Store by %s at %s, to %s window memory, %s" % (by, site, whose, epoch)
     if kind == accesses.STORE:
-        return ("Store by rank %d at %s, to its own window memory: a store found at that "
+        return ("Store by %s at %s, to its own window memory: a store found at that "
                 "call, made after the rank's synchronization call before it, %s"
-                % (rank, site, epoch))
-    return "%s by rank %d at %s, %s" % (accesses.CALL_NAMES[kind], rank, site, epoch)
+                % (by, site, epoch))
+    return "%s by %s at %s, %s" % (accesses.CALL_NAMES[kind], by, site, epoch)
 
 
-def _remedy(first_call, first_rank, pending, second_rank, epochs):
-    if epochs == (FENCE, FENCE) and first_rank != second_rank:
+def _remedy(first_call, first, pending, second, epochs, at=None):
+    """How to order the access of slot ``first`` (at its epoch ``at``) before that of
+    slot ``second``."""
+    if _owner(first) == _owner(second) and first != second:
+        return ("two threads of rank %d, which nothing orders: %sorder %s's %s before the "
+                "other access with a threading Lock, Event, Condition, Barrier, Queue or "
+                "join" % (_owner(first), "complete the %s at the target (Flush, Unlock, "
+                          "Complete or Fence), then " % first_call if pending else "",
+                          who(first, at), first_call))
+    if epochs == (FENCE, FENCE) and first != second:
         return "a Fence between the two calls orders them (every rank of the window calls it)"
-    if first_rank == second_rank:
-        return ("rank %d must complete its %s at the target (Flush, Unlock, Complete or "
-                "Fence) before the second call" % (first_rank, first_call))
-    end = ("rank %d's %s is not complete at the target yet: complete it (Flush, Unlock, "
-           "Complete or Fence), then " % (first_rank, first_call) if pending else
-           "rank %d's %s is complete, but nothing tells rank %d: "
-           % (first_rank, first_call, second_rank))
-    return end + ("order it before rank %d's access with a Fence, Complete/Wait and "
+    if first == second:
+        return ("%s must complete its %s at the target (Flush, Unlock, Complete or "
+                "Fence) before the second call" % (who(first), first_call))
+    end = ("%s's %s is not complete at the target yet: complete it (Flush, Unlock, "
+           "Complete or Fence), then " % (who(first), first_call) if pending else
+           "%s's %s is complete, but nothing tells %s: "
+           % (who(first, at), first_call, who(second)))
+    return end + ("order it before %s's access with a Fence, Complete/Wait and "
                   "Post/Start, an exclusive lock hand-over, a Barrier, a message or a "
-                  "synchronization counter" % second_rank)
+                  "synchronization counter" % who(second))
 
 
 def _why_accumulates(row, access, same_origin):
@@ -110,15 +139,17 @@ def race(window, target, row, row_site, me, access, site, dynamic=False):
     first = accesses.CALL_NAMES[int(row["kind"])]
     low = max(int(row["low"]), int(access.lows[0]))
     high = min(int(row["high"]), int(access.highs[-1]))
-    origin = int(row["origin"])
+    origin, stamp = int(row["origin"]), int(row["stamp"])
+    pending = stamp == accesses.PENDING
+    at = None if pending else stamp     # the recorded access's thread: then, or now
     epochs = (int(row["epoch"]), access.epoch)
     return ("shmrma-check: data race on %s, %s\n"
             "  %s\n  %s\n%s  %s\n" % (
                 window, _bytes_of(low, high, target, dynamic),
-                _describe(int(row["kind"]), origin, row_site, epochs[0], target),
+                _describe(int(row["kind"]), origin, row_site, epochs[0], target, at),
                 _describe(access.kind, me, site, epochs[1], target),
                 _why_accumulates(row, access, origin == me),
-                _remedy(first, origin, int(row["stamp"]) == accesses.PENDING, me, epochs)))
+                _remedy(first, origin, pending, me, epochs, at)))
 
 
 def buffer_race(window, held, first, last, me, made, here):
@@ -130,13 +161,13 @@ def buffer_race(window, held, first, last, me, made, here):
                         ("result", "do not write (nor read) the buffer", "fills"))
     return ("shmrma-check: data race on the %s buffer of %s (to rank %d on %s), bytes "
             "%d..%d of the buffer\n"
-            "  %s by rank %d at %s, which %s that buffer until it completes at the origin\n"
-            "  completed by rank %d at %s, which found those bytes changed since the %s "
+            "  %s by %s at %s, which %s that buffer until it completes at the origin\n"
+            "  completed by %s at %s, which found those bytes changed since the %s "
             "(by a store, or by another call filling that buffer)\n"
             "  %s until the %s completes at the origin: Flush_local, Flush, Unlock, "
             "Complete, Fence, the window barrier or its request's Wait\n" % (
-                role, call, held.target, window, first, last, call, me, made, does, me,
-                here, call, rule, call))
+                role, call, held.target, window, first, last, call, who(me), made, does,
+                who(me), here, call, rule, call))
 
 
 def result_access_race(window, held, first, last, me, made, there, here):
@@ -145,13 +176,13 @@ def result_access_race(window, held, first, last, me, made, there, here):
     call = accesses.CALL_NAMES[held.kind]
     return ("shmrma-check: data race on the result buffer of %s (to rank %d on %s), bytes "
             "%d..%d of the buffer\n"
-            "  %s by rank %d at %s, which fills that buffer until it completes at the origin\n"
-            "  Access by rank %d at %s, a load or store of that buffer before the %s "
+            "  %s by %s at %s, which fills that buffer until it completes at the origin\n"
+            "  Access by %s at %s, a load or store of that buffer before the %s "
             "completed (at %s)\n"
             "  do not read nor write the buffer, nor give it to another call, until the %s "
             "completes at the origin: %s\n" % (
-                call, held.target, window, first, last, call, me, made, me, there, call, here,
-                call, COMPLETIONS))
+                call, held.target, window, first, last, call, who(me), made, who(me), there,
+                call, here, call, COMPLETIONS))
 
 
 def buffer_clash(window, held, fresh, first, last, me, made, there):
@@ -162,12 +193,12 @@ def buffer_clash(window, held, fresh, first, last, me, made, there):
                   ("origin", "reads"))
     return ("shmrma-check: data race on the %s buffer of %s (to rank %d on %s), bytes "
             "%d..%d of the buffer\n"
-            "  %s by rank %d at %s, which %s that buffer until it completes at the origin\n"
-            "  %s by rank %d at %s, which %s that buffer too before the %s completed\n"
+            "  %s by %s at %s, which %s that buffer until it completes at the origin\n"
+            "  %s by %s at %s, which %s that buffer too before the %s completed\n"
             "  give the buffer to another call only after the %s completes at the origin: "
             "%s\n" % (
-                role, call, held.target, window, first, last, call, me, made, does, other, me,
-                there, "fills" if fresh.role == accesses.WRITTEN else "reads", call, call,
+                role, call, held.target, window, first, last, call, who(me), made, does,
+                other, who(me), there, "fills" if fresh.role == accesses.WRITTEN else "reads", call, call,
                 COMPLETIONS))
 
 
@@ -198,9 +229,9 @@ def unseen_store(window, target, run, me, access, site, dynamic=False):
             "  Store by rank %d to its own window memory, made since its last "
             "synchronization call (its line is not known: it has made no MPI call since)\n"
             "  %s\n"
-            "  rank %d stored into its window memory while rank %d's %s could reach it: "
+            "  rank %d stored into its window memory while %s's %s could reach it: "
             "order the store before the %s (a Fence, Post/Start, a Barrier, a message, an "
             "exclusive lock on its own window, ...)\n" % (
                 window, _bytes_of(low, high, target, dynamic), target,
-                _describe(access.kind, me, site, access.epoch, target), target, me, call,
-                call))
+                _describe(access.kind, me, site, access.epoch, target), target, who(me),
+                call, call))

@@ -35,7 +35,7 @@ import zlib
 
 from ..core import atomic
 from ..core.lazy import numpy
-from . import accesses, report
+from . import accesses, report, threads
 from .accesses import LOCAL_STORE, STORE, Access
 from .clock import WARN_STORES, clock, key_of
 
@@ -149,9 +149,15 @@ class Stores:
         check, c = self.check, clock()
         started = time.perf_counter()
         epoch = check.local_epoch_kind()
-        done = None if self._look_args is None or stored else accesses._native.look_stores(
-            *self._look_args, STORE, epoch, c.site_here, c.me, c.vc_address,
-            accesses.CAPACITY, c.epoch, self.entries)
+        # with several threads of this rank taking part, a store the compare finds
+        # (not the page watch, which knows the thread) is not known to be the looking
+        # thread's: it is left out (recorded with the wrong clock, it could be taken
+        # for a race, or hide one)
+        several = threads.threaded()
+        done = (None if self._look_args is None or stored or several or c.me != c.rank
+                else accesses._native.look_stores(
+                    *self._look_args, STORE, epoch, c.site_here, c.me, c.vc_address,
+                    accesses.CAPACITY, c.epoch, self.entries))
         if done is None:        # no C, the lock stayed busy, or lines to give: two steps
             found = accesses.diff_native(*self._diff_args) if self._diff_args else None
             lows, highs = found if found is not None else self._found_runs(
@@ -160,7 +166,9 @@ class Stores:
         else:
             lows, highs, races, site = done
         self._spent(time.perf_counter() - started)
-        if stored:
+        if several:
+            self._record_with_lines(stored or {}, [], [], epoch)
+        elif stored:
             self._record_with_lines(stored, lows, highs, epoch)
         elif lows and (races is None or races):
             self._record(lows, highs, c.site_here() if site is None else site, epoch, races)
@@ -175,7 +183,8 @@ class Stores:
             races = check.log.records[check.me][found]
         else:
             # every rank of the window is ordered after this rank's stores up to here
-            seen = c.seen_by_all(self.entries)
+            seen = c.seen_by_all(self.entries if c.me == c.rank
+                                 else c.entries_for_me(check.world))
             races = check.log.add_local(check.me, c.me, store, c.vc, c.vc_address, c.epoch,
                                          seen, check._prune)
         for row in races:

@@ -16,7 +16,7 @@ from ..core import constants
 from ..rma import dynamic
 from ..rma.epoch import HELD_EXCLUSIVE
 from ..types import memory
-from . import loads, report
+from . import loads, report, threads
 from .clock import clock, key_of
 from .completion import on_completion
 from .windowcheck import (BARRIER, COMPLETE, COUNTER, FENCE, POST, check_of,
@@ -143,9 +143,12 @@ def install_window_sync(Win):
     def look_at_own_memory(check, rank=None):
         """Loads and stores made before a lock epoch on this rank's own memory (on any
         rank's, of a shared window), or in it, are recorded as such (stores.py,
-        loads.py)."""
+        loads.py). With several threads taking part, at every lock epoch: the page
+        watch sees the first access to a page after each look, and another thread's
+        access after this one's is then seen too (a Get filling this rank's memory
+        from one thread, a load of it from another)."""
         if check is not None and (rank in (None, check.me) or check.loads is not None
-                                  and check.loads.shared):
+                                  and check.loads.shared or threads.threaded()):
             check.look_local()
 
     def Lock(self, rank, lock_type=LOCK_EXCLUSIVE, assertion=0):
@@ -167,8 +170,10 @@ def install_window_sync(Win):
         if check is None or rank == constants.PROC_NULL or rank not in check.locks:
             return real["Unlock"](self, rank)
         rank = operator.index(rank)
-        look_at_own_memory(check, rank)
+        # the origin buffers' compare reads them (maybe window memory) before the look
+        # takes the pages away: a read after it would hide the program's next access
         check.complete_locally([rank])
+        look_at_own_memory(check, rank)
         check.complete([rank])
         real["Unlock"](self, rank)
         del check.locks[rank]
@@ -185,8 +190,8 @@ def install_window_sync(Win):
         check = check_of(self)
         if check is None:
             return real["Unlock_all"](self)
-        look_at_own_memory(check)
         check.complete_locally()
+        look_at_own_memory(check)
         check.complete(check.everyone())
         real["Unlock_all"](self)
         check.lock_all = None

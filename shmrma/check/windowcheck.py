@@ -8,7 +8,7 @@ import zlib
 from ..core.lazy import numpy
 from ..rma.epoch import HELD_EXCLUSIVE
 from ..rma.window import WIN_FLAVOR_ALLOCATE, WIN_FLAVOR_DYNAMIC, share_segment
-from . import accesses, loads, origin, report, stores
+from . import accesses, loads, origin, report, stores, threads
 from .accesses import PUT, Access
 from .clock import clock, key_of
 
@@ -48,13 +48,14 @@ class WindowCheck:
         state = win._s
         self.state, self.world = state, state.world_ranks
         n = len(self.world)
-        self.segment = share_segment(state.comm, accesses.segment_bytes(n, job.world_size()),
+        width = clock().session.width           # a clock's entries: the job's slots
+        self.segment = share_segment(state.comm, accesses.segment_bytes(n, width),
                                      "race checking")
         self.id = key_of(zlib.crc32(self.segment.name.encode()))
         self.me = state.rank
-        self.others = tuple(rank for rank in self.world if rank != clock().me)
+        self.others = tuple(rank for rank in self.world if rank != job.world_rank())
         self.log = accesses.WindowLog(
-            self.segment, self.world, job.world_size(), lambda: clock().warn_once(
+            self.segment, self.world, width, lambda: clock().warn_once(
                 "a window's access log is full; older accesses are forgotten"))
         self.site, self.win = site, win
         self.fences = self.barriers = 0
@@ -184,6 +185,8 @@ class WindowCheck:
     def _new_access(self, c, target, lows, highs, kind, op, basic):
         access = Access(lows, highs, kind, op, basic, c.site_here(),
                         self.epoch_kind(target))
+        if threads.several:
+            c.last_call = c.vc[c.me]
         self.pending.add(target)
         self.last_site = access.site
         return access
@@ -239,6 +242,8 @@ class WindowCheck:
             return DECLINED
         self.pending.add(target)
         self.last_site = site
+        if threads.several:
+            c.last_call = c.vc[c.me]
         if done is not None:        # a race, an unseen store, or not recorded yet
             low = (disp or 0) * where.unit
             self._quick_report(c, target, Access(numpy.array([low]),
@@ -292,7 +297,8 @@ class WindowCheck:
     def _prune(self, target, rows):
         """Forget the records every rank of the window is ordered after."""
         session = clock().session
-        seen = numpy.min([session.block(w)[0] for w in self.world], axis=0)
+        seen = numpy.min([session.block(slot)[0] for w in self.world
+                          for slot in session.slots_of(w)], axis=0)
         return self.log.keep(target, rows, seen[rows["origin"]] < rows["stamp"])
 
     def complete(self, targets, modes=7, only=None):
@@ -301,10 +307,23 @@ class WindowCheck:
         if not modes and only is None:
             return              # no kind of RMA (a counter's pure notification)
         c = clock()
+        others = self._completed_siblings(c) if threads.several else ()
         for target in self.pending.intersection(targets):
             self.log.complete(target, c.me, c.epoch, modes, only)
+            for sibling in others:
+                self.log.complete(target, sibling, int(c.vc[sibling]), modes, only)
             if modes == 7 and only is None:
                 self.pending.discard(target)
+
+    @staticmethod
+    def _completed_siblings(c):
+        """The slots of this rank's other threads whose every RMA call is ordered
+        before this point of ``c``'s thread: a completion here completes theirs too
+        (a Flush completes the process's calls issued before it, MPI-3.1 section
+        11.5.4); those of a thread not known to have made its calls before it stay
+        pending, as their order is not known."""
+        return [sibling.me for sibling in threads.siblings(c.me)
+                if sibling.last_call <= c.vc[sibling.me]]
 
     def signal(self, target, mode, key):
         """A counter's signal: the RMA of the kinds in ``mode`` to ``target`` complete

@@ -10,6 +10,8 @@ Each is described, with every other setting, in docs/settings.md.
 - ``SHMRMA_CHECK``: run under the race checker (``shmrma-run --check`` sets it);
   ``no-stores``, ``no-loads`` and ``no-local`` leave out the ranks' own stores,
   loads, or both.
+- ``SHMRMA_CHECK_THREADS``: how many threads beside the ranks' main ones the race
+  checker gives a clock of their own (8 by default).
 - ``SHMRMA_TRACE`` and ``SHMRMA_PROFILE``: record every MPI call (observe/):
   a timeline written to the file TRACE names, a per-call-site report at the end
   (PROFILE: ``1`` on stderr, a path: on stderr and as JSON there); shmrma-run's
@@ -31,6 +33,9 @@ CHECK_VARIABLE = "SHMRMA_CHECK"
 # SHMRMA_CHECK's values (--check=...) that leave out the ranks' stores, loads, or both
 NO_STORES, NO_LOADS, NO_LOCAL = "no-stores", "no-loads", "no-local"
 CHECK_MODES = (NO_STORES, NO_LOADS, NO_LOCAL)
+
+CHECK_THREADS_VARIABLE = "SHMRMA_CHECK_THREADS"
+DEFAULT_CHECK_THREADS = 8   # a clock's entries beside the ranks': 8 threads, 1 KiB rings
 
 MPI4PY_VARIABLE = "SHMRMA_MPI4PY"
 
@@ -75,6 +80,19 @@ def checking():
         raise ValueError("%s=%r: expected 1 (check), 0 (do not), or one of %s" % (
             CHECK_VARIABLE, value, ", ".join(CHECK_MODES)))
     return value not in ("", "0")
+
+
+def check_threads():
+    """SHMRMA_CHECK_THREADS: the threads beside the ranks' main ones that the race
+    checker follows with a clock each, per job (check/threads.py)."""
+    text = os.environ.get(CHECK_THREADS_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_CHECK_THREADS
+    value = int(text, 10) if text.isdigit() else -1
+    if not 0 <= value <= 1024:
+        raise ValueError("%s must be a number of threads from 0 to 1024, not %r"
+                         % (CHECK_THREADS_VARIABLE, text))
+    return value
 
 
 def stores_watched():

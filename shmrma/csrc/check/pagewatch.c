@@ -48,7 +48,13 @@
 
 #define MAX_REGIONS 64
 #define MAX_FAULTS 4096
-#define FRAMES 8
+/* A page fault notes the 16 innermost frames: an RMA call that faulted filling a
+ * buffer in window memory runs under several of shmrma's own, and its line is the
+ * program's beyond them. The word watch keeps to the 8 innermost (WORD_FRAMES): an
+ * access counts only where one of them names the buffer (check/origin.py), and the
+ * calls filling it, from the program's line further out, must not. */
+#define FRAMES 16
+#define WORD_FRAMES 8
 
 struct region {
     uintptr_t low, high;    /* whole pages; high == 0: a free slot */
@@ -59,6 +65,7 @@ struct region {
 struct fault {
     uintptr_t address;
     int region, write, frames;
+    long thread;                /* the faulting thread's id (gettid) */
     PyObject *code[FRAMES];     /* strong references, taken in the handler */
     int lasti[FRAMES];
 };
@@ -66,6 +73,17 @@ struct fault {
 static struct region regions[MAX_REGIONS];
 static struct fault faults[MAX_FAULTS];
 static volatile sig_atomic_t fault_count, lost, quiet;
+
+/* Stepping (set_stepping), for a rank whose threads take part: a page given back
+ * at a fault is taken away again right after the faulting instruction (the trap
+ * flag makes the processor stop there with a SIGTRAP), so that every thread's
+ * first access to it is seen, not only the first thread's; each thread's first
+ * load and first store to a page since the last take are noted. At most
+ * STEP_BUDGET steps between two arms, then the pages stay back as without it. */
+#define STEP_BUDGET 4096
+static volatile sig_atomic_t stepping, steps;
+/* the pages the thread's current instruction was given (two: it may straddle) */
+static __thread uintptr_t step_pages[2] __attribute__((tls_model("initial-exec")));
 static struct sigaction previous;
 static int installed;
 static uintptr_t page_size;
@@ -93,7 +111,7 @@ static int wrote(void *context)
 }
 #endif
 
-static void note_frames(struct fault *f)
+static void note_frames(struct fault *f, int limit)
 {
     f->frames = 0;
 #ifdef WITH_FRAMES
@@ -105,7 +123,7 @@ static void note_frames(struct fault *f)
 #else
     _PyInterpreterFrame *frame = ts->cframe ? ts->cframe->current_frame : NULL;
 #endif
-    for (; frame != NULL && f->frames < FRAMES; frame = frame->previous) {
+    for (; frame != NULL && f->frames < limit; frame = frame->previous) {
         if (_PyFrame_IsIncomplete(frame))
             continue;
 #if PY_VERSION_HEX >= 0x030D0000
@@ -123,7 +141,7 @@ static void note_frames(struct fault *f)
     PyThreadState *ts = PyGILState_GetThisThreadState();
     if (ts == NULL)
         return;
-    for (PyFrameObject *frame = ts->frame; frame != NULL && f->frames < FRAMES;
+    for (PyFrameObject *frame = ts->frame; frame != NULL && f->frames < limit;
          frame = frame->f_back) {
         PyObject *code = (PyObject *)frame->f_code;
         if (code == NULL)
@@ -142,6 +160,12 @@ static void note_frames(struct fault *f)
 #endif
 }
 
+static void note(uintptr_t address, int region, int write, long thread);
+static int noted(uintptr_t page, int write, long thread);
+static int step(uintptr_t page, void *context);
+static int stepped(void *context);
+static int install_trap(void);
+
 static void on_fault(int signum, siginfo_t *info, void *context)
 {
     uintptr_t address = (uintptr_t)info->si_addr;
@@ -153,14 +177,25 @@ static void on_fault(int signum, siginfo_t *info, void *context)
     }
     uintptr_t page = address & ~(page_size - 1);
     int write = wrote(context);
+    long thread = (long)syscall(SYS_gettid);      /* async-signal-safe */
+    regions[region].faults++;
+    if (stepping && !quiet && steps < STEP_BUDGET && step(page, context)) {
+        if (!noted(page, write, thread))
+            note(address, region, write, thread);
+        return;
+    }
     /* a page comes back read-only after a load, so its first store faults too, where
      * the processor tells a store from a load (quiet: the runtime's own access, all
      * back); elsewhere the page comes back whole, and only loads are seen */
     int both = quiet || write || !TELLS_STORES;
     mprotect((void *)page, page_size, both ? PROT_READ | PROT_WRITE : PROT_READ);
-    regions[region].faults++;
-    if (quiet)
-        return;
+    if (!quiet)
+        note(address, region, write, thread);
+    (void)signum;
+}
+
+static void note(uintptr_t address, int region, int write, long thread)
+{
     if (fault_count >= MAX_FAULTS) {
         lost++;
         return;
@@ -169,9 +204,60 @@ static void on_fault(int signum, siginfo_t *info, void *context)
     f->address = address;
     f->region = region;
     f->write = write;
-    note_frames(f);
+    f->thread = thread;
+    note_frames(f, FRAMES);
     fault_count++;
-    (void)signum;
+}
+
+/* Whether the thread's load (or store) of the page is noted since the last take. */
+static int noted(uintptr_t page, int write, long thread)
+{
+    for (int i = 0; i < fault_count; i++)
+        if ((faults[i].address & ~(page_size - 1)) == page && faults[i].write == write
+                && faults[i].thread == thread)
+            return 1;
+    return 0;
+}
+
+/* Give the page back for the faulting instruction only (x86-64's trap flag): 1, or
+ * 0 where it cannot (the page then comes back as without stepping). */
+static int step(uintptr_t page, void *context)
+{
+#if defined(__x86_64__)
+    int at = step_pages[0] ? (step_pages[1] ? -1 : 1) : 0;
+    if (at < 0 || mprotect((void *)page, page_size, PROT_READ | PROT_WRITE) < 0)
+        return 0;
+    step_pages[at] = page;
+    steps++;
+    ((ucontext_t *)context)->uc_mcontext.gregs[REG_EFL] |= 0x100;     /* TF */
+    return 1;
+#else
+    (void)page;
+    (void)context;
+    return 0;
+#endif
+}
+
+/* At the trap after a stepped instruction: its pages taken away again (where their
+ * region still is), the trap flag cleared. Whether there was such a step. */
+static int stepped(void *context)
+{
+#if defined(__x86_64__)
+    if (!step_pages[0])
+        return 0;
+    for (int k = 0; k < 2; k++) {
+        uintptr_t page = step_pages[k];
+        step_pages[k] = 0;
+        int region = page ? region_of(page) : -1;
+        if (region >= 0 && regions[region].armed)
+            mprotect((void *)page, page_size, PROT_NONE);
+    }
+    ((ucontext_t *)context)->uc_mcontext.gregs[REG_EFL] &= ~0x100;
+    return 1;
+#else
+    (void)context;
+    return 0;
+#endif
 }
 
 /* Make `handler` signum's handler, the one before kept in *before: 0, or -1. */
@@ -265,6 +351,7 @@ static PyObject *arm(PyObject *self, PyObject *args)
     if (install() < 0 || protect(r, PROT_NONE) < 0)
         return PyErr_SetFromErrno(PyExc_OSError);
     r->armed = 1;
+    steps = 0;
     Py_RETURN_NONE;
 }
 
@@ -362,9 +449,42 @@ static PyObject *frames_of(struct fault *f)
 }
 
 /* take(slot): the accesses noted in the region since the last take, as a list of
- * (address, [(file, line), ...] innermost first, wrote); the count of accesses
+ * (address, [(file, line), ...] innermost first, wrote, thread id); the count of accesses
  * that found the notes full, and of the region's faults (noted or not), since the
  * last take. */
+/* noted_for(thread): whether an access of the thread (its id, gettid) is noted and
+ * not taken yet: its thread's clock is still needed to record it (check/threads.py
+ * gives an ended thread's clock to another only when none is). */
+static PyObject *noted_for(PyObject *self, PyObject *args)
+{
+    long thread;
+    if (!PyArg_ParseTuple(args, "l", &thread))
+        return NULL;
+    int count = fault_count;
+    for (int i = 0; i < count; i++)
+        if (faults[i].thread == thread)
+            Py_RETURN_TRUE;
+    Py_RETURN_FALSE;
+}
+
+/* set_stepping(flag): step from now on (see stepping above) or not; whether it
+ * can (x86-64, the trap handler installed). */
+static PyObject *set_stepping(PyObject *self, PyObject *args)
+{
+    int flag;
+    if (!PyArg_ParseTuple(args, "p", &flag))
+        return NULL;
+#if defined(__x86_64__)
+    if (flag && install_trap() < 0)
+        flag = 0;
+    stepping = flag;
+    return PyBool_FromLong(flag);
+#else
+    stepping = 0;
+    return PyBool_FromLong(0);
+#endif
+}
+
 static PyObject *take(PyObject *self, PyObject *args)
 {
     struct region *r = slot(args);
@@ -381,8 +501,8 @@ static PyObject *take(PyObject *self, PyObject *args)
         }
         if (found != NULL) {
             PyObject *frames = frames_of(f);
-            PyObject *item = frames ? Py_BuildValue("(nNi)", (Py_ssize_t)f->address, frames,
-                                                    f->write)
+            PyObject *item = frames ? Py_BuildValue("(nNil)", (Py_ssize_t)f->address, frames,
+                                                    f->write, f->thread)
                                     : NULL;
             if (item == NULL || PyList_Append(found, item) < 0)
                 Py_CLEAR(found);
@@ -456,7 +576,8 @@ static void on_trap(int signum, siginfo_t *info, void *context)
 {
     const struct perf_trap *trap = (const struct perf_trap *)info;
     unsigned long index = trap->data & 0xff;
-    (void)context;
+    if (info->si_code != 6 /* TRAP_PERF */ && stepped(context))
+        return;
     if (info->si_code != 6 /* TRAP_PERF */ || (trap->data >> 8) != HW_MAGIC ||
             index >= HW_SLOTS || hw[index].fd < 0) {
         /* not ours: the handler before takes it (a debugger's, or the default) */
@@ -469,7 +590,7 @@ static void on_trap(int signum, siginfo_t *info, void *context)
     if (!slot->busy || slot->hit)
         return;
     slot->hit = 1;
-    note_frames(&slot->note);
+    note_frames(&slot->note, WORD_FRAMES);
 }
 
 static int install_trap(void)
@@ -606,7 +727,9 @@ static PyMethodDef methods[] = {
     {"unwatch", unwatch, METH_VARARGS, "unwatch(slot): give the pages back, free the slot"},
     {"set_quiet", set_quiet, METH_VARARGS, "set_quiet(flag): faults unnoted; the flag before"},
     {"faults", faults_of, METH_VARARGS, "faults(slot): its faults since the last take"},
-    {"take", take, METH_VARARGS, "take(slot): ([(address, frames, wrote)], lost, faults) since the last"},
+    {"take", take, METH_VARARGS, "take(slot): ([(address, frames, wrote, thread)], lost, faults) since the last"},
+    {"set_stepping", set_stepping, METH_VARARGS, "set_stepping(flag): every thread's first accesses seen; whether it can"},
+    {"noted_for", noted_for, METH_VARARGS, "noted_for(thread): whether a note of that thread awaits its take"},
     {"hw_watch", hw_watch, METH_VARARGS, "hw_watch(address, nbytes): the slots watching"},
     {"hw_unwatch", hw_unwatch, METH_VARARGS, "hw_unwatch(slots): [(address, len, frames)]"},
     {NULL, NULL, 0, NULL},
