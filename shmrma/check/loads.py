@@ -58,6 +58,7 @@ import time
 from ..core.lazy import numpy
 from . import report, threads
 from .accesses import LOAD, LOCAL_STORE, Access
+from .wordwatch import paged
 from .clock import WARN_LOADS, clock
 from .stores import word_grain
 
@@ -298,6 +299,7 @@ def unwatched():
     """Every watched page given back for the duration (a system call on a buffer
     that may be window memory), and taken away again after."""
     armed = [slot for watch in _watching if watch.armed for slot in watch.regions]
+    armed += paged()        # pending result buffers' pages (origin.py)
     for slot in armed:
         _pagewatch.disarm(slot)
     for watch in _watching:

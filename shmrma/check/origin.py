@@ -17,7 +17,10 @@ completion at the origin is noted with its line (MPI-3.1 section 11.7: the resul
 buffer must not be accessed until the call completes; wordwatch.py tells the
 implementation's own accesses apart). Only the thread that made the first watch is
 watched, and where perf events are refused (perf_event_paranoid above 2, a seccomp
-filter) the watch is off. Another call given a buffer that a pending call fills, or
+filter) the watch is off. A buffer of PAGED bytes or more has the pages wholly inside
+it taken away as well (wordwatch.page_watch, the page watch of loads.py): the first
+load or store of each is noted with its exact address, whatever name it goes through.
+Another call given a buffer that a pending call fills, or
 filling one a pending call reads, is found when it is made, from the addresses
 (Buffers.clashes).
 
@@ -40,9 +43,10 @@ from ..rma import calls as rma
 from ..core.lazy import numpy
 from . import report
 from .accesses import COMPARE_AND_SWAP, FETCH_AND_OP, GET, GET_ACCUMULATE, PUT, WRITTEN
-from .wordwatch import hw_unwatch, hw_watch
+from .wordwatch import hw_unwatch, hw_watch, page_unwatch, page_watch
 
 HELD = 4096         # buffers a window keeps watching (then the oldest are let go)
+PAGED = 2 * 4096    # a result buffer this big has a whole page past its watched words
 
 
 def mode_bit(kind):
@@ -56,13 +60,15 @@ class Held:
     word watch on its first words (``slots``)."""
 
     __slots__ = ("target", "kind", "role", "site", "array", "where", "unit", "copy",
-                 "slots", "low", "high", "clashed")
+                 "slots", "pages", "low", "high", "clashed")
 
     def __init__(self, target, kind, role, site, array, where, unit, watch=True):
         self.target, self.kind, self.role, self.site = target, kind, role, site
         self.array, self.where, self.unit = array, where, unit
         self.copy = self.now()
         self.slots = self._watch() if watch and role == WRITTEN else ()
+        self.pages = (self._watch_pages() if watch and role == WRITTEN
+                      and self.nbytes() >= PAGED else None)
         self.clashed = False            # another call's use of it was reported
         self.low = self.high = None     # bounds(), made when a clash is possible
 
@@ -104,15 +110,41 @@ class Held:
         stop = self.array.nbytes if self.where is None else self.where.stop
         return hw_watch(self.array.ctypes.data + start, stop - start)
 
+    def _watch_pages(self):
+        """Take away the pages wholly inside the buffer (past the words the processor
+        watches): a load or store of them faults, noted with its address and line."""
+        if not (self.where is None or isinstance(self.where, slice)):
+            return None
+        start = 0 if self.where is None else self.where.start
+        return page_watch(self.array.ctypes.data + start, self.nbytes())
+
+    def nbytes(self):
+        if self.where is None:
+            return self.array.nbytes
+        if isinstance(self.where, slice):
+            return self.where.stop - self.where.start
+        return len(self.where)
+
+    def watching(self):
+        return bool(self.slots) or self.pages is not None
+
     def accesses(self):
         """Stop watching: the program's accesses the watch saw, as (first, last) bytes
-        of the buffer and the frames (innermost first)."""
-        if not self.slots:
-            return []
-        slots, self.slots = self.slots, ()
+        of the buffer, the frames (innermost first), and whether the bytes are exact
+        (a page fault's address) rather than a word the processor matched."""
         base = self.array.ctypes.data + (0 if self.where is None else self.where.start)
-        return [(address - base, address - base + length - 1, frames)
-                for address, length, frames in hw_unwatch(slots)]
+        found = []
+        if self.pages is not None:
+            pages, self.pages = self.pages, None
+            unit = self.unit
+            for address, frames in page_unwatch(pages):
+                first = (address - base) // unit * unit
+                found.append((first, first + unit - 1, frames, True))
+        if self.slots:
+            slots, self.slots = self.slots, ()
+            found += [(address - base, address - base + length - 1, frames, False)
+                      for address, length, frames in hw_unwatch(slots)]
+        return found
 
     def now(self):
         """The bytes the call covers, as they are now."""
@@ -195,6 +227,12 @@ class Buffers:
         return self._add([Held(target, kind, role, site, array, None, array.itemsize,
                                watch=self.watch_words)])
 
+    def let_go(self):
+        """Stop watching every buffer held (the window goes)."""
+        for held in self.held:
+            held.accesses()
+        self.held = []
+
     def take_clashes(self):
         clashes, self.clashes = self.clashes, []
         return clashes
@@ -233,7 +271,7 @@ class Buffers:
         self.held = kept
         found = []
         for held in done:
-            accesses = held.accesses() if held.slots else ()
+            accesses = held.accesses() if held.watching() else ()
             changed = None if held.clashed else held.changed()
             if accesses or changed is not None:
                 found.append((held, changed, accesses))

@@ -96,6 +96,7 @@ class WindowCheck:
     def close(self):
         """Stop checking the window (before it is freed or changes its group)."""
         self.win._race_check = None
+        self.buffers.let_go()       # (calls never completed: their watches end here)
         clock().unwatch(self.observe_local)
         clock().look_before_releases(self.look_local, on=False)
         if self.loads is not None:
@@ -356,8 +357,9 @@ class WindowCheck:
             made = c.site_text(c.me, held.site)
             # the program's accesses the word watch saw, with their line (another
             # call's are found when it is made: report_clashes)
-            seen = [(first, last, frames) for first, last, frames in seen
-                    if origin.names_the_buffer(made, held.kind, frames)]
+            # (a page fault's address is the access's own: no need to name the buffer)
+            seen = [(first, last, frames) for first, last, frames, exact in seen
+                    if exact or origin.names_the_buffer(made, held.kind, frames)]
             for first, last, frames in seen:
                 there = report.user_site(frames)
                 c.report_once(key_of(zlib.crc32(("%s|%s|%d" % (made, there,

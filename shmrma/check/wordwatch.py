@@ -20,6 +20,38 @@ IMPLEMENTATION = tuple(os.path.join(report.PACKAGE_DIR, part) + os.sep
                        for part in ("check", "rma"))
 
 
+def page_watch(address, nbytes):
+    """Take away the pages wholly inside [address, address + nbytes) (a result buffer
+    past its first words: the processor watches four words, the pages hold only the
+    buffer's bytes): the watch's slot, or None (no whole page, no free slot)."""
+    if _pagewatch is None:
+        return None
+    slot = _pagewatch.watch(address, nbytes)
+    if slot < 0:
+        return None
+    _pagewatch.arm(slot)
+    _paged.add(slot)
+    return slot
+
+
+def page_unwatch(slot):
+    """Give the pages back: the program's accesses noted, as (address, frames)."""
+    _paged.discard(slot)
+    noted, _, _ = _pagewatch.take(slot)
+    _pagewatch.unwatch(slot)
+    return [(address, frames) for address, frames, _, _ in noted
+            if by_the_program(frames)]
+
+
+def paged():
+    """The slots of the result buffers' pages taken away now (loads.unwatched gives
+    them back around a system call)."""
+    return list(_paged)
+
+
+_paged = set()
+
+
 def hw_watch(address, nbytes):
     """Watch the first words of [address, address + nbytes): the slots (maybe none)."""
     return _pagewatch.hw_watch(address, nbytes) if _pagewatch is not None else ()

@@ -2,7 +2,8 @@
 benchmark writes them (RMARaceBench's conflict cases *-load-local and *-get-local): a
 load or store of a call's result buffer, another call filling or reading it, or filling
 an origin buffer, before the call completed at the origin (R35); the access's own line
-carries the mark with the call's. Rank 0 accesses rank 1's memory."""
+carries the mark with the call's; a load of a big buffer past the words the processor
+watches is seen through the buffer's whole pages (BG). Rank 0 accesses rank 1's memory."""
 import numpy as np
 
 from shmrma import MPI
@@ -65,4 +66,15 @@ elif rank == 0:
     win.Complete()
     value[0] = 4                                        # completed: allowed
 comm.Barrier()
+wide = MPI.Win.Allocate(4096 * 4 if rank == 1 else 0, 4, comm=comm)
+if rank == 0:       # a buffer with whole pages: a load past its first words is seen
+    big = np.zeros(4096, "i4")
+    view = big[2048:]
+    wide.Lock(1)
+    wide.Get(big, 1, 0)                                 # race BG
+    seen = int(view[3])                                 # race BG (through another name)
+    wide.Unlock(1)
+    seen = int(view[3])                                 # completed: allowed
+comm.Barrier()
+wide.Free()
 win.Free()
