@@ -84,7 +84,8 @@ def test_reports_exactly_the_marked_races(program, nranks):
 
 
 @pytest.mark.parametrize("program", ["fence_cases.py", "active_cases.py",
-                                     "local_cases.py allocate", "accumulate_cases.py"])
+                                     "local_cases.py allocate", "accumulate_cases.py",
+                                     "thread_cases.py"])
 def test_reports_exactly_the_marked_races_on_the_python_path(program):
     """SHMRMA_NATIVE=0: the checker's Python fallbacks (the access log in numpy, the
     clocks' releases, counter cells and joins, the store compare) report the same

@@ -25,6 +25,7 @@ that comes after it (joined it), its epochs continuing; a report then names both
 threads. Without a free slot a thread counts as the main thread (said once).
 """
 import _thread
+import copy
 import threading
 
 from ..core import job, settings
@@ -127,6 +128,14 @@ def _free_slot(state, main):
             main.session.name_slot(slot, state.name, epoch + 1)
             return slot, epoch
     return main.session.claim_slot(main.rank, state.name), 0
+
+
+def _frozen(clock):
+    """A copy of ``clock`` whose entries no longer change (its thread ended)."""
+    frozen = copy.copy(clock)
+    frozen.vc = clock.vc.copy()
+    frozen.vc_address = frozen.vc.ctypes.data
+    return frozen
 
 
 def clock_of_native(native):
@@ -323,6 +332,9 @@ def _follow_thread_lifetimes(Thread):
             self._shmrma_ended = state.vc.copy()
             own = state.clock
             if own is not None and own.me >= own.session.nranks:
+                # its accesses still to record keep its clock as it ended, though a
+                # later thread takes its slot (and the slot's clock) meanwhile
+                state.clock = _frozen(own)
                 _ended.append((own.me, int(own.vc[own.me]), state.native))
                 with _claiming:
                     _live[0] -= 1
