@@ -140,6 +140,41 @@ def test_threads_taking_turns_run_clean(run, nranks, threads):
         in result.stderr, result.stderr
 
 
+THREAD_POOL = """
+from concurrent.futures import ThreadPoolExecutor
+import numpy as np
+from shmrma import MPI
+comm = MPI.COMM_WORLD
+win = MPI.Win.Allocate(64 * 8 if comm.rank == 1 else 0, 8, comm=comm)
+if comm.rank == 0:
+    win.Lock_all()
+    def put(i):
+        win.Put(np.array([i], "i8"), 1, i)
+        return i
+    with ThreadPoolExecutor(4) as pool:
+        for turn in range(3):
+            list(pool.map(put, range(turn * 16, turn * 16 + 16)))
+            win.Flush(1)
+    win.Unlock_all()
+comm.Barrier()
+if comm.rank == 1:
+    assert list(np.frombuffer(win.tomemory(), "i8")[:48]) == list(range(48))
+win.Free()
+"""
+
+
+@pytest.mark.parametrize("run", range(3))
+def test_a_thread_pool_putting_then_a_flush_runs_clean(tmp_path, run):
+    """concurrent.futures' pool threads make the Puts (work handed over through its
+    queue, results through its futures), the main thread flushes after it has every
+    result: the Flush completes the workers' Puts, ordered before rank 1's loads."""
+    program = tmp_path / "pool.py"
+    program.write_text(THREAD_POOL)
+    result = check_run(program, 2, "--check")
+    assert result.returncode == 0, result.stderr
+    assert "shmrma-check: no data race found in 48 RMA accesses checked" in result.stderr
+
+
 def test_threads_beyond_the_slots_count_as_the_main_thread():
     """SHMRMA_CHECK_THREADS=0: no thread has a clock of its own; the checker says
     so once and runs on, the threads taken as one (no false report; a race between
