@@ -58,9 +58,9 @@ import time
 from ..core.lazy import numpy
 from . import report, threads
 from .accesses import LOAD, LOCAL_STORE, Access
-from .wordwatch import paged
 from .clock import WARN_LOADS, clock
 from .stores import word_grain
+from .wordwatch import paged
 
 try:
     from .. import _pagewatch
@@ -200,7 +200,7 @@ class Loads:
         self.periods += 1
         # with several threads, another thread's access may come at any period: every
         # page, every time
-        full = (self.shared or threads.threaded() or self.periods <= FULL_PERIODS
+        full = (self.shared or threads.several or self.periods <= FULL_PERIODS
                 or self.periods % FULL_EVERY == 0)
         check, every = self.check, True
         for slot, (first, pages, _) in self.regions.items():
@@ -262,9 +262,9 @@ class Loads:
             key = (thread, self.ranks[at], LOCAL_STORE if wrote else LOAD,
                    report.user_site(frames))
             groups.setdefault(key, []).append(address - self.starts[at])
-        here = clock()
+        here, looking = clock(), threading.get_native_id()
         for (thread, target, kind, site), offsets in groups.items():
-            c = threads.clock_of_native(thread) if thread != self._looking() else here
+            c = threads.clock_of_native(thread) if thread != looking else here
             grain = self.grains[target]
             # (not numpy.unique: its first call imports numpy.ma, 14 ms of the budget)
             lows = numpy.array(sorted({offset // grain * grain for offset in offsets}),
@@ -275,10 +275,6 @@ class Loads:
                                         c.seen_by_all(self._entries(c)), check._prune)
             for row in races:
                 check._report(c, target, row, local)
-
-    @staticmethod
-    def _looking():
-        return threading.get_native_id()
 
     def _entries(self, c):
         """Where the window's ranks keep the entry of their clocks for ``c``'s slot."""

@@ -153,8 +153,8 @@ class Stores:
         # (not the page watch, which knows the thread) is not known to be the looking
         # thread's: it is left out (recorded with the wrong clock, it could be taken
         # for a race, or hide one)
-        several = threads.threaded()
-        done = (None if self._look_args is None or stored or several or c.me != c.rank
+        several = threads.several
+        done = (None if self._look_args is None or stored or several
                 else accesses._native.look_stores(
                     *self._look_args, STORE, epoch, c.site_here, c.me, c.vc_address,
                     accesses.CAPACITY, c.epoch, self.entries))

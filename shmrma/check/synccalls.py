@@ -148,7 +148,7 @@ def install_window_sync(Win):
         access after this one's is then seen too (a Get filling this rank's memory
         from one thread, a load of it from another)."""
         if check is not None and (rank in (None, check.me) or check.loads is not None
-                                  and check.loads.shared or threads.threaded()):
+                                  and check.loads.shared or threads.several):
             check.look_local()
 
     def Lock(self, rank, lock_type=LOCK_EXCLUSIVE, assertion=0):

@@ -154,12 +154,7 @@ def siblings(me):
     return [clock for clock in [main] + list(_slot_clocks.values()) if clock.me != me]
 
 
-def threaded():
-    """Whether a thread of this rank other than the main one has a slot."""
-    return several
-
-
-several = False     # threaded(), read as a module attribute on the checker's hot paths
+several = False     # whether a thread of this rank other than the main one has a slot
 
 
 def _current_vc():
