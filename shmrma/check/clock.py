@@ -261,6 +261,7 @@ class Clock:
         self._cell_bytes = self.width * 8
         self._rings = {}        # slot -> acquire()'s arguments for its ring
         self._each = {}         # ranks -> (acquire_each()'s rings, claims)
+        self._entries = {}      # ranks -> (entries_for_me(ranks), claims)
         # windows whose local loads may observe atomics (Win.Sync), windows whose
         # stores are found before each release: the rank's, whichever thread releases
         self._watched = [] if main is None else main._watched
@@ -286,9 +287,15 @@ class Clock:
         self.vc[self.me] += 1
 
     def entries_for_me(self, ranks):
-        """Where each thread of ``ranks`` keeps the entry of its clock for this slot."""
-        return tuple(self.session.block(slot)[0].ctypes.data + 8 * self.me
-                     for rank in ranks for slot in self.session.slots_of(rank))
+        """Where each thread of ``ranks`` (a tuple) keeps the entry of its clock for
+        this slot (kept until a thread claims a slot)."""
+        claims = self.session.count(OFF_CLAIMED)
+        known = self._entries.get(ranks)
+        if known is None or known[1] != claims:
+            known = self._entries[ranks] = (tuple(
+                self.session.block(slot)[0].ctypes.data + 8 * self.me
+                for rank in ranks for slot in self.session.slots_of(rank)), claims)
+        return known[0]
 
     @staticmethod
     def seen_by_all(entries):
@@ -375,17 +382,8 @@ class Clock:
         """Join the clock ``rank`` (any of its threads) released under ``key``; False
         when it is not there (not released yet, or so long ago that the ring reused
         its entry)."""
-        slots = self.session.slots_of(rank)
-        if len(slots) == 1:
-            slot = slots[0]
-            if slot == self.me:
-                return True
-            ring = self._ring(slot)
-            if ring:
-                return _racecheck.acquire(*ring, key, self.vc_address)
-            return self.acquire_here(slot, key)
         found = False
-        for slot in slots:
+        for slot in self.session.slots_of(rank):
             if slot != self.me:
                 ring = self._ring(slot)
                 found |= bool(_racecheck.acquire(*ring, key, self.vc_address) if ring

@@ -101,7 +101,6 @@ class Loads:
             self.ends = [start + state.sizes[t] for start, t in zip(self.starts, self.ranks)]
             self.base = state.targets[check.me].address
         self.grains = {t: word_grain(state.units[t]) for t in self.ranks}
-        self.entries = clock().entries_for_me(check.world)
         self.regions = {}       # slot -> (its first page's offset, pages, the address given)
         for slot, address in slots:
             self._watch(slot, address)
@@ -271,14 +270,11 @@ class Loads:
                                numpy.int64)
             local = Access(lows, lows + grain, kind, 0, 0, c.site(site),
                            check.local_epoch_kind(target))
+            seen = c.seen_by_all(c.entries_for_me(check.world))
             races = check.log.add_local(target, c.me, local, c.vc, c.vc_address, c.epoch,
-                                        c.seen_by_all(self._entries(c)), check._prune)
+                                        seen, check._prune)
             for row in races:
                 check._report(c, target, row, local)
-
-    def _entries(self, c):
-        """Where the window's ranks keep the entry of their clocks for ``c``'s slot."""
-        return self.entries if c.me == c.rank else c.entries_for_me(self.check.world)
 
     def close(self):
         _watching.discard(self)

@@ -129,7 +129,6 @@ class Stores:
         self.covers = shadow.covers
         self.grain = word_grain(check.state.units[check.me])
         self.spent = 0.0        # seconds this rank's looks have compared memory
-        self.entries = clock().entries_for_me(check.world)
 
     def _found_runs(self, lock=None):
         address, nbytes = self.shadow.own()
@@ -157,7 +156,7 @@ class Stores:
         done = (None if self._look_args is None or stored or several
                 else accesses._native.look_stores(
                     *self._look_args, STORE, epoch, c.site_here, c.me, c.vc_address,
-                    accesses.CAPACITY, c.epoch, self.entries))
+                    accesses.CAPACITY, c.epoch, c.entries_for_me(check.world)))
         if done is None:        # no C, the lock stayed busy, or lines to give: two steps
             found = accesses.diff_native(*self._diff_args) if self._diff_args else None
             lows, highs = found if found is not None else self._found_runs(
@@ -183,8 +182,7 @@ class Stores:
             races = check.log.records[check.me][found]
         else:
             # every rank of the window is ordered after this rank's stores up to here
-            seen = c.seen_by_all(self.entries if c.me == c.rank
-                                 else c.entries_for_me(check.world))
+            seen = c.seen_by_all(c.entries_for_me(check.world))
             races = check.log.add_local(check.me, c.me, store, c.vc, c.vc_address, c.epoch,
                                          seen, check._prune)
         for row in races:

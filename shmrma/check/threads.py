@@ -62,11 +62,10 @@ def _main_clock():
     return clocks.clock_of_main()
 
 
-def _state(ident=None):
+def _state():
     """This thread's ThreadClock, made from the main thread's clock as it is now
     when the thread was not started through threading.Thread (it knows as much)."""
-    ident = threading.get_ident() if ident is None else ident
-    state = _states.get(ident)
+    state = _states.get(threading.get_ident())
     if state is None:
         state = _new_state(_main_clock().vc.copy(), threading.current_thread().name)
     return state
@@ -157,12 +156,13 @@ def siblings(me):
 several = False     # whether a thread of this rank other than the main one has a slot
 
 
-def _current_vc():
-    """The calling thread's clock entries (its Clock's, or its own until it has a
-    slot)."""
+def _current():
+    """(the calling thread's Clock, None until it has a slot; its clock entries)."""
     if threading.get_ident() == _main[0]:
-        return _main_clock().vc
-    return _state().vc
+        main = _main_clock()
+        return main, main.vc
+    state = _state()
+    return state.clock, state.vc
 
 
 def _record_own_notes():
@@ -183,16 +183,10 @@ def _released(published):
     if not clocks.started():
         return None
     _record_own_notes()
-    ident = threading.get_ident()
-    if ident == _main[0]:
-        owner = _main_clock()
-    else:
-        state = _state(ident)
-        owner = state.clock
-        if owner is None:       # no slot: no epoch of its own to end
-            return _joined(published, state.vc)
-    published = _joined(published, owner.vc)
-    owner.end_epoch()
+    owner, vc = _current()
+    published = _joined(published, vc)
+    if owner is not None:       # (no slot: no epoch of its own to end)
+        owner.end_epoch()
     return published
 
 
@@ -209,7 +203,7 @@ def _acquired(published):
     a fork may hold the clock of another job's rank: of another width, ignored)."""
     if published is not None and clocks.started():
         _record_own_notes()
-        vc = _current_vc()
+        _, vc = _current()
         if vc.shape == published.shape:
             numpy.maximum(vc, published, out=vc)
 
