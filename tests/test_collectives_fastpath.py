@@ -164,6 +164,7 @@ def _scenarios(comm):
         "Allreduce large": lambda: allreduce(BIG, MPI.PROD),
         "Allreduce in place": lambda: allreduce(5, MPI.BXOR, in_place=True),
         "Allreduce float NaN": lambda: _nan_fold(comm),
+        "Allreduce every kernel": lambda: _every_kernel(comm),
         "Reduce small": lambda: reduce(2, 0),
         "Reduce large": lambda: reduce(BIG, size - 1),
         "Allreduce mismatch": lambda: allreduce(2 if rank == 1 else 3),
@@ -235,6 +236,47 @@ def _nan_fold(comm):
     return out
 
 
+KERNEL_TYPES = ("i1", "u1", "i2", "u2", "i4", "i8", "u4", "u8", "f4", "f8")
+KERNEL_OPS = {"f": ("SUM", "PROD", "MAX", "MIN"),
+              "iu": ("SUM", "PROD", "MAX", "MIN", "BAND", "BOR", "BXOR", "LAND", "LOR",
+                     "LXOR")}
+KERNEL_LENGTH = 37      # two 16-element blocks of the C kernels' SIMD loop, and a tail
+
+
+def _kernel_operands(dtype, rank):
+    """KERNEL_LENGTH elements of ``dtype`` with its edge cases (NaNs, signed zeros,
+    infinities; the extremes of an integer, for wrapping), different at each rank."""
+    if dtype[0] == "f":
+        edges = [0.0, -0.0, np.nan, 1.5, -2.0, np.inf, -np.inf, 3.0, 2.5, -0.0, 1e30, -7.25]
+    else:
+        info = np.iinfo(dtype)
+        edges = [0, info.max, info.min, 5, 7, 0, 3, 1, info.max, 12, -1 if info.min else 2]
+    return np.roll(np.resize(np.array(edges, dtype), KERNEL_LENGTH), 3 * rank)
+
+
+def _every_kernel(comm):
+    """Every (element type, op) of the C reductions' kernels over whole SIMD blocks,
+    folded into a new buffer and in place, bit for bit against the fold of
+    Op.Reduce_local (numpy, in rank order)."""
+    found = []
+    for dtype in KERNEL_TYPES:
+        everyone = [_kernel_operands(dtype, r) for r in range(comm.size)]
+        for name in KERNEL_OPS["f" if dtype[0] == "f" else "iu"]:
+            op = getattr(MPI, name)
+            expected = everyone[0].copy()
+            for part in everyone[1:]:
+                part = part.copy()
+                op.Reduce_local(expected, part)     # part = expected op part
+                expected = part
+            out = np.zeros_like(expected)
+            comm.Allreduce(everyone[comm.rank], out, op)
+            in_place = everyone[comm.rank].copy()
+            comm.Allreduce(MPI.IN_PLACE, in_place, op)
+            found.append((dtype, name, out.tobytes() == expected.tobytes(),
+                          in_place.tobytes() == expected.tobytes()))
+    return [case for case in found if not all(case[2:])] or "all agree"
+
+
 def _all_modes():
     MPI.COMM_WORLD.allgather(None)  # the first collective maps the small area (in Python)
     return run_in_every_mode(_scenarios, Spy())
@@ -271,6 +313,10 @@ def test_the_c_path_takes_the_common_cases():
                      "Gather [buf, count, INT]", "Allgather [buf, BYTE]",
                      "Scatter [buf, count, displ, INT]", "Alltoall [buf, count, INT]"):
             assert [took for _, took in taken[name]] == ["done"], (rank, name, taken[name])
+        # every element type and op folded in C (SIMD blocks and tails, in place and
+        # not), bit for bit as numpy folds them
+        assert fast[0]["Allreduce every kernel"] == ("ok", "all agree"), rank
+        assert {took for _, took in taken["Allreduce every kernel"]} == {"done"}, rank
         for name in ("first collective of a Dup", "first collective of a Split"):
             took = [took for _, took in taken[name]]    # the making, then the two calls
             assert len(took) >= 3 and set(took) == {"done"}, (rank, name, taken[name])

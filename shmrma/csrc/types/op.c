@@ -33,13 +33,25 @@ PyObject *g_ops[N_OPS];
     for (; i < count; i++)                                                   \
         EACH_ONE(T, EXPR, i)
 
+/* -O2's vectorizer (GCC's very-cheap cost model) leaves a loop alone when it
+ * would need a run-time check that its buffers do not overlap, and these must
+ * take a fold into one of its operands (fold_all in place): the dynamic model
+ * adds that check and runs SIMD (a 1 MiB float32 SUM Allreduce at 2 ranks:
+ * scalar, 1.7x the time of the same bytes of float64).  Element by element as
+ * before: no reassociation, so the results stay numpy's bit for bit. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define VECTORIZED __attribute__((optimize("vect-cost-model=dynamic")))
+#else
+#define VECTORIZED
+#endif
+
 /* One kernel per element type and op: target = first op second, element by
  * element.  The accumulates combine with first = the origin's data and second
  * = target (combine_all); reductions fold with first = the fold of the ranks
  * so far and second = the next rank's part (fold_all, op.apply(fold, part)'s
  * order bit for bit), writing the fold in place or into a third buffer. */
 #define KERNEL_PAIR(T, ...)                                                  \
-    static void                                                              \
+    static VECTORIZED void                                                   \
     apply_##T(int op, const char *first, const char *second, char *target,   \
               Py_ssize_t count)                                              \
     {                                                                        \
