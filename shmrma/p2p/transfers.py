@@ -75,17 +75,22 @@ class Receive(Request):
     """A receive into a buffer (``target`` set) or of a pickled object: the
     transport's core, and what completing it means for the caller."""
 
-    _source = constants.ANY_SOURCE     # the sender's rank, once complete
     _error_class = errors.SUCCESS
     _cancelled = False
+    # most receives have no finish and unpickle nothing: class defaults, set only
+    # when given (a window of Irecvs makes one of these per message)
+    finish = None       # what turns the bytes received into the user's buffer
+    loads = staticmethod(mailbox.loads)     # what turns them into an object (MPI.pickle's)
 
     def __init__(self, state, core, finish=None, loads=None):
         self._null = False
         self._done = False
         self.state = state
         self.core = core
-        self.finish = finish        # what turns the bytes received into the user's buffer
-        self.loads = loads or _loads    # what turns them into an object (MPI.pickle's)
+        if finish is not None:
+            self.finish = finish
+        if loads is not None:
+            self.loads = loads
 
     def _poll(self):
         if not self._done and self.core.done:
@@ -100,19 +105,26 @@ class Receive(Request):
                 self._complete()
             else:
                 self._block()
-        self._finish(status)
+        if status is None and self._error is None:
+            self._null = True       # Request._finish with nothing to report or raise
+        else:
+            self._finish(status)
         return True
+
+    def _source(self):
+        """The sender's rank in the communicator, once complete."""
+        source = self.core.source
+        return self.state.world_to_rank.get(source, source)
 
     def _complete(self):
         core = self.core
-        self._source = source = self.state.world_to_rank.get(core.source, core.source)
         if core.error:
             self._error_class = core.error
             self._error = errors.Exception(
                 errors.ERR_TRUNCATE,
                 "a message of %d bytes from rank %d (tag %d) does not fit the receive "
                 "buffer of %d bytes; post a larger buffer (Probe tells the size)"
-                % (core.count, source, core.tag, core.capacity))
+                % (core.count, self._source(), core.tag, core.capacity))
         elif core.target is None:
             # an empty message is None, as mpi4py loads it (collective failure notices)
             self._result = self.loads(core.payload) if core.count else None
@@ -126,7 +138,7 @@ class Receive(Request):
             status._clear()
             status.cancelled = True
         elif self._done:
-            status._fill(self._source, self.core.tag, self.core.count, self._error_class)
+            status._fill(self._source(), self.core.tag, self.core.count, self._error_class)
         else:
             status._clear()
 
@@ -231,9 +243,19 @@ class Completed(Request):
     only if asked for: a window of Isends makes one of these per message."""
 
     def __init__(self, status=None, result=None):
-        self._null = False
-        self._status = status
-        self._result = result
+        self._null = False      # in the instance: its dict made here is the cheapest
+        if status is not None:
+            self._status = status
+        if result is not None:
+            self._result = result
+
+    def Wait(self, status=None):
+        """Wait for a nonblocking operation to complete (it is: Request.Wait without
+        its poll, for a window of Isends)."""
+        if status is None and self._error is None and not self._null:
+            self._null = True
+            return True
+        return Request.Wait(self, status)
 
 
 _loads, _dumps = mailbox.loads, mailbox.dumps
