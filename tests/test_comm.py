@@ -144,6 +144,46 @@ def test_create_and_create_group():
 
 
 @pytest.mark.timeout(60)
+def test_split_into_single_ranks_takes_no_step():
+    """A Split that leaves every rank alone (color=rank, or UNDEFINED) agrees on
+    nothing: each rank names its communicator itself, in no collective step, and
+    gets a working one whose traffic stays apart from the parent's and from its
+    other alone-communicators'."""
+    def body():
+        world = MPI.COMM_WORLD
+        from shmrma.comm import intracomm
+        steps = []
+        planned = intracomm._agreed_plan
+        intracomm._agreed_plan = lambda *args: steps.append(args) or planned(*args)
+        try:
+            alone = [world.Split(world.rank, 0) for _ in range(2)]
+            some = world.Split(MPI.UNDEFINED if world.rank == 1 else world.rank, 0)
+            pair = world.Split(0, world.rank)       # two members: planned as before
+        finally:
+            intracomm._agreed_plan = planned
+        out = []
+        for tag, comm in enumerate(alone):
+            comm.send(("alone", tag), 0, 7)
+        world.send(("world", world.rank), world.rank, 7)
+        out.append([world.recv(source=world.rank, tag=7)] +
+                   [comm.recv(source=0, tag=7) for comm in reversed(alone)])
+        out.append([(comm.size, comm.rank, comm.allreduce(world.rank + 1)) for comm in alone])
+        out.append(some == MPI.COMM_NULL)
+        out.append(len({comm.py2f() for comm in alone + [world]}))
+        out.append(len(steps))
+        for comm in alone + [pair] + ([] if some == MPI.COMM_NULL else [some]):
+            comm.Free()
+        return out
+    results = shmrma.launch(body, 3, timeout=50)
+    for rank, (received, alone, none, handles, steps) in enumerate(results):
+        assert received == [("world", rank), ("alone", 1), ("alone", 0)]
+        assert alone == [(1, 0, rank + 1)] * 2
+        assert none == (rank == 1)
+        assert handles == 3
+        assert steps == 1       # the pair's plan only
+
+
+@pytest.mark.timeout(60)
 def test_freed_communicator_and_bad_split():
     """Issue 2, A39: a freed communicator raises ERR_COMM everywhere, Free twice
     too; a negative color is ERR_ARG on every rank, even when only one rank passed

@@ -241,11 +241,19 @@ def split_by(comm, choices, plan=None, layout=None):
     """The communicators of a Split of ``comm`` whose every rank's (color, key) is
     ``choices``, known at every rank (a topology's, or gathered by Split): one
     collective step, rank 0 allocating them all and broadcasting the plan; none
-    when ``plan`` is rank 0's plan_split, which every rank got already.
+    when ``plan`` is rank 0's plan_split, which every rank got already, or when
+    every communicator has one member.
     ``layout`` is split_layout(choices, ...) when the caller made it already."""
     state = comm._s
     color = choices[state.rank][0]
     colors, members = layout or split_layout(choices, state.ranks)
+    if plan is None and all(len(members[c]) == 1 for c in colors):
+        # communicators of one member each (Split(color=rank)): nothing to agree on, a
+        # context id is unique job-wide whoever takes it, so each takes its own
+        if color == constants.UNDEFINED:
+            return COMM_NULL
+        return Intracomm(CommState(job.current().new_contexts(1), members[color], None,
+                                   parent=state))
     base, slots = (_agreed_plan(state, [len(members[c]) for c in colors]) if plan is None
                    else _planned(plan))
     if color == constants.UNDEFINED:
@@ -287,6 +295,8 @@ def _agreed_plan(state, sizes):
     from the communicator ``state``: rank 0 allocates them and broadcasts the plan,
     or the error it met, which every member then raises."""
     plan = _allocate_or_error(len(sizes), sizes) if state.rank == 0 else None
+    if len(state.ranks) == 1:
+        return _planned(plan)       # nobody to tell (COMM_SELF.Dup)
     return _planned(own_bcast(Intracomm._handle_of(state), plan, 0))
 
 
