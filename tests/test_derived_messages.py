@@ -511,3 +511,31 @@ def test_bottom_with_absolute_addresses_in_messages():
         assert out["sendrecv"] == moved and out["isend"] == moved
         assert out["bcast"] == ([10 * rank, 1, 2], [0.0] + [10.0 * rank + k for k in (1, 2, 3)])
         assert out["refused"] == [True, True, True]
+
+
+def test_parsed_items_of_a_type_outlive_the_handle_they_were_made_with():
+    """A type's parsed items are kept on the type for its next message
+    (derived.items_of): they still serve another handle to it after the program
+    freed the first (a type built on it keeps it alive, Get_contents hands it
+    out again), give the right bytes for every count, and go with the type: a
+    handle to a freed type is refused as before."""
+    column = MPI.DOUBLE.Create_vector(3, 1, 2).Commit()
+    holder = column.Create_contiguous(2).Commit()       # keeps the column alive
+    source = np.arange(12.0)
+    moved = []
+    for count in (1, 2, 1):
+        out = np.full(6, SENTINEL)
+        MPI.COMM_SELF.Alltoallw([source, [count], [0], [column]],
+                                [out, [3 * count], [0], [MPI.DOUBLE]])
+        moved.append(out[:3 * count].tolist())
+    column.Free()
+    again = holder.Get_contents()[3][0]     # a new handle to the freed column's type
+    out = np.full(6, SENTINEL)
+    MPI.COMM_SELF.Alltoallw([source, [2], [0], [again]], [out, [6], [0], [MPI.DOUBLE]])
+    moved.append(out.tolist())
+    two = [0.0, 2.0, 4.0, 5.0, 7.0, 9.0]    # the second item one extent (5) further
+    assert moved == [two[:3], two, two[:3], two]
+    again.Free()
+    holder.Free()
+    with pytest.raises(MPI.Exception):
+        MPI.COMM_SELF.Alltoallw([source, [1], [0], [again]], [out, [3], [0], [MPI.DOUBLE]])

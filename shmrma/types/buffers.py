@@ -160,7 +160,7 @@ item_bytes = derived.packed_item_bytes
 def _spread(data, start, count, datatype):
     """The Items of ``count`` items of ``datatype`` from byte ``start`` of ``data``,
     checked to lie inside it (items that touch no byte lie inside any buffer)."""
-    items = derived.Items(datatype, count)
+    items = derived.items_of(datatype, count)
     low, high = start + items.low, start + items.high
     if items.low < items.high and (low < 0 or high > len(data)):     # bytes touched
         raise ValueError("message: %d items of %s starting at byte %d reach bytes "
@@ -543,7 +543,7 @@ def vector_w_message(msg, writable, blocks, packed=True, direct=None):
     counts, displs = _per_rank(counts, blocks, "counts"), _per_rank(displs, blocks, "displs")
     if any(count < 0 for count in counts):
         raise ValueError("message: negative count in %s" % (counts,))
-    items = [derived.Items(datatype, count) for datatype, count in zip(types, counts)]
+    items = [derived.items_of(datatype, count) for datatype, count in zip(types, counts)]
     if bottom:
         used = [(displ + item.low, displ + item.high)
                 for displ, item in zip(displs, items) if item.count]

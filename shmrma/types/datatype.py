@@ -101,6 +101,7 @@ class TypeHandle:
         self.refs = 1
         self.alignment = None         # a pair type's, as its C struct aligns
         self.engine = None            # engine_type's answer where it is another type's
+        self.items = {}               # derived.items_of's Items of it, by count
 
     @property
     def dtype(self):
@@ -120,6 +121,7 @@ class TypeHandle:
         self.refs -= 1
         if self.refs == 0:
             self.freed = True
+            self.items = {}
             for datatype in self.contents[3]:
                 if not datatype._handle.predefined:
                     datatype._handle.release()

@@ -261,6 +261,29 @@ class Layout:
         return _basics[ids[0]] if len(ids) == 1 else None
 
 
+ITEMS_KEPT = 16      # Items a type's handle keeps (items_of), by count
+
+
+def items_of(datatype, count):
+    """Items(datatype, count), kept on the type's handle by count: they describe no
+    buffer, a handle's layout never changes, and a program's calls give the same
+    types and counts again and again (Alltoallw parses its types at every call)."""
+    handle = datatype._handle
+    if handle is None or handle.freed:
+        return Items(datatype, count)       # which raises what the program must hear
+    kept = handle.items
+    items = kept.get(count)
+    if items is None:
+        # their own handle object to the type: the program's may be freed meanwhile
+        own = datatypes.Datatype.__new__(datatypes.Datatype)
+        own._handle = handle
+        items = Items(own, count)
+        if len(kept) >= ITEMS_KEPT:
+            kept.clear()
+        kept[count] = items
+    return items
+
+
 class Items:
     """``count`` items of ``datatype`` laid out from item 0 at byte 0: their packed
     size, the bytes they touch (``low``..``high``), and copies between that layout
