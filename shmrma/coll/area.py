@@ -703,7 +703,7 @@ if atomic.BACKEND == "c":
                               read_line=READ_LINE, wait_slice=job.WAIT_SLICE, check=wait_check,
                               over=wait_over,
                               in_place=constants.IN_PLACE, sliced_above=SLICED_ABOVE,
-                              map_area=area_of)
+                              map_area=area_of, map_large_area=large_area_of)
     fast_bcast, fast_reduce = _native.coll_bcast, _native.coll_reduce
     fast_allreduce = _native.coll_allreduce
     fast_scan, fast_reduce_scatter_block = _native.coll_scan, _native.coll_reduce_scatter_block

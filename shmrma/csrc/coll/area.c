@@ -27,6 +27,7 @@ static PyObject *g_check;       /* collarea.wait_check(state, sequence, first, r
                                    * None, or the job's problem to raise */
 static PyObject *g_over;        /* collarea.wait_over() */
 static PyObject *g_map;         /* collarea.area_of(state): maps the small area */
+static PyObject *g_map_large;   /* collarea.large_area_of(state): maps the large one */
 PyObject *g_area_in_place;      /* MPI.IN_PLACE */
 static int g_setup_done = 0;
 
@@ -319,6 +320,26 @@ coll_comm(PyObject *state)
     return c;
 }
 
+/* The large area mapped here, for a call whose first step showed that its data
+ * need it: every member sees that in the same step (all lengths are known by
+ * then) and maps it here as the Python path would (collarea.large_area_of, a
+ * collective whose failure every member raises).  0, or -1 with that error. */
+int
+large_mapped(CommCore *c, PyObject *state)
+{
+    PyObject *mapped;
+    if (c->areas[LARGE].base != NULL)
+        return 0;
+    if ((mapped = PyObject_CallOneArg(g_map_large, state)) == NULL)
+        return -1;
+    Py_DECREF(mapped);
+    if (c->areas[LARGE].base == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "the large collective area was not bound");
+        return -1;
+    }
+    return 0;
+}
+
 /* coll_bcast(state, buf, root) -> as coll_allreduce */
 static PyObject *
 n_coll_bcast(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
@@ -343,9 +364,10 @@ n_coll_bcast(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
                   o.view.len < slot ? o.view.len : slot, (int)root);
     if (parity < 0)
         result = NULL;
-    else if ((me != root && !root_agrees(c, parity, (int)root, o.view.len)) ||
-             (o.view.len > slot && c->areas[LARGE].base == NULL))
+    else if (me != root && !root_agrees(c, parity, (int)root, o.view.len))
         result = hand_over(c, parity);
+    else if (o.view.len > slot && large_mapped(c, args[0]) < 0)
+        result = NULL;
     else if (o.view.len <= slot) {
         if (me != root)
             memcpy(o.view.buf, data_at(c, SMALL, (int)root, parity), (size_t)o.view.len);
@@ -474,11 +496,13 @@ static PyObject *
 n_collectives_setup(PyObject *m, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"area_header", "slot_header", "read_line", "wait_slice",
-                             "check", "over", "in_place", "sliced_above", "map_area", NULL};
-    PyObject *check, *over, *in_place, *map_area;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "$nnndOOOiO:collectives_setup", kwlist,
+                             "check", "over", "in_place", "sliced_above", "map_area",
+                             "map_large_area", NULL};
+    PyObject *check, *over, *in_place, *map_area, *map_large;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "$nnndOOOiOO:collectives_setup", kwlist,
                                      &AREA_HEADER, &AREA_SLOT_HEADER, &READ_LINE, &WAIT_SLICE,
-                                     &check, &over, &in_place, &SLICED_ABOVE, &map_area))
+                                     &check, &over, &in_place, &SLICED_ABOVE, &map_area,
+                                     &map_large))
         return NULL;
     if (AREA_SLOT_HEADER < (Py_ssize_t)sizeof(SlotHeader) || READ_LINE < 8 || READ_LINE % 8) {
         PyErr_SetString(PyExc_ValueError, "collectives_setup(): the slot header or the "
@@ -493,6 +517,8 @@ n_collectives_setup(PyObject *m, PyObject *args, PyObject *kwds)
     Py_XSETREF(g_area_in_place, in_place);
     Py_INCREF(map_area);
     Py_XSETREF(g_map, map_area);
+    Py_INCREF(map_large);
+    Py_XSETREF(g_map_large, map_large);
     g_setup_done = 1;
     Py_RETURN_NONE;
 }

@@ -69,6 +69,8 @@ data_at(CommCore *c, int which, int rank, int parity)
 /* The communicator of a fast collective: its small area mapped here; NULL: a
  * miss. */
 HIDDEN CommCore *coll_comm(PyObject *state);
+/* Map the large area (collectively) if it is not yet: 0, or -1 with an exception. */
+HIDDEN int large_mapped(CommCore *c, PyObject *state);
 /* The first half of a step that deposits: the slot's data to write the chunk
  * into, once free, or NULL with an exception set. */
 HIDDEN char *begin_step(CommCore *c, PyObject *state, int which);

@@ -208,8 +208,8 @@ take(CommCore *c, int which, int parity, Py_ssize_t start, Py_ssize_t size, cons
 /* The rest of a call after its first step (`parity`), when every member took
  * part: the wants from the small slots when every stream fits one, else every
  * stream from its start through the large area in chunks, as coll/area.py's
- * exchange moves them.  True, hand_over's answer (the large area is not
- * mapped yet), or NULL with an exception set. */
+ * exchange moves them (mapping the large area first when it is not yet).
+ * True, or NULL with an exception set. */
 static PyObject *
 move_streams(CommCore *c, PyObject *state, int parity, const Stream *mine, const Want *wants,
              int count)
@@ -220,8 +220,9 @@ move_streams(CommCore *c, PyObject *state, int parity, const Stream *mine, const
         take(c, SMALL, parity, 0, c->areas[SMALL].slot, wants, count);
         Py_RETURN_TRUE;
     }
-    if (c->areas[LARGE].base == NULL)
-        return hand_over(c, parity);
+    if (large_mapped(c, state) < 0)
+        return NULL;
+    size = c->areas[LARGE].slot;
     for (start = 0; start < longest; start += size) {
         Py_ssize_t len = mine->length - start;
         char *into = begin_step(c, state, LARGE);

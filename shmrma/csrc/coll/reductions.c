@@ -177,9 +177,10 @@ reduction(PyObject *state, PyObject *sendbuf, PyObject *recvbuf, PyObject *op, i
                   r.nbytes < chunk ? r.nbytes : chunk, -1);
     if (parity < 0)
         result = NULL;
-    else if (!agreed(c, parity, r.nbytes, r.unit) ||
-             (r.nbytes > chunk && c->areas[LARGE].base == NULL))
+    else if (!agreed(c, parity, r.nbytes, r.unit))
         result = hand_over(c, parity);
+    else if (r.nbytes > chunk && large_mapped(c, state) < 0)
+        result = NULL;
     else if (r.nbytes <= chunk)
         fold_wanted(c, &r, SMALL, parity, 0, chunk);
     else if ((kind == ALLREDUCE || kind == REDUCE) && c->size > SLICED_ABOVE) {
