@@ -18,27 +18,38 @@ def _area_names():
     return sorted(n for n in os.listdir(segments.SHM_DIR) if n.startswith(prefix))
 
 
+def _rounds(rounds, make, use):
+    """``rounds`` times: the communicators ``make()`` gives, each used by ``use(new,
+    turn)`` (which checks its results), then freed (in turn in either order); the
+    names of areas at the end of each round."""
+    names = []
+    for turn in range(rounds):
+        made = make()
+        for new in made:
+            use(new, turn)
+        for new in made[::-1] if turn % 2 else made:
+            new.Free()
+        MPI.COMM_WORLD.Barrier()
+        names.append(len(_area_names()))
+    return names
+
+
 def _many_communicators(rounds):
     """Communicators of three sizes made, used and freed in turn (Dup, Split in
     halves, Split in pairs with the ranks reversed), each checked by the results of
-    its first collectives (a reused area starts clean); the names of small areas at
-    the end of each round."""
+    its first collectives (a reused area starts clean); the names of areas at the
+    end of each round."""
     comm = MPI.COMM_WORLD
     rank, size = comm.rank, comm.size
-    names = []
-    for turn in range(rounds):
-        made = [comm.Dup(), comm.Split(rank % 2, rank), comm.Split(rank // 2, size - rank)]
-        for new in made:
-            out = np.zeros(3)
-            new.Allreduce(np.array([1.0, new.rank, turn]), out)
-            assert out.tolist() == [new.size, sum(range(new.size)), turn * new.size]
-            assert new.allgather((turn, new.rank)) == [(turn, r) for r in range(new.size)]
-            assert new.bcast(turn * 10 + rank if new.rank == 0 else None, 0) is not None
-        for new in made[::-1] if turn % 2 else made:
-            new.Free()
-        comm.Barrier()
-        names.append(len(_area_names()))
-    return names
+
+    def use(new, turn):
+        out = np.zeros(3)
+        new.Allreduce(np.array([1.0, new.rank, turn]), out)
+        assert out.tolist() == [new.size, sum(range(new.size)), turn * new.size]
+        assert new.allgather((turn, new.rank)) == [(turn, r) for r in range(new.size)]
+        assert new.bcast(turn * 10 + rank if new.rank == 0 else None, 0) is not None
+    return _rounds(rounds, lambda: [comm.Dup(), comm.Split(rank % 2, rank),
+                                    comm.Split(rank // 2, size - rank)], use)
 
 
 @pytest.mark.timeout(120)
@@ -119,3 +130,33 @@ def test_a_late_member_reads_the_small_area_name_before_a_large_one(nranks):
     counts = shmrma.launch(_first_collective_is_a_large_bcast, nranks, args=(24,),
                            timeout=110)
     assert all(count <= 8 for count in counts), counts
+
+
+def _large_collectives_on_new_communicators(rounds):
+    """Communicators of two sizes, each made for one large reduction and one large
+    all-to-all (its large area taken from the pool, cleared, or made), checked by
+    their results; the names of areas at the end of each round."""
+    comm = MPI.COMM_WORLD
+
+    def use(new, turn):
+        vector = np.full(1 << 17, float(new.rank + turn))      # 1 MiB
+        out = np.empty_like(vector)
+        new.Allreduce(vector, out)
+        assert (out == sum(range(new.size)) + turn * new.size).all()
+        parts = np.repeat(np.arange(new.size, dtype="i8") + 100 * new.rank, 40000)
+        got = np.empty_like(parts)
+        new.Alltoall(parts, got)
+        assert (got == np.repeat(np.arange(new.size) * 100 + new.rank, 40000)).all()
+    return _rounds(rounds, lambda: [comm.Dup(), comm.Split(comm.rank % 2, comm.rank)], use)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("nranks", [2, 3, 4])
+def test_large_areas_are_reused_and_their_names_stay_bounded(nranks):
+    """30 rounds of 2 communicators whose first collective is a large one: their
+    large areas come back from the pool (at most LARGE_POOLED kept) and start
+    clean, so the results are right and the names in /dev/shm stop growing."""
+    from shmrma.coll.area import LARGE_POOLED
+    for counts in shmrma.launch(_large_collectives_on_new_communicators, nranks, args=(30,),
+                                timeout=110):
+        assert max(counts) <= counts[2] + 1 and max(counts) <= 4 + LARGE_POOLED, counts

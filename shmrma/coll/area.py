@@ -43,10 +43,13 @@ pool in the world segment (POOL_ENTRIES of them, by communicator size), and the
 next communicator of that size takes it instead of a new segment; every process
 keeps the last areas it unmapped mapped (CACHED_AREAS), so a member that had it
 maps nothing either.
-Communicator creation costs a segment only when the pool has none. So the name
-of a small area (AREA_KIND in it) stays in /dev/shm while the job runs, where
-every other name of a collective goes once all its users mapped it; the job's
-sweeper removes it at the end, however the job ends.
+Communicator creation costs a segment only when the pool has none. A large area
+goes to the same pool (its entry's size carries POOL_LARGE), while the pool holds
+fewer than LARGE_POOLED of them: a program that makes a communicator for each
+large transfer (a parallel FFT's plans) maps none of its own, where creating,
+reserving and mapping a few MiB cost more than the transfer. So the names of
+the areas (AREA_KIND in them) stay in /dev/shm while the job runs; the job's
+sweeper removes them at the end, however the job ends.
 
 ``exchange`` moves byte streams (each member's outgoing bytes) to whoever wants
 parts of them; ``fold`` reduces vectors element-wise in rank order.
@@ -69,13 +72,14 @@ READ_LINE = 64                  # a member's read cell, alone on its line before
 SMALL_SLOT = 8 * 1024           # holds a table of 16 bytes per rank up to 512 ranks
 NAME_OFFSET = 8                 # in the communicator's barrier slot (job.SLOT_BYTES)
 NAME_BYTES = 48
-FAILED_OFFSET = 56              # a member could not map the area (an int32)
-MAPPED_OFFSET = 60              # members that mapped it so far (an int32)
+FAILED_OFFSET = 56              # a member could not map the large area (an int32)
 MASK32 = 0xFFFFFFFF
 POOL_ENTRIES = 32               # small areas kept for new communicators, at job.OFF_AREA_POOL
 POOL_ENTRY = 64                 # state (int32), communicator size (int32), name
 POOL_SIZE, POOL_NAME = 4, 8     # offsets in an entry
 POOL_EMPTY, POOL_BUSY, POOL_READY = 0, 1, 2
+POOL_LARGE = 1 << 30            # in an entry's size: a large area, of a communicator of size
+LARGE_POOLED = 4                # large areas the pool keeps (their memory stays reserved)
 CACHED_AREAS = 16               # areas a process keeps mapped after its communicator's Free
 AREA_KIND = "area-"             # in the names of small areas (segments.new_name)
 AREA_NAMED, AREA_FAILED, AREA_TRY = 1, 2, 4     # the slot's area cell (job.OFF_SLOT_AREA)
@@ -229,30 +233,48 @@ def _pool_take(world, size):
 
 
 def recycle(state):
-    """The last member out of a communicator gives its small area to the pool, or
-    unlinks it when the pool is full; its mapping stays in this process's cache."""
-    area = state.area
-    if area is None or not isinstance(area.region, segments.Region):
-        return
-    world, name = job.current(), area.region.name
+    """The last member out of a communicator gives its areas to the pool (a large
+    one while the pool holds fewer than LARGE_POOLED), or unlinks them; their
+    mappings stay in this process's cache."""
+    world, size = job.current(), len(state.ranks)
+    for area, pooled_as in ((state.area, size), (state.large_area, size | POOL_LARGE)):
+        if area is None or not isinstance(area.region, segments.Region):
+            continue
+        name = area.region.name
+        if not (pooled_as & POOL_LARGE and _large_pooled(world) >= LARGE_POOLED) \
+                and _pool_give(world, name, pooled_as):
+            continue
+        segments.unlink(name)
+
+
+def _pool_give(world, name, pooled_as):
+    """Put area ``name`` in an empty entry of the pool: False when it has none."""
     for entry in _pool_entries(world, POOL_EMPTY):
         if atomic.cas32(entry, POOL_EMPTY, POOL_BUSY) == POOL_EMPTY:
             at = entry - world.base + POOL_NAME
             world.mem[at:at + NAME_BYTES] = name.encode().ljust(NAME_BYTES, b"\0")
-            atomic.store32(entry + POOL_SIZE, len(state.ranks))
+            atomic.store32(entry + POOL_SIZE, pooled_as)
             atomic.store32(entry, POOL_READY)
-            return
-    segments.unlink(name)
+            return True
+    return False
 
 
-def _pooled_or_made(world, size, nbytes):
-    """Rank 0's small area: a pooled one (cleared: a new communicator's steps start
-    from zero), else a new segment."""
-    name = _pool_take(world, size)
+def _large_pooled(world):
+    """The large areas the pool holds, as one plain read of its table sees them."""
+    table = _POOL_TABLE.unpack_from(world.mem, job.OFF_AREA_POOL)
+    return sum(1 for state, size in zip(table[0::2], table[1::2])
+               if state == POOL_READY and size & POOL_LARGE)
+
+
+def _pooled_or_made(world, size, nbytes, slot=SMALL_SLOT):
+    """Rank 0's area of ``slot`` bytes a slot (the small one's, or large_slot_bytes):
+    a pooled one (cleared: a new communicator's steps start from zero), else a new
+    segment."""
+    name = _pool_take(world, size if slot == SMALL_SLOT else size | POOL_LARGE)
     if name is None:
         return segments.Region.create(world.job_id, nbytes, kind=AREA_KIND)
     region = _mapped(name, nbytes)
-    _clear(region.buffer, size, SMALL_SLOT)
+    _clear(region.buffer, size, slot)
     return region
 
 
@@ -321,23 +343,23 @@ def _map_small(state, nbytes, world, cell, name_at):
 
 
 def _map_large(state, nbytes, world, cell, name_at):
-    """Map a large area: rank 0 creates the segment and puts its name in the
-    communicator's barrier slot, the others map it, and the last to map it unlinks
-    the name. A failure anywhere is every member's. The first barrier keeps the name
-    of the small area there until every member read it (the root of a broadcast gets
-    here without waiting for the others' first step)."""
+    """Map a large area: rank 0 takes a pooled one or creates the segment and puts
+    its name in the communicator's barrier slot, the others map it (or find it
+    still mapped: _mapped). A failure anywhere is every member's, and rank 0 then
+    unlinks the name. The first barrier keeps the name of the small area there
+    until every member read it (the root of a broadcast gets here without waiting
+    for the others' first step)."""
     size = len(state.ranks)
-    failed_at, mapped_at = cell + FAILED_OFFSET, cell + MAPPED_OFFSET
+    failed_at = cell + FAILED_OFFSET
     region = error = None
     name = b""
     slot_barrier(state)
     if state.rank == 0:
         atomic.store32(failed_at, 0)
-        atomic.store32(mapped_at, 0)
         try:
-            region = segments.Region.create(world.job_id, nbytes)
+            region = _pooled_or_made(world, size, nbytes, large_slot_bytes(size))
             name = region.name.encode()
-        except errors.Exception as exc:
+        except (errors.Exception, OSError) as exc:
             error = exc
         world.mem[name_at:name_at + NAME_BYTES] = name.ljust(NAME_BYTES, b"\0")
     slot_barrier(state)
@@ -345,12 +367,10 @@ def _map_large(state, nbytes, world, cell, name_at):
         name = bytes(world.mem[name_at:name_at + NAME_BYTES]).rstrip(b"\0")
         if name:
             try:
-                region = segments.Region.attach(name.decode(), nbytes)
+                region = _mapped(name.decode(), nbytes)
             except (errors.Exception, OSError) as exc:
                 error = exc
                 atomic.store32(failed_at, 1)
-    if name and atomic.fetch_add32(mapped_at, 1) + 1 == size:
-        segments.unlink(name.decode())      # the last to map it: no name is left behind
     slot_barrier(state)
     if error is None and (atomic.load32(failed_at) or region is None):
         error = errors.Exception(errors.ERR_NO_MEM, "a member of the communicator could "
@@ -358,6 +378,8 @@ def _map_large(state, nbytes, world, cell, name_at):
     if error is not None:
         if region is not None:
             region.close()
+            if state.rank == 0:     # every member tried to map it by the last barrier
+                segments.unlink(region.name)
         if not isinstance(error, errors.Exception):
             error = errors.Exception(errors.ERR_NO_MEM, "cannot map the collective area "
                                      "of the communicator: %s" % error)

@@ -320,7 +320,7 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
         if state.slot is not None and release_slot(job.current(), state.slot):
             from ..coll import area as collarea, channel as nbcarea
             nbcarea.unlink_channel(state)   # the last member out: nobody maps it any more
-            collarea.recycle(state)         # its small area, for the next communicator
+            collarea.recycle(state)         # its areas, for the next communicators
         self._drop_attributes()
         if state.commctx is not None:
             state.commctx.dup.Free()    # mpi4py frees it with its communicator
@@ -329,7 +329,7 @@ class Comm(IntHandle, Attributes, errhandler.ErrorHandling, BufferAttachment):
         if state.area is not None:      # collarea.Area objects
             state.area.close(keep=True)     # mapped still, for the next that takes it
         if state.large_area is not None:
-            state.large_area.close()
+            state.large_area.close(keep=True)
         if state.nbc is not None:
             state.nbc.free()
         _by_number.pop(state.context + 1, None)
