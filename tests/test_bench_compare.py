@@ -83,15 +83,20 @@ def test_results_name_each_missed_target_with_its_known_reason():
     """Issue 6: "where a target ... is still missed, say which and why"."""
     put_bw = compare.WINDOWS_SUITE[5]
     acc = compare.WINDOWS_SUITE[7]
+    unknown = compare.Case("A row nobody explained, us", "osu_put_latency", 8,
+                           against_mpi4py=1.0)
     samples = {put_bw.title: {"shmrma": [7000.0], "mpi4py": [7700.0], "numpy": [7500.0]},
-               acc.title: {"shmrma": [700.0], "mpi4py": [600.0]}}
-    rows = compare.table([put_bw, acc], samples)
+               acc.title: {"shmrma": [700.0], "mpi4py": [600.0]},
+               unknown.title: {"shmrma": [2.0], "mpi4py": [1.0]}}
+    rows = compare.table([put_bw, acc, unknown], samples)
     lines = compare.missed(rows)
-    assert lines[:3] == ["", "Targets this run missed:", ""] and len(lines) == 5
+    assert lines[:3] == ["", "Targets this run missed:", ""] and len(lines) == 6
     assert lines[3].startswith("- Put bandwidth 4 MiB, MB/s against mpi4py: 1.10, "
                                "target <= 1.00. Each side's transfer is one memcpy of 4 MiB")
-    assert lines[4] == ("- Accumulate 8 MiB float64 SUM + Flush, us against mpi4py: "
-                        "1.17, target <= 1.00. No known reason: investigate.")
+    assert lines[4].startswith("- Accumulate 8 MiB float64 SUM + Flush, us against mpi4py: "
+                               "1.17, target <= 1.00. Memory-bound")
+    assert lines[5] == ("- A row nobody explained, us against mpi4py: 2.00, target <= "
+                        "1.00. No known reason: investigate.")
     # the row against numpy's copy passes (7500 / 7000 <= 1 / 0.9): not listed
     assert compare.missed(compare.table([acc], {acc.title: {"shmrma": [5.0],
                                                              "mpi4py": [6.0]}})) == []

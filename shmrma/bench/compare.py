@@ -545,7 +545,8 @@ for _title in ("Dup + Free n=2, us", "Split + Free n=2, us", "Create_cart + Sub 
                "Create_cart + Sub + Free n=4, us"):
     WHEN_MISSED[_title] = (
         "making a communicator is Python bookkeeping around one or two collective steps "
-        "(Dup: rank 0's plan broadcast; Split: an allgather of the colors, then the plan; "
+        "(Dup: rank 0's plan broadcast; Split: an allgather of the colors, then the plan, "
+        "which a Split into single ranks, as this row's at 2 ranks, does without; "
         "Create_cart and Sub: one allgather of every rank's error class with rank 0's "
         "plan), and its first collective makes its area: at 1 rank, where nobody waits, "
         "Dup + Free costs 5.9-10 us and Create_cart + Sub + Free 36-49 us against MPICH's "
@@ -612,9 +613,22 @@ for _title in ("Send/Recv 8 B as [buf, BYTE], one way, us",
                "send/recv of 8-byte objects, one way, us"):
     WHEN_MISSED[_title] = _PING_PONG_MODES
 WHEN_MISSED["Isend/Irecv bandwidth 8 B as [buf, 8, BYTE] (osu_bw), MB/s"] = (
-    "a window of 64 8-byte Isends and Irecvs costs about 0.8 us a message on both "
-    "(0.81-0.85 us against MPICH's 0.80-0.81 in alternating quiet runs), so the ratio "
-    "sits at parity and moves with the machine's load (1.09-1.13 in two loaded runs)")
+    "a window of 64 8-byte Isends and Irecvs is a request a message, made and waited "
+    "for in Python (0.34 us a Receive, 0.19 us a Completed send since 2026-12-08); in "
+    "six alternating direct runs on 2026-12-08 shmrma moved 8.5-10.3 MB/s (median 10.0) "
+    "against MPICH's 3.7-8.2 (median 7.9), a ratio of 0.79, while the loaded RESULTS "
+    "run read 1.17")
+WHEN_MISSED["Accumulate 8 MiB float64 SUM + Flush, us"] = (
+    "memory-bound (the target's 8 MiB read and written, the origin's read, on one "
+    "memory bus) and bimodal on the development machine: five alternating direct runs "
+    "on 2026-12-08 read 398-660 us (median 466) against MPICH's 395-482 (median 469), "
+    "a ratio of 0.99, where the loaded RESULTS run read 1.41; the SIMD kernels of "
+    "2026-12-08 took it from 593-648 us")
+WHEN_MISSED["Allreduce 1 MiB float64 n=2 (osu_allreduce -T mpi_double), us"] = (
+    "bimodal at 2 ranks on the development machine for both implementations (runs of "
+    "150-200 us and of 650-750 us, MPICH's too): five alternating direct runs on "
+    "2026-12-08 read a median of 190 us against MPICH's 195 (ratio 0.97), where the "
+    "loaded RESULTS run read 1.14")
 WHEN_MISSED["Notify 8 B: counters on the mpi backend vs MPI-3 calls, us"] = (
     "the counters make the MPI-3 form's calls (Put, Flush, an atomic on the counter, "
     "Flush) and poll with loads, but each notification also runs about 1.4 us of Python "
