@@ -18,8 +18,8 @@ def raises_mpi(error_class, match=None):
 
 def job_segments():
     """This job's names still in /dev/shm (the world segment never is; another
-    program's names are not this job's), but the small collective areas', which
-    stay for the next communicators while the job runs (coll/area.py's pool)."""
+    program's names are not this job's), but the collective areas', which stay
+    for the next communicators while the job runs (coll/area.py's pool)."""
     import os
     from shmrma.core import job, segments
     from shmrma.coll.area import AREA_KIND
