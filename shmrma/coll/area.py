@@ -241,10 +241,9 @@ def recycle(state):
         if area is None or not isinstance(area.region, segments.Region):
             continue
         name = area.region.name
-        if not (pooled_as & POOL_LARGE and _large_pooled(world) >= LARGE_POOLED) \
-                and _pool_give(world, name, pooled_as):
-            continue
-        segments.unlink(name)
+        full = pooled_as & POOL_LARGE and _large_pooled(world) >= LARGE_POOLED
+        if full or not _pool_give(world, name, pooled_as):
+            segments.unlink(name)
 
 
 def _pool_give(world, name, pooled_as):
@@ -266,11 +265,11 @@ def _large_pooled(world):
                if state == POOL_READY and size & POOL_LARGE)
 
 
-def _pooled_or_made(world, size, nbytes, slot=SMALL_SLOT):
-    """Rank 0's area of ``slot`` bytes a slot (the small one's, or large_slot_bytes):
-    a pooled one (cleared: a new communicator's steps start from zero), else a new
-    segment."""
-    name = _pool_take(world, size if slot == SMALL_SLOT else size | POOL_LARGE)
+def _pooled_or_made(world, size, nbytes, large=False):
+    """Rank 0's small area, or its ``large`` one: a pooled one (cleared: a new
+    communicator's steps start from zero), else a new segment."""
+    slot = large_slot_bytes(size) if large else SMALL_SLOT
+    name = _pool_take(world, size | POOL_LARGE if large else size)
     if name is None:
         return segments.Region.create(world.job_id, nbytes, kind=AREA_KIND)
     region = _mapped(name, nbytes)
@@ -357,7 +356,7 @@ def _map_large(state, nbytes, world, cell, name_at):
     if state.rank == 0:
         atomic.store32(failed_at, 0)
         try:
-            region = _pooled_or_made(world, size, nbytes, large_slot_bytes(size))
+            region = _pooled_or_made(world, size, nbytes, large=True)
             name = region.name.encode()
         except (errors.Exception, OSError) as exc:
             error = exc
